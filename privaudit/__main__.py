@@ -1,0 +1,3 @@
+from privaudit.cli import main
+
+main()

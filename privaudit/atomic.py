@@ -1,0 +1,98 @@
+"""Atomic writes: a reader sees either the old file or the complete new one, never a part.
+
+Every file privaudit writes goes through these helpers: the content is written to a
+temporary file in the destination folder, flushed to disk, then moved over the final
+name with ``os.replace`` (atomic on POSIX within one file system).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from privaudit.errors import ArtifactError
+
+
+def _write_via_temp(path: Path, write: Callable[[Any], None], binary: bool) -> None:
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise ArtifactError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        _remove_quietly(tmp)
+        raise ArtifactError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+
+
+def _remove_quietly(path: str | Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (UTF-8)."""
+    _write_via_temp(path, lambda fh: fh.write(text), binary=False)
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    _write_via_temp(path, lambda fh: fh.write(data), binary=True)
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):  # numpy / torch scalars
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot serialise {type(obj).__name__} to JSON")
+
+
+def _finite(obj: Any) -> Any:
+    """Replace NaN and infinities by None so that the JSON is standard."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def dumps_json(obj: Any) -> str:
+    """Standard JSON (no NaN), keys sorted, indented: stable across runs."""
+    return json.dumps(_finite(json.loads(json.dumps(obj, default=_json_default))),
+                      indent=2, sort_keys=True) + "\n"
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically."""
+    write_text(path, dumps_json(obj))
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON artifact, turning damage into an :class:`ArtifactError`."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError as exc:
+        raise ArtifactError(f"missing file {path}") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArtifactError(f"cannot read {path}: it is not valid JSON ({exc})") from exc

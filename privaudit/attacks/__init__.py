@@ -1,0 +1,12 @@
+"""Membership-inference attacks: pure functions over model outputs (logits)."""
+
+from privaudit.attacks.scores import (
+    ATTACKS,
+    confidence_scores,
+    loss_scores,
+    softmax,
+    top_k_posteriors,
+)
+from privaudit.attacks.shadow import ShadowAttack
+
+__all__ = ["ATTACKS", "ShadowAttack", "confidence_scores", "loss_scores", "softmax", "top_k_posteriors"]

@@ -1,0 +1,82 @@
+"""The main job: a defence grid for one model, trained, attacked and reported.
+
+For one architecture and dataset the plan is the undefended baseline, one MG-noise target
+per κ of the grid and one DP-SGD target per σ (or per target ε) of the grid. Every target
+gets its shadow model with the identical recipe, every target is attacked, and the reports
+are rebuilt from the whole workspace. Each step is the cached get-or-train of
+:mod:`privaudit.runs`, so an interrupted audit resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+import torch
+
+from privaudit.attacks.run import AttackResult, attack_target
+from privaudit.config import RunConfig
+from privaudit.errors import ConfigError
+from privaudit.report.build import ReportResult, build_reports
+from privaudit.runs import DataCache, RunResult, ensure_model
+from privaudit.training.trainer import EpochCallback
+from privaudit.workspace import Workspace
+
+DEFAULT_KAPPAS = (0.25, 0.5, 1.0, 2.0)
+DEFAULT_SIGMAS = (0.5, 1.0, 2.0)
+
+
+def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float] = (),
+               target_epsilons: Sequence[float] = ()) -> list[RunConfig]:
+    """Target configs of an audit: baseline, then MG noise per κ, then DP-SGD per σ / ε.
+
+    ``base`` carries the model, data and training recipe; its defence is replaced. κ = 0 in
+    the grid is the baseline and is not repeated. Duplicates are removed, order is kept.
+    """
+    if sigmas and target_epsilons:
+        raise ConfigError("give DP-SGD settings as --sigmas or as --target-epsilons, not both")
+    plain = replace(base.defence, kappa=0.0, dp=False, noise_multiplier=None, target_epsilon=None)
+    plan = [replace(base, role="target", defence=plain)]
+    plan += [replace(base, role="target", defence=replace(plain, kappa=float(k))) for k in kappas]
+    plan += [replace(base, role="target", defence=replace(plain, dp=True, noise_multiplier=float(s)))
+             for s in sigmas]
+    plan += [replace(base, role="target", defence=replace(plain, dp=True, target_epsilon=float(e)))
+             for e in target_epsilons]
+    unique: dict[str, RunConfig] = {}
+    for cfg in plan:
+        unique.setdefault(cfg.validated().run_name, cfg)
+    return list(unique.values())
+
+
+@dataclass
+class AuditResult:
+    targets: list[RunResult] = field(default_factory=list)
+    attacks: list[AttackResult] = field(default_factory=list)
+    report: ReportResult | None = None
+
+
+@dataclass
+class AuditHooks:
+    """Optional callbacks for progress display (the CLI's rich bars)."""
+
+    on_model_start: Callable[[RunConfig], None] | None = None  # called when a model is trained
+    on_epoch: EpochCallback | None = None
+    on_step_done: Callable[[str], None] | None = None
+
+
+def run_audit(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, device: torch.device,
+              hooks: AuditHooks | None = None) -> AuditResult:
+    """Train (or reuse) every target of ``plan`` and its shadow, attack it, rebuild reports."""
+    hooks = hooks or AuditHooks()
+    workspace.ensure_writable()
+    result = AuditResult()
+    for cfg in plan:
+        target = ensure_model(cfg, workspace, data, device, on_start=hooks.on_model_start, on_epoch=hooks.on_epoch)
+        result.targets.append(target)
+        attack = attack_target(workspace, target.name, data, device, on_start=hooks.on_model_start,
+                               on_epoch=hooks.on_epoch)
+        result.attacks.append(attack)
+        if hooks.on_step_done:
+            hooks.on_step_done(target.name)
+    result.report = build_reports(workspace)
+    return result

@@ -1,0 +1,67 @@
+"""``privaudit train``: one target model with a defence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, fmt,
+                                  handle_errors, info_console, training_progress)
+from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt, ModelOpt,
+                                   PartSizeOpt, SeedOpt, WeightDecayOpt, WidthOpt)
+from privaudit.config import make_config
+from privaudit.runs import DataCache, ensure_model
+from privaudit.training import resolve_device
+from privaudit.workspace import Workspace
+
+
+@handle_errors
+def train_cmd(
+    model: ModelOpt = "mlp",
+    dataset: DatasetOpt = "cifar10",
+    data_dir: DataDirOpt = None,
+    download: DownloadOpt = False,
+    kappa: Annotated[float, typer.Option("--kappa", help="MG noise: std of the N(1, kappa^2) input mask (0 = no mask).")] = 0.0,
+    dp: Annotated[bool, typer.Option("--dp", help="Train with DP-SGD (Opacus, Poisson sampling, per-sample clipping).")] = False,
+    noise_multiplier: Annotated[Optional[float], typer.Option("--noise-multiplier", help="DP-SGD noise multiplier sigma (with --dp).")] = None,
+    target_epsilon: Annotated[Optional[float], typer.Option("--target-epsilon", help="Calibrate sigma so that epsilon at --delta does not exceed this (with --dp).")] = None,
+    max_grad_norm: MaxGradNormOpt = 1.0,
+    delta: DeltaOpt = 1e-5,
+    epochs: EpochsOpt = None,
+    batch_size: BatchSizeOpt = None,
+    lr: LrOpt = 1e-3,
+    weight_decay: WeightDecayOpt = None,
+    width: WidthOpt = 512,
+    part_size: PartSizeOpt = None,
+    seed: SeedOpt = 0,
+    device: DeviceOpt = "auto",
+    workdir: WorkdirOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Train one target model and save it under WORKDIR/models (reused when it exists)."""
+    cfg = make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa, dp=dp,
+                      noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
+                      max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
+                      lr=lr, weight_decay=weight_decay, seed=seed)
+    dev = resolve_device(device)
+    ws = Workspace(workdir).ensure_writable()
+    data = DataCache(data_dir, download)
+    with training_progress() as bars:
+        run = ensure_model(cfg, ws, data, dev, on_start=bars.start, on_epoch=bars.on_epoch)
+    if as_json:
+        emit_json({"run": run.name, "path": str(run.path), "reused": run.reused, "config": cfg.to_dict(),
+                   "metrics": {k: v for k, v in run.metrics.items() if k != "loss_history"}})
+        return
+    console = info_console(as_json)
+    table = Table(caption=f"{run.name}{' (reused)' if run.reused else ''}", show_header=True)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key in ("train_accuracy", "test_accuracy", "generalisation_gap", "noise_multiplier", "epsilon", "delta",
+                "accountant", "train_seconds"):
+        if key in run.metrics:
+            table.add_row(key, fmt(run.metrics[key], 4))
+    console.print(table)
+    console.print(f"saved in {run.path}")

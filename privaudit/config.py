@@ -1,0 +1,244 @@
+"""One frozen configuration per trained model.
+
+A :class:`RunConfig` holds every setting that can change a trained model: the data split,
+the architecture, the defence and the training recipe. Its stable hash names the model's
+folder in the workspace and decides reuse: an artifact is reused only when the hash of its
+saved config equals the hash of the requested one. The device is deliberately *not* part
+of the config (it is recorded as provenance): a model trained on a GPU may be reused on a
+CPU machine.
+
+Defaults per dataset follow papers.md A.3 for CIFAR-10 (parts of 10,520 images, Adam with
+lr 1e-3, batch 100, weight decay 1e-7, or 1e-5 for the improved CNN, 50 epochs) and are
+scaled down for the 8x8 digits (parts of 449 images, batch 64, 60 epochs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from privaudit.errors import ConfigError
+
+MODELS = ("mlp", "cnn", "cnn-improved")
+DATASETS = ("cifar10", "digits")
+ROLES = ("target", "shadow")
+CONFIG_SCHEMA = 1
+
+# Dataset-specific defaults used when a setting is not given.
+DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
+    "cifar10": {"part_size": 10_520, "epochs": 50, "batch_size": 100},
+    "digits": {"part_size": 449, "epochs": 60, "batch_size": 64},
+}
+
+
+def default_weight_decay(model: str) -> float:
+    """Adam weight decay of the authors' code: 1e-5 for the improved CNN, else 1e-7."""
+    return 1e-5 if model == "cnn-improved" else 1e-7
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Which data a model sees.
+
+    ``part_size`` is the size of each of the four disjoint ML-Leaks parts (target members,
+    target non-members, shadow members, shadow non-members); ``seed`` shuffles the pooled
+    train+test images before they are cut.
+    """
+
+    dataset: str = "digits"
+    part_size: int = 449
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture: ``mlp`` (one hidden ReLU layer of ``width`` units), ``cnn`` (ML-Leaks),
+    ``cnn-improved`` (BatchNorm + dropout; GroupNorm under DP-SGD)."""
+
+    name: str = "mlp"
+    width: int = 512
+
+
+@dataclass(frozen=True)
+class DefenceConfig:
+    """The defence applied while training.
+
+    kappa: std of the multiplicative Gaussian input mask N(1, kappa^2) (0 = none).
+    dp: train with DP-SGD (Opacus, Poisson sampling, per-sample clipping).
+    noise_multiplier: DP-SGD sigma; when None it is calibrated to ``target_epsilon``.
+    target_epsilon: the epsilon the calibrated sigma must not exceed at ``delta``.
+    max_grad_norm: per-sample clipping norm C.
+    delta: the delta at which epsilon is reported.
+    """
+
+    kappa: float = 0.0
+    dp: bool = False
+    noise_multiplier: float | None = None
+    target_epsilon: float | None = None
+    max_grad_norm: float = 1.0
+    delta: float = 1e-5
+
+    @property
+    def name(self) -> str:
+        """``none``, ``mg``, ``dpsgd`` or ``mg+dpsgd``."""
+        parts = (["mg"] if self.kappa > 0 else []) + (["dpsgd"] if self.dp else [])
+        return "+".join(parts) or "none"
+
+    @property
+    def label(self) -> str:
+        """Short readable label used in folder names, e.g. ``k0.5`` or ``dp-s1``."""
+        bits = []
+        if self.kappa > 0:
+            bits.append(f"k{self.kappa:g}")
+        if self.dp:
+            bits.append(f"dp-s{self.noise_multiplier:g}" if self.noise_multiplier is not None
+                        else f"dp-e{self.target_epsilon:g}")
+        return "-".join(bits) or "plain"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The optimisation recipe (Adam, full passes over the member part)."""
+
+    epochs: int = 60
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 1e-7
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines one trained model (target or shadow)."""
+
+    role: str = "target"
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    defence: DefenceConfig = field(default_factory=DefenceConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    seed: int = 0
+
+    # -- identity -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": CONFIG_SCHEMA, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> "RunConfig":
+        """Rebuild a config saved by :meth:`to_dict`; unknown or missing keys are an error."""
+        try:
+            if raw.get("schema") != CONFIG_SCHEMA:
+                raise ConfigError(f"unsupported config schema {raw.get('schema')!r}")
+            kwargs: dict[str, Any] = {}
+            for key, sub in (("data", DataConfig), ("model", ModelConfig),
+                             ("defence", DefenceConfig), ("train", TrainConfig)):
+                kwargs[key] = sub(**raw[key])
+            kwargs["role"] = raw["role"]
+            kwargs["seed"] = raw["seed"]
+            return cls(**kwargs).validated()
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"not a privaudit model config ({exc})") from exc
+
+    @property
+    def config_hash(self) -> str:
+        """First 10 hex digits of the SHA-256 of the canonical JSON of the config."""
+        canon = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()[:10]
+
+    @property
+    def run_name(self) -> str:
+        """Readable, unique folder name: ``<role>-<model>-<dataset>-<defence>-<hash>``."""
+        return (f"{self.role}-{self.model.name}-{self.data.dataset}-"
+                f"{self.defence.label}-{self.config_hash}")
+
+    def as_shadow(self) -> "RunConfig":
+        """The shadow model's config: the identical recipe, defence included."""
+        return replace(self, role="shadow")
+
+    # -- validation -----------------------------------------------------------------------
+    def validated(self) -> "RunConfig":
+        """Return self, or raise :class:`ConfigError` naming the first bad setting."""
+        d, m, f, t = self.data, self.model, self.defence, self.train
+        if self.role not in ROLES:
+            raise ConfigError(f"unknown role {self.role!r}; expected one of {', '.join(ROLES)}")
+        if d.dataset not in DATASETS:
+            raise ConfigError(f"unknown dataset {d.dataset!r}; expected one of {', '.join(DATASETS)}")
+        if m.name not in MODELS:
+            raise ConfigError(f"unknown model {m.name!r}; expected one of {', '.join(MODELS)}")
+        _require(isinstance(m.width, int) and m.width >= 1, "--width must be a positive integer")
+        _require(isinstance(d.part_size, int) and d.part_size >= 2, "--part-size must be at least 2")
+        _require(_finite_number(f.kappa) and f.kappa >= 0, f"--kappa must be >= 0 (got {f.kappa})")
+        _require(_finite_number(f.delta) and 0 < f.delta < 1, f"--delta must lie in (0, 1) (got {f.delta})")
+        _require(_finite_number(f.max_grad_norm) and f.max_grad_norm > 0,
+                 f"--max-grad-norm must be > 0 (got {f.max_grad_norm})")
+        if f.dp:
+            if (f.noise_multiplier is None) == (f.target_epsilon is None):
+                raise ConfigError("--dp needs exactly one of --noise-multiplier or --target-epsilon")
+            if f.noise_multiplier is not None:
+                _require(_finite_number(f.noise_multiplier) and f.noise_multiplier > 0,
+                         f"--noise-multiplier must be > 0 (got {f.noise_multiplier})")
+            if f.target_epsilon is not None:
+                _require(_finite_number(f.target_epsilon) and f.target_epsilon > 0,
+                         f"--target-epsilon must be > 0 (got {f.target_epsilon})")
+        elif f.noise_multiplier is not None or f.target_epsilon is not None:
+            raise ConfigError("--noise-multiplier and --target-epsilon need --dp")
+        _require(isinstance(t.epochs, int) and t.epochs >= 1, f"--epochs must be >= 1 (got {t.epochs})")
+        _require(isinstance(t.batch_size, int) and t.batch_size >= 1,
+                 f"--batch-size must be >= 1 (got {t.batch_size})")
+        _require(_finite_number(t.lr) and t.lr > 0, f"--lr must be > 0 (got {t.lr})")
+        _require(_finite_number(t.weight_decay) and t.weight_decay >= 0,
+                 f"--weight-decay must be >= 0 (got {t.weight_decay})")
+        _require(isinstance(self.seed, int) and 0 <= self.seed < 2**63, "--seed must be a non-negative integer")
+        return self
+
+
+def _finite_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def make_config(
+    *,
+    model: str = "mlp",
+    dataset: str = "digits",
+    role: str = "target",
+    width: int = 512,
+    part_size: int | None = None,
+    kappa: float = 0.0,
+    dp: bool = False,
+    noise_multiplier: float | None = None,
+    target_epsilon: float | None = None,
+    max_grad_norm: float = 1.0,
+    delta: float = 1e-5,
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    lr: float = 1e-3,
+    weight_decay: float | None = None,
+    seed: int = 0,
+) -> RunConfig:
+    """Build a validated :class:`RunConfig`, filling dataset-specific defaults for ``None``."""
+    if dataset not in DATASET_DEFAULTS:
+        raise ConfigError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
+    defaults = DATASET_DEFAULTS[dataset]
+    cfg = RunConfig(
+        role=role,
+        data=DataConfig(dataset=dataset,
+                        part_size=defaults["part_size"] if part_size is None else part_size,
+                        seed=seed),
+        model=ModelConfig(name=model, width=width),
+        defence=DefenceConfig(kappa=float(kappa), dp=dp,
+                              noise_multiplier=None if noise_multiplier is None else float(noise_multiplier),
+                              target_epsilon=None if target_epsilon is None else float(target_epsilon),
+                              max_grad_norm=float(max_grad_norm), delta=float(delta)),
+        train=TrainConfig(epochs=defaults["epochs"] if epochs is None else epochs,
+                          batch_size=defaults["batch_size"] if batch_size is None else batch_size,
+                          lr=float(lr),
+                          weight_decay=default_weight_decay(model) if weight_decay is None else float(weight_decay)),
+        seed=seed,
+    )
+    return cfg.validated()

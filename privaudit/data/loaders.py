@@ -1,0 +1,146 @@
+"""Loading the image datasets as in-memory arrays.
+
+Both loaders return the *pooled* data (for CIFAR-10: the 50,000 training and 10,000 test
+images concatenated, in that order) as raw values, because the ML-Leaks protocol pools
+them before cutting its four parts (papers.md A.3).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from privaudit.errors import DataError
+
+DATA_DIR_ENV = "PRIVAUDIT_DATA_DIR"
+CIFAR_FOLDER = "cifar-10-batches-py"
+CIFAR_TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
+CIFAR_TEST_BATCH = "test_batch"
+
+
+@dataclass(frozen=True)
+class ImageData:
+    """A pooled image dataset.
+
+    x: raw pixel values, shape (N, C, H, W), uint8 (0-255 for CIFAR-10, 0-16 for digits).
+    y: integer labels, shape (N,), int64.
+    """
+
+    name: str
+    x: np.ndarray
+    y: np.ndarray
+    num_classes: int
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return tuple(self.x.shape[1:])  # type: ignore[return-value]
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, download: bool = False) -> ImageData:
+    """Load ``digits`` (bundled with scikit-learn) or ``cifar10`` (python-pickle batches)."""
+    if name == "digits":
+        return load_digits()
+    if name == "cifar10":
+        return load_cifar10(data_dir, download=download)
+    raise DataError(f"unknown dataset {name!r}; expected cifar10 or digits")
+
+
+def load_digits() -> ImageData:
+    """scikit-learn's 1,797 8x8 handwritten digits, values 0-16, shape (N, 1, 8, 8)."""
+    from sklearn.datasets import load_digits as _load
+
+    bunch = _load()
+    x = bunch.images.astype(np.uint8)[:, None, :, :]
+    return ImageData("digits", np.ascontiguousarray(x), bunch.target.astype(np.int64), 10)
+
+
+class _BatchUnpickler(pickle.Unpickler):
+    """Unpickler for the CIFAR-10 batches that refuses every class but numpy's arrays.
+
+    The batches are dicts of lists, bytes and numpy arrays; a file that asks for anything
+    else (e.g. ``os.system``) is refused instead of executed.
+    """
+
+    _ALLOWED = {
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+    }
+
+    def find_class(self, module: str, name: str):  # noqa: D401
+        if (module, name) in self._ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+
+
+def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        with open(path, "rb") as fh:
+            batch = _BatchUnpickler(fh, encoding="latin1").load()
+        data = np.asarray(batch["data"], dtype=np.uint8)
+        labels = np.asarray(batch["labels"], dtype=np.int64)
+    except FileNotFoundError as exc:
+        raise DataError(f"CIFAR-10 batch {path.name} is missing in {path.parent}") from exc
+    except Exception as exc:  # damaged pickle, wrong layout
+        raise DataError(f"cannot read CIFAR-10 batch {path}: {exc}") from exc
+    if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(labels) != len(data):
+        raise DataError(f"CIFAR-10 batch {path} has an unexpected layout {data.shape}")
+    if labels.size and (labels.min() < 0 or labels.max() > 9):
+        raise DataError(f"CIFAR-10 batch {path} has labels outside 0-9")
+    return data.reshape(-1, 3, 32, 32), labels
+
+
+def find_cifar10(data_dir: str | Path | None) -> Path | None:
+    """The ``cifar-10-batches-py`` folder under ``data_dir`` (or ``data_dir`` itself)."""
+    if data_dir is None:
+        data_dir = os.environ.get(DATA_DIR_ENV) or None
+    candidates = [Path(data_dir)] if data_dir is not None else [Path("data")]
+    for base in candidates:
+        for folder in (base / CIFAR_FOLDER, base):
+            if (folder / CIFAR_TEST_BATCH).is_file():
+                return folder
+    return None
+
+
+def load_cifar10(data_dir: str | Path | None = None, download: bool = False) -> ImageData:
+    """CIFAR-10, pooled: 50,000 training then 10,000 test images, shape (60000, 3, 32, 32).
+
+    ``data_dir`` is the folder holding ``cifar-10-batches-py`` (or that folder itself);
+    by default ``$PRIVAUDIT_DATA_DIR``, else ``./data``. With ``download`` the official
+    archive is fetched through torchvision into ``data_dir`` when it is not found.
+    """
+    folder = find_cifar10(data_dir)
+    if folder is None and download:
+        target = Path(data_dir or os.environ.get(DATA_DIR_ENV) or "data")
+        _download_cifar10(target)
+        folder = find_cifar10(target)
+    if folder is None:
+        where = data_dir or os.environ.get(DATA_DIR_ENV) or "./data"
+        raise DataError(
+            f"CIFAR-10 not found in {where}: point --data-dir (or ${DATA_DIR_ENV}) at the folder "
+            f"holding {CIFAR_FOLDER}, add --download to fetch it, or use --dataset digits"
+        )
+    xs, ys = [], []
+    for name in CIFAR_TRAIN_BATCHES + (CIFAR_TEST_BATCH,):
+        x, y = _read_batch(folder / name)
+        xs.append(x)
+        ys.append(y)
+    return ImageData("cifar10", np.ascontiguousarray(np.concatenate(xs)), np.concatenate(ys), 10)
+
+
+def _download_cifar10(root: Path) -> None:
+    """Fetch and unpack the official archive with torchvision (needs a network)."""
+    try:
+        from torchvision.datasets import CIFAR10
+
+        root.mkdir(parents=True, exist_ok=True)
+        CIFAR10(root=str(root), train=True, download=True)
+    except Exception as exc:
+        raise DataError(f"could not download CIFAR-10 into {root}: {exc}") from exc

@@ -1,0 +1,5 @@
+"""Target architectures: ``mlp``, ``cnn`` (ML-Leaks) and ``cnn-improved`` (papers.md A.3)."""
+
+from privaudit.models.architectures import build_model
+
+__all__ = ["build_model"]

@@ -1,0 +1,114 @@
+"""Rebuild ``reports/tradeoff.csv`` and ``reports/index.html`` from the whole workspace.
+
+The CSV is the single source: one tidy row per (target, defence setting, attack), joining
+the attack's metrics with the target's config and metrics. The HTML page and its plots are
+drawn from that table and from the saved per-sample scores (ROC curves).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from privaudit.atomic import read_json, write_text
+from privaudit.errors import ArtifactError
+from privaudit.metrics import roc
+from privaudit.workspace import Workspace
+
+COLUMNS = [
+    "target_run", "shadow_run", "model", "dataset", "defence", "kappa", "dp", "noise_multiplier",
+    "epsilon", "delta", "accountant", "seed", "part_size", "epochs", "train_accuracy",
+    "test_accuracy", "attack", "auc", "accuracy", "precision", "recall", "threshold", "advantage",
+    "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members", "n_nonmembers",
+]
+
+
+@dataclass
+class ReportResult:
+    csv: Path
+    html: Path
+    table: pd.DataFrame
+    skipped: list[str]
+
+
+def collect_table(workspace: Workspace) -> tuple[pd.DataFrame, list[str]]:
+    """The trade-off table of every complete attack in the workspace, and the names of
+    attack folders skipped because they or their target are damaged."""
+    rows, skipped = [], []
+    folders = sorted(p for p in workspace.attacks.glob("*") if p.is_dir() and not p.name.startswith("."))
+    for folder in folders:
+        try:
+            rows.extend(_rows_for(workspace, folder))
+        except ArtifactError:
+            skipped.append(folder.name)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    if len(table):
+        table = table.sort_values(["model", "dataset", "dp", "kappa", "noise_multiplier", "epsilon",
+                                   "target_run", "attack"], na_position="first").reset_index(drop=True)
+    return table, skipped
+
+
+def _rows_for(workspace: Workspace, folder: Path) -> list[dict]:
+    attack_cfg = read_json(folder / "config.json")
+    metrics = read_json(folder / "metrics.json")
+    target = attack_cfg.get("target") if isinstance(attack_cfg, dict) else None
+    if not isinstance(target, str) or not isinstance(metrics, dict):
+        raise ArtifactError(f"{folder} is not a privaudit attack folder")
+    cfg = workspace.read_model_config(target)
+    tm = workspace.read_model_metrics(target)
+    d = cfg.defence
+    base = {
+        "target_run": target,
+        "shadow_run": attack_cfg.get("shadow"),
+        "model": cfg.model.name,
+        "dataset": cfg.data.dataset,
+        "defence": d.name,
+        "kappa": d.kappa,
+        "dp": d.dp,
+        "noise_multiplier": tm.get("noise_multiplier", math.nan) if d.dp else math.nan,
+        "epsilon": tm.get("epsilon", math.nan) if d.dp else math.nan,
+        "delta": d.delta if d.dp else math.nan,
+        "accountant": tm.get("accountant") if d.dp else None,
+        "seed": cfg.seed,
+        "part_size": cfg.data.part_size,
+        "epochs": cfg.train.epochs,
+        "train_accuracy": tm.get("train_accuracy"),
+        "test_accuracy": tm.get("test_accuracy"),
+        "n_members": tm.get("n_train"),
+        "n_nonmembers": tm.get("n_test"),
+    }
+    return [{**base, "attack": name, **{k: m.get(k) for k in COLUMNS if k in m}}
+            for name, m in sorted(metrics.items())]
+
+
+def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """(fpr, tpr) per target run and attack, from each attack folder's ``scores.npz``."""
+    curves: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+    for target in table["target_run"].unique() if len(table) else []:
+        path = workspace.attacks / target / "scores.npz"
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                labels = npz["labels"]
+                curves[target] = {k[len("score_"):]: roc(labels, npz[k]) for k in npz.files if k.startswith("score_")}
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            continue
+    return curves
+
+
+def build_reports(workspace: Workspace) -> ReportResult:
+    """Write ``reports/tradeoff.csv`` and ``reports/index.html`` (atomically) and return them."""
+    from privaudit.report.html import render_report
+
+    table, skipped = collect_table(workspace)
+    csv_path = workspace.reports / "tradeoff.csv"
+    html_path = workspace.reports / "index.html"
+    write_text(csv_path, table.to_csv(index=False, float_format="%.6g"))
+    generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    write_text(html_path, render_report(table, roc_curves(workspace, table), generated=generated))
+    return ReportResult(csv_path, html_path, table, skipped)

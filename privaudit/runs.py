@@ -1,0 +1,60 @@
+"""Get-or-train: the cached unit of work behind ``train``, ``attack`` and ``audit``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from privaudit.config import RunConfig
+from privaudit.data import ImageData, load_dataset
+from privaudit.provenance import provenance
+from privaudit.training import train_model
+from privaudit.training.trainer import EpochCallback
+from privaudit.workspace import Workspace
+
+
+class DataCache:
+    """Loads each dataset at most once per process, and only when it is needed."""
+
+    def __init__(self, data_dir: str | Path | None = None, download: bool = False):
+        self.data_dir = data_dir
+        self.download = download
+        self._cache: dict[str, ImageData] = {}
+
+    def get(self, name: str) -> ImageData:
+        if name not in self._cache:
+            self._cache[name] = load_dataset(name, self.data_dir, download=self.download)
+        return self._cache[name]
+
+
+@dataclass
+class RunResult:
+    name: str
+    path: Path
+    metrics: dict
+    reused: bool
+
+
+def ensure_model(config: RunConfig, workspace: Workspace, data: DataCache, device: torch.device,
+                 on_start: Callable[[RunConfig], None] | None = None,
+                 on_epoch: EpochCallback | None = None) -> RunResult:
+    """Return the model of ``config`` from the workspace, training and saving it first when
+    no folder with exactly this config exists. ``on_start`` is called (after the data has
+    loaded) only when a model is actually trained."""
+    config = config.validated()
+    if workspace.has_model(config):
+        name = config.run_name
+        return RunResult(name, workspace.model_dir(name), workspace.read_model_metrics(name), True)
+    t0 = time.perf_counter()
+    images = data.get(config.data.dataset)
+    if on_start:
+        on_start(config)
+    result = train_model(config, images, device, on_epoch=on_epoch)
+    prov = {**provenance(device), "wall_seconds": time.perf_counter() - t0}
+    path = workspace.save_model(config, result.model, result.normaliser,
+                                {**result.metrics, "loss_history": result.loss_history}, prov)
+    return RunResult(config.run_name, path, workspace.read_model_metrics(config.run_name), False)

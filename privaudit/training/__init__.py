@@ -1,0 +1,5 @@
+"""Training target and shadow models with their defence (MG noise, DP-SGD)."""
+
+from privaudit.training.trainer import TrainResult, resolve_device, train_model
+
+__all__ = ["TrainResult", "resolve_device", "train_model"]

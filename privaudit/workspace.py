@@ -1,0 +1,225 @@
+"""The workspace: ``models/``, ``attacks/`` and ``reports/`` under one folder.
+
+Layout::
+
+    models/<run_name>/config.json    every setting + provenance
+    models/<run_name>/metrics.json   train/test accuracy, losses; σ, ε, δ for DP-SGD
+    models/<run_name>/weights.npz    state dict + normalisation, tensors only
+    attacks/<target_run>/config.json, metrics.json, scores.npz
+    reports/tradeoff.csv, reports/index.html
+
+A model folder is first written as a hidden ``.partial-*`` folder and renamed into place
+when complete, so an interrupted run never leaves a half-written artifact; a folder whose
+saved config hash differs from its name is ignored (never reused). Weights are a numpy
+``.npz`` read with ``allow_pickle=False``: loading a model file cannot execute code.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from privaudit.atomic import read_json, write_bytes, write_json
+from privaudit.config import MODELS, RunConfig
+from privaudit.data import Normaliser
+from privaudit.errors import ArtifactError, ConfigError
+from privaudit.models import build_model
+
+NORM_KEYS = ("norm/mean", "norm/std")
+STATE_PREFIX = "state/"
+
+
+@dataclass
+class LoadedModel:
+    name: str
+    config: RunConfig
+    model: nn.Module
+    normaliser: Normaliser
+    metrics: dict
+
+
+def save_weights(path: Path, model: nn.Module, normaliser: Normaliser) -> None:
+    """Write the state dict and normaliser as an uncompressed ``.npz`` (tensors only)."""
+    arrays = {STATE_PREFIX + k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
+    arrays[NORM_KEYS[0]] = normaliser.mean
+    arrays[NORM_KEYS[1]] = normaliser.std
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    write_bytes(path, buf.getvalue())
+
+
+def load_weights(path: Path, config: RunConfig, input_shape: tuple[int, int, int],
+                 num_classes: int = 10) -> tuple[nn.Module, Normaliser]:
+    """Rebuild the model of ``config`` and load ``path`` into it, refusing anything else.
+
+    Raises :class:`ArtifactError` for a missing, corrupted, truncated or foreign file
+    (wrong keys or shapes) or one that holds pickled objects.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except FileNotFoundError as exc:
+        raise ArtifactError(f"weights file {path} is missing") from exc
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+        raise ArtifactError(f"weights file {path} is corrupted or not a privaudit weights file ({exc})") from exc
+    if not all(k in arrays for k in NORM_KEYS):
+        raise ArtifactError(f"weights file {path} is not a privaudit weights file (no normalisation)")
+    model = build_model(config.model.name, input_shape, num_classes, width=config.model.width, dp=config.defence.dp)
+    expected = model.state_dict()
+    state = {k[len(STATE_PREFIX):]: v for k, v in arrays.items() if k.startswith(STATE_PREFIX)}
+    if set(state) != set(expected):
+        raise ArtifactError(f"weights file {path} does not match a {config.model.name} model "
+                            f"(keys differ: {sorted(set(state) ^ set(expected))[:3]}...)")
+    for k, v in state.items():
+        if tuple(v.shape) != tuple(expected[k].shape) or v.dtype.kind not in "fiub":
+            raise ArtifactError(f"weights file {path}: tensor {k} has shape {v.shape}, "
+                                f"expected {tuple(expected[k].shape)}")
+    model.load_state_dict({k: torch.from_numpy(np.array(v)).to(expected[k].dtype) for k, v in state.items()})
+    mean, std = arrays[NORM_KEYS[0]], arrays[NORM_KEYS[1]]
+    if mean.shape != tuple(input_shape) or std.shape != tuple(input_shape) or not np.all(std > 0):
+        raise ArtifactError(f"weights file {path} has invalid normalisation statistics")
+    model.eval()
+    return model, Normaliser(mean.astype(np.float32), std.astype(np.float32))
+
+
+class Workspace:
+    """The folders an audit writes into, rooted at ``root`` (default: the current folder)."""
+
+    def __init__(self, root: str | Path = "."):
+        self.root = Path(root)
+        self.models = self.root / "models"
+        self.attacks = self.root / "attacks"
+        self.reports = self.root / "reports"
+
+    # -- writing --------------------------------------------------------------------------
+    def ensure_writable(self) -> "Workspace":
+        """Create the three folders and check files can be written there."""
+        for folder in (self.models, self.attacks, self.reports):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, probe = tempfile.mkstemp(prefix=".probe-", dir=folder)
+                os.close(fd)
+                os.unlink(probe)
+            except OSError as exc:
+                raise ArtifactError(f"workspace {self.root} is not writable: {folder}: "
+                                    f"{exc.strerror or exc}") from exc
+        return self
+
+    def commit_folder(self, parent: Path, name: str, write) -> Path:
+        """Build ``parent/name`` in a hidden temporary folder via ``write(tmp_path)``, then
+        rename it into place atomically. An existing complete folder is replaced."""
+        final = parent / name
+        parent.mkdir(parents=True, exist_ok=True)
+        self._clean_stale_partials(parent)
+        tmp = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-{name}-", dir=parent))
+        try:
+            write(tmp)
+            if final.exists():
+                backup = Path(tempfile.mkdtemp(prefix=f".old-{os.getpid()}-{name}-", dir=parent))
+                os.replace(final, backup / name)
+                os.replace(tmp, final)
+                shutil.rmtree(backup, ignore_errors=True)
+            else:
+                os.replace(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return final
+
+    @staticmethod
+    def _clean_stale_partials(parent: Path) -> None:
+        """Remove ``.partial-<pid>-*`` folders left by processes that no longer run."""
+        for p in parent.glob(".partial-*"):
+            try:
+                pid = int(p.name.split("-")[1])
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                shutil.rmtree(p, ignore_errors=True)
+            except (ValueError, IndexError, PermissionError, OSError):
+                continue
+
+    def save_model(self, config: RunConfig, model: nn.Module, normaliser: Normaliser,
+                   metrics: dict, provenance: dict) -> Path:
+        def write(tmp: Path) -> None:
+            save_weights(tmp / "weights.npz", model, normaliser)
+            write_json(tmp / "metrics.json", metrics)
+            write_json(tmp / "config.json", {**config.to_dict(), "run_name": config.run_name,
+                                             "config_hash": config.config_hash, "provenance": provenance})
+
+        return self.commit_folder(self.models, config.run_name, write)
+
+    # -- reading --------------------------------------------------------------------------
+    def model_dir(self, name: str) -> Path:
+        return self.models / name
+
+    def read_model_config(self, name: str) -> RunConfig:
+        raw = read_json(self.model_dir(name) / "config.json")
+        if not isinstance(raw, dict):
+            raise ArtifactError(f"{self.model_dir(name) / 'config.json'} is not a privaudit config")
+        try:
+            cfg = RunConfig.from_dict(raw)
+        except ConfigError as exc:
+            raise ArtifactError(f"{self.model_dir(name) / 'config.json'}: {exc}") from exc
+        if cfg.run_name != name:
+            raise ArtifactError(f"model folder {name} holds the config of {cfg.run_name}; it was renamed or edited")
+        return cfg
+
+    def has_model(self, config: RunConfig) -> bool:
+        """True when a complete model folder with exactly this config exists."""
+        folder = self.model_dir(config.run_name)
+        if not all((folder / f).is_file() for f in ("config.json", "metrics.json", "weights.npz")):
+            return False
+        try:
+            return self.read_model_config(config.run_name) == config
+        except ArtifactError:
+            return False
+
+    def read_model_metrics(self, name: str) -> dict:
+        return read_json(self.model_dir(name) / "metrics.json")
+
+    def load_model(self, name: str, input_shape: tuple[int, int, int], num_classes: int = 10) -> LoadedModel:
+        cfg = self.read_model_config(name)
+        model, norm = load_weights(self.model_dir(name) / "weights.npz", cfg, input_shape, num_classes)
+        return LoadedModel(name, cfg, model, norm, self.read_model_metrics(name))
+
+    def model_names(self, role: str | None = None) -> list[str]:
+        """Names of complete model folders (optionally of one role), sorted."""
+        if not self.models.is_dir():
+            return []
+        names = []
+        for p in sorted(self.models.iterdir()):
+            if p.name.startswith(".") or not p.is_dir() or not (p / "config.json").is_file():
+                continue
+            if role is None or p.name.startswith(role + "-"):
+                names.append(p.name)
+        return names
+
+    def resolve_targets(self, spec: str) -> list[str]:
+        """Target runs named by ``spec``: a run name, or an architecture (all its targets)."""
+        if spec in MODELS:
+            names = [n for n in self.model_names("target") if n.startswith(f"target-{spec}-")
+                     and self._is_model(n, spec)]
+            if not names:
+                raise ArtifactError(f"no trained {spec} target in {self.models}; run `privaudit train --model {spec}` first")
+            return names
+        if (self.model_dir(spec) / "config.json").is_file():
+            cfg = self.read_model_config(spec)
+            if cfg.role != "target":
+                raise ArtifactError(f"{spec} is a {cfg.role} model, not a target")
+            return [spec]
+        raise ArtifactError(f"no target named {spec!r} in {self.models} (give a run name or one of {', '.join(MODELS)})")
+
+    def _is_model(self, name: str, arch: str) -> bool:
+        try:
+            return self.read_model_config(name).model.name == arch
+        except ArtifactError:
+            return False

@@ -1,0 +1,196 @@
+"""The command line end to end on digits, in temporary workspaces."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from privaudit.cli import app
+
+runner = CliRunner()
+SMALL = ["--dataset", "digits", "--part-size", "120", "--epochs", "12", "--width", "64", "--device", "cpu"]
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_help_explains_every_option():
+    result = invoke("--help")
+    assert result.exit_code == 0
+    for command in ("train", "attack", "report", "audit"):
+        assert command in result.output
+    import typer.main
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():
+        assert invoke(name, "--help").exit_code == 0
+        for param in command.params:
+            if param.name == "help":
+                continue
+            assert getattr(param, "help", None), f"{name} --{param.name} has no help text"
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory):
+    """One small audit, run once for the tests below."""
+    ws = tmp_path_factory.mktemp("audit")
+    result = invoke("audit", *SMALL, "--kappas", "1,4", "--sigmas", "1", "--workdir", str(ws), "--json")
+    assert result.exit_code == 0, result.output
+    return ws, json.loads(result.stdout)
+
+
+def test_audit_writes_models_attacks_and_reports(audited):
+    ws, doc = audited
+    assert len(doc["targets"]) == 4  # baseline, two kappas, one sigma
+    names = [t["run"] for t in doc["targets"]]
+    assert names[0].startswith("target-mlp-digits-plain-")
+    assert any("-k4-" in n for n in names) and any("-dp-s1-" in n for n in names)
+    for run in names:
+        folder = ws / "models" / run
+        assert {p.name for p in folder.iterdir()} == {"config.json", "metrics.json", "weights.npz"}
+        cfg = json.loads((folder / "config.json").read_text())
+        for key in ("privaudit_version", "torch_version", "device", "wall_seconds", "git_revision"):
+            assert key in cfg["provenance"]
+        shadow = run.replace("target-", "shadow-", 1)
+        assert not (ws / "models" / shadow).exists()  # the shadow's hash differs: its role is part of the config
+    assert len(list((ws / "models").glob("shadow-*"))) == 4
+    table = pd.read_csv(ws / "reports" / "tradeoff.csv")
+    assert len(table) == 4 * 3
+    assert set(table["attack"]) == {"shadow", "loss", "confidence"}
+    dp_rows = table[table["dp"]]
+    assert (dp_rows["epsilon"] > 0).all() and (dp_rows["delta"] == 1e-5).all()
+    assert table[~table["dp"]]["epsilon"].isna().all()
+    for col in ("auc", "precision", "recall", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "test_accuracy"):
+        assert table[col].between(0, 1).all(), col
+    html = (ws / "reports" / "index.html").read_text()
+    assert "<svg" in html and "tradeoff" in html.lower() or "trade-off" in html.lower()
+
+
+def test_audit_rerun_reuses_everything_and_gives_the_same_table(audited):
+    ws, doc = audited
+    before = snapshot(ws / "models")
+    csv_before = (ws / "reports" / "tradeoff.csv").read_text()
+    result = invoke("audit", *SMALL, "--kappas", "1,4", "--sigmas", "1", "--workdir", str(ws), "--json")
+    assert result.exit_code == 0
+    again = json.loads(result.stdout)
+    assert all(t["reused"] for t in again["targets"])
+    assert snapshot(ws / "models") == before
+    assert (ws / "reports" / "tradeoff.csv").read_text() == csv_before
+
+
+def test_same_seed_same_numbers_in_a_fresh_workspace(audited, tmp_path):
+    ws, doc = audited
+    result = invoke("train", *SMALL, "--kappa", "1", "--workdir", str(tmp_path), "--json")
+    assert result.exit_code == 0
+    fresh = json.loads(result.stdout)
+    original = next(t for t in doc["targets"] if t["run"] == fresh["run"])
+    for key in ("train_accuracy", "test_accuracy", "train_loss", "test_loss"):
+        assert fresh["metrics"][key] == original["metrics"][key]
+    a = np.load(ws / "models" / fresh["run"] / "weights.npz")
+    b = np.load(tmp_path / "models" / fresh["run"] / "weights.npz")
+    assert all(np.array_equal(a[k], b[k]) for k in a.files)
+
+
+def test_attack_by_architecture_and_report(audited):
+    ws, _ = audited
+    result = invoke("attack", "--target", "mlp", "--workdir", str(ws), "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert len(doc["attacks"]) == 4 and all(a["reused"] for a in doc["attacks"])
+    result = invoke("report", "--workdir", str(ws), "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["rows"] == 12
+
+
+def test_train_then_attack_one_run_by_name(tmp_path):
+    result = invoke("train", *SMALL, "--kappa", "0.5", "--workdir", str(tmp_path), "--json")
+    assert result.exit_code == 0
+    run = json.loads(result.stdout)["run"]
+    result = invoke("attack", "--target", run, "--workdir", str(tmp_path), "--json")
+    assert result.exit_code == 0, result.output
+    attack = json.loads(result.stdout)["attacks"][0]
+    assert attack["target"] == run and attack["shadow"].startswith("shadow-mlp-digits-k0.5-")
+    shadow_cfg = json.loads((tmp_path / "models" / attack["shadow"] / "config.json").read_text())
+    target_cfg = json.loads((tmp_path / "models" / run / "config.json").read_text())
+    for key in ("data", "model", "defence", "train", "seed"):
+        assert shadow_cfg[key] == target_cfg[key]  # identical recipe, defence included
+    assert set(attack["metrics"]) == {"shadow", "loss", "confidence"}
+
+
+def _one_line_error(result, *needles: str) -> None:
+    assert result.exit_code != 0
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1, result.output
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["--kappa", "-0.5"], ["--kappa"]),
+    (["--dp", "--noise-multiplier", "0"], ["--noise-multiplier"]),
+    (["--dp", "--noise-multiplier", "-1"], ["--noise-multiplier"]),
+    (["--dp"], ["--noise-multiplier", "--target-epsilon"]),
+    (["--model", "resnet"], ["resnet"]),
+    (["--part-size", "100000"], ["--part-size"]),
+    (["--delta", "2"], ["--delta"]),
+])
+def test_bad_training_input_is_one_line(tmp_path, args, needles):
+    result = invoke("train", "--dataset", "digits", *args, "--workdir", str(tmp_path))
+    _one_line_error(result, *needles)
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
+
+
+def test_missing_cifar_names_the_ways_out(tmp_path):
+    result = invoke("train", "--kappa", "0.5", "--data-dir", str(tmp_path / "nowhere"), "--workdir", str(tmp_path))
+    _one_line_error(result, "--data-dir", "--download", "--dataset digits")
+
+
+def test_unknown_target_and_unwritable_workdir(tmp_path):
+    _one_line_error(invoke("attack", "--target", "mlp", "--workdir", str(tmp_path)), "mlp")
+    _one_line_error(invoke("attack", "--target", "no-such-run", "--workdir", str(tmp_path)), "no-such-run")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    _one_line_error(invoke("train", *SMALL, "--workdir", str(blocker / "ws")), "not writable")
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "truncate", "foreign"])
+def test_damaged_weights_are_refused_and_nothing_else_changes(tmp_path, damage):
+    result = invoke("train", *SMALL, "--workdir", str(tmp_path), "--json")
+    run = json.loads(result.stdout)["run"]
+    weights = tmp_path / "models" / run / "weights.npz"
+    if damage == "corrupt":
+        weights.write_bytes(os.urandom(2000))
+    elif damage == "truncate":
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    else:
+        np.savez(weights, w=np.zeros(3))
+    before = snapshot(tmp_path)
+    result = invoke("attack", "--target", run, "--workdir", str(tmp_path))
+    _one_line_error(result, "weights")
+    after = snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert not list((tmp_path / "attacks").glob(run))
+
+
+def test_console_script_usage_errors_are_one_line(tmp_path):
+    for args in (["train", "--epochs", "abc"], ["train", "--bogus"], ["audit", "--kappas", "a,b", "--dataset", "digits"]):
+        proc = subprocess.run([sys.executable, "-m", "privaudit", *args, "--workdir", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr

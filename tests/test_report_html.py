@@ -1,0 +1,398 @@
+"""The report layer: inline-SVG plots, the iso-accuracy comparison and the HTML page.
+
+Synthetic tables and ROC arrays only: no training, no network, no data set.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privaudit.report.html import TABLE_COLUMNS, render_report, setting_label
+from privaudit.report.iso import iso_accuracy, iso_summary
+from privaudit.report.svg import line_plot, nice_linear_ticks, thin_points
+
+PLOTS_PER_GROUP = 7  # acc-vs-kappa, auc-vs-kappa, precision/recall/auc-vs-acc, 2 ROC
+ATTACKS = ("shadow", "loss", "confidence")
+
+
+# ---------------------------------------------------------------------------------------
+# synthetic data
+
+
+def _row(run, model, dataset, *, kappa=0.0, sigma=float("nan"), eps=float("nan"),
+         test_acc=0.7, attack="shadow", auc=0.7, precision=0.65, recall=0.6, **extra):
+    dp = math.isfinite(sigma)
+    defence = ("mg+dpsgd" if kappa > 0 else "dpsgd") if dp else ("mg" if kappa > 0 else "none")
+    row = dict(
+        target_run=run, shadow_run=f"{run}-shadow" if attack == "shadow" else np.nan,
+        model=model, dataset=dataset, defence=defence, kappa=kappa, dp=dp,
+        noise_multiplier=sigma, epsilon=eps, delta=1e-5 if dp else np.nan,
+        accountant="prv" if dp else np.nan, seed=0, part_size=10520, epochs=50,
+        train_accuracy=min(1.0, test_acc + 0.2), test_accuracy=test_acc, attack=attack,
+        auc=auc, accuracy=0.5 + (auc - 0.5) * 0.8, precision=precision, recall=recall,
+        threshold=0.5, advantage=2 * (auc - 0.5), tpr_at_1pct_fpr=0.02 + (auc - 0.5) * 0.1,
+        tpr_at_0p1pct_fpr=0.002, n_members=10520, n_nonmembers=10520)
+    row.update(extra)
+    return row
+
+
+def _settings_table(model="cnn", dataset="cifar10", with_dp=True, with_mg=True):
+    """Baseline + 3 kappa rows + 2 DP rows, three attacks each."""
+    settings = [("base", dict(kappa=0.0, test_acc=0.70, auc=0.80))]
+    if with_mg:
+        settings += [("k0.2", dict(kappa=0.2, test_acc=0.68, auc=0.74)),
+                     ("k0.5", dict(kappa=0.5, test_acc=0.62, auc=0.64)),
+                     ("k1.0", dict(kappa=1.0, test_acc=0.50, auc=0.55))]
+    if with_dp:
+        settings += [("s0.5", dict(sigma=0.5, eps=28.31, test_acc=0.60, auc=0.70)),
+                     ("s1.0", dict(sigma=1.0, eps=4.104, test_acc=0.52, auc=0.62))]
+    rows = []
+    for name, kw in settings:
+        for i, attack in enumerate(ATTACKS):
+            kw2 = dict(kw)
+            kw2["auc"] = kw["auc"] - 0.03 * i
+            kw2["precision"] = 0.5 + (kw2["auc"] - 0.5) * 0.9
+            kw2["recall"] = 0.5 + (kw2["auc"] - 0.5) * 1.2
+            rows.append(_row(f"{model}-{dataset}-{name}", model, dataset, attack=attack, **kw2))
+    return rows
+
+
+def make_table():
+    rows = _settings_table("cnn", "cifar10") + _settings_table("mlp", "cifar10", with_dp=False)
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def synthetic_roc(auc_strength: float, n: int = 20_000, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    fpr = np.concatenate([[0.0], np.sort(rng.uniform(0, 1, n - 2)), [1.0]])
+    tpr = fpr ** (1.0 / (1.0 + auc_strength))
+    return fpr, tpr
+
+
+def make_rocs(table):
+    rocs = {}
+    for run, g in table.groupby("target_run"):
+        auc = float(g["auc"].iloc[0])
+        rocs[run] = {a: synthetic_roc(4 * (auc - 0.5), seed=i) for i, a in enumerate(ATTACKS)}
+    return rocs
+
+
+def svgs_of(doc: str) -> list[str]:
+    return re.findall(r"<svg\b.*?</svg>", doc, flags=re.S)
+
+
+# ---------------------------------------------------------------------------------------
+# iso-accuracy
+
+
+def _iso_fixture():
+    """MG: acc 0.5/0.6/0.7 (0.6 twice, averaged), DP: 0.4/0.55 + the baseline at 0.7."""
+    rows = [
+        _row("base", "cnn", "cifar10", kappa=0.0, test_acc=0.7, auc=0.70),
+        _row("k1", "cnn", "cifar10", kappa=1.0, test_acc=0.5, auc=0.55),
+        _row("k05a", "cnn", "cifar10", kappa=0.5, test_acc=0.6, auc=0.58),
+        _row("k05b", "cnn", "cifar10", kappa=0.5, test_acc=0.6, auc=0.62, seed=1),
+        _row("s2", "cnn", "cifar10", sigma=2.0, eps=1.4, test_acc=0.4, auc=0.60),
+        _row("s1", "cnn", "cifar10", sigma=1.0, eps=4.1, test_acc=0.55, auc=0.65),
+    ]
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def test_iso_accuracy_exact_interpolation_and_sign():
+    iso = iso_accuracy(_iso_fixture(), "auc", grid_points=5)
+    assert list(iso.columns) == ["model", "dataset", "attack", "metric", "test_accuracy",
+                                 "mg", "dp", "dp_minus_mg"]
+    # overlap of MG [0.5, 0.7] and DP [0.4, 0.7]
+    np.testing.assert_allclose(iso["test_accuracy"], [0.5, 0.55, 0.6, 0.65, 0.7])
+    # MG: (0.5, .55), (0.6, mean(.58, .62) = .6), (0.7, .7)
+    np.testing.assert_allclose(iso["mg"], [0.55, 0.575, 0.6, 0.65, 0.7])
+    # DP: (0.4, .6), (0.55, .65), (0.7, .7)
+    np.testing.assert_allclose(iso["dp"], [0.6 + 0.05 * (0.1 / 0.15), 0.65,
+                                           0.65 + 0.05 * (0.05 / 0.15),
+                                           0.65 + 0.05 * (0.1 / 0.15), 0.7])
+    np.testing.assert_allclose(iso["dp_minus_mg"], iso["dp"] - iso["mg"])
+    assert (iso["dp_minus_mg"].iloc[:-1] > 0).all()
+    assert iso["dp_minus_mg"].iloc[-1] == pytest.approx(0.0)  # shared baseline point
+    assert set(iso["metric"]) == {"auc"} and set(iso["attack"]) == {"shadow"}
+
+    summ = iso_summary(iso)
+    assert len(summ) == 1
+    s = summ.iloc[0]
+    assert s["acc_low"] == pytest.approx(0.5) and s["acc_high"] == pytest.approx(0.7)
+    assert s["mean_dp_minus_mg"] == pytest.approx(iso["dp_minus_mg"].mean())
+    assert s["leaks_less"] == "MG noise"
+
+
+def test_iso_accuracy_negative_gap_means_dp_leaks_less():
+    t = _iso_fixture()
+    t.loc[t["dp"], "auc"] = [0.45, 0.5]  # DP well below MG everywhere but the baseline
+    summ = iso_summary(iso_accuracy(t, "auc"))
+    assert summ.iloc[0]["mean_dp_minus_mg"] < 0
+    assert summ.iloc[0]["leaks_less"] == "DP-SGD"
+
+
+def test_iso_accuracy_groups_and_default_grid():
+    iso = iso_accuracy(make_table(), "precision")
+    # mlp has no DP rows: only cnn x 3 attacks
+    assert set(iso["model"]) == {"cnn"}
+    assert set(iso["attack"]) == set(ATTACKS)
+    assert len(iso) == 3 * 25
+    summ = iso_summary(pd.concat([iso, iso_accuracy(make_table(), "auc")]))
+    assert len(summ) == 6
+
+
+def test_iso_accuracy_no_overlap_or_too_few_points_gives_no_rows():
+    rows = [
+        _row("k1", "cnn", "cifar10", kappa=0.5, test_acc=0.8, auc=0.6),
+        _row("k2", "cnn", "cifar10", kappa=0.2, test_acc=0.9, auc=0.7),
+        _row("s1", "cnn", "cifar10", sigma=1.0, eps=4.0, test_acc=0.3, auc=0.55),
+        _row("s2", "cnn", "cifar10", sigma=0.5, eps=20.0, test_acc=0.4, auc=0.6),
+    ]
+    t = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    iso = iso_accuracy(t, "auc")
+    assert iso.empty and list(iso.columns)[-1] == "dp_minus_mg"
+    assert iso_summary(iso).empty
+    # one DP point + baseline = 2 distinct accuracies, but only one on the MG side
+    rows2 = [_row("base", "cnn", "cifar10", test_acc=0.7),
+             _row("s1", "cnn", "cifar10", sigma=1.0, test_acc=0.5)]
+    assert iso_accuracy(pd.DataFrame(rows2, columns=TABLE_COLUMNS), "auc").empty
+    assert iso_accuracy(pd.DataFrame(columns=TABLE_COLUMNS), "auc").empty
+
+
+# ---------------------------------------------------------------------------------------
+# svg
+
+
+def test_line_plot_is_valid_svg_with_accessibility_and_escaping():
+    svg = line_plot([{"label": "a<b & c", "x": [0, 1, 2], "y": [0.1, 0.5, 0.3]},
+                     {"label": "second", "x": [0, 1, np.nan, np.inf], "y": [1, 0.2, 3, 4]}],
+                    title='<script>x</script> & "t"', xlabel="x <unit>", ylabel="y")
+    root = ET.fromstring(svg)
+    assert root.tag == "svg"
+    assert root.get("role") == "img"
+    assert root.get("viewBox", "").startswith("0 0 560 ")
+    assert root.get("aria-label") == '<script>x</script> & "t"'
+    assert root.find("title").text == '<script>x</script> & "t"'
+    assert "<script>" not in svg
+    texts = [t.text for t in root.iter("text")]
+    assert "a<b & c" in texts and "x <unit>" in texts
+    assert len(root.findall(".//polyline")) == 2
+    # the NaN/inf points of the second series are dropped: 3 + 2 markers
+    assert len(root.findall(".//circle")) == 3 + 2 + 2  # + one legend marker per series
+    # 2-decimal coordinates
+    for c in root.iter("circle"):
+        for attr in ("cx", "cy"):
+            assert re.fullmatch(r"-?\d+(\.\d{1,2})?", c.get(attr))
+    # two series, two different colours
+    strokes = {p.get("stroke") for p in root.findall(".//polyline")}
+    assert len(strokes) == 2
+
+
+def test_line_plot_log_axes_drop_nonpositive_and_tick_at_decades():
+    svg = line_plot([{"label": "s", "x": [-1, 0, 0.001, 0.01, 0.1, 1.0],
+                      "y": [0.5, 0.5, 0.002, 0.02, 0.2, 0.9]}],
+                    title="log", xlabel="x", ylabel="y", log_x=True, log_y=True)
+    root = ET.fromstring(svg)
+    data_markers = [c for c in root.iter("circle") if c.get("r") == "3.6"]
+    assert len(data_markers) == 4 + 1  # 4 positive points + the legend marker
+    ticks = [t.text for t in root.iter("text") if t.get("class") == "tick"]
+    # x decades 1e-3..1 and y decades 1e-3..1, written as decimals
+    assert ticks.count("0.001") == 2 and ticks.count("0.01") == 2
+    assert ticks.count("0.1") == 2 and ticks.count("1") == 2
+    assert len(ticks) == 8
+
+    svg2 = line_plot([{"label": "roc", "x": [0, 1e-4, 1e-2, 1], "y": [0, 1e-3, 0.1, 1]}],
+                     title="roc", xlabel="fpr", ylabel="tpr", log_x=True, log_y=True,
+                     x_range=(1e-4, 1), y_range=(1e-4, 1), diagonal=True)
+    root2 = ET.fromstring(svg2)
+    ticks2 = [t.text for t in root2.iter("text") if t.get("class") == "tick"]
+    for e in ("10⁻⁴", "10⁻³", "10⁻²", "10⁻¹", "10⁰"):
+        assert ticks2.count(e) == 2
+    # the diagonal (chance line) is drawn dashed
+    assert any(ln.get("stroke-dasharray") == "4 4" for ln in root2.iter("line"))
+
+
+def test_nice_linear_ticks_are_1_2_5_steps():
+    for lo, hi in [(0.613, 0.7049), (0, 1), (-3.2, 17.9), (0.5, 0.5), (1234, 98765)]:
+        a, b, ticks, dec = nice_linear_ticks(lo, hi)
+        assert a <= min(lo, hi) and b >= max(lo, hi)
+        steps = np.diff(ticks)
+        assert np.allclose(steps, steps[0])
+        mant = steps[0] / 10 ** math.floor(math.log10(steps[0]) + 1e-9)
+        assert round(mant, 6) in (1.0, 2.0, 5.0)
+        assert 3 <= len(ticks) <= 12
+        labels = [f"{t:.{dec}f}" for t in ticks]
+        assert len(set(labels)) == len(labels)
+
+
+def test_empty_input_gives_frame_with_no_data_note():
+    for series in ([], [{"label": "empty", "x": [], "y": []}],
+                   [{"label": "nan", "x": [np.nan], "y": [1.0]}]):
+        svg = line_plot(series, title="t", xlabel="x", ylabel="y", log_x=True)
+        root = ET.fromstring(svg)
+        assert any(t.text == "no data" for t in root.iter("text"))
+        assert root.find(".//polyline") is None
+    svg = line_plot([{"label": "e", "x": [], "y": []}, {"label": "f", "x": [1, 2], "y": [1, 2]}],
+                    title="t", xlabel="x", ylabel="y")
+    texts = [t.text for t in ET.fromstring(svg).iter("text")]
+    assert "e (no data)" in texts and "no data" not in texts
+
+
+def test_thinning_keeps_shape_ends_and_point_budget():
+    fpr, tpr = synthetic_roc(0.8, n=20_000)
+    svg = line_plot([{"label": "roc", "x": fpr, "y": tpr, "markers": False}], title="ROC",
+                    xlabel="fpr", ylabel="tpr", x_range=(0, 1), y_range=(0, 1), diagonal=True)
+    root = ET.fromstring(svg)
+    (poly,) = root.findall(".//polyline")
+    pts = np.array([[float(v) for v in p.split(",")] for p in poly.get("points").split()])
+    assert 10 <= len(pts) <= 400
+    # first point at the bottom-left corner (0, 0), last at the top-right (1, 1)
+    frame = [r for r in root.iter("rect") if r.get("fill") == "none"][0]
+    x0, y0 = float(frame.get("x")), float(frame.get("y"))
+    w, h = float(frame.get("width")), float(frame.get("height"))
+    np.testing.assert_allclose(pts[0], [x0, y0 + h], atol=0.01)
+    np.testing.assert_allclose(pts[-1], [x0 + w, y0], atol=0.01)
+    assert len(svg) < 20_000
+
+    # the thinned polyline stays within a few pixels of every original point
+    px, py = fpr * 478, (1 - tpr) * 292
+    keep = thin_points(px, py, max_points=400)
+    assert keep[0] == 0 and keep[-1] == len(px) - 1 and len(keep) <= 400
+    assert np.all(np.diff(keep) > 0)
+    kx, ky = px[keep], py[keep]
+    ax, ay, bx, by = kx[:-1], ky[:-1], kx[1:], ky[1:]
+    worst = 0.0
+    for x, y in zip(px[::50], py[::50]):
+        dx, dy = bx - ax, by - ay
+        t = np.clip(((x - ax) * dx + (y - ay) * dy) / np.maximum(dx * dx + dy * dy, 1e-12), 0, 1)
+        worst = max(worst, float(np.min(np.hypot(ax + t * dx - x, ay + t * dy - y))))
+    assert worst < 2.0
+
+
+# ---------------------------------------------------------------------------------------
+# html
+
+
+def _assert_self_contained(doc: str):
+    assert doc.startswith("<!DOCTYPE html>")
+    assert not re.search(r"https?://", doc)
+    assert "<script" not in doc.lower() and "<link" not in doc.lower()
+    assert "@import" not in doc
+    tags = re.findall(r"<[a-zA-Z][^>]*>", doc)
+    assert tags
+    for tag in tags:
+        attrs = r"\s(?:src|href|xlink:href|action|srcset|poster)\s*=\s*[\"']?([^\"'\s>]*)"
+        for m in re.finditer(attrs, tag, flags=re.I):
+            assert m.group(1).startswith("#"), tag
+        assert not re.search(r"\son\w+\s*=", tag, flags=re.I), tag  # no event handlers
+    for m in re.finditer(r"url\(([^)]*)\)", doc):
+        assert m.group(1).startswith("#"), m.group(0)
+    for svg in svgs_of(doc):
+        ET.fromstring(svg)
+
+
+def test_report_has_all_sections_and_plots():
+    table = make_table()
+    doc = render_report(table, make_rocs(table), title="Audit <1>", generated="2024-05-01 12:00")
+    _assert_self_contained(doc)
+    for heading in ("Key findings", "Trade-off table", "Trade-off plots",
+                    "Iso-accuracy comparison", "ROC curves", "How to read this"):
+        assert heading in doc
+    order = [doc.index(h) for h in ("Key findings", 'id="table"', 'id="g-cnn-cifar10"',
+                                    'id="howto"')]
+    assert order == sorted(order)
+    assert "Audit &lt;1&gt;" in doc and "2024-05-01 12:00" in doc
+    svgs = svgs_of(doc)
+    assert len(svgs) == 2 * PLOTS_PER_GROUP
+    assert doc.count('<svg ') == len(svgs)
+    titles = [ET.fromstring(s).find("title").text for s in svgs]
+    for t in ("Accuracy vs MG noise κ", "Attack AUC vs MG noise κ",
+              "Attack precision vs test accuracy", "Attack recall vs test accuracy",
+              "Attack AUC vs test accuracy", "ROC, shadow attack",
+              "ROC, shadow attack (log-log)"):
+        assert titles.count(t) == 2
+    # one table row per table row (plus one group-head row per model/dataset)
+    table_html = doc[doc.index('id="table"'):doc.index('id="g-')]
+    assert table_html.count("<tr") == len(table) + 2 + 1
+    # formatting: 3 decimals, epsilon with 3 significant digits, dash for NaN
+    assert ">28.3<" in table_html and ">4.10<" in table_html
+    assert ">0.700<" in table_html and ">—<" in table_html
+    # findings: DP-SGD's AUC is higher at equal accuracy in the synthetic cnn data
+    kf = doc[doc.index("Key findings"):doc.index('id="table"')]
+    assert "MG noise leaks less" in kf and "higher than MG noise" in kf
+    assert "no DP-SGD runs" in kf
+    assert "test accuracy 0.700, shadow-attack AUC 0.800" in kf
+    # ROC legends name the settings
+    cnn_roc = [s for s in svgs if "ROC, shadow attack</title>" in s][0]
+    labels = [t.text for t in ET.fromstring(cnn_roc).iter("text")]
+    for lab in ("baseline", "κ=0.5", "σ=1 (ε=4.10)", "σ=0.5 (ε=28.3)"):
+        assert lab in labels
+    # ROC curves are thinned
+    for p in ET.fromstring(cnn_roc).iter("polyline"):
+        assert len(p.get("points").split()) <= 400
+
+
+def test_report_escapes_user_strings():
+    table = make_table()
+    bad = "<script>alert(1)</script>"
+    table.loc[table["target_run"] == "cnn-cifar10-k0.5", "target_run"] = bad
+    table.loc[table["model"] == "mlp", "model"] = '<img src=x onerror="y">'
+    table.loc[0, "accountant"] = "<b>prv</b>"
+    rocs = make_rocs(table)
+    doc = render_report(table, rocs, title=bad, generated=bad)
+    assert bad not in doc
+    assert "<img" not in doc and "<b>prv" not in doc
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in doc
+    _assert_self_contained(doc)
+
+
+@pytest.mark.parametrize("table", [
+    pd.DataFrame(),
+    pd.DataFrame(columns=TABLE_COLUMNS),
+    None,
+])
+def test_empty_table_renders_placeholder_page(table):
+    doc = render_report(table, {}, generated="now")
+    _assert_self_contained(doc)
+    assert "Nothing has been audited yet" in doc
+    assert "How to read this" in doc
+    assert "<svg" not in doc
+
+
+def test_robust_to_partial_tables():
+    full = make_table()
+    cnn = full[full["model"] == "cnn"]
+    variants = {
+        "only_mg": cnn[~cnn["dp"]],
+        "only_dp": cnn[cnn["dp"]],
+        "single_row": cnn.iloc[[0]],
+        "nan_values": cnn.assign(auc=np.nan, epsilon=np.nan, test_accuracy=np.nan),
+        "missing_columns": cnn.drop(columns=["epsilon", "threshold", "shadow_run", "seed"]),
+        "dp_as_strings": cnn.assign(dp=cnn["dp"].map({True: "True", False: "False"})),
+    }
+    for name, t in variants.items():
+        doc = render_report(t.reset_index(drop=True), make_rocs(cnn))
+        _assert_self_contained(doc)
+        assert len(svgs_of(doc)) == PLOTS_PER_GROUP, name
+        assert "Key findings" in doc, name
+    only_dp = render_report(variants["only_dp"], {})
+    assert "no MG-noise runs" in only_dp
+    assert "No undefended baseline" in only_dp
+    only_mg = render_report(variants["only_mg"], {})
+    assert "no DP-SGD runs" in only_mg
+    single = render_report(variants["single_row"], {})
+    assert "only the undefended baseline" in single
+
+
+def test_setting_labels():
+    assert setting_label(False, 0.0, np.nan) == "baseline"
+    assert setting_label(False, 0.5, np.nan) == "κ=0.5"
+    assert setting_label(True, 0.0, 1.0, 21.04) == "σ=1 (ε=21.0)"
+    assert setting_label(True, 0.0, 1.5, np.nan) == "σ=1.5"
+    assert setting_label(True, 0.2, 1.0, 3.0, with_epsilon=False) == "κ=0.2, σ=1"
