@@ -204,10 +204,18 @@ class Workspace:
         return names
 
     def resolve_targets(self, spec: str) -> list[str]:
-        """Target runs named by ``spec``: a run name, or an architecture (all its targets)."""
+        """Target runs named by ``spec``: a run name, or an architecture (all its targets,
+        ordered dataset, baseline, MG noise by κ, then DP-SGD by σ)."""
         if spec in MODELS:
-            names = [n for n in self.model_names("target") if n.startswith(f"target-{spec}-")
-                     and self._is_model(n, spec)]
+            configs = {}
+            for name in self.model_names("target"):
+                try:
+                    cfg = self.read_model_config(name)
+                except ArtifactError:
+                    continue
+                if cfg.model.name == spec:
+                    configs[name] = cfg
+            names = sorted(configs, key=lambda n: _setting_order(configs[n]))
             if not names:
                 raise ArtifactError(f"no trained {spec} target in {self.models}; run `privaudit train --model {spec}` first")
             return names
@@ -218,8 +226,7 @@ class Workspace:
             return [spec]
         raise ArtifactError(f"no target named {spec!r} in {self.models} (give a run name or one of {', '.join(MODELS)})")
 
-    def _is_model(self, name: str, arch: str) -> bool:
-        try:
-            return self.read_model_config(name).model.name == arch
-        except ArtifactError:
-            return False
+
+def _setting_order(cfg: RunConfig) -> tuple:
+    d = cfg.defence
+    return (cfg.data.dataset, d.dp, d.kappa, d.noise_multiplier or 0.0, -(d.target_epsilon or 0.0), cfg.seed)

@@ -9,27 +9,34 @@ from privaudit.errors import ArtifactError
 from privaudit.workspace import Workspace
 
 
+def setting_text(cfg, metrics: dict) -> str:
+    """``baseline``, ``κ=0.5``, ``σ=1`` or ``κ=0.5 σ=1``."""
+    bits = []
+    if cfg.defence.kappa > 0:
+        bits.append(f"κ={cfg.defence.kappa:g}")
+    if cfg.defence.dp:
+        bits.append(f"σ={metrics.get('noise_multiplier', float('nan')):.3g}")
+    return " ".join(bits) or "baseline"
+
+
 def attack_summary_table(ws: Workspace, results: list[tuple[str, dict]], title: str = "Membership inference") -> Table:
-    table = Table(title=title)
-    for col, just in (("target", "left"), ("defence", "left"), ("ε", "right"), ("test acc", "right"),
-                      ("attack", "left"), ("AUC", "right"), ("precision", "right"), ("recall", "right"),
-                      ("TPR@1%FPR", "right")):
-        table.add_column(col, justify=just)
+    """One row per (target, attack): setting, ε, test accuracy and the attack's metrics."""
+    table = Table(title=title, caption="member = positive class; precision/recall at each attack's stated threshold")
+    for col in ("model", "setting", "ε", "test acc", "attack", "AUC", "prec.", "recall", "TPR@1%"):
+        table.add_column(col, justify="left" if col in ("model", "setting", "attack") else "right", no_wrap=True)
     for target, metrics in results:
         try:
             cfg = ws.read_model_config(target)
             tm = ws.read_model_metrics(target)
         except ArtifactError:
             continue
-        label = cfg.defence.label if cfg.defence.dp or cfg.defence.kappa else "none"
-        if cfg.defence.dp:
-            label = f"{label} (σ={tm.get('noise_multiplier', float('nan')):.3g})"
-        for i, (attack, m) in enumerate(sorted(metrics.items())):
-            table.add_row(f"{cfg.model.name}/{cfg.data.dataset}" if i == 0 else "",
-                          label if i == 0 else "",
-                          fmt(tm.get("epsilon"), 2) if i == 0 and cfg.defence.dp else "",
-                          fmt(tm.get("test_accuracy")) if i == 0 else "",
+        for i, (attack, m) in enumerate(sorted(metrics.items(), key=lambda kv: kv[0] != "shadow")):
+            first = i == 0
+            table.add_row(f"{cfg.model.name}/{cfg.data.dataset}" if first else "",
+                          setting_text(cfg, tm) if first else "",
+                          fmt(tm.get("epsilon"), 2) if first and cfg.defence.dp else "",
+                          fmt(tm.get("test_accuracy")) if first else "",
                           attack, fmt(m.get("auc")), fmt(m.get("precision")), fmt(m.get("recall")),
-                          fmt(m.get("tpr_at_1pct_fpr"))),
+                          fmt(m.get("tpr_at_1pct_fpr")))
         table.add_section()
     return table
