@@ -81,6 +81,9 @@ class DefenceConfig:
     max_grad_norm: float = 1.0
     delta: float = 1e-5
 
+    def __post_init__(self) -> None:
+        _floats(self, "kappa", "noise_multiplier", "target_epsilon", "max_grad_norm", "delta")
+
     @property
     def name(self) -> str:
         """``none``, ``mg``, ``dpsgd`` or ``mg+dpsgd``."""
@@ -107,6 +110,9 @@ class TrainConfig:
     batch_size: int = 64
     lr: float = 1e-3
     weight_decay: float = 1e-7
+
+    def __post_init__(self) -> None:
+        _floats(self, "lr", "weight_decay")
 
 
 @dataclass(frozen=True)
@@ -191,6 +197,15 @@ class RunConfig:
                  f"--weight-decay must be >= 0 (got {t.weight_decay})")
         _require(isinstance(self.seed, int) and 0 <= self.seed < 2**63, "--seed must be a non-negative integer")
         return self
+
+
+def _floats(obj: Any, *names: str) -> None:
+    """Store integer values of float fields as floats, so that equal configs (``kappa=1`` and
+    ``kappa=1.0``) serialise, and therefore hash, alike."""
+    for name in names:
+        value = getattr(obj, name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            object.__setattr__(obj, name, float(value))
 
 
 def _finite_number(x: Any) -> bool:

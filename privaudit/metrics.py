@@ -15,12 +15,13 @@ LOW_FPRS = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0p1pct_fpr": 0.001}
 
 
 def _check(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    labels = np.asarray(labels).astype(int).ravel()
+    raw = np.asarray(labels).ravel()
     scores = np.asarray(scores, dtype=np.float64).ravel()
-    if labels.shape != scores.shape:
-        raise ValueError(f"labels {labels.shape} and scores {scores.shape} differ in shape")
-    if not set(np.unique(labels)) <= {0, 1}:
+    if raw.shape != scores.shape:
+        raise ValueError(f"labels {raw.shape} and scores {scores.shape} differ in shape")
+    if not np.all((raw == 0) | (raw == 1)):
         raise ValueError("labels must be 0 (non-member) or 1 (member)")
+    labels = raw.astype(int)
     if labels.min(initial=1) == labels.max(initial=0):
         raise ValueError("need both members and non-members")
     if not np.all(np.isfinite(scores)):

@@ -57,6 +57,24 @@ def save_weights(path: Path, model: nn.Module, normaliser: Normaliser) -> None:
     write_bytes(path, buf.getvalue())
 
 
+def _check_npz_sizes(path: Path) -> None:
+    """Refuse an archive whose array headers declare more data than the members hold, before
+    numpy allocates it (a 200-byte file must not ask for terabytes)."""
+    if not zipfile.is_zipfile(path):
+        return  # np.load reports what it is
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            with zf.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+                else:
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+            declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            if dtype.hasobject or declared > info.file_size:
+                raise ValueError(f"member {info.filename} declares {declared} bytes in {info.file_size}")
+
+
 def load_weights(path: Path, config: RunConfig, input_shape: tuple[int, int, int],
                  num_classes: int = 10) -> tuple[nn.Module, Normaliser]:
     """Rebuild the model of ``config`` and load ``path`` into it, refusing anything else.
@@ -65,11 +83,15 @@ def load_weights(path: Path, config: RunConfig, input_shape: tuple[int, int, int
     (wrong keys or shapes) or one that holds pickled objects.
     """
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        _check_npz_sizes(path)
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise ValueError("not an .npz archive")
+        with loaded as npz:
             arrays = {k: npz[k] for k in npz.files}
     except FileNotFoundError as exc:
         raise ArtifactError(f"weights file {path} is missing") from exc
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError, MemoryError) as exc:
         raise ArtifactError(f"weights file {path} is corrupted or not a privaudit weights file ({exc})") from exc
     if not all(k in arrays for k in NORM_KEYS):
         raise ArtifactError(f"weights file {path} is not a privaudit weights file (no normalisation)")
@@ -121,23 +143,27 @@ class Workspace:
         parent.mkdir(parents=True, exist_ok=True)
         self._clean_stale_partials(parent)
         tmp = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-{name}-", dir=parent))
+        backup: Path | None = None
         try:
             write(tmp)
             if final.exists():
-                backup = Path(tempfile.mkdtemp(prefix=f".old-{os.getpid()}-{name}-", dir=parent))
+                backup = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-old-{name}-", dir=parent))
                 os.replace(final, backup / name)
-                os.replace(tmp, final)
-                shutil.rmtree(backup, ignore_errors=True)
-            else:
-                os.replace(tmp, final)
+            os.replace(tmp, final)
         except BaseException:
+            if backup is not None and (backup / name).exists() and not final.exists():
+                os.replace(backup / name, final)  # put the earlier artifact back
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        finally:
+            if backup is not None:
+                shutil.rmtree(backup, ignore_errors=True)
         return final
 
     @staticmethod
     def _clean_stale_partials(parent: Path) -> None:
-        """Remove ``.partial-<pid>-*`` folders left by processes that no longer run."""
+        """Remove ``.partial-<pid>-*`` folders (new builds and set-aside old versions) left by
+        processes that no longer run."""
         for p in parent.glob(".partial-*"):
             try:
                 pid = int(p.name.split("-")[1])

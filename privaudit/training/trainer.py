@@ -171,9 +171,8 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
     d = cfg.defence
     n = len(rd.y_in)
     loader = DataLoader(TensorDataset(rd.x_in, rd.y_in), batch_size=cfg.train.batch_size)
-    steps_per_epoch = len(loader)
-    sample_rate = 1.0 / steps_per_epoch  # Opacus's Poisson rate: expected batch = n / len(loader)
-    steps = steps_per_epoch * cfg.train.epochs
+    sample_rate = 1.0 / len(loader)  # Opacus's Poisson rate: expected batch = n / len(loader)
+    steps = int(1.0 / sample_rate) * cfg.train.epochs  # Opacus's Poisson sampler runs int(1/q) steps an epoch
     calibrated_with = None
     if d.noise_multiplier is not None:
         sigma = d.noise_multiplier

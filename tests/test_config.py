@@ -1,0 +1,205 @@
+"""RunConfig: stable identity (hash, run name), round trips, shadow recipe, validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from privaudit.config import (
+    DataConfig,
+    DefenceConfig,
+    ModelConfig,
+    RunConfig,
+    TrainConfig,
+    make_config,
+)
+from privaudit.errors import ConfigError
+
+SUBCONFIGS = ("data", "model", "defence", "train")
+
+
+def _changed(value):
+    """A different value of the same kind (validity does not matter for hashing)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value * 2 + 0.5
+    if value is None:
+        return 1.0
+    if isinstance(value, str):
+        return value + "x"
+    raise AssertionError(f"unexpected field type {type(value)}")
+
+
+def _variants(cfg: RunConfig):
+    """(field path, config with exactly that one leaf field changed) for every leaf field."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value):
+            for sub in dataclasses.fields(value):
+                new = dataclasses.replace(value, **{sub.name: _changed(getattr(value, sub.name))})
+                yield f"{f.name}.{sub.name}", dataclasses.replace(cfg, **{f.name: new})
+        else:
+            yield f.name, dataclasses.replace(cfg, **{f.name: _changed(value)})
+
+
+def test_hash_is_stable_for_equal_configs():
+    a = make_config(model="cnn", kappa=0.5, epochs=7, seed=4)
+    b = make_config(model="cnn", kappa=0.5, epochs=7, seed=4)
+    assert a == b and a is not b
+    assert a.config_hash == b.config_hash
+    assert re.fullmatch(r"[0-9a-f]{10}", a.config_hash)
+
+
+def test_hash_does_not_depend_on_the_process():
+    """SHA-256 of canonical JSON, not Python's salted ``hash``: a fresh interpreter agrees."""
+    cfg = make_config(model="cnn-improved", dp=True, noise_multiplier=1.5, kappa=0.2, seed=11)
+    code = ("from privaudit.config import make_config; "
+            "print(make_config(model='cnn-improved', dp=True, noise_multiplier=1.5, kappa=0.2, seed=11).config_hash)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert out.stdout.strip() == cfg.config_hash
+
+
+def test_equal_configs_with_int_and_float_numbers_hash_alike():
+    """``a == b`` must imply the same hash (the hash names the artifact and decides reuse).
+
+    A float setting given as an int (kappa=1 vs 1.0, lr=1 vs 1.0) makes an equal config, so it
+    must name the same model folder.
+    """
+    base = RunConfig()
+    as_int = RunConfig(defence=DefenceConfig(kappa=1), train=TrainConfig(lr=1)).validated()
+    as_float = RunConfig(defence=DefenceConfig(kappa=1.0), train=TrainConfig(lr=1.0)).validated()
+    assert as_int == as_float != base
+    assert as_int.config_hash == as_float.config_hash
+    assert as_int.run_name == as_float.run_name
+
+
+def test_hash_changes_when_any_field_changes():
+    cfg = make_config(dp=True, noise_multiplier=1.0, kappa=0.3)
+    seen = {cfg.config_hash: "original"}
+    variants = list(_variants(cfg))
+    # role, seed and every leaf of the four sub-configs
+    n_leaves = 2 + sum(len(dataclasses.fields(getattr(cfg, s))) for s in SUBCONFIGS)
+    assert len(variants) == n_leaves >= 17
+    for path, other in variants:
+        assert other != cfg, path
+        h = other.config_hash
+        assert h not in seen, f"changing {path} gives the hash of {seen.get(h)}"
+        seen[h] = path
+
+
+@pytest.mark.parametrize("kwargs, label", [
+    ({}, "plain"),
+    ({"kappa": 0.5}, "k0.5"),
+    ({"dp": True, "noise_multiplier": 1.0}, "dp-s1"),
+    ({"dp": True, "target_epsilon": 2.5}, "dp-e2.5"),
+    ({"kappa": 0.25, "dp": True, "noise_multiplier": 0.8}, "k0.25-dp-s0.8"),
+])
+def test_run_name_format(kwargs, label):
+    cfg = make_config(model="cnn", dataset="digits", **kwargs)
+    assert cfg.defence.label == label
+    assert cfg.run_name == f"target-cnn-digits-{label}-{cfg.config_hash}"
+    assert re.fullmatch(r"target-cnn-digits-[a-z0-9.\-]+-[0-9a-f]{10}", cfg.run_name)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({}, "none"), ({"kappa": 0.1}, "mg"), ({"dp": True, "noise_multiplier": 1.0}, "dpsgd"),
+    ({"kappa": 0.1, "dp": True, "target_epsilon": 3.0}, "mg+dpsgd"),
+])
+def test_defence_name(kwargs, name):
+    assert make_config(**kwargs).defence.name == name
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"model": "cnn-improved", "kappa": 0.7, "seed": 5},
+    {"dataset": "cifar10", "dp": True, "target_epsilon": 4.0, "delta": 1e-6},
+])
+def test_round_trip_to_dict_from_dict(kwargs):
+    cfg = make_config(**kwargs)
+    raw = cfg.to_dict()
+    assert raw["schema"] == 1
+    back = RunConfig.from_dict(raw)
+    assert back == cfg and back.config_hash == cfg.config_hash
+    via_json = RunConfig.from_dict(json.loads(json.dumps(raw)))
+    assert via_json == cfg and via_json.config_hash == cfg.config_hash
+
+
+def test_from_dict_refuses_foreign_dicts():
+    raw = make_config().to_dict()
+    bad_schema = {**raw, "schema": 99}
+    missing = {k: v for k, v in raw.items() if k != "model"}
+    unknown = {**raw, "train": {**raw["train"], "momentum": 0.9}}
+    invalid = {**raw, "defence": {**raw["defence"], "kappa": -1.0}}
+    for bad in (bad_schema, missing, unknown, invalid, {}):
+        with pytest.raises(ConfigError):
+            RunConfig.from_dict(bad)
+
+
+def test_as_shadow_differs_only_in_role():
+    cfg = make_config(model="cnn", kappa=0.4, dp=True, noise_multiplier=2.0, seed=9)
+    shadow = cfg.as_shadow()
+    assert shadow.role == "shadow" and cfg.role == "target"
+    a, b = cfg.to_dict(), shadow.to_dict()
+    assert {k for k in a if a[k] != b[k]} == {"role"}
+    assert shadow.config_hash != cfg.config_hash
+    assert shadow.run_name.startswith("shadow-cnn-digits-k0.4-dp-s2-")
+
+
+def test_make_config_fills_dataset_defaults():
+    c = make_config(dataset="cifar10", model="cnn-improved")
+    assert (c.data.part_size, c.train.epochs, c.train.batch_size) == (10_520, 50, 100)
+    assert c.train.weight_decay == 1e-5
+    d = make_config(dataset="digits", model="mlp")
+    assert (d.data.part_size, d.train.epochs, d.train.batch_size) == (449, 60, 64)
+    assert d.train.weight_decay == 1e-7
+
+
+@pytest.mark.parametrize("kwargs, option", [
+    ({"kappa": -0.1}, "--kappa"),
+    ({"kappa": float("nan")}, "--kappa"),
+    ({"dp": True, "noise_multiplier": 0.0}, "--noise-multiplier"),
+    ({"dp": True, "noise_multiplier": -1.0}, "--noise-multiplier"),
+    ({"dp": True, "target_epsilon": 0.0}, "--target-epsilon"),
+    ({"model": "resnet"}, "model"),
+    ({"dataset": "mnist"}, "dataset"),
+    ({"dp": True}, "--dp"),
+    ({"dp": True, "noise_multiplier": 1.0, "target_epsilon": 2.0}, "--dp"),
+    ({"target_epsilon": 2.0}, "--target-epsilon"),
+    ({"noise_multiplier": 1.0}, "--noise-multiplier"),
+    ({"delta": 0.0}, "--delta"),
+    ({"delta": 1.0}, "--delta"),
+    ({"delta": 1.5}, "--delta"),
+    ({"delta": -1e-5}, "--delta"),
+    ({"epochs": 0}, "--epochs"),
+    ({"batch_size": 0}, "--batch-size"),
+    ({"width": 0}, "--width"),
+    ({"part_size": 1}, "--part-size"),
+    ({"lr": 0.0}, "--lr"),
+    ({"max_grad_norm": 0.0}, "--max-grad-norm"),
+    ({"seed": -1}, "--seed"),
+])
+def test_invalid_settings_raise_config_error_naming_the_option(kwargs, option):
+    with pytest.raises(ConfigError) as info:
+        make_config(**kwargs)
+    assert option in str(info.value)
+
+
+def test_validated_catches_a_directly_built_bad_config():
+    with pytest.raises(ConfigError, match="--kappa"):
+        RunConfig(defence=DefenceConfig(kappa=-1.0)).validated()
+    with pytest.raises(ConfigError, match="role"):
+        RunConfig(role="victim").validated()
+    with pytest.raises(ConfigError, match="--width"):
+        RunConfig(model=ModelConfig(width=2.5)).validated()
+    with pytest.raises(ConfigError, match="--part-size"):
+        RunConfig(data=DataConfig(part_size=0)).validated()
+    assert RunConfig().validated() == RunConfig()
