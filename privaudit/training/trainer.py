@@ -178,9 +178,9 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
         sigma = d.noise_multiplier
     else:
         sigma, calibrated_with = calibrate_noise_multiplier(d.target_epsilon, d.delta, sample_rate, steps)
-    engine = PrivacyEngine(accountant="prv")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # Opacus warns that its secure RNG is off (seeded runs)
+        engine = PrivacyEngine(accountant="prv")
         dp_model, dp_optimizer, criterion, dp_loader = engine.make_private(
             module=model, optimizer=optimizer, criterion=nn.CrossEntropyLoss(), data_loader=loader,
             noise_multiplier=sigma, max_grad_norm=d.max_grad_norm, poisson_sampling=True,

@@ -1,0 +1,208 @@
+"""RMIA: the relative membership-inference attack, offline version (papers.md D).
+
+Zarifzadeh, Liu, Shokri, *Low-Cost High-Power Membership Inference Attacks*, ICML 2024.
+The signal is the probability the model gives to a sample's true label, p = softmax(z)_y.
+For an audited sample x and a population sample z (known non-members of every model),
+
+    LR(x) = p_target(x) / Pr(x),   LR(z) = p_target(z) / Pr(z),
+    score(x) = Pr_z[ LR(x) / LR(z) ≥ γ ]  (fraction of population samples z),
+
+where Pr(·) is the reference models' average probability of the sample. Offline, the
+reference models did not train on x, and the paper approximates the IN probability by a
+linear function of the OUT one, Pr_IN(x) ≈ a·Pr_OUT(x) + (1 − a), so that
+
+    Pr(x) = ½ (Pr_IN(x) + Pr_OUT(x)) ≈ ½ ((1 + a)·Pr_OUT(x) + (1 − a)),
+
+with Pr_OUT(x) the mean of p over the OUT reference models (the paper's offline
+approximation; the authors' code, privacytrustlab/ml_privacy_meter, computes
+``(1 + a)/2 * mean_out + (1 - a)/2`` the same way for x and for z alike). a = 1 trusts the
+references fully (Pr = Pr_OUT); a = 0 assumes members are fit perfectly (Pr_IN = 1).
+
+Shapes: ``p_target_x`` (n,), ``p_ref_x`` (M, n), ``p_target_z`` (Z,), ``p_ref_z`` (M, Z),
+probabilities in [0, 1]; optional ``ref_keep_x`` (M, n) / ``ref_keep_z`` (M, Z) bool,
+True = that reference model trained on the sample (such entries are left out of Pr_OUT).
+Scores are in [0, 1], higher = more likely a member.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+# Pr(·) is floored here so that a sample every OUT model gives probability 0 (softmax
+# underflow) yields a huge but finite likelihood ratio instead of a division by zero.
+PR_FLOOR = 1e-30
+
+# Default candidate values of the offline coefficient a for :func:`calibrate_a`.
+A_GRID = np.linspace(0.0, 1.0, 11)
+
+
+def _prob_vector(p: np.ndarray, name: str) -> np.ndarray:
+    p = np.asarray(p, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"{name} must have shape (n,), got {p.shape}")
+    if not np.all((p >= 0) & (p <= 1)):  # also rejects nan
+        raise ValueError(f"{name} must be probabilities in [0, 1]")
+    return p
+
+
+def _prob_matrix(p: np.ndarray, n: int, name: str) -> np.ndarray:
+    p = np.asarray(p, dtype=np.float64)
+    if p.ndim != 2 or p.shape[1] != n or p.shape[0] < 1:
+        raise ValueError(f"{name} must have shape (M, {n}) with M >= 1, got {p.shape}")
+    if not np.all((p >= 0) & (p <= 1)):
+        raise ValueError(f"{name} must be probabilities in [0, 1]")
+    return p
+
+
+def _out_mean(p_ref: np.ndarray, keep: np.ndarray | None, name: str) -> np.ndarray:
+    """Pr_OUT: mean over the reference models that did not train on each sample."""
+    if keep is None:
+        return p_ref.mean(axis=0)
+    keep = np.asarray(keep)
+    if keep.shape != p_ref.shape:
+        raise ValueError(f"{name} must have shape {p_ref.shape}, got {keep.shape}")
+    if keep.dtype != bool:
+        if not np.all((keep == 0) | (keep == 1)):
+            raise ValueError(f"{name} must be boolean (or 0/1)")
+        keep = keep.astype(bool)
+    out = ~keep
+    count = out.sum(axis=0)
+    if np.any(count == 0):
+        bad = np.flatnonzero(count == 0)
+        raise ValueError(
+            f"{len(bad)} samples (first: {bad[:5].tolist()}) have no OUT reference model in {name}; "
+            "offline RMIA needs at least one: drop them or add reference models"
+        )
+    return np.where(out, p_ref, 0.0).sum(axis=0) / count
+
+
+def rmia_likelihood_ratios(p_target: np.ndarray, pr_out: np.ndarray, a: float) -> np.ndarray:
+    """LR = p_target / Pr with Pr = ½((1 + a)·Pr_OUT + (1 − a)) floored at ``PR_FLOOR``.
+
+    Shapes: both (n,); result (n,). Zarifzadeh et al. (2024), offline approximation.
+    """
+    pr = 0.5 * ((1.0 + a) * pr_out + (1.0 - a))
+    return p_target / np.maximum(pr, PR_FLOOR)
+
+
+def rmia_scores(
+    p_target_x: np.ndarray,
+    p_ref_x: np.ndarray,
+    p_target_z: np.ndarray,
+    p_ref_z: np.ndarray,
+    *,
+    a: float = 1.0,
+    gamma: float = 1.0,
+    ref_keep_x: np.ndarray | None = None,
+    ref_keep_z: np.ndarray | None = None,
+) -> np.ndarray:
+    """Offline RMIA scores, shape (n,), in [0, 1]; higher = more likely a member.
+
+    score(x) = (1/Z)·#{z : LR(x)/LR(z) ≥ γ}, evaluated as #{z : LR(z) ≤ LR(x)/γ}
+    (the same for positive LR; LR(z) = 0 always counts). LR and Pr as in the module
+    docstring, Pr_OUT over all reference models, or over those with ``ref_keep_* == False``
+    when a mask is given (a sample with no OUT model raises ValueError).
+
+    γ ≥ 1 (paper's threshold on the pairwise ratio); the default γ = 1 is what the authors'
+    code uses (it counts ratios > 1; here ≥ 1, as the paper writes it, which only differs on
+    exact ties). ``a`` in [0, 1]; tune it with :func:`calibrate_a`.
+
+    Cost: sorting the Z population ratios once and one ``np.searchsorted`` per audited
+    sample, O((n + Z) log Z) time and O(M·(n + Z)) memory for the inputs, O(n + Z) extra;
+    no n × Z matrix.
+    """
+    if not 0.0 <= a <= 1.0:
+        raise ValueError(f"a must lie in [0, 1], got {a}")
+    if not (np.isfinite(gamma) and gamma > 0):
+        raise ValueError(f"gamma must be positive and finite, got {gamma}")
+    p_target_x = _prob_vector(p_target_x, "p_target_x")
+    p_target_z = _prob_vector(p_target_z, "p_target_z")
+    if p_target_z.size == 0:
+        raise ValueError("need at least one population sample")
+    p_ref_x = _prob_matrix(p_ref_x, p_target_x.size, "p_ref_x")
+    p_ref_z = _prob_matrix(p_ref_z, p_target_z.size, "p_ref_z")
+    lr_x = rmia_likelihood_ratios(p_target_x, _out_mean(p_ref_x, ref_keep_x, "ref_keep_x"), a)
+    lr_z = rmia_likelihood_ratios(p_target_z, _out_mean(p_ref_z, ref_keep_z, "ref_keep_z"), a)
+    sorted_z = np.sort(lr_z)
+    counts = np.searchsorted(sorted_z, lr_x / gamma, side="right")
+    return counts / sorted_z.size
+
+
+def calibrate_a(
+    p_ref_x_by_model: np.ndarray,
+    keep: np.ndarray,
+    *,
+    grid: np.ndarray = A_GRID,
+    gamma: float = 1.0,
+    p_ref_z_by_model: np.ndarray | None = None,
+    pseudo_targets: np.ndarray | None = None,
+) -> float:
+    """Choose the offline coefficient ``a`` by attacking reference models with the others.
+
+    For each pseudo-target j (default: every model), model j plays the audited model and
+    ``keep[j]`` gives the true membership labels; the other M − 1 models are the references
+    (their ``keep`` rows mask out the samples they trained on, so Pr_OUT is truly offline).
+    The population is:
+      - the samples that are OUT for model j (default), with the other models' ``keep``
+        as their mask; or
+      - ``p_ref_z_by_model`` (M, Z), all M models' probabilities on population samples that
+        no model trained on, when given.
+    Samples with no OUT model among the references are left out of that simulation. The
+    AUC (scikit-learn's ``roc_auc_score``) of :func:`rmia_scores` with every candidate a is
+    averaged over pseudo-targets, and the a with the largest mean AUC is returned (the
+    smallest such a on ties). The authors' code (``tune_offline_a`` in ml_privacy_meter)
+    tunes a the same way, by attacking a reference model with the other ones.
+
+    Shapes: ``p_ref_x_by_model`` (M, n) probabilities of the true label, M ≥ 2; ``keep``
+    (M, n) bool. Returns one value of ``grid``.
+    """
+    p = np.asarray(p_ref_x_by_model, dtype=np.float64)
+    if p.ndim != 2:
+        raise ValueError(f"p_ref_x_by_model must have shape (M, n), got {p.shape}")
+    p = _prob_matrix(p, p.shape[1], "p_ref_x_by_model")
+    n_models = p.shape[0]
+    if n_models < 2:
+        raise ValueError("calibrate_a needs at least 2 models (one pseudo-target, one reference)")
+    keep = np.asarray(keep)
+    if keep.shape != p.shape:
+        raise ValueError(f"keep must have shape {p.shape}, got {keep.shape}")
+    if keep.dtype != bool:
+        if not np.all((keep == 0) | (keep == 1)):
+            raise ValueError("keep must be boolean (or 0/1)")
+        keep = keep.astype(bool)
+    grid = np.asarray(grid, dtype=np.float64).ravel()
+    if grid.size == 0 or np.any((grid < 0) | (grid > 1)):
+        raise ValueError("grid must be a non-empty set of values in [0, 1]")
+    pop = None
+    if p_ref_z_by_model is not None:
+        pop = np.asarray(p_ref_z_by_model, dtype=np.float64)
+        if pop.ndim != 2 or pop.shape[0] != n_models:
+            raise ValueError(f"p_ref_z_by_model must have shape ({n_models}, Z), got {pop.shape}")
+        pop = _prob_matrix(pop, pop.shape[1], "p_ref_z_by_model")
+    targets = np.arange(n_models) if pseudo_targets is None else np.asarray(pseudo_targets, dtype=int).ravel()
+    if targets.size == 0 or np.any((targets < 0) | (targets >= n_models)):
+        raise ValueError(f"pseudo_targets must be indices in [0, {n_models})")
+
+    auc_sum = np.zeros(grid.size)
+    used = 0
+    for j in targets:
+        others = np.arange(n_models) != j
+        ref_p, ref_keep = p[others], keep[others]
+        usable = (~ref_keep).any(axis=0)
+        labels = keep[j, usable]
+        if labels.all() or not labels.any():
+            continue
+        x_t, x_ref, x_keep = p[j, usable], ref_p[:, usable], ref_keep[:, usable]
+        if pop is None:
+            z_sel = usable & ~keep[j]
+            z_t, z_ref, z_keep = p[j, z_sel], ref_p[:, z_sel], ref_keep[:, z_sel]
+        else:
+            z_t, z_ref, z_keep = pop[j], pop[others], None
+        for g, a in enumerate(grid):
+            s = rmia_scores(x_t, x_ref, z_t, z_ref, a=float(a), gamma=gamma, ref_keep_x=x_keep, ref_keep_z=z_keep)
+            auc_sum[g] += roc_auc_score(labels, s)
+        used += 1
+    if used == 0:
+        raise ValueError("no pseudo-target has both members and non-members among usable samples")
+    return float(grid[int(np.argmax(auc_sum))])

@@ -1,0 +1,282 @@
+"""Empirical lower bounds on differential-privacy ε from attack outcomes (papers.md D).
+
+Conventions as in :mod:`privaudit.metrics`: ``labels`` (N,) with 1 = member (the positive
+class), 0 = non-member; ``scores`` (N,) with higher = more likely a member; an attack at
+``threshold`` predicts "member" iff score >= threshold.
+
+Two kinds of bound:
+
+- ROC-based (Jagielski, Ullman, Oprea, *Auditing Differentially Private Machine Learning*,
+  NeurIPS 2020; Nasr et al., *Adversary Instantiation*, S&P 2021): any test between the
+  two neighbouring inputs of an (ε, δ)-DP mechanism has FPR + e^ε·FNR ≥ 1 − δ and
+  FNR + e^ε·FPR ≥ 1 − δ; Clopper–Pearson upper bounds on FPR and FNR turn this into an ε
+  lower bound that holds with a stated confidence. The counts must come from independent
+  trials of the mechanism on a fixed pair of neighbours (e.g. one canary per training run,
+  or the LiRA-style "each sample in half of the models" game); applied to many samples of
+  one model it is the usual heuristic, not a proof.
+- One training run (Steinke, Nasr, Jagielski, *Privacy Auditing with One (1) Training Run*,
+  NeurIPS 2023): m canaries, each included independently with probability ½, r guesses,
+  v correct.
+
+All bounds are "with probability ≥ confidence over the randomness of the experiment, the
+mechanism is not (ε', δ)-DP for any ε' below the returned value".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+from scipy.stats import beta, binom
+from sklearn.metrics import roc_curve
+
+
+def _check(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    raw = np.asarray(labels).ravel()
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    if raw.shape != scores.shape:
+        raise ValueError(f"labels {raw.shape} and scores {scores.shape} differ in shape")
+    if not np.all((raw == 0) | (raw == 1)):
+        raise ValueError("labels must be 0 (non-member) or 1 (member)")
+    labels = raw.astype(int)
+    if labels.min(initial=1) == labels.max(initial=0):
+        raise ValueError("need both members and non-members")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be finite")
+    return labels, scores
+
+
+def _check_confidence(confidence: float) -> float:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    return float(confidence)
+
+
+def _check_delta(delta: float) -> float:
+    if not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta must lie in [0, 1), got {delta}")
+    return float(delta)
+
+
+def _counts(k, n) -> tuple[np.ndarray, np.ndarray]:
+    k = np.asarray(k, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    if np.any(n < 1) or np.any(k < 0) or np.any(k > n) or np.any(k != np.round(k)) or np.any(n != np.round(n)):
+        raise ValueError("need integer counts with 0 <= k <= n and n >= 1")
+    return k, n
+
+
+def _cp_lower(k: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
+    """One-sided Clopper–Pearson lower bound: P[p >= bound] >= level; 0 when k = 0."""
+    safe_k = np.maximum(k, 1.0)
+    return np.where(k == 0, 0.0, beta.ppf(1.0 - level, safe_k, n - safe_k + 1.0))
+
+
+def _cp_upper(k: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
+    """One-sided Clopper–Pearson upper bound: P[p <= bound] >= level; 1 when k = n.
+
+    For k < n it is the ``level`` quantile of Beta(k + 1, n − k), which is > 0 for every
+    finite n (k = 0 gives 1 − (1 − level)^(1/n)).
+    """
+    safe_k = np.minimum(k, n - 1.0)
+    return np.where(k == n, 1.0, beta.ppf(level, safe_k + 1.0, n - safe_k))
+
+
+def clopper_pearson(k, n, confidence: float = 0.95):
+    """Two-sided exact (Clopper–Pearson, 1934) confidence interval of a binomial proportion.
+
+    With α = 1 − confidence: lo = Beta(α/2; k, n − k + 1) quantile (0 if k = 0), hi =
+    Beta(1 − α/2; k + 1, n − k) quantile (1 if k = n). Same as
+    ``scipy.stats.binomtest(k, n).proportion_ci(confidence, method="exact")``.
+
+    ``k`` successes out of ``n`` trials, scalars or arrays that broadcast; returns
+    ``(lo, hi)`` as floats for scalar input, else arrays of the broadcast shape.
+    """
+    confidence = _check_confidence(confidence)
+    k_arr, n_arr = _counts(k, n)
+    k_arr, n_arr = np.broadcast_arrays(k_arr, n_arr)
+    level = 1.0 - (1.0 - confidence) / 2.0
+    lo, hi = _cp_lower(k_arr, n_arr, level), _cp_upper(k_arr, n_arr, level)
+    if lo.ndim == 0:
+        return float(lo), float(hi)
+    return lo, hi
+
+
+def tpr_at_fpr_with_ci(labels: np.ndarray, scores: np.ndarray, max_fpr: float, confidence: float = 0.95) -> dict:
+    """Largest TPR of a threshold with FPR ≤ ``max_fpr``, with its Clopper–Pearson interval.
+
+    Same threshold set and convention as :func:`privaudit.metrics.tpr_at_fpr` (every
+    distinct score, plus +inf = "predict no member"; member iff score >= threshold); among
+    thresholds with the largest TPR, the one with the smallest FPR is reported.
+
+    Returns ``{"tpr", "lo", "hi", "threshold", "fpr"}``: ``lo``/``hi`` are the two-sided
+    Clopper–Pearson interval at ``confidence`` for the TPR at that threshold, from TP out
+    of the number of members (the interval treats the threshold as fixed; it was chosen on
+    the same data, so it is slightly optimistic for the chosen operating point).
+    """
+    labels, scores = _check(labels, scores)
+    confidence = _check_confidence(confidence)
+    fpr, tpr, thresholds = roc_curve(labels, scores, drop_intermediate=False)
+    allowed = np.flatnonzero(fpr <= max_fpr + 1e-12)
+    best = allowed[np.argmax(tpr[allowed])]  # first maximum = smallest FPR (fpr is sorted)
+    n_pos = int(labels.sum())
+    threshold = float(thresholds[best])
+    tp = int(np.sum(scores[labels == 1] >= threshold))
+    lo, hi = clopper_pearson(tp, n_pos, confidence)
+    return {"tpr": tp / n_pos, "lo": lo, "hi": hi, "threshold": threshold, "fpr": float(fpr[best])}
+
+
+def _epsilon_from_counts(fp, n_neg, fn, n_pos, delta: float, confidence: float) -> np.ndarray:
+    """ε lower bound from false-positive and false-negative counts (arrays broadcast)."""
+    # Union bound: each one-sided upper bound fails with probability ≤ (1 − confidence)/2.
+    level = 1.0 - (1.0 - confidence) / 2.0
+    fpr_hi = _cp_upper(np.asarray(fp, dtype=np.float64), np.asarray(n_neg, dtype=np.float64), level)
+    fnr_hi = _cp_upper(np.asarray(fn, dtype=np.float64), np.asarray(n_pos, dtype=np.float64), level)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps1 = np.log((1.0 - delta - fpr_hi) / fnr_hi)
+        eps2 = np.log((1.0 - delta - fnr_hi) / fpr_hi)
+    eps1 = np.where(1.0 - delta - fpr_hi > 0, eps1, 0.0)
+    eps2 = np.where(1.0 - delta - fnr_hi > 0, eps2, 0.0)
+    return np.maximum(np.maximum(eps1, eps2), 0.0)
+
+
+def epsilon_lower_bound(
+    labels: np.ndarray, scores: np.ndarray, threshold: float, *, delta: float = 0.0, confidence: float = 0.95
+) -> float:
+    """Lower bound on ε from the attack "member iff score >= threshold", holding w.p. ≥ confidence.
+
+    With FP false positives among n₀ non-members and FN false negatives among n₁ members,
+    FPR_hi and FNR_hi are one-sided Clopper–Pearson upper bounds at level 1 − α/2 each
+    (α = 1 − confidence; by a union bound both hold with probability ≥ 1 − α). If the
+    mechanism were (ε, δ)-DP, FPR + e^ε·FNR ≥ 1 − δ and FNR + e^ε·FPR ≥ 1 − δ (Kairouz,
+    Oh, Viswanath 2015, hypothesis-testing view of DP), so
+
+        ε ≥ max( ln((1 − δ − FPR_hi)/FNR_hi), ln((1 − δ − FNR_hi)/FPR_hi), 0 ),
+
+    a term counting as 0 when its numerator is ≤ 0. The upper bounds are never 0 for finite
+    counts (k = 0 gives 1 − (α/2)^(1/n)), so the bound is finite.
+
+    ``threshold`` must not be chosen on these labels and scores (that voids the
+    confidence statement); use :func:`best_threshold` on other data.
+    """
+    labels, scores = _check(labels, scores)
+    delta, confidence = _check_delta(delta), _check_confidence(confidence)
+    pred = scores >= threshold
+    fp = int(np.sum(pred & (labels == 0)))
+    fn = int(np.sum(~pred & (labels == 1)))
+    n_pos = int(labels.sum())
+    return float(_epsilon_from_counts(fp, labels.size - n_pos, fn, n_pos, delta, confidence))
+
+
+def best_threshold(labels: np.ndarray, scores: np.ndarray, *, delta: float = 0.0, confidence: float = 0.95) -> float:
+    """The threshold that maximises :func:`epsilon_lower_bound` on these (calibration) data.
+
+    Contract: a bound is valid only on data that did not choose its threshold. Choose the
+    threshold here on calibration data (e.g. the scores of other pool / reference models
+    than the evaluated one, or a held-out half of the trials), then call
+    :func:`epsilon_lower_bound` with it on the evaluated model's data.
+
+    Candidates are every distinct score and +inf (predict no member); ties in the bound are
+    broken towards the largest threshold (fewest predicted members). Returns a float
+    (possibly inf, e.g. when no threshold gives a positive bound).
+    """
+    labels, scores = _check(labels, scores)
+    delta, confidence = _check_delta(delta), _check_confidence(confidence)
+    cand = np.append(np.unique(scores), np.inf)  # ascending
+    pos = np.sort(scores[labels == 1])
+    neg = np.sort(scores[labels == 0])
+    fn = np.searchsorted(pos, cand, side="left")  # members with score < t
+    fp = neg.size - np.searchsorted(neg, cand, side="left")  # non-members with score >= t
+    eps = _epsilon_from_counts(fp, neg.size, fn, pos.size, delta, confidence)
+    best = eps.size - 1 - int(np.argmax(eps[::-1]))
+    return float(cand[best])
+
+
+def one_run_p_value(num_guesses: int, num_correct: int, num_canaries: int, epsilon: float, delta: float = 0.0) -> float:
+    """Bound on P[≥ v correct guesses] for an (ε, δ)-DP mechanism in the one-run audit.
+
+    Steinke, Nasr, Jagielski (NeurIPS 2023): their approximate-DP main result (Section 5),
+    evaluated as in the authors' code of Appendix D: with q = e^ε/(1 + e^ε) and
+    f(u) = P[Binomial(r, q) ≥ u],
+
+        P[W ≥ v] ≤ f(v) + 2·m·δ · max_{i = 1..v} (f(v − i) − f(v)) / i,
+
+    where f(v − i) − f(v) = P[v − i ≤ Binomial(r, q) < v]. For δ = 0 it is f(v) (the
+    number of correct guesses is stochastically dominated by Binomial(r, q)). Capped at 1.
+    """
+    r, v, m = int(num_guesses), int(num_correct), int(num_canaries)
+    if not 0 <= v <= r <= m or epsilon < 0 or not 0 <= delta <= 1:
+        raise ValueError("need 0 <= num_correct <= num_guesses <= num_canaries, epsilon >= 0, delta in [0, 1]")
+    q = float(expit(epsilon))
+    p = float(binom.sf(v - 1, r, q))
+    if delta > 0 and v > 0:
+        below = binom.pmf(np.arange(v - 1, -1, -1), r, q)  # pmf(v−1), pmf(v−2), ..., pmf(0)
+        window = np.cumsum(below) / np.arange(1, v + 1)
+        p += 2.0 * m * delta * float(window.max())
+    return min(p, 1.0)
+
+
+def one_run_epsilon_lower_bound(
+    num_guesses: int, num_correct: int, num_canaries: int, *, delta: float = 0.0, confidence: float = 0.95
+) -> float:
+    """ε lower bound of the one-training-run audit (Steinke, Nasr, Jagielski, NeurIPS 2023).
+
+    Setting: ``num_canaries`` m canaries, each included in training independently with
+    probability ½; the auditor guesses in/out for ``num_guesses`` r of them (abstaining on
+    the rest) and ``num_correct`` v guesses are right. The returned ε is (up to bisection
+    precision, rounded down) the largest ε whose p-value :func:`one_run_p_value` is below
+    1 − confidence: every ε' below it is rejected, so with probability ≥ confidence the
+    mechanism is not (ε', δ)-DP. 0 when even ε = 0 is not rejected.
+
+    δ = 0: p-value P[Binomial(r, e^ε/(1 + e^ε)) ≥ v]. δ > 0: the paper's approximate-DP
+    p-value, exactly as in :func:`one_run_p_value` (Section 5's theorem for (ε, δ)-DP, as
+    evaluated by the paper's Appendix D code); it is never smaller, so the bound never
+    grows with δ. Note the δ term scales with 2·m·δ: m is all canaries, not only guessed.
+    """
+    r, v, m = int(num_guesses), int(num_correct), int(num_canaries)
+    if (r, v, m) != (num_guesses, num_correct, num_canaries) or not 0 <= v <= r <= m:
+        raise ValueError(f"need integers 0 <= num_correct <= num_guesses <= num_canaries, got {v}, {r}, {m}")
+    delta, confidence = _check_delta(delta), _check_confidence(confidence)
+    alpha = 1.0 - confidence
+    if r == 0 or one_run_p_value(r, v, m, 0.0, delta) >= alpha:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while one_run_p_value(r, v, m, hi, delta) < alpha:
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e4:  # q = expit(ε) is 1.0 in float64 long before this
+            return lo
+    while hi - lo > 1e-9 * max(1.0, hi):
+        mid = 0.5 * (lo + hi)
+        if one_run_p_value(r, v, m, mid, delta) < alpha:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def one_run_guesses(
+    scores: np.ndarray, canary_in: np.ndarray, num_guesses_pos: int, num_guesses_neg: int
+) -> tuple[int, int]:
+    """Guess IN for the ``num_guesses_pos`` highest scores, OUT for the ``num_guesses_neg`` lowest.
+
+    ``scores`` (m,), higher = more likely included; ``canary_in`` (m,) bool, the true
+    inclusion of each canary. Returns (r, v) = (number of guesses, number correct) for
+    :func:`one_run_epsilon_lower_bound`. Ties are broken by canary index (a stable sort),
+    which is independent of inclusion. The two guess sets must not overlap:
+    num_guesses_pos + num_guesses_neg <= m.
+    """
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    raw = np.asarray(canary_in).ravel()
+    if raw.shape != scores.shape:
+        raise ValueError(f"scores {scores.shape} and canary_in {raw.shape} differ in shape")
+    if not np.all((raw == 0) | (raw == 1)):
+        raise ValueError("canary_in must be boolean (or 0/1)")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be finite")
+    k_pos, k_neg = int(num_guesses_pos), int(num_guesses_neg)
+    if k_pos < 0 or k_neg < 0 or k_pos + k_neg > scores.size:
+        raise ValueError(f"need 0 <= guesses and num_guesses_pos + num_guesses_neg <= {scores.size}")
+    inc = raw.astype(bool)
+    order = np.argsort(scores, kind="stable")  # ascending
+    v_pos = int(inc[order[scores.size - k_pos :]].sum()) if k_pos else 0
+    v_neg = int((~inc[order[:k_neg]]).sum())
+    return k_pos + k_neg, v_pos + v_neg
