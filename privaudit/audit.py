@@ -3,7 +3,8 @@
 For one architecture and dataset the plan is the undefended baseline, one MG-noise target
 per κ of the grid and one DP-SGD target per σ (or per target ε) of the grid. Every target
 gets its shadow model with the identical recipe, every target is attacked, and the reports
-are rebuilt from the whole workspace. Each step is the cached get-or-train of
+are rebuilt from the whole workspace. With a reference pool the strongest attacks (LiRA,
+RMIA, many shadows) and the empirical ε lower bounds are added (:mod:`privaudit.attacks.run`). Each step is the cached get-or-train of
 :mod:`privaudit.runs`, so an interrupted audit resumes where it stopped.
 """
 
@@ -14,7 +15,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from privaudit.attacks.run import AttackResult, attack_target
+from privaudit.attacks.run import AttackPlan, AttackResult, attack_target
 from privaudit.config import RunConfig
 from privaudit.errors import ConfigError
 from privaudit.report.build import ReportResult, build_reports
@@ -65,15 +66,16 @@ class AuditHooks:
 
 
 def run_audit(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, device: torch.device,
-              hooks: AuditHooks | None = None) -> AuditResult:
-    """Train (or reuse) every target of ``plan`` and its shadow, attack it, rebuild reports."""
+              hooks: AuditHooks | None = None, attacks: AttackPlan | None = None) -> AuditResult:
+    """Train (or reuse) every target of ``plan`` and what its attacks need (shadow, reference
+    pool, canary model), attack it as ``attacks`` says, rebuild reports."""
     hooks = hooks or AuditHooks()
     workspace.ensure_writable()
     result = AuditResult()
     for cfg in plan:
         target = ensure_model(cfg, workspace, data, device, on_start=hooks.on_model_start, on_epoch=hooks.on_epoch)
         result.targets.append(target)
-        attack = attack_target(workspace, target.name, data, device, on_start=hooks.on_model_start,
+        attack = attack_target(workspace, target.name, data, device, attacks, on_start=hooks.on_model_start,
                                on_epoch=hooks.on_epoch)
         result.attacks.append(attack)
         if hooks.on_step_done:

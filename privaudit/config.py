@@ -24,7 +24,7 @@ from privaudit.errors import ConfigError
 
 MODELS = ("mlp", "cnn", "cnn-improved")
 DATASETS = ("cifar10", "digits")
-ROLES = ("target", "shadow")
+ROLES = ("target", "shadow", "reference", "canary")
 CONFIG_SCHEMA = 1
 
 # Dataset-specific defaults used when a setting is not given.
@@ -45,12 +45,16 @@ class DataConfig:
 
     ``part_size`` is the size of each of the four disjoint ML-Leaks parts (target members,
     target non-members, shadow members, shadow non-members); ``seed`` shuffles the pooled
-    train+test images before they are cut.
+    train+test images before they are cut. ``pool_size`` and ``pool_index`` place a
+    reference model in a pool of that many models (role ``reference``; see
+    :mod:`privaudit.pools`); they are 0 for every other role.
     """
 
     dataset: str = "digits"
     part_size: int = 449
     seed: int = 0
+    pool_size: int = 0
+    pool_index: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,13 @@ class RunConfig:
 
     # -- identity -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": CONFIG_SCHEMA, **asdict(self)}
+        """Plain dict of every setting. Fields added after schema 1 (the pool fields) are left
+        out at their default, so configs that do not use them keep their hash and name."""
+        raw = {"schema": CONFIG_SCHEMA, **asdict(self)}
+        for key, default in (("pool_size", 0), ("pool_index", 0)):
+            if raw["data"][key] == default:
+                del raw["data"][key]
+        return raw
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "RunConfig":
@@ -154,13 +164,28 @@ class RunConfig:
 
     @property
     def run_name(self) -> str:
-        """Readable, unique folder name: ``<role>-<model>-<dataset>-<defence>-<hash>``."""
+        """Readable, unique folder name: ``<role>-<model>-<dataset>-<defence>-<hash>``
+        (reference models add ``-p<pool size>i<index>`` before the hash)."""
+        pool = f"-p{self.data.pool_size}i{self.data.pool_index}" if self.role == "reference" else ""
         return (f"{self.role}-{self.model.name}-{self.data.dataset}-"
-                f"{self.defence.label}-{self.config_hash}")
+                f"{self.defence.label}{pool}-{self.config_hash}")
 
     def as_shadow(self) -> "RunConfig":
         """The shadow model's config: the identical recipe, defence included."""
         return replace(self, role="shadow")
+
+    def as_reference(self, pool_size: int, index: int) -> "RunConfig":
+        """Reference model ``index`` of a pool of ``pool_size`` with the identical recipe."""
+        return replace(self, role="reference", data=replace(self.data, pool_size=pool_size, pool_index=index))
+
+    def as_canary(self) -> "RunConfig":
+        """The one-run audit's canary model with the identical recipe."""
+        return replace(self, role="canary")
+
+    @property
+    def recipe(self) -> "RunConfig":
+        """The recipe without the role-specific data placement (a target's config)."""
+        return replace(self, role="target", data=replace(self.data, pool_size=0, pool_index=0))
 
     # -- validation -----------------------------------------------------------------------
     def validated(self) -> "RunConfig":
@@ -174,6 +199,13 @@ class RunConfig:
             raise ConfigError(f"unknown model {m.name!r}; expected one of {', '.join(MODELS)}")
         _require(isinstance(m.width, int) and m.width >= 1, "--width must be a positive integer")
         _require(isinstance(d.part_size, int) and d.part_size >= 2, "--part-size must be at least 2")
+        if self.role == "reference":
+            _require(isinstance(d.pool_size, int) and d.pool_size >= 2 and d.pool_size % 2 == 0,
+                     f"--pool-size must be an even number >= 2 (got {d.pool_size})")
+            _require(isinstance(d.pool_index, int) and 0 <= d.pool_index < d.pool_size,
+                     f"pool index {d.pool_index} outside the pool of {d.pool_size}")
+        elif d.pool_size or d.pool_index:
+            raise ConfigError("pool_size and pool_index are for reference models only")
         _require(_finite_number(f.kappa) and f.kappa >= 0, f"--kappa must be >= 0 (got {f.kappa})")
         _require(_finite_number(f.delta) and 0 < f.delta < 1, f"--delta must lie in (0, 1) (got {f.delta})")
         _require(_finite_number(f.max_grad_norm) and f.max_grad_norm > 0,

@@ -75,3 +75,12 @@ def attack_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float) -> 
     for name, level in LOW_FPRS.items():
         out[name] = float(tpr[fpr <= level + 1e-12].max())
     return out
+
+
+def advantage_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
+    """The threshold at which TPR − FPR is largest (balanced-accuracy optimum); used to pick an
+    attack's decision threshold on calibration data (other models), never on the audited one."""
+    labels, scores = _check(labels, scores)
+    fpr, tpr, thresholds = roc_curve(labels, scores, drop_intermediate=False)
+    best = int(np.argmax(tpr - fpr))
+    return float(min(thresholds[best], np.max(scores) + 1.0))

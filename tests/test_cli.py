@@ -47,7 +47,7 @@ def test_help_explains_every_option():
 def audited(tmp_path_factory):
     """One small audit, run once for the tests below."""
     ws = tmp_path_factory.mktemp("audit")
-    result = invoke("audit", *SMALL, "--kappas", "1,4", "--sigmas", "1", "--workdir", str(ws), "--json")
+    result = invoke("audit", *SMALL, "--kappas", "1,4", "--sigmas", "1", "--attacks", "shadow,loss", "--workdir", str(ws), "--json")
     assert result.exit_code == 0, result.output
     return ws, json.loads(result.stdout)
 
@@ -83,7 +83,7 @@ def test_audit_rerun_reuses_everything_and_gives_the_same_table(audited):
     ws, doc = audited
     before = snapshot(ws / "models")
     csv_before = (ws / "reports" / "tradeoff.csv").read_text()
-    result = invoke("audit", *SMALL, "--kappas", "1,4", "--sigmas", "1", "--workdir", str(ws), "--json")
+    result = invoke("audit", *SMALL, "--kappas", "1,4", "--sigmas", "1", "--attacks", "shadow,loss", "--workdir", str(ws), "--json")
     assert result.exit_code == 0
     again = json.loads(result.stdout)
     assert all(t["reused"] for t in again["targets"])

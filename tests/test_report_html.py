@@ -396,3 +396,303 @@ def test_setting_labels():
     assert setting_label(True, 0.0, 1.0, 21.04) == "σ=1 (ε=21.0)"
     assert setting_label(True, 0.0, 1.5, np.nan) == "σ=1.5"
     assert setting_label(True, 0.2, 1.0, 3.0, with_epsilon=False) == "κ=0.2, σ=1"
+
+
+# ---------------------------------------------------------------------------------------
+# strongest attacks and empirical epsilon
+
+POOL = ("shadow-pool", "lira-online", "rmia")
+EMP_HEADING = "Strongest attacks and empirical ε"
+# per setting: (largest empirical eps, by rmia; one-run bound)
+_EPS = {"base": 2.345, "k0.2": 1.2, "k0.5": 0.51, "k1.0": 0.0, "s0.5": 0.8, "s1.0": 0.3}
+_ONE_RUN = {"base": 0.5, "k0.2": 0.2, "k0.5": 0.0, "k1.0": 0.0, "s0.5": 0.1, "s1.0": 0.0}
+
+
+def make_pool_table(model="cnn", dataset="cifar10"):
+    """The settings table plus three pool attacks per target, with empirical columns; rmia
+    is the strongest attack everywhere (TPR 10% at 0.1% FPR on the baseline)."""
+    rows = []
+    for r in _settings_table(model, dataset):
+        setting = r["target_run"].rsplit("-", 1)[1]
+        r.update(source=f"{r['target_run']}-shadow", eps_lower_bound=0.0,
+                 tpr_at_0p1pct_fpr=0.001, tpr_at_0p1pct_fpr_lo=0.0001, tpr_at_0p1pct_fpr_hi=0.005,
+                 one_run_eps_lower_bound=_ONE_RUN[setting])
+        rows.append(r)
+        if r["attack"] != "shadow":
+            continue
+        for i, attack in enumerate(POOL):
+            strongest = attack == "rmia"
+            rows.append({**r, "attack": attack, "source": f"pool-{setting}",
+                         "shadow_run": np.nan, "auc": r["auc"] + 0.01 * (i + 1),
+                         "tpr_at_0p1pct_fpr": (0.1 if setting == "base" else 0.05) if strongest
+                         else 0.01 * i,
+                         "tpr_at_0p1pct_fpr_lo": 0.08 if strongest else 0.0,
+                         "tpr_at_0p1pct_fpr_hi": 0.12 if strongest else 0.02,
+                         "eps_lower_bound": _EPS[setting] if strongest else 0.5 * _EPS[setting],
+                         "loo_n_targets": 8, "loo_auc_mean": 0.71 + 0.01 * i,
+                         "loo_auc_std": 0.02, "loo_eps_lower_bound_mean": 1.0,
+                         "loo_eps_lower_bound_std": 0.25})
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def make_extras(model="cnn", dataset="cifar10"):
+    base, k05 = f"{model}-{dataset}-base", f"{model}-{dataset}-k0.5"
+    return {
+        base: {
+            "loo": {"pool": "pool-base", "pool_size": 8, "summary": {}},
+            "exposure": {"attack": "rmia",
+                         "per_class_auc": {"0": 0.61, "3": 0.83, "9": 0.55},
+                         "top_samples": [{"index": 4711, "class": 3, "score": 7.25},
+                                         {"index": 12, "class": 0, "score": 6.5}]},
+            "one_run": {"canary_run": "canary-<x>", "num_canaries": 1000, "num_included": 497,
+                        "eps_lower_bound": 0.5, "num_guesses": 40, "num_correct": 36,
+                        "confidence": 0.95, "delta": 1e-5, "score": "loss"},
+        },
+        k05: {"exposure": {"attack": "lira-online", "per_class_auc": {5: 0.7, 7: float("nan")},
+                           "top_samples": [{"index": 99, "class": 7, "score": 1.0}]}},
+    }
+
+
+def make_pool_rocs(table):
+    rocs = {}
+    for run, g in table.groupby("target_run"):
+        rocs[run] = {a: synthetic_roc(4 * (float(auc) - 0.5), n=2000, seed=i)
+                     for i, (a, auc) in enumerate(zip(g["attack"], g["auc"]))}
+    return rocs
+
+
+def _svg_by_title(doc, title):
+    found = [s for s in svgs_of(doc) if f"<title>{title}</title>" in s]
+    assert len(found) == 1, title
+    return ET.fromstring(found[0])
+
+
+def _emp_part(doc, model="cnn", dataset="cifar10"):
+    start = doc.index(f'id="e-{model}-{dataset}"')
+    return doc[start:doc.index("<h3>Trade-off plots</h3>", start)]
+
+
+def _plain(html_text):
+    return re.sub(r"<[^>]+>", "", html_text).replace("\u00a0", " ")
+
+
+def test_empirical_section_appears_with_pool_rows():
+    table = make_pool_table()
+    doc = render_report(table, make_pool_rocs(table), extras=make_extras(), generated="now")
+    _assert_self_contained(doc)
+    assert doc.count(EMP_HEADING) == 1
+    part = _emp_part(doc)
+    # one row per setting, ordered baseline, MG by kappa, DP by sigma
+    body = part[part.index("<tbody>"):part.index("</tbody>")]
+    names = re.findall(r'<th scope="row"[^>]*>([^<]*)', body)
+    assert names == ["baseline", "MG noise κ=0.2", "MG noise κ=0.5", "MG noise κ=1",
+                     "DP-SGD σ=0.5", "DP-SGD σ=1"]
+    rows = body.split("<tr")[1:]
+    # accountant eps: value for DP rows, "no formal ε" for the others
+    assert "no formal ε" in rows[1] and ">28.3<" in rows[4] and ">4.10<" in rows[5]
+    # largest empirical eps (rounded down) and its attack; one-run bound; LOO of the strongest
+    assert "<strong>2.34</strong>" in rows[0] and "rmia" in rows[0]
+    assert ">0.50<" in rows[0]  # one-run
+    assert "0.730" in rows[0] and "± 0.020" in rows[0]  # rmia's LOO AUC
+    # every attack is a column, the strongest (rmia) highlighted in every row
+    head = part[part.index("<thead>"):part.index("</thead>")]
+    for a in ATTACKS + POOL:
+        assert _plain(head).count(a) >= 1
+    assert body.count('class="num att best"') == 6
+    for row in rows:
+        best = re.search(r'class="num att best" title="([^"]*)"', row).group(1)
+        assert best.startswith("rmia:")
+    assert '<span class="auc">0.83</span><span class="tpr">10.0%</span>' in rows[0]
+    # plots: eps vs accuracy, accountant vs empirical, log-log ROC of every attack
+    for title in ("Empirical ε lower bound vs test accuracy",
+                  "DP-SGD: accountant ε vs empirical ε",
+                  "ROC of every attack, baseline (log-log)"):
+        assert f"<title>{title}</title>" in part
+    eps_acc = _svg_by_title(doc, "Empirical ε lower bound vs test accuracy")
+    legend = [t.text for t in eps_acc.iter("text")]
+    assert "MG noise (κ)" in legend and "DP-SGD (σ)" in legend
+    # MG: baseline + 3 kappas, DP: baseline + 2 sigmas (+ 2 legend markers)
+    assert len([c for c in eps_acc.iter("circle")]) == 4 + 3 + 2
+    roc = _svg_by_title(doc, "ROC of every attack, baseline (log-log)")
+    labels = [t.text for t in roc.iter("text")]
+    for a in ATTACKS + POOL:
+        assert any(lab and lab.startswith(f"{a} (AUC") for lab in labels), a
+    assert len(roc.findall(".//polyline")) == len(ATTACKS + POOL)
+    ticks = [t.text for t in roc.iter("text") if t.get("class") == "tick"]
+    assert "10⁻⁴" in ticks  # FPR from max(1e-4, 1/10520)
+    # the main table: eps-lb column with tooltips for the TPR intervals
+    table_html = doc[doc.index('id="table"'):doc.index('id="g-')]
+    assert ">ε lb<" in table_html and ">2.34<" in table_html
+    assert 'title="95% CI 0.080–0.120 (Clopper–Pearson)"' in table_html
+    assert table_html.count("<tr") == len(table) + 1 + 1
+    assert ">pool-base<" in table_html  # the source column
+    # how to read: the new explanations
+    howto = doc[doc.index('id="howto"'):]
+    for words in ("LiRA", "RMIA", "shadow-pool", "Leave-one-out", "Clopper–Pearson",
+                  "Steinke, Nasr &amp; Jagielski 2023", "MG noise has no formal ε"):
+        assert words in howto
+
+
+def test_empirical_section_absent_without_pool_or_eps_values():
+    table = make_table()
+    for extras in (None, {}, {"cnn-cifar10-base": {}}):
+        doc = render_report(table, make_rocs(table), extras=extras)
+        assert EMP_HEADING not in doc
+        assert "Strongest attack:" not in doc and "ε lb" in doc
+        assert len(svgs_of(doc)) == 2 * PLOTS_PER_GROUP
+    # only one group has pool rows: only that one gets the section
+    mixed = pd.concat([make_pool_table("cnn"), make_table().query("model == 'mlp'")],
+                      ignore_index=True)
+    doc = render_report(mixed, make_pool_rocs(mixed))
+    assert doc.count(EMP_HEADING) == 1 and 'id="e-cnn-cifar10"' in doc
+    assert 'id="e-mlp-cifar10"' not in doc
+    _assert_self_contained(doc)
+
+
+def test_key_finding_sentence():
+    table = make_pool_table()
+    doc = render_report(table, make_pool_rocs(table), extras=make_extras())
+    kf = _plain(doc[doc.index("Key findings"):doc.index('id="table"')])
+    assert ("Strongest attack: rmia (TPR 10.0% at 0.1% FPR on the baseline, AUC 0.830)."
+            in kf)
+    assert ("Empirical ε ≥ 2.34 for the baseline (one-run: 0.50); MG noise κ=0.2 (largest of "
+            "3 settings): ε ≥ 1.20 (one-run: 0.20); DP-SGD σ=0.5 (accountant ε = 28.3; "
+            "largest of 2 settings): ε ≥ 0.80 (one-run: 0.10).") in kf
+    assert "MG noise leaks less" in kf  # the old verdict stays
+    # the same sentence opens the group's section
+    group = _plain(doc[doc.index('id="g-cnn-cifar10"'):doc.index('id="e-cnn-cifar10"')])
+    assert "Strongest attack: rmia" in group
+    # without a baseline: the least-defended setting, no baseline clause
+    no_base = table[table["target_run"] != "cnn-cifar10-base"].reset_index(drop=True)
+    kf2 = _plain(render_report(no_base, {}).split('id="table"')[0])
+    assert "on MG noise κ=0.2" in kf2 and "for the baseline" not in kf2
+    assert "Empirical ε lower bounds: MG noise κ=0.2" in kf2
+
+
+def test_accountant_vs_empirical_plot_for_dp_rows():
+    table = make_pool_table()
+    doc = render_report(table, {}, extras=make_extras())
+    svg = _svg_by_title(doc, "DP-SGD: accountant ε vs empirical ε")
+    texts = [t.text for t in svg.iter("text")]
+    for lab in ("accountant ε (upper bound)", "empirical ε (lower bound)",
+                "one-run ε (lower bound)", "σ (noise multiplier)"):
+        assert lab in texts
+    polys = svg.findall(".//polyline")
+    assert len(polys) == 2  # the one-run bounds 0.1 and 0 leave a single point on a log axis
+
+    def ys(poly):
+        return [float(p.split(",")[1]) for p in poly.get("points").split()]
+
+    accountant, empirical = ys(polys[0]), ys(polys[1])
+    # svg y grows downwards: the lower bound sits below the accountant's epsilon
+    assert all(e > a for a, e in zip(accountant, empirical))
+    assert "exceeds the accountant" not in doc
+    # 28.3 vs 0.3: values span decades -> log y axis
+    assert any("(log scale)" in (t or "") for t in texts)
+    assert "Lower bounds of 0 (nothing proven)" in doc
+    # close values: a linear axis
+    close = table.assign(epsilon=table["epsilon"] / 10)
+    lin = _svg_by_title(render_report(close, {}), "DP-SGD: accountant ε vs empirical ε")
+    assert not any("(log scale)" in (t.text or "") for t in lin.iter("text"))
+    assert len(lin.findall(".//polyline")) == 3
+    # no DP rows: no such plot
+    mg_only = table[~table["dp"]].reset_index(drop=True)
+    assert "DP-SGD: accountant ε vs empirical ε" not in render_report(mg_only, {})
+    # a lower bound above the accountant's upper bound is flagged
+    bad = table.copy()
+    bad.loc[(bad["target_run"] == "cnn-cifar10-s1.0") & (bad["attack"] == "rmia"),
+            "eps_lower_bound"] = 9.0
+    bad_doc = render_report(bad, {})
+    assert "exceeds the accountant" in bad_doc and "DP-SGD σ=1" in _plain(bad_doc)
+
+
+def test_exposure_tables_render_with_class_names():
+    table = make_pool_table()
+    doc = render_report(table, {}, extras=make_extras())
+    part = _emp_part(doc)
+    assert "Exposure: which classes and samples leak most" in part
+    blocks = re.findall(r"<details class=\"exposure\"( open)?>(.*?)</details>", part, flags=re.S)
+    assert len(blocks) == 2
+    (open1, base), (open2, k05) = blocks
+    assert open1 == " open" and open2 == ""  # the baseline open, the others collapsed
+    assert "baseline" in base and "rmia attack" in base
+    assert "MG noise κ=0.5" in k05 and "lira-online attack" in k05
+    for name in ("airplane", "cat", "truck"):
+        assert f'<td class="txt">{name}</td>' in base
+    assert '<tr class="top"><td class="txt">cat</td><td class="num">0.830</td>' in base
+    assert ">4711<" in base and ">7.25<" in base
+    assert '<td class="txt">dog</td>' in k05 and '<td class="txt">horse</td>' in k05
+    assert '<td class="num missing">' not in k05 and ">—<" in k05  # NaN AUC
+    # digits: the digits themselves; unknown data sets: the class number
+    dig = make_pool_table("mlp", "digits")
+    doc2 = render_report(dig, {}, extras=make_extras("mlp", "digits"))
+    assert '<td class="txt">3</td>' in doc2 and "cat" not in _emp_part(doc2, "mlp", "digits")
+    other = make_pool_table("mlp", "svhn")
+    doc3 = render_report(other, {}, extras=make_extras("mlp", "svhn"))
+    assert '<td class="txt">9</td>' in doc3
+    _assert_self_contained(doc3)
+
+
+def test_empirical_part_is_robust_to_nan_and_bad_extras():
+    table = make_pool_table()
+    nan_cols = ["eps_lower_bound", "one_run_eps_lower_bound", "tpr_at_0p1pct_fpr",
+                "tpr_at_0p1pct_fpr_lo", "tpr_at_0p1pct_fpr_hi", "loo_auc_mean", "epsilon",
+                "test_accuracy", "n_nonmembers"]
+    bad_extras = {"cnn-cifar10-base": {"exposure": {"per_class_auc": None,
+                                                    "top_samples": [1, None]},
+                                       "one_run": "broken", "loo": []},
+                  "cnn-cifar10-k0.5": None, 7: {"exposure": {}}}
+    variants = {
+        "all_nan": table.assign(**{c: np.nan for c in nan_cols}),
+        "missing_columns": table.drop(columns=["eps_lower_bound", "loo_auc_mean", "source",
+                                               "one_run_eps_lower_bound"]),
+        "inf_eps": table.assign(eps_lower_bound=np.inf),
+        "single_pool_row": table[table["attack"] == "rmia"].iloc[[0]],
+    }
+    for name, t in variants.items():
+        for extras in (None, bad_extras, make_extras()):
+            doc = render_report(t.reset_index(drop=True), make_pool_rocs(table), extras=extras)
+            _assert_self_contained(doc)
+            assert EMP_HEADING in doc, name
+    doc = render_report(variants["all_nan"], {}, extras=bad_extras)
+    part = _emp_part(doc)
+    assert "No exposure details." in part
+    assert 'class="num att best"' in part  # AUC still picks a strongest attack
+    kf = _plain(doc[doc.index("Key findings"):doc.index('id="table"')])
+    assert "Strongest attack: rmia (on the baseline: AUC 0.830)." in kf
+    assert "Empirical ε" not in kf and "TPR —" not in kf
+    # a table with only NaN empirical values and no pool attack has no section
+    plain = make_table().assign(eps_lower_bound=np.nan, one_run_eps_lower_bound=np.nan)
+    assert EMP_HEADING not in render_report(plain, {}, extras={})
+
+
+def test_render_report_without_extras_still_works():
+    table = make_pool_table()
+    rocs = make_pool_rocs(table)
+    doc = render_report(table, rocs, title="t", generated="g")  # the old signature
+    _assert_self_contained(doc)
+    assert EMP_HEADING in doc and "Exposure:" not in doc
+    assert doc == render_report(table, rocs, title="t", generated="g", extras=None)
+    # positional (table, rocs) and table-only calls too
+    assert EMP_HEADING in render_report(table)
+    # one-run bound from the extras when the table lacks the column
+    t2 = table.drop(columns=["one_run_eps_lower_bound"])
+    doc2 = render_report(t2, {}, extras=make_extras())
+    row = _emp_part(doc2).split("<tbody>")[1].split("<tr")[1]
+    assert ">0.50<" in row and "36 of 40 guesses correct" in row
+
+
+def test_empirical_part_escapes_user_strings():
+    table = make_pool_table()
+    bad = '<script>alert("x")</script>'
+    table.loc[table["attack"] == "lira-online", "attack"] = bad
+    table.loc[table["attack"] == "rmia", "source"] = bad
+    extras = make_extras()
+    extras["cnn-cifar10-base"]["exposure"]["attack"] = bad
+    extras["cnn-cifar10-base"]["exposure"]["per_class_auc"][bad] = 0.9
+    extras["cnn-cifar10-base"]["one_run"]["canary_run"] = bad
+    rocs = make_pool_rocs(table)
+    doc = render_report(table, rocs, extras=extras)
+    assert bad not in doc
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in doc
+    _assert_self_contained(doc)

@@ -104,20 +104,25 @@ def _check_lira_inputs(
 def _fit(ref: np.ndarray, weight: np.ndarray, global_variance: bool, min_std: float):
     """Mean and std of ``ref`` (M, n, A) over models with weight 1; weight (M, n, 1) 0/1.
 
-    Returns mu (n, A), std (n, A) (population std, ddof = 0, floored at ``min_std``) and the
-    per-sample model count (n,). With ``global_variance`` the std is pooled per query over
-    all samples: sqrt(Σ_{m,i} w (φ − μ_i)² / Σ_{m,i} w).
+    Returns mu (n, A), std (n, A) (per sample: population std, ddof = 0; floored at
+    ``min_std``) and the per-sample model count (n,). With ``global_variance`` the std is
+    pooled per query over the samples seen by at least two models:
+    sqrt(Σ_{m,i} w (φ − μ_i)² / Σ_i n_i); samples with fewer than two models also use it.
     """
     count = weight[:, :, 0].sum(axis=0)
     safe = np.maximum(count, 1.0)[:, None]
     mu = (ref * weight).sum(axis=0) / safe
     sq = ((ref - mu) ** 2 * weight).sum(axis=0)  # (n, A)
+    # pooled (population) variance over the samples seen by at least two models: a single
+    # model's deviation from its own mean is 0 and must not shrink the estimate
+    spread = count >= 2
+    pooled = sq[spread].sum(axis=0, keepdims=True) / max(count[spread].sum(), 1.0)  # (1, A)
     if global_variance:
-        total = count.sum()
-        var = sq.sum(axis=0, keepdims=True) / max(total, 1.0)  # (1, A)
-        var = np.broadcast_to(var, mu.shape)
+        var = np.broadcast_to(pooled, mu.shape)
     else:
-        var = sq / safe
+        # per sample; a sample seen by fewer than two models has no spread of its own and
+        # takes the pooled variance instead of a zero (which would make its score explode)
+        var = np.where(count[:, None] >= 2, sq / safe, pooled)
     return mu, np.maximum(np.sqrt(var), min_std), count
 
 

@@ -1,36 +1,84 @@
-"""Attacking a trained target: shadow model, attack scores, metrics, saved artifacts."""
+"""Attacking a trained target: shadow model, reference pool, attack scores, metrics, artifacts.
+
+``attacks/<target>/`` holds ``config.json``, ``metrics.json`` (one entry per attack, each
+naming its ``source``: the shadow model or the pool it was computed from), ``scores.npz``
+(labels and one score vector per attack, samples = the target's members then its
+non-members), and when a pool was used ``loo.json`` (leave-one-out evaluation over the pool)
+and ``exposure.json``; when the one-run audit ran, ``one_run.json``. Re-running with more
+attacks adds them; an attack whose source is unchanged is not recomputed.
+"""
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
 
 from privaudit.atomic import read_json, write_bytes, write_json
+from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, evaluate_scores, exposure,
+                                            leave_one_out, pool_scores, summarise)
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.config import RunConfig
-from privaudit.errors import ArtifactError
+from privaudit.errors import ArtifactError, ConfigError
 from privaudit.metrics import attack_metrics
 from privaudit.provenance import provenance
 from privaudit.runs import DataCache, ensure_model
 from privaudit.training.trainer import EpochCallback, predict_logits, role_data
 from privaudit.workspace import Workspace
 
-ATTACK_SCHEMA = 1
+ATTACK_SCHEMA = 2
+SHADOW_ATTACKS = ("shadow", "loss", "confidence")
+ATTACK_CHOICES = ("shadow", "loss", "lira", "rmia", "one-run", "all")
+DEFAULT_POOL_SIZE = 8
+
+
+@dataclass(frozen=True)
+class AttackPlan:
+    """Which attacks to run: ML-Leaks shadow trio, pool attacks (with the pool size), one-run."""
+
+    shadow: bool = True
+    pool_attacks: tuple[str, ...] = ()
+    pool_size: int = 0
+    one_run: bool = False
+
+    @classmethod
+    def from_choices(cls, choices: Iterable[str], pool_size: int = DEFAULT_POOL_SIZE) -> "AttackPlan":
+        """``shadow`` (the paper's attack; plus the many-shadow one with a pool), ``loss``
+        (loss and confidence baselines), ``lira`` (online/offline, per-sample/global
+        variance), ``rmia``, ``one-run`` (canary audit), ``all``."""
+        chosen = set(choices)
+        unknown = chosen - set(ATTACK_CHOICES)
+        if unknown:
+            raise ConfigError(f"unknown attack {sorted(unknown)[0]!r}; expected one of {', '.join(ATTACK_CHOICES)}")
+        if "all" in chosen:
+            chosen = set(ATTACK_CHOICES)
+        pool = []
+        if "lira" in chosen:
+            pool += [a for a in POOL_ATTACKS if a.startswith("lira")]
+        if "rmia" in chosen:
+            pool.append("rmia")
+        if pool and "shadow" in chosen:
+            pool.append("shadow-pool")  # the paper's attack with every pool model as a shadow
+        if pool and (not isinstance(pool_size, int) or pool_size < 4 or pool_size % 2):
+            raise ConfigError(f"--pool-size must be an even number >= 4 for lira, rmia and the many-shadow attack "
+                              f"(got {pool_size})")
+        return cls(shadow=bool(chosen & {"shadow", "loss"}), pool_attacks=tuple(a for a in POOL_ATTACKS if a in pool),
+                   pool_size=pool_size if pool else 0, one_run="one-run" in chosen)
 
 
 @dataclass
 class AttackResult:
     target: str
-    shadow: str
+    shadow: str | None
     path: Path
     metrics: dict[str, dict[str, float]]
     reused: bool
+    extras: dict = field(default_factory=dict)
 
 
 def model_outputs(workspace: Workspace, name: str, data: DataCache,
@@ -49,8 +97,8 @@ def model_outputs(workspace: Workspace, name: str, data: DataCache,
             predict_logits(model, rd.x_out).double().numpy(), rd.y_out.cpu().numpy())
 
 
-def run_attacks(target_out: tuple, shadow_out: tuple) -> tuple[dict[str, dict[str, float]], dict[str, np.ndarray]]:
-    """The three attacks on a target, from its outputs and its shadow's outputs.
+def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5) -> tuple[dict[str, dict[str, float]], dict[str, np.ndarray]]:
+    """The ML-Leaks shadow attack and the two shadow-free baselines on a target.
 
     shadow: ML-Leaks logistic regression on top-3 posteriors, threshold 0.5.
     loss: score −loss, threshold −(mean loss over the target's members) (Yeom et al.).
@@ -69,46 +117,103 @@ def run_attacks(target_out: tuple, shadow_out: tuple) -> tuple[dict[str, dict[st
         "confidence": (confidence_scores(logits), float(confidence_scores(t_in).mean())),
     }
     metrics = {name: attack_metrics(labels, s, thr) for name, (s, thr) in scores.items()}
+    # Empirical ε and TPR intervals, the ε threshold chosen on the shadow model's own members
+    # and non-members (another model than the audited one).
+    s_logits, s_y = np.concatenate([s_in, s_out]), np.concatenate([shadow_out[1], shadow_out[3]])
+    s_labels = np.concatenate([np.ones(len(s_in), dtype=np.int8), np.zeros(len(s_out), dtype=np.int8)])
+    calib = {"shadow": shadow.scores(s_logits), "loss": loss_scores(s_logits, s_y),
+             "confidence": confidence_scores(s_logits)}
+    for name, (s, _) in scores.items():
+        extra = evaluate_scores(labels, s, s_labels, calib[name], delta=delta)
+        metrics[name].update({k: v for k, v in extra.items() if k not in metrics[name]})
     arrays = {"labels": labels, **{f"score_{name}": s for name, (s, _) in scores.items()}}
     return metrics, arrays
 
 
 def attack_target(workspace: Workspace, target: str, data: DataCache, device: torch.device,
+                  plan: AttackPlan | None = None, *,
                   on_start: Callable[[RunConfig], None] | None = None,
                   on_epoch: EpochCallback | None = None) -> AttackResult:
-    """Attack the target run ``target``: train (or reuse) its shadow with the identical recipe,
-    compute every attack and save ``attacks/<target>/``. Reused when already done for the
-    same target and shadow."""
+    """Attack the target run ``target`` as ``plan`` says (default: the ML-Leaks shadow attack
+    and the baselines), training or reusing what each attack needs, and save the results."""
+    from privaudit.canary import one_run_audit
+    from privaudit.pools import ensure_pool, model_logits, pool_name
+
+    plan = plan or AttackPlan()
     cfg = workspace.read_model_config(target)
-    shadow_cfg = cfg.as_shadow()
-    attack_config = {"schema": ATTACK_SCHEMA, "target": target, "shadow": shadow_cfg.run_name,
-                     "attacks": ["shadow", "loss", "confidence"], "shadow_features": "top-3 sorted posteriors"}
+    if cfg.role != "target":
+        raise ArtifactError(f"{target} is a {cfg.role} model, not a target")
     folder = workspace.attacks / target
-    existing = _read_existing(folder, attack_config)
-    if existing is not None:
-        return AttackResult(target, shadow_cfg.run_name, folder, existing, True)
-    shadow_run = ensure_model(shadow_cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-    metrics, arrays = run_attacks(model_outputs(workspace, target, data, device),
-                                  model_outputs(workspace, shadow_run.name, data, device))
+    metrics, arrays, extras = _read_existing(folder, target)
+    shadow_name = cfg.as_shadow().run_name if plan.shadow else None
+    pool_id = pool_name(cfg, plan.pool_size) if plan.pool_attacks else None
+    todo_shadow = plan.shadow and any(metrics.get(a, {}).get("source") != shadow_name for a in SHADOW_ATTACKS)
+    todo_pool = bool(plan.pool_attacks) and any(metrics.get(a, {}).get("source") != pool_id for a in plan.pool_attacks)
+    todo_one_run = plan.one_run and extras.get("one_run", {}).get("canary_run") != cfg.as_canary().run_name
+    if not (todo_shadow or todo_pool or todo_one_run):
+        return AttackResult(target, shadow_name, folder, metrics, True, extras)
+
+    if todo_shadow:
+        shadow_run = ensure_model(cfg.as_shadow(), workspace, data, device, on_start=on_start, on_epoch=on_epoch)
+        m, a = run_attacks(model_outputs(workspace, target, data, device),
+                           model_outputs(workspace, shadow_run.name, data, device), delta=cfg.defence.delta)
+        metrics.update({k: {**v, "source": shadow_run.name} for k, v in m.items()})
+        arrays.update(a)
+    if todo_pool:
+        pool = ensure_pool(cfg, plan.pool_size, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
+        images = data.get(cfg.data.dataset)
+        t_logits = model_logits(workspace, target, images, pool.indices, pool.queries, device)
+        t_pop = model_logits(workspace, target, images, pool.pop_indices, pool.queries, device)
+        attacks = plan.pool_attacks + BASELINE_ATTACKS
+        per_target, loo_scores = leave_one_out(pool.logits, pool.pop_logits, pool.keep, pool.labels,
+                                               pool.pop_labels, attacks=attacks, delta=cfg.defence.delta)
+        scores = pool_scores(t_logits, t_pop, pool.labels, pool.pop_labels, pool.logits, pool.pop_logits,
+                             pool.keep, attacks=plan.pool_attacks)
+        labels = np.concatenate([np.ones(cfg.data.part_size, dtype=np.int8),
+                                 np.zeros(cfg.data.part_size, dtype=np.int8)])  # pool = members, non-members
+        calib_labels = pool.keep.astype(int).ravel()
+        for name, s in scores.items():
+            m = evaluate_scores(labels, s, calib_labels, loo_scores[name].ravel(), delta=cfg.defence.delta)
+            metrics[name] = {**m, "source": pool.name}
+            arrays[f"score_{name}"] = s
+        arrays["labels"] = labels
+        extras["loo"] = {"pool": pool.name, "pool_size": pool.size, "summary": summarise(per_target)}
+        strongest = max(scores, key=lambda n: metrics[n]["auc"])
+        extras["exposure"] = {"attack": strongest,
+                              **exposure(labels, scores[strongest], pool.labels, pool.indices)}
+    if todo_one_run:
+        extras["one_run"] = one_run_audit(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
+
+    attack_config = {"schema": ATTACK_SCHEMA, "target": target, "shadow": shadow_name or metrics.get("shadow", {}).get("source"),
+                     "pool": pool_id or extras.get("loo", {}).get("pool"), "attacks": sorted(metrics)}
 
     def write(tmp: Path) -> None:
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)
         write_bytes(tmp / "scores.npz", buf.getvalue())
         write_json(tmp / "metrics.json", metrics)
+        for key, value in extras.items():
+            write_json(tmp / f"{key}.json", value)
         write_json(tmp / "config.json", {**attack_config, "provenance": provenance(device)})
 
     path = workspace.commit_folder(workspace.attacks, target, write)
-    return AttackResult(target, shadow_run.name, path, metrics, False)
+    saved, _, saved_extras = _read_existing(path, target)  # as JSON stores them (inf → null)
+    return AttackResult(target, attack_config["shadow"], path, saved, False, saved_extras)
 
 
-def _read_existing(folder: Path, attack_config: dict) -> dict | None:
+EXTRA_FILES = ("loo", "exposure", "one_run")
+
+
+def _read_existing(folder: Path, target: str) -> tuple[dict, dict, dict]:
+    """(metrics, score arrays, extras) of an earlier attack of ``target``, or empty ones."""
     try:
         saved = read_json(folder / "config.json")
-        if not (folder / "scores.npz").is_file():
-            return None
-        if {k: saved.get(k) for k in attack_config} != attack_config:
-            return None
-        return read_json(folder / "metrics.json")
-    except ArtifactError:
-        return None
+        if not isinstance(saved, dict) or saved.get("schema") != ATTACK_SCHEMA or saved.get("target") != target:
+            return {}, {}, {}
+        metrics = read_json(folder / "metrics.json")
+        with np.load(folder / "scores.npz", allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        extras = {k: read_json(folder / f"{k}.json") for k in EXTRA_FILES if (folder / f"{k}.json").is_file()}
+        return metrics, arrays, extras
+    except (ArtifactError, OSError, ValueError, KeyError):
+        return {}, {}, {}

@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 
 from privaudit.audit import DEFAULT_KAPPAS, DEFAULT_SIGMAS, AuditHooks, audit_plan, run_audit
-from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, err,
-                                  handle_errors, info_console, parse_grid, training_progress)
+from privaudit.attacks.run import DEFAULT_POOL_SIZE
+from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt, WorkdirOpt, emit_json, err,
+                                  handle_errors, info_console, parse_attacks, parse_grid, training_progress)
 from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt, ModelOpt,
                                    PartSizeOpt, SeedOpt, WeightDecayOpt, WidthOpt)
 from privaudit.cli.summary import attack_summary_table
@@ -33,6 +34,8 @@ def audit_cmd(
     kappas: Annotated[str, typer.Option("--kappas", help="Comma-separated MG-noise kappas to audit besides the undefended baseline ('none' for no MG rows).")] = _grid_text(DEFAULT_KAPPAS),
     sigmas: Annotated[str, typer.Option("--sigmas", help="Comma-separated DP-SGD noise multipliers ('none' for no DP-SGD rows).")] = _grid_text(DEFAULT_SIGMAS),
     target_epsilons: Annotated[str, typer.Option("--target-epsilons", help="Comma-separated target epsilons for DP-SGD instead of --sigmas (sigma calibrated per value).")] = "",
+    attacks: Annotated[str, typer.Option("--attacks", help="Comma-separated attacks: shadow, loss, lira, rmia, one-run or all; 'shadow,loss' runs only the paper's attack and the baselines (no reference pool).")] = "all",
+    pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
     max_grad_norm: MaxGradNormOpt = 1.0,
     delta: DeltaOpt = 1e-5,
     epochs: EpochsOpt = None,
@@ -55,12 +58,14 @@ def audit_cmd(
                        max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
                        lr=lr, weight_decay=weight_decay, seed=seed)
     plan = audit_plan(base, k_grid, s_grid, eps_grid)
+    attack_plan = parse_attacks(attacks, pool_size)
     dev = resolve_device(device)
     ws = Workspace(workdir).ensure_writable()
     data = DataCache(data_dir, download)
     err.print(f"audit: {len(plan)} targets ({model} on {dataset}, device {dev}) in {ws.root}", highlight=False)
     with training_progress() as bars:
-        result = run_audit(plan, ws, data, dev, AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch))
+        result = run_audit(plan, ws, data, dev, AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch),
+                           attack_plan)
     wall = time.perf_counter() - t0
     rep = result.report
     if as_json:
@@ -68,12 +73,12 @@ def audit_cmd(
             "wall_seconds": wall,
             "targets": [{"run": t.name, "path": str(t.path), "reused": t.reused,
                          "metrics": {k: v for k, v in t.metrics.items() if k != "loss_history"}} for t in result.targets],
-            "attacks": [{"target": a.target, "shadow": a.shadow, "path": str(a.path), "metrics": a.metrics}
-                        for a in result.attacks],
+            "attacks": [{"target": a.target, "shadow": a.shadow, "path": str(a.path), "metrics": a.metrics,
+                         **a.extras} for a in result.attacks],
             "report": {"csv": str(rep.csv), "html": str(rep.html)},
         })
         return
     console = info_console(as_json)
-    console.print(attack_summary_table(ws, [(a.target, a.metrics) for a in result.attacks],
+    console.print(attack_summary_table(ws, [(a.target, a.metrics, a.extras) for a in result.attacks],
                                        title=f"privaudit audit: {model} on {dataset}"))
     console.print(f"done in {wall:.1f} s  report: {rep.html}  table: {rep.csv}")

@@ -103,6 +103,14 @@ def fmt(value, digits: int = 3) -> str:
     return str(value)
 
 
+def parse_attacks(values: list[str] | str, pool_size: int):
+    """``--attack lira --attack rmia`` or ``--attacks lira,rmia`` → an AttackPlan."""
+    from privaudit.attacks.run import AttackPlan
+
+    items = values.split(",") if isinstance(values, str) else [v for item in values for v in item.split(",")]
+    return AttackPlan.from_choices([v.strip() for v in items if v.strip()], pool_size)
+
+
 def parse_grid(text: str, option: str) -> list[float]:
     """Parse a comma-separated list of numbers ("" or "none" = empty)."""
     text = text.strip()
@@ -125,3 +133,4 @@ DataDirOpt = Annotated[Optional[Path], typer.Option(
 DownloadOpt = Annotated[bool, typer.Option("--download", help="Fetch CIFAR-10 through torchvision when it is not in --data-dir (needs a network).")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="Where to train: auto (CUDA when present), cpu or cuda.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document of what was produced (paths and metrics) on stdout.")]
+PoolSizeOpt = Annotated[int, typer.Option("--pool-size", help="Reference models per defence setting for lira, rmia and the many-shadow attack (even; each trains on half of the target's members and non-members).")]

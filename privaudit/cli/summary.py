@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.table import Table
 
 from privaudit.cli.common import fmt
@@ -19,24 +21,35 @@ def setting_text(cfg, metrics: dict) -> str:
     return " ".join(bits) or "baseline"
 
 
-def attack_summary_table(ws: Workspace, results: list[tuple[str, dict]], title: str = "Membership inference") -> Table:
-    """One row per (target, attack): setting, ε, test accuracy and the attack's metrics."""
-    table = Table(title=title, caption="member = positive class; precision/recall at each attack's stated threshold")
-    for col in ("model", "setting", "ε", "test acc", "attack", "AUC", "prec.", "recall", "TPR@1%"):
-        table.add_column(col, justify="left" if col in ("model", "setting", "attack") else "right", no_wrap=True)
-    for target, metrics in results:
+def _max_eps(metrics: dict) -> tuple[float | None, str]:
+    best, name = None, ""
+    for attack, m in metrics.items():
+        eps = m.get("eps_lower_bound")
+        if eps is not None and math.isfinite(eps) and (best is None or eps > best):
+            best, name = eps, attack
+    return best, name
+
+
+def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
+                         title: str = "Membership inference") -> Table:
+    """One row per target: setting, accountant ε, test accuracy, the paper's shadow attack,
+    the strongest attack (by AUC) with its TPR at 0.1 % FPR, and the empirical ε lower bounds."""
+    table = Table(title=title, caption="member = positive class; ε lb: empirical lower bound at 95 % confidence")
+    for col in ("model", "setting", "ε (acct.)", "test acc", "shadow AUC", "strongest", "AUC", "TPR@0.1%",
+                "ε lb", "one-run ε lb"):
+        table.add_column(col, justify="left" if col in ("model", "setting", "strongest") else "right", no_wrap=True)
+    for target, metrics, extras in results:
         try:
             cfg = ws.read_model_config(target)
             tm = ws.read_model_metrics(target)
         except ArtifactError:
             continue
-        for i, (attack, m) in enumerate(sorted(metrics.items(), key=lambda kv: kv[0] != "shadow")):
-            first = i == 0
-            table.add_row(f"{cfg.model.name}/{cfg.data.dataset}" if first else "",
-                          setting_text(cfg, tm) if first else "",
-                          fmt(tm.get("epsilon"), 2) if first and cfg.defence.dp else "",
-                          fmt(tm.get("test_accuracy")) if first else "",
-                          attack, fmt(m.get("auc")), fmt(m.get("precision")), fmt(m.get("recall")),
-                          fmt(m.get("tpr_at_1pct_fpr")))
-        table.add_section()
+        strongest = max(metrics, key=lambda a: metrics[a].get("auc", 0.0)) if metrics else ""
+        s = metrics.get(strongest, {})
+        eps, _ = _max_eps(metrics)
+        table.add_row(f"{cfg.model.name}/{cfg.data.dataset}", setting_text(cfg, tm),
+                      fmt(tm.get("epsilon"), 2) if cfg.defence.dp else "—", fmt(tm.get("test_accuracy")),
+                      fmt(metrics.get("shadow", {}).get("auc")), strongest, fmt(s.get("auc")),
+                      fmt(s.get("tpr_at_0p1pct_fpr")), fmt(eps, 2),
+                      fmt(extras.get("one_run", {}).get("eps_lower_bound"), 2))
     return table

@@ -26,7 +26,14 @@ COLUMNS = [
     "epsilon", "delta", "accountant", "seed", "part_size", "epochs", "train_accuracy",
     "test_accuracy", "attack", "auc", "accuracy", "precision", "recall", "threshold", "advantage",
     "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members", "n_nonmembers",
+    # empirical privacy (issue: strongest attacks); thresholds chosen on other models
+    "source", "eps_lower_bound", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo",
+    "tpr_at_0p1pct_fpr_hi", "loo_n_targets", "loo_auc_mean", "loo_auc_std", "loo_tpr_at_1pct_fpr_mean",
+    "loo_tpr_at_1pct_fpr_std", "loo_tpr_at_0p1pct_fpr_mean", "loo_tpr_at_0p1pct_fpr_std",
+    "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std", "one_run_eps_lower_bound",
 ]
+LOO_KEYS = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "eps_lower_bound")
+EXTRAS = ("loo", "exposure", "one_run")
 
 
 @dataclass
@@ -41,7 +48,8 @@ def collect_table(workspace: Workspace) -> tuple[pd.DataFrame, list[str]]:
     """The trade-off table of every complete attack in the workspace, and the names of
     attack folders skipped because they or their target are damaged."""
     rows, skipped = [], []
-    folders = sorted(p for p in workspace.attacks.glob("*") if p.is_dir() and not p.name.startswith("."))
+    folders = sorted(p for p in workspace.attacks.glob("*")
+                     if p.is_dir() and not p.name.startswith(".") and p.name != "pools")
     for folder in folders:
         try:
             rows.extend(_rows_for(workspace, folder))
@@ -83,8 +91,32 @@ def _rows_for(workspace: Workspace, folder: Path) -> list[dict]:
         "n_members": tm.get("n_train"),
         "n_nonmembers": tm.get("n_test"),
     }
-    return [{**base, "attack": name, **{k: m.get(k) for k in COLUMNS if k in m}}
-            for name, m in sorted(metrics.items())]
+    extras = read_extras(folder)
+    base["one_run_eps_lower_bound"] = extras.get("one_run", {}).get("eps_lower_bound")
+    loo = extras.get("loo", {}).get("summary", {})
+    rows = []
+    for name, m in sorted(metrics.items()):
+        row = {**base, "attack": name, **{k: m.get(k) for k in COLUMNS if k in m}}
+        if name in loo:
+            row["loo_n_targets"] = loo[name].get("n_targets")
+            for key in LOO_KEYS:
+                for stat in ("mean", "std"):
+                    row[f"loo_{key}_{stat}"] = loo[name].get(f"{key}_{stat}")
+        rows.append(row)
+    return rows
+
+
+def read_extras(folder: Path) -> dict:
+    """The optional per-target results next to an attack: loo, exposure, one_run."""
+    out = {}
+    for key in EXTRAS:
+        path = folder / f"{key}.json"
+        if path.is_file():
+            try:
+                out[key] = read_json(path)
+            except ArtifactError:
+                continue
+    return out
 
 
 def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
@@ -110,5 +142,6 @@ def build_reports(workspace: Workspace) -> ReportResult:
     html_path = workspace.reports / "index.html"
     write_text(csv_path, table.to_csv(index=False, float_format="%.6g"))
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    write_text(html_path, render_report(table, roc_curves(workspace, table), generated=generated))
+    extras = {t: read_extras(workspace.attacks / t) for t in (table["target_run"].unique() if len(table) else [])}
+    write_text(html_path, render_report(table, roc_curves(workspace, table), generated=generated, extras=extras))
     return ReportResult(csv_path, html_path, table, skipped)

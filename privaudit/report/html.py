@@ -29,10 +29,28 @@ TABLE_COLUMNS = [
     "train_accuracy", "test_accuracy", "attack", "auc", "accuracy", "precision", "recall",
     "threshold", "advantage", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members",
     "n_nonmembers",
+    # strongest attacks and empirical privacy
+    "source", "eps_lower_bound", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi",
+    "tpr_at_0p1pct_fpr_lo", "tpr_at_0p1pct_fpr_hi", "loo_n_targets", "loo_auc_mean",
+    "loo_auc_std", "loo_tpr_at_1pct_fpr_mean", "loo_tpr_at_1pct_fpr_std",
+    "loo_tpr_at_0p1pct_fpr_mean", "loo_tpr_at_0p1pct_fpr_std", "loo_eps_lower_bound_mean",
+    "loo_eps_lower_bound_std", "one_run_eps_lower_bound",
 ]
-_TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "accountant", "attack"]
+_TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "accountant", "attack",
+                 "source"]
 _NUMERIC_COLUMNS = [c for c in TABLE_COLUMNS if c not in _TEXT_COLUMNS and c != "dp"]
-_ATTACK_ORDER = {"shadow": 0, "loss": 1, "confidence": 2}
+#: Attacks that need a reference pool (LiRA, RMIA, the many-shadow attack).
+POOL_ATTACKS = ("shadow-pool", "lira-online", "lira-online-global", "lira-offline",
+                "lira-offline-global", "rmia")
+_ATTACK_ORDER = {"shadow": 0, "shadow-pool": 1, "lira-online": 2, "lira-online-global": 3,
+                 "lira-offline": 4, "lira-offline-global": 5, "rmia": 6, "loss": 7,
+                 "confidence": 8}
+_FAMILY = {0: "baseline", 1: "MG noise", 2: "DP-SGD", 3: "MG + DP-SGD"}
+_CLASS_NAMES = {
+    "cifar10": ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                "ship", "truck"),
+    "digits": tuple(str(i) for i in range(10)),
+}
 _ISO_METRICS = ("auc", "precision", "recall")
 _METRIC_NAMES = {"auc": "AUC", "precision": "precision", "recall": "recall",
                  "accuracy": "attack accuracy", "advantage": "advantage"}
@@ -86,6 +104,23 @@ def _short(v: Any) -> str:
 def _int(v: Any) -> str:
     f = _num(v)
     return str(int(round(f))) if math.isfinite(f) else _DASH
+
+
+def _lb(v: Any) -> str:
+    """A lower bound (empirical ε), rounded *down* to 2 decimals so that it stays a bound."""
+    f = _num(v)
+    if math.isnan(f):
+        return _DASH
+    if math.isinf(f):
+        return "∞" if f > 0 else "−∞"
+    if f >= 1e4:
+        return f"{f:.3g}"
+    return f"{math.floor(f * 100 + 1e-9) / 100:.2f}"
+
+
+def _pct(v: Any, digits: int = 1) -> str:
+    f = _num(v)
+    return f"{100 * f:.{digits}f}%" if math.isfinite(f) else _DASH
 
 
 def _text(v: Any) -> str:
@@ -142,6 +177,8 @@ def _prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     df["_key"] = [setting_label(d, k, s, with_epsilon=False)
                   for d, k, s in zip(df["dp"], df["kappa"], df["noise_multiplier"])]
     df["_run"] = df["target_run"].map(_text)
+    src = df["source"].where(df["source"].notna(), df["shadow_run"])
+    df["_source"] = src.map(_text)
     df = df.sort_values(["model", "dataset", "_rank", "kappa", "noise_multiplier", "_run",
                          "_attack_rank", "attack"], kind="stable", na_position="first")
     return df.reset_index(drop=True)
@@ -232,13 +269,17 @@ def _baseline_sentence(g: pd.DataFrame) -> str:
             f"AUC {_f3(auc)}.")
 
 
-def _key_findings(df: pd.DataFrame, groups: list[tuple[str, str, pd.DataFrame]]) -> str:
+def _key_findings(df: pd.DataFrame, groups: list[tuple[str, str, pd.DataFrame]],
+                  extras: Any = None) -> str:
     items = []
     for model, dataset, g in groups:
+        emp = _empirical_sentence(g, extras)
+        emp = (f'<span class="emp">{emp} <a href="#{_slug("e", model, dataset)}">(table)</a>'
+               '</span>' if emp else "")
         items.append(
             f'<li><a href="#{_slug("g", model, dataset)}"><strong>{_esc(model)} · '
             f'{_esc(dataset)}</strong></a>: {_verdict(g)} '
-            f'<span class="muted">{_baseline_sentence(g)}</span></li>')
+            f'<span class="muted">{_baseline_sentence(g)}</span>{emp}</li>')
     return ('<section class="findings" aria-labelledby="kf"><h2 id="kf">Key findings</h2>'
             f'<ul>{"".join(items)}</ul></section>')
 
@@ -246,7 +287,7 @@ def _key_findings(df: pd.DataFrame, groups: list[tuple[str, str, pd.DataFrame]])
 _TABLE_SPEC: list[tuple[str, str, Callable[[Any], str], str]] = [
     # (header, column, formatter, css class)
     ("target run", "target_run", _text, "txt"),
-    ("shadow run", "shadow_run", _text, "txt"),
+    ("source", "_source", _text, "txt"),
     ("defence", "defence", _text, "txt"),
     ("κ", "kappa", _short, "num"),
     ("σ", "noise_multiplier", _short, "num"),
@@ -264,9 +305,27 @@ _TABLE_SPEC: list[tuple[str, str, Callable[[Any], str], str]] = [
     ("advantage", "advantage", _f3, "num"),
     ("TPR @ 1% FPR", "tpr_at_1pct_fpr", _f3, "num"),
     ("TPR @ 0.1% FPR", "tpr_at_0p1pct_fpr", _f3, "num"),
+    ("ε lb", "eps_lower_bound", _lb, "num"),
     ("members", "n_members", _int, "num"),
     ("non-members", "n_nonmembers", _int, "num"),
 ]
+
+
+def _ci_text(lo: Any, hi: Any) -> str:
+    """ "95% CI 0.001–0.016" (Clopper–Pearson) or "" when a side is missing."""
+    if not (_fin(lo) and _fin(hi)):
+        return ""
+    return f"95% CI {_f3(lo)}–{_f3(hi)} (Clopper–Pearson)"
+
+
+def _eps_tip(r: Mapping[str, Any]) -> str:
+    delta = f"δ={_short(r['delta'])}" if _fin(r["delta"]) else "the run's δ"
+    tip = (f"empirical ε lower bound at {delta}, 95% confidence, threshold chosen on other "
+           f"models than this target")
+    if _fin(r["loo_eps_lower_bound_mean"]):
+        tip += (f"; leave-one-out over {_int(r['loo_n_targets'])} pool models: "
+                f"{_lb(r['loo_eps_lower_bound_mean'])} ± {_f3(r['loo_eps_lower_bound_std'])}")
+    return tip
 
 
 def _tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]]) -> str:
@@ -296,6 +355,11 @@ def _tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]]) -> str:
                     tip = (f"part size {_int(r['part_size'])}, "
                            f"{'DP-SGD' if r['dp'] else 'no DP-SGD'}")
                     extra = f' title="{_esc(tip)}"'
+                elif col in ("tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr"):
+                    tip = _ci_text(r[f"{col}_lo"], r[f"{col}_hi"])
+                    extra = f' title="{_esc(tip)}"' if tip else ""
+                elif col == "eps_lower_bound" and _fin(r["eps_lower_bound"]):
+                    extra = f' title="{_esc(_eps_tip(r))}"'
                 mcls = f"{ccls} missing" if text == _DASH else ccls
                 cells.append(f'<td class="{mcls}"{extra}>{_esc(text)}</td>')
             rows.append(f'<tr class="{cls}">{"".join(cells)}</tr>' if cls
@@ -346,28 +410,36 @@ def _iso_block(g: pd.DataFrame) -> str:
     summ = iso_summary(iso) if not iso.empty else iso_summary(None)
     intro = ('<p class="muted">Both curves interpolated linearly on 25 accuracies spanning the '
              'overlap of their test-accuracy ranges; DP − MG &gt; 0 means DP-SGD leaks more '
-             'at equal accuracy.</p>')
+             'at equal accuracy; the label names the defence that leaks less.</p>')
     if summ.empty:
         return (f'<h3>Iso-accuracy comparison</h3>{intro}<p class="note">No comparison '
                 f'possible: {_verdict(g).removeprefix("No iso-accuracy comparison: ")}</p>')
-    summ = summ.assign(_ar=summ["attack"].map(_ATTACK_ORDER).fillna(9),
-                       _mr=summ["metric"].map({m: i for i, m in enumerate(_ISO_METRICS)}))
-    summ = summ.sort_values(["_ar", "attack", "_mr"], kind="stable")
+    # one row per attack, one column per metric (many attacks would make a long list)
+    metrics = [m for m in _ISO_METRICS if (summ["metric"] == m).any()]
     rows = []
-    for _, s in summ.iterrows():
-        d = float(s["mean_dp_minus_mg"])
-        cls = "mg" if d > 0 else ("dp" if d < 0 else "")
-        rows.append(
-            f'<tr><td class="txt">{_esc(s["attack"])}</td>'
-            f'<td class="txt">{_esc(_METRIC_NAMES.get(s["metric"], s["metric"]))}</td>'
-            f'<td class="num">{s["acc_low"]:.3f}–{s["acc_high"]:.3f}</td>'
-            f'<td class="num">{d:+.3f}</td>'
-            f'<td class="txt"><span class="pill {cls}">{_esc(s["leaks_less"])}</span></td></tr>')
+    for attack in sorted(set(summ["attack"]), key=lambda a: _attack_key(str(a))):
+        sa = summ[summ["attack"] == attack]
+        first = sa.iloc[0]
+        cells = [f'<td class="txt">{_esc(attack)}</td>',
+                 f'<td class="num">{first["acc_low"]:.3f}–{first["acc_high"]:.3f}</td>']
+        for m in metrics:
+            sm = sa[sa["metric"] == m]
+            if sm.empty:
+                cells.append(f'<td class="num missing">{_DASH}</td>')
+                continue
+            s_ = sm.iloc[0]
+            d = float(s_["mean_dp_minus_mg"])
+            cls = "mg" if d > 0 else ("dp" if d < 0 else "")
+            tip = (f"{_METRIC_NAMES.get(m, m)}: mean DP − MG {d:+.4f} over test accuracy "
+                   f"{s_['acc_low']:.3f}–{s_['acc_high']:.3f}")
+            cells.append(f'<td class="num" title="{_esc(tip)}">{d:+.3f} '
+                         f'<span class="pill {cls}">{_esc(s_["leaks_less"])}</span></td>')
+        rows.append(f'<tr>{"".join(cells)}</tr>')
+    head = "".join(f'<th class="num">{_esc(_METRIC_NAMES.get(m, m))}: mean DP − MG</th>'
+                   for m in metrics)
     return (f'<h3>Iso-accuracy comparison</h3>{intro}'
             '<div class="tablewrap fit"><table class="data compact iso"><thead><tr>'
-            '<th class="txt">attack</th><th class="txt">metric</th>'
-            '<th class="num">test-acc range</th><th class="num">mean DP − MG</th>'
-            '<th class="txt">leaks less</th></tr></thead>'
+            f'<th class="txt">attack</th><th class="num">test-acc range</th>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
@@ -397,7 +469,8 @@ def _roc_series(g: pd.DataFrame, attack: str, rocs: Mapping[str, Any]) -> list[d
     return series
 
 
-def _group_section(model: str, dataset: str, g: pd.DataFrame, rocs: Mapping[str, Any]) -> str:
+def _group_section(model: str, dataset: str, g: pd.DataFrame, rocs: Mapping[str, Any],
+                   extras: Any = None) -> str:
     sid = _slug("g", model, dataset)
     attack = _primary_attack(g) or "shadow"
     a = g[g["attack"] == attack]
@@ -452,12 +525,465 @@ def _group_section(model: str, dataset: str, g: pd.DataFrame, rocs: Mapping[str,
                 "confident membership claims live; dashed: chance."),
     ]
 
+    emp = _empirical_sentence(g, extras)
     return (f'<section class="group" id="{sid}"><h2>{_esc(model)} · {_esc(dataset)}</h2>'
-            f'<p>{_verdict(g)} <span class="muted">{_baseline_sentence(g)}</span></p>'
+            f'<p>{_verdict(g)} <span class="muted">{_baseline_sentence(g)}</span>'
+            f'{f"<span class=emp>{emp}</span>" if emp else ""}</p>'
+            f'{_empirical_section(model, dataset, g, rocs, extras)}'
             f'<h3>Trade-off plots</h3><div class="plots">{"".join(figs)}</div>'
             f'{_points_table(attack, mg_pts, dp_pts)}'
             f'{_iso_block(g)}'
             f'<h3>ROC curves</h3><div class="plots">{"".join(roc_figs)}</div></section>')
+
+
+# ---------------------------------------------------------------------------------------
+# strongest attacks and empirical epsilon
+
+_EMP_METRICS = ["test_accuracy", "epsilon", "delta", "n_nonmembers", "auc", "tpr_at_1pct_fpr",
+                "tpr_at_0p1pct_fpr", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi",
+                "tpr_at_0p1pct_fpr_lo", "tpr_at_0p1pct_fpr_hi", "eps_lower_bound",
+                "loo_n_targets", "loo_auc_mean", "loo_auc_std", "loo_eps_lower_bound_mean",
+                "loo_eps_lower_bound_std"]
+
+
+def _attack_key(a: str) -> tuple[int, str]:
+    return _ATTACK_ORDER.get(a, 9), a
+
+
+def _extras_of(extras: Any, run: Any, key: str) -> Mapping:
+    """``extras[run][key]`` when it is a mapping, else an empty one."""
+    if not isinstance(extras, Mapping) or not isinstance(run, str):
+        return {}
+    per_run = extras.get(run)
+    if not isinstance(per_run, Mapping):
+        return {}
+    value = per_run.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _has_empirical(g: pd.DataFrame, extras: Any) -> bool:
+    """Whether a group has anything for the "strongest attacks and empirical ε" part."""
+    if g["attack"].isin(POOL_ATTACKS).any():
+        return True
+    if g["eps_lower_bound"].notna().any() or g["one_run_eps_lower_bound"].notna().any():
+        return True
+    return any(_extras_of(extras, run, k) for run in g["target_run"].unique()
+               for k in ("loo", "exposure", "one_run"))
+
+
+def _best(values: Mapping[str, tuple[float, ...]]) -> str | None:
+    """The key with the largest tuple, NaNs counting as −∞; None when all are NaN. Ties go
+    to the first key."""
+    best, best_key = None, None
+    for name, vals in values.items():
+        k = tuple(v if math.isfinite(v) else -math.inf for v in vals)
+        if all(v == -math.inf for v in k):
+            continue
+        if best_key is None or k > best_key:
+            best, best_key = name, k
+    return best
+
+
+def _setting_name(rank: int, dp: bool, kappa: Any, sigma: Any) -> str:
+    if rank == 0:
+        return "baseline"
+    return f"{_FAMILY.get(rank, '?')} {setting_label(dp, kappa, sigma, with_epsilon=False)}"
+
+
+def _settings(g: pd.DataFrame, extras: Any) -> list[dict]:
+    """One record per defence setting of a group, in the group's order (baseline, MG by κ,
+    DP-SGD by σ): metrics averaged over the setting's runs, per attack."""
+    out = []
+    for key, s in g.groupby("_key", sort=False):
+        first = s.iloc[0]
+        runs = list(dict.fromkeys(r for r in s["target_run"] if isinstance(r, str)))
+        att = s.groupby("attack", sort=False)[_EMP_METRICS].mean()
+        att = att.loc[sorted(att.index, key=_attack_key)]
+        # one-run bound: the table's column, else the extras; averaged over runs
+        one_run, info = [], {}
+        for run, rows in s.groupby("_run", sort=False):
+            v = rows["one_run_eps_lower_bound"].dropna()
+            ex = _extras_of(extras, rows["target_run"].iloc[0], "one_run")
+            if ex and not info:
+                info = ex
+            if len(v):
+                one_run.append(float(v.iloc[0]))
+            elif _fin(ex.get("eps_lower_bound")):
+                one_run.append(_num(ex.get("eps_lower_bound")))
+        strongest = _best({a: (_num(r["tpr_at_0p1pct_fpr"]), _num(r["auc"]))
+                           for a, r in att.iterrows()})
+        eps_attack = _best({a: (_num(r["eps_lower_bound"]),) for a, r in att.iterrows()})
+        per_run = s.drop_duplicates("_run")
+        rank = int(first["_rank"])
+        out.append({
+            "key": key, "rank": rank, "dp": bool(first["dp"]), "kappa": first["kappa"],
+            "sigma": first["noise_multiplier"],
+            "name": _setting_name(rank, bool(first["dp"]), first["kappa"],
+                                  first["noise_multiplier"]),
+            "epsilon": per_run["epsilon"].mean(), "delta": per_run["delta"].mean(),
+            "test_accuracy": per_run["test_accuracy"].mean(), "runs": runs,
+            "n_runs": len(per_run), "attacks": att, "strongest": strongest,
+            "eps_attack": eps_attack,
+            "eps_max": _num(att.loc[eps_attack, "eps_lower_bound"]) if eps_attack else math.nan,
+            "one_run": float(np.mean(one_run)) if one_run else math.nan, "one_run_info": info,
+        })
+    return out
+
+
+def _one_run_tip(info: Mapping) -> str:
+    if not info:
+        return "one-run canary audit (Steinke, Nasr & Jagielski 2023)"
+    conf = _num(info.get("confidence"))
+    return (f"one-run canary audit: {_int(info.get('num_correct'))} of "
+            f"{_int(info.get('num_guesses'))} guesses correct, "
+            f"{_int(info.get('num_canaries'))} canaries ({_int(info.get('num_included'))} "
+            f"included), score {_text(info.get('score'))}, δ={_short(info.get('delta'))}, "
+            f"{_pct(conf, 0) if math.isfinite(conf) else '?'} confidence; canary model "
+            f"{_text(info.get('canary_run'))}")
+
+
+def _attack_tip(name: str, r: pd.Series) -> str:
+    parts = [f"{name}: AUC {_f3(r['auc'])}",
+             f"TPR @ 0.1% FPR {_pct(r['tpr_at_0p1pct_fpr'])}"]
+    if _fin(r["tpr_at_0p1pct_fpr_lo"]) and _fin(r["tpr_at_0p1pct_fpr_hi"]):
+        parts[-1] += (f" (95% CI {_pct(r['tpr_at_0p1pct_fpr_lo'])}–"
+                      f"{_pct(r['tpr_at_0p1pct_fpr_hi'])})")
+    parts.append(f"TPR @ 1% FPR {_pct(r['tpr_at_1pct_fpr'])}")
+    if _fin(r["tpr_at_1pct_fpr_lo"]) and _fin(r["tpr_at_1pct_fpr_hi"]):
+        parts[-1] += (f" (95% CI {_pct(r['tpr_at_1pct_fpr_lo'])}–"
+                      f"{_pct(r['tpr_at_1pct_fpr_hi'])})")
+    parts.append(f"empirical ε ≥ {_lb(r['eps_lower_bound'])}")
+    if _fin(r["loo_auc_mean"]):
+        parts.append(f"leave-one-out AUC {_f3(r['loo_auc_mean'])} ± {_f3(r['loo_auc_std'])} "
+                     f"over {_int(r['loo_n_targets'])} pool models")
+    return "; ".join(parts)
+
+
+def _settings_table(settings: list[dict], attacks: list[str]) -> str:
+    head = ('<tr><th scope="col" class="txt">setting</th><th scope="col" class="num">test acc</th>'
+            '<th scope="col" class="num">accountant ε</th>'
+            '<th scope="col" class="num"><span class="nw">empirical ε ≥</span><br>'
+            '<span class="sub">max over attacks</span></th>'
+            '<th scope="col" class="num"><span class="nw">one-run ε ≥</span></th>'
+            '<th scope="col" class="num">LOO AUC<br><span class="sub">strongest attack'
+            '</span></th>'
+            + "".join(f'<th scope="col" class="num att">{_esc(a).replace("-", "-<wbr>")}'
+                      f'</th>' for a in attacks) + "</tr>")
+    rows = []
+    for st in settings:
+        att = st["attacks"]
+        name = _esc(st["name"])
+        if st["n_runs"] > 1:
+            name += f' <span class="muted">({st["n_runs"]} runs)</span>'
+        run_tip = ", ".join(st["runs"])
+        cells = [f'<th scope="row" class="txt" title="{_esc(run_tip)}">{name}</th>',
+                 f'<td class="num">{_f3(st["test_accuracy"])}</td>']
+        if st["dp"] and _fin(st["epsilon"]):
+            tip = f"accountant upper bound at δ={_short(st['delta'])}"
+            cells.append(f'<td class="num" title="{_esc(tip)}">{_esc(_sig3(st["epsilon"]))}</td>')
+        elif st["dp"]:
+            cells.append(f'<td class="num missing">{_DASH}</td>')
+        else:
+            cells.append(f'<td class="num missing" title="no formal ε">{_DASH} '
+                         f'<span class="sub">no formal ε</span></td>')
+        if st["eps_attack"]:
+            r = att.loc[st["eps_attack"]]
+            who = (f' <span class="sub">{_esc(st["eps_attack"])}</span>'
+                   if st["eps_max"] > 0 else "")
+            cells.append(f'<td class="num eps" title="{_esc(_eps_tip(r))}">'
+                         f'<strong>{_esc(_lb(st["eps_max"]))}</strong>{who}</td>')
+        else:
+            cells.append(f'<td class="num missing">{_DASH}</td>')
+        cls = "num" if _fin(st["one_run"]) else "num missing"
+        cells.append(f'<td class="{cls}" title="{_esc(_one_run_tip(st["one_run_info"]))}">'
+                     f'{_esc(_lb(st["one_run"]))}</td>')
+        strong = st["strongest"]
+        if strong and _fin(att.loc[strong, "loo_auc_mean"]):
+            r = att.loc[strong]
+            tip = (f"{strong}: each of the {_int(r['loo_n_targets'])} reference-pool models "
+                   f"in turn as the target, the others as references")
+            cells.append(f'<td class="num" title="{_esc(tip)}">{_f3(r["loo_auc_mean"])}'
+                         f'<span class="sub">± {_f3(r["loo_auc_std"])}</span>'
+                         '</td>')
+        else:
+            tip = (f"{strong} uses no reference pool" if strong else "no attack results")
+            cells.append(f'<td class="num missing" title="{_esc(tip)}">{_DASH}</td>')
+        for a in attacks:
+            if a not in att.index or not (_fin(att.loc[a, "auc"])
+                                          or _fin(att.loc[a, "tpr_at_0p1pct_fpr"])):
+                cells.append(f'<td class="num missing">{_DASH}</td>')
+                continue
+            r = att.loc[a]
+            auc = _num(r["auc"])
+            auc_txt = f'{auc:.2f}' if math.isfinite(auc) else _DASH
+            cls = "num att best" if a == strong else "num att"
+            cells.append(f'<td class="{cls}" title="{_esc(_attack_tip(a, r))}">'
+                         f'<span class="auc">{auc_txt}</span>'
+                         f'<span class="tpr">{_pct(r["tpr_at_0p1pct_fpr"])}</span></td>')
+        rows.append(f'<tr class="fam{st["rank"]}">{"".join(cells)}</tr>')
+    return ('<div class="tablewrap fit"><table class="data compact strongest"><thead>'
+            f'{head}</thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def _empirical_plots(settings: list[dict], g: pd.DataFrame, rocs: Mapping[str, Any]
+                     ) -> tuple[list[str], str]:
+    """The figures of the empirical-ε part, and a warning note (HTML, may be empty)."""
+    figs: list[str] = []
+    note = ""
+
+    # (a) max empirical eps vs test accuracy, MG curve and DP curve (both with the baseline)
+    def curve(sts: list[dict]) -> tuple[list[float], list[float]]:
+        pts = sorted(((st["test_accuracy"], st["eps_max"]) for st in sts
+                      if _fin(st["test_accuracy"]) and _fin(st["eps_max"])))
+        return [p[0] for p in pts], [p[1] for p in pts]
+
+    has_mg = any(st["rank"] == 1 for st in settings)
+    has_dp = any(st["dp"] for st in settings)
+    mg_x, mg_y = curve([st for st in settings if st["rank"] in (0, 1)] if has_mg else [])
+    dp_x, dp_y = curve([st for st in settings if st["dp"] or st["rank"] == 0] if has_dp else [])
+    series = [{"label": "MG noise (κ)", "x": mg_x, "y": mg_y},
+              {"label": "DP-SGD (σ)", "x": dp_x, "y": dp_y}]
+    if not has_mg and not has_dp:  # the baseline alone
+        series = [{"label": "baseline", **dict(zip(("x", "y"), curve(settings)))}]
+    ys = [v for sr in series for v in sr["y"] if math.isfinite(v)]
+    flat = (0.0, 1.0) if ys and max(ys) <= 0 else None  # all zero: no negative ε axis
+    figs.append(_figure(line_plot(
+        series, title="Empirical ε lower bound vs test accuracy",
+        xlabel="target test accuracy", ylabel="empirical ε ≥ (max over attacks)",
+        y_range=flat),
+        "Largest empirical ε lower bound of any attack per setting (95% confidence); higher "
+        "= more leakage proven. Both curves end at the undefended baseline."))
+
+    # (b) DP-SGD: accountant epsilon (upper bound) vs empirical lower bound, over sigma
+    dp_sts = [st for st in settings if st["dp"] and _fin(st["sigma"])]
+    if any(st["rank"] == 2 for st in dp_sts):
+        dp_sts = [st for st in dp_sts if st["rank"] == 2]
+    if dp_sts:
+        dp_sts = sorted(dp_sts, key=lambda st: _num(st["sigma"]))
+        sig = [_num(st["sigma"]) for st in dp_sts]
+        acc_eps = [_num(st["epsilon"]) for st in dp_sts]
+        emp = [st["eps_max"] for st in dp_sts]
+        one = [st["one_run"] for st in dp_sts]
+        series = [{"label": "accountant ε (upper bound)", "x": sig, "y": acc_eps},
+                  {"label": "empirical ε (lower bound)", "x": sig, "y": emp}]
+        if any(math.isfinite(v) for v in one):
+            series.append({"label": "one-run ε (lower bound)", "x": sig, "y": one})
+        pos = [v for sr in series for v in sr["y"] if math.isfinite(v) and v > 0]
+        log_y = bool(pos) and max(pos) / min(pos) >= 30
+        caption = ("The accountant's ε is a proven upper bound, the empirical ε a lower bound "
+                   "from attacks: the true ε of the training run lies between them.")
+        if log_y:
+            zero = any(math.isfinite(v) and v <= 0 for sr in series for v in sr["y"])
+            # a series of zero bounds only cannot be drawn on a log axis: leave it out
+            series = [sr for sr in series
+                      if any(math.isfinite(v) and v > 0 for v in sr["y"])
+                      or not any(math.isfinite(v) for v in sr["y"])]
+            if zero:
+                caption += " Lower bounds of 0 (nothing proven) cannot be drawn on the log axis."
+        figs.append(_figure(line_plot(
+            series, title="DP-SGD: accountant ε vs empirical ε", xlabel="σ (noise multiplier)",
+            ylabel="ε" + (" (log scale)" if log_y else ""), log_y=log_y), caption))
+        bad = [st for st in dp_sts
+               if _fin(st["epsilon"]) and _fin(st["eps_max"]) and st["eps_max"] > st["epsilon"]]
+        bad += [st for st in dp_sts if st not in bad and _fin(st["epsilon"])
+                and _fin(st["one_run"]) and st["one_run"] > st["epsilon"]]
+        if bad:
+            names = ", ".join(st["name"] for st in bad)
+            note = ('<p class="note"><strong>Check:</strong> an empirical ε lower bound exceeds '
+                    f'the accountant\'s ε for {_esc(names)}. A lower bound above a proven upper '
+                    'bound points to a problem (the per-sample independence heuristic, a '
+                    'selection on the audited model, or a bug in training or accounting).</p>')
+
+    # (c) log-log ROC of every attack on the baseline (else the least-defended target)
+    chosen = None
+    for st in sorted(settings, key=lambda st: st["rank"] != 0):
+        for run in st["runs"]:
+            per_run = rocs.get(run)
+            if isinstance(per_run, Mapping) and per_run:
+                chosen = (st, run, per_run)
+                break
+        if chosen:
+            break
+    if chosen:
+        st, run, per_run = chosen
+        series = []
+        for a in sorted((k for k in per_run if isinstance(k, str)), key=_attack_key):
+            try:
+                fpr, tpr = per_run[a][0], per_run[a][1]
+            except (TypeError, IndexError, KeyError):
+                continue
+            auc = st["attacks"]["auc"].get(a, math.nan) if a in st["attacks"].index else math.nan
+            label = f"{a} (AUC {auc:.2f})" if math.isfinite(_num(auc)) else a
+            series.append({"label": label, "x": np.asarray(fpr, dtype=float),
+                           "y": np.asarray(tpr, dtype=float), "markers": False})
+        n_non = g.loc[g["target_run"] == run, "n_nonmembers"].dropna()
+        fpr_lo = max(1e-4, 1.0 / float(n_non.min())) if len(n_non) and n_non.min() > 0 else 1e-4
+        fpr_lo = min(fpr_lo, 0.1)
+        which = "the undefended baseline" if st["rank"] == 0 else _esc(st["name"])
+        figs.append(_figure(line_plot(
+            series, title=f"ROC of every attack, {st['name']} (log-log)",
+            xlabel="false-positive rate", ylabel="true-positive rate", log_x=True, log_y=True,
+            x_range=(fpr_lo, 1), y_range=(fpr_lo, 1), diagonal=True),
+            f"All attacks on {which} ({_esc(run)}), log-log axes from FPR {fpr_lo:.2g} "
+            "(1 / non-members): the higher a curve at low FPR, the more members it identifies "
+            "confidently; dashed: chance."))
+    return figs, note
+
+
+def _class_name(dataset: str, c: Any) -> str:
+    names = _CLASS_NAMES.get(re.sub(r"[^a-z0-9]", "", str(dataset).lower()))
+    try:
+        i = int(c)
+    except (TypeError, ValueError):
+        return str(c)
+    if names and 0 <= i < len(names):
+        return names[i]
+    return str(i)
+
+
+def _exposure_tables(ex: Mapping, dataset: str) -> str:
+    per_class = ex.get("per_class_auc")
+    rows = []
+    if isinstance(per_class, Mapping):
+        items = []
+        for c, auc in per_class.items():
+            try:
+                key = (0, int(c), "")
+            except (TypeError, ValueError):
+                key = (1, 0, str(c))
+            items.append((key, c, _num(auc)))
+        items.sort(key=lambda t: t[0])
+        finite = [a for _, _, a in items if math.isfinite(a)]
+        top = max(finite) if finite else math.nan
+        for _, c, auc in items:
+            width = max(0.0, min(1.0, (auc - 0.5) / 0.5)) * 100 if math.isfinite(auc) else 0.0
+            cls = ' class="top"' if math.isfinite(auc) and auc == top else ""
+            rows.append(f'<tr{cls}><td class="txt">{_esc(_class_name(dataset, c))}</td>'
+                        f'<td class="num">{_f3(auc)}</td><td class="bar" aria-hidden="true">'
+                        f'<span style="width:{width:.0f}%"></span></td></tr>')
+    cls_table = ('<table class="data compact exposure"><caption>AUC per class</caption><thead>'
+                 '<tr><th class="txt">class</th><th class="num">AUC</th>'
+                 '<th class="bar">above chance</th></tr></thead>'
+                 f'<tbody>{"".join(rows)}</tbody></table>') if rows else ""
+    samples = ex.get("top_samples")
+    srows = []
+    if isinstance(samples, (list, tuple)):
+        for i, smp in enumerate(samples, 1):
+            if not isinstance(smp, Mapping):
+                continue
+            srows.append(f'<tr><td class="num">{i}</td>'
+                         f'<td class="num">{_esc(_int(smp.get("index")))}</td>'
+                         f'<td class="txt">{_esc(_class_name(dataset, smp.get("class")))}</td>'
+                         f'<td class="num">{_esc(_sig3(smp.get("score")))}</td></tr>')
+    smp_table = ('<table class="data compact exposure"><caption>Most exposed members</caption>'
+                 '<thead><tr><th class="num">#</th><th class="num">sample index</th>'
+                 '<th class="txt">class</th><th class="num">score</th></tr></thead>'
+                 f'<tbody>{"".join(srows)}</tbody></table>') if srows else ""
+    if not cls_table and not smp_table:
+        return '<p class="muted">No exposure details.</p>'
+    return f'<div class="exposure-pair">{cls_table}{smp_table}</div>'
+
+
+def _exposure_block(settings: list[dict], extras: Any, dataset: str) -> str:
+    items = []
+    for st in sorted(settings, key=lambda st: st["rank"] != 0):
+        for run in st["runs"]:
+            ex = _extras_of(extras, run, "exposure")
+            if ex:
+                items.append((st, run, ex))
+    if not items:
+        return ""
+    counts: dict[str, int] = {}
+    for st, _, _ in items:
+        counts[st["name"]] = counts.get(st["name"], 0) + 1
+    blocks = []
+    for i, (st, run, ex) in enumerate(items):
+        label = st["name"] if counts[st["name"]] == 1 else f"{st['name']} [{run}]"
+        summary = (f'{_esc(label)} <span class="muted">· {_esc(_text(ex.get("attack")))} '
+                   f'attack</span>')
+        opened = " open" if i == 0 else ""
+        blocks.append(f'<details class="exposure"{opened}><summary>{summary}</summary>'
+                      f'{_exposure_tables(ex, dataset)}</details>')
+    return ('<h4>Exposure: which classes and samples leak most</h4><p class="muted">Per class: '
+            'the attack\'s AUC on that class\'s members vs non-members (the strongest pool '
+            'attack by AUC); the bar shows the AUC above chance (0.5 → empty, 1 → full). '
+            'Most exposed: the members with the highest attack scores (sample index in the '
+            f'data set).</p>{"".join(blocks)}')
+
+
+def _empirical_section(model: str, dataset: str, g: pd.DataFrame, rocs: Mapping[str, Any],
+                       extras: Any) -> str:
+    if not _has_empirical(g, extras):
+        return ""
+    settings = _settings(g, extras)
+    attacks = sorted(set(g["attack"]), key=_attack_key)
+    pools = []
+    for st in settings:
+        for run in st["runs"]:
+            loo = _extras_of(extras, run, "loo")
+            if loo:
+                pools.append((_text(loo.get("pool")), _int(loo.get("pool_size"))))
+    sizes = sorted(set(n for _, n in pools))
+    pool_txt = (f' Pool attacks use {", ".join(sizes)} reference models per target '
+                'trained like the target (half of them on each sample).' if sizes else "")
+    intro = ('<p class="muted">One row per defence setting (averaged over its runs). Attack '
+             'cells: AUC above, TPR at 0.1% FPR below; <span class="best-key">highlighted'
+             '</span>: the strongest attack of the row (highest TPR at 0.1% FPR, then AUC). '
+             'Empirical ε lower bounds hold at 95% confidence and are rounded down; LOO = leave-one-out over '
+             f'the reference pool (mean ± std). Hover a cell for intervals and details.{pool_txt}'
+             '</p>')
+    figs, note = _empirical_plots(settings, g, rocs)
+    return (f'<h3 id="{_slug("e", model, dataset)}">Strongest attacks and empirical ε</h3>'
+            f'{intro}{_settings_table(settings, attacks)}{note}'
+            f'<div class="plots">{"".join(figs)}</div>'
+            f'{_exposure_block(settings, extras, dataset)}')
+
+
+def _empirical_sentence(g: pd.DataFrame, extras: Any) -> str:
+    """The key-findings sentence about the strongest attack and the empirical ε (HTML), or
+    "" when the group has no such results."""
+    if not _has_empirical(g, extras):
+        return ""
+    settings = _settings(g, extras)
+    if not settings:
+        return ""
+    parts = []
+    ref = next((st for st in settings if st["rank"] == 0), settings[0])
+    if ref["strongest"]:
+        r = ref["attacks"].loc[ref["strongest"]]
+        where = "the baseline" if ref["rank"] == 0 else _esc(ref["name"])
+        tpr = (f'TPR {_pct(r["tpr_at_0p1pct_fpr"])} at 0.1% FPR on {where}, '
+               if _fin(r["tpr_at_0p1pct_fpr"]) else f"on {where}: ")
+        parts.append(f'Strongest attack: <strong>{_esc(ref["strongest"])}</strong> '
+                     f'({tpr}AUC {_f3(r["auc"])}).')
+    with_one_run = any(_fin(st["one_run"]) for st in settings)
+    clauses = []
+    for rank in sorted({st["rank"] for st in settings}):
+        fam = [st for st in settings if st["rank"] == rank]
+        have = [st for st in fam if _fin(st["eps_max"])]
+        if not have:
+            continue
+        st = max(have, key=lambda st: st["eps_max"])
+        notes = []
+        if st["dp"] and _fin(st["epsilon"]):
+            notes.append(f"accountant ε = {_sig3(st['epsilon'])}")
+        if len(fam) > 1:
+            notes.append(f"largest of {len(fam)} settings")
+        note = f" ({'; '.join(notes)})" if notes else ""
+        one = (f" (one-run: {_lb(st['one_run'])})" if with_one_run and _fin(st["one_run"])
+               else "")
+        bound = f"ε ≥ {_lb(st['eps_max'])}"
+        if rank == 0:
+            clauses.append(f"{bound} for the baseline{one}")
+        else:
+            clauses.append(f"{_esc(st['name'])}{note}: {bound}{one}")
+    if clauses:
+        if clauses[0].startswith("ε"):
+            clauses[0] = "Empirical " + clauses[0]
+        else:
+            clauses[0] = "Empirical ε lower bounds: " + clauses[0]
+        parts.append("; ".join(clauses) + ".")
+    return " ".join(parts)
 
 
 _HOW_TO_READ = """
@@ -481,6 +1007,34 @@ trade-off curves.</li>
 <li><strong>ε</strong> is the Opacus privacy accountant's bound at the stated δ (PRV
 accountant, RDP as fallback; the one used is in the <code>accountant</code> column, hover an
 ε value to see it) and exists for DP-SGD rows only; MG noise has no formal ε.</li>
+<li><strong>Stronger attacks.</strong> <em>LiRA</em> (Carlini et al. 2022) trains a
+reference pool of models like the target, half of them on each sample, fits Gaussians to a
+sample's scaled confidence in the pool models that trained on it (IN) and in those that did
+not (OUT), and runs a likelihood-ratio test on the target's confidence: "online" uses both
+Gaussians, "offline" only the OUT one; "-global" variants use one variance for all
+samples. <em>RMIA</em> (Zarifzadeh et al. 2024)
+compares a sample's probability ratio target / reference models against population samples.
+<em>shadow-pool</em> is the shadow-model attack trained on every pool model instead of one
+shadow. <em>loss</em> and <em>confidence</em> are threshold baselines. The pool models are
+never the audited target.</li>
+<li><strong>Leave-one-out (LOO).</strong> Each reference-pool model in turn plays the target,
+the other pool models the references; the mean ± std over these runs shows how stable an
+attack's AUC, TPR and ε bound are across training runs.</li>
+<li><strong>Empirical ε lower bounds.</strong> A (ε, δ)-DP training run forces every attack
+to have FPR + e<sup>ε</sup>·FNR ≥ 1 − δ. Bounding the attack's FPR and FNR from above with
+Clopper–Pearson at 95% confidence turns its errors into a lower bound on ε ("ε ≥"), at the
+run's δ (10<sup>−5</sup> by default). The decision threshold is chosen on other models
+than the audited one, so nothing is tuned on the target. Counting each sample as an
+independent trial is a common heuristic, not a proof; the <em>one-run canary audit</em>
+(Steinke, Nasr &amp; Jagielski 2023), which trains one extra model with canaries included at
+random, gives the rigorous bound from a single training run. Lower bounds are rounded down.
+An empirical bound is what an attack <em>proves</em>; the accountant's ε is what DP-SGD
+<em>guarantees</em>: the truth lies between them, and an empirical bound above the
+accountant's would signal a problem.</li>
+<li><strong>MG noise has no formal ε</strong>: for it (and for the undefended baseline)
+only these empirical lower bounds exist.</li>
+<li><strong>Exposure.</strong> The strongest pool attack's AUC per class, and the members it
+is most sure about (their indices in the data set).</li>
 <li><strong>Iso-accuracy.</strong> Defences are compared at equal test accuracy: both
 curves are interpolated over the overlap of their accuracy ranges and DP − MG is averaged.
 A positive value means DP-SGD leaks more at the same utility.</li>
@@ -506,6 +1060,7 @@ h3{font-size:1.05rem;margin:22px 0 8px}
 border-radius:6px;padding:4px 18px 8px}
 .findings h2{border:0;margin:10px 0 4px;font-size:1.1rem}
 .findings ul{margin:4px 0;padding-left:18px}.findings li{margin:6px 0}
+span.emp{display:block;margin-top:3px}
 .muted{color:var(--muted)}
 .note,.empty{background:#fff8e6;border:1px solid #f0dca4;border-radius:6px;padding:10px 14px}
 .tablewrap{overflow-x:auto;border:1px solid var(--line);border-radius:6px;margin:8px 0 12px}
@@ -531,6 +1086,36 @@ figure svg{display:block;width:100%;height:auto}
 figcaption{font-size:.82rem;color:var(--muted);padding:2px 6px 4px}
 details.points summary{cursor:pointer;color:var(--muted);font-size:.9rem;margin-top:10px}
 .howto li{margin:6px 0}
+.sub{font-weight:400;font-size:.76rem;color:var(--muted)}
+table.strongest th[scope=row]{font-weight:600;white-space:normal;min-width:6.5em}
+.nw{white-space:nowrap}
+table.strongest{font-size:.8rem}
+table.strongest th,table.strongest td{padding:4px 5px}
+table.strongest thead th{line-height:1.25;vertical-align:bottom;white-space:normal;
+max-width:8em}
+table.strongest thead th.att{white-space:normal;min-width:4.2em;max-width:6.5em}
+table.strongest td.att span,table.strongest td .sub{display:block;line-height:1.3}
+table.strongest td.att span.tpr{color:var(--muted);font-size:.92em}
+table.strongest td.best span.tpr{color:#7a4a00}
+table.strongest td.best,.best-key{background:#fde9c8 !important;font-weight:600;
+box-shadow:inset 0 0 0 1px #e6b35c}
+.best-key{padding:0 4px;border-radius:3px}
+table.strongest tr.fam1 th[scope=row]{box-shadow:inset 3px 0 0 #0072B2}
+table.strongest tr.fam2 th[scope=row]{box-shadow:inset 3px 0 0 #D55E00}
+table.strongest tr.fam3 th[scope=row]{box-shadow:inset 3px 0 0 #CC79A7}
+table.strongest tr.fam0 th[scope=row]{box-shadow:inset 3px 0 0 #888}
+table.strongest td.eps strong{color:#7a2e00}
+h4{font-size:.98rem;margin:18px 0 4px}
+details.exposure{margin:6px 0;border:1px solid var(--line);border-radius:6px;padding:4px 10px}
+details.exposure summary{cursor:pointer;font-weight:600}
+.exposure-pair{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start;margin:6px 0}
+table.exposure caption{text-align:left;font-weight:600;font-size:.85rem;padding:2px 0 4px;
+color:var(--muted)}
+table.exposure{border:1px solid var(--line)}
+table.exposure td.bar{width:130px;padding-right:12px}
+table.exposure td.bar span{display:block;height:9px;background:#0072B2;border-radius:2px;
+min-width:1px}
+table.exposure tr.top td{font-weight:600}
 code{background:#f0f2f5;padding:0 4px;border-radius:3px;font-size:.9em}
 footer{margin-top:36px;color:var(--muted);font-size:.8rem}
 @media print{main{box-shadow:none}figure{break-inside:avoid}}
@@ -538,15 +1123,21 @@ footer{margin-top:36px;color:var(--muted);font-size:.8rem}
 
 
 def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | None = None, *,
-                  title: str = "privaudit report", generated: str = "") -> str:
+                  title: str = "privaudit report", generated: str = "",
+                  extras: Mapping[str, Mapping] | None = None) -> str:
     """The complete, self-contained HTML5 report page as a string.
 
     ``table``: the trade-off table (columns in :data:`TABLE_COLUMNS`; missing columns are
     treated as all-NaN). ``rocs``: ``{target_run: {attack: (fpr, tpr)}}``; entries for
     runs not in the table are ignored. ``generated``: a timestamp text shown under the
-    title. An empty table gives a page saying nothing has been audited yet.
+    title. ``extras``: ``{target_run: {"loo": ..., "exposure": ..., "one_run": ...}}`` as
+    written next to each attack (see :func:`privaudit.report.build.read_extras`); optional,
+    any part may be missing. A (model, dataset) group with pool attacks, empirical ε or
+    one-run values gets a "Strongest attacks and empirical ε" part. An empty table gives a
+    page saying nothing has been audited yet.
     """
-    rocs = rocs or {}
+    rocs = rocs if isinstance(rocs, Mapping) else {}
+    extras = extras if isinstance(extras, Mapping) else {}
     df = _prepare(table)
     groups = [(str(m), str(d), g) for (m, d), g in df.groupby(["model", "dataset"], sort=True)]
 
@@ -565,14 +1156,15 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
                      'attack results to report. Train targets and shadows, run the attacks, '
                      'then rebuild this report.</p></section>')
     else:
-        parts.append(_key_findings(df, groups))
+        parts.append(_key_findings(df, groups, extras))
         n_targets = df["_run"].nunique()
         parts.append(f'<section id="table"><h2>Trade-off table</h2>'
                      f'<p class="muted">{len(df)} rows: {n_targets} target run(s) × attacks, '
-                     f'grouped by model and dataset. Hover a target run or an ε for details; '
-                     f'{_DASH} = not available.</p>{_tradeoff_table(groups)}</section>')
+                     f'grouped by model and dataset. Hover a target run, an ε, an ε lower '
+                     f'bound (ε lb) or a TPR for details; {_DASH} = not available.</p>'
+                     f'{_tradeoff_table(groups)}</section>')
         for m, d, g in groups:
-            parts.append(_group_section(m, d, g, rocs))
+            parts.append(_group_section(m, d, g, rocs, extras))
     parts.append(_HOW_TO_READ)
     parts.append('<footer>Generated by privaudit. This page is self-contained: it loads '
                  'nothing from the network.</footer>')

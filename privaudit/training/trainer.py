@@ -26,6 +26,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from privaudit.config import RunConfig
 from privaudit.data import ImageData, Normaliser, split_parts
+from privaudit.data.splits import member_indices
 from privaudit.errors import ConfigError
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
@@ -74,7 +75,8 @@ def role_data(cfg: RunConfig, data: ImageData, device: torch.device,
     """Members and non-members of ``cfg``'s model, normalised with statistics of its own
     member part (or with ``normaliser`` when given, e.g. the one saved with a model)."""
     split = split_parts(len(data.y), cfg.data.part_size, cfg.data.seed)
-    idx_in, idx_out = split.for_role(cfg.role)
+    idx_in, idx_out = member_indices(cfg.role, split, pool_size=cfg.data.pool_size,
+                                     pool_index=cfg.data.pool_index, seed=cfg.data.seed)
     norm = normaliser or Normaliser.fit(data.x[idx_in])
 
     def tensor(idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -112,14 +114,15 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
     device = torch.device(device)
     t0 = time.perf_counter()
     rd = role_data(cfg, data, device)
-    train_seed = derive_seed(cfg.seed, cfg.role, "train")
+    member = [cfg.data.pool_index] if cfg.role == "reference" else []  # each pool model its own seed
+    train_seed = derive_seed(cfg.seed, cfg.role, "train", *member)
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(train_seed)
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
                             width=cfg.model.width, dp=cfg.defence.dp).to(device)
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
-        g = generator(derive_seed(cfg.seed, cfg.role, "mask"), device)
+        g = generator(derive_seed(cfg.seed, cfg.role, "mask", *member), device)
         if cfg.defence.dp:
             history, dp_metrics = _train_dpsgd(cfg, model, optimizer, rd, g, on_epoch)
         else:

@@ -1,0 +1,172 @@
+"""Attacks that use a reference pool: LiRA, RMIA, the many-shadow attack, and their
+leave-one-out evaluation with empirical ε lower bounds.
+
+Every function here works on saved arrays (:class:`privaudit.pools.Pool`), so adding an
+attack retrains nothing. Conventions: member = positive class, higher score = more likely
+a member; shapes (M reference models, n audited samples, z population samples, A queries,
+C classes) as in :mod:`privaudit.pools`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privaudit.attacks.lira import lira_scores, logit_scaled_confidence
+from privaudit.attacks.rmia import calibrate_a, rmia_scores
+from privaudit.attacks.scores import confidence_scores, loss_scores, softmax
+from privaudit.attacks.shadow import ShadowAttack
+from privaudit.empirical import best_threshold, epsilon_lower_bound, tpr_at_fpr_with_ci
+from privaudit.metrics import advantage_threshold, attack_metrics
+
+POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "rmia", "shadow-pool")
+BASELINE_ATTACKS = ("loss", "confidence")
+RMIA_PSEUDO_TARGETS = 2
+
+
+def _true_label_probability(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """p_y averaged over queries: logits (..., n, A, C), labels (n,) → (..., n)."""
+    p = softmax(logits.reshape(-1, logits.shape[-1])).reshape(logits.shape)
+    idx = np.broadcast_to(labels[:, None, None], logits.shape[:-1] + (1,))
+    return np.take_along_axis(p, idx, axis=-1)[..., 0].mean(axis=-1)
+
+
+def pool_scores(target_logits: np.ndarray, target_pop_logits: np.ndarray, labels: np.ndarray,
+                pop_labels: np.ndarray, ref_logits: np.ndarray, ref_pop_logits: np.ndarray,
+                ref_keep: np.ndarray, *, attacks: tuple[str, ...] = POOL_ATTACKS + BASELINE_ATTACKS,
+                gamma: float = 1.0) -> dict[str, np.ndarray]:
+    """Scores (n,) of each attack against one target, the pool models ``ref_*`` as references.
+
+    target_logits (n, A, C), target_pop_logits (z, A, C), ref_logits (M, n, A, C),
+    ref_pop_logits (M, z, A, C), ref_keep (M, n) bool, the references in complementary
+    pairs (0, 1), (2, 3), ... as a pool stores them. LiRA uses the logit-scaled confidence
+    of every query (plain, mirror) and averages the per-query scores; RMIA uses p_y averaged
+    over queries, its ``a`` calibrated on the reference models alone; the many-shadow attack
+    fits the ML-Leaks logistic regression on every reference model's members vs non-members.
+    """
+    out: dict[str, np.ndarray] = {}
+    if any(a.startswith("lira") for a in attacks):
+        phi_t = logit_scaled_confidence(target_logits, labels[:, None])
+        phi_r = logit_scaled_confidence(ref_logits, labels[None, :, None])
+        for name in attacks:
+            if name.startswith("lira"):
+                out[name] = lira_scores(phi_t, phi_r, ref_keep, online="online" in name,
+                                        global_variance=name.endswith("global"))
+    if "rmia" in attacks:
+        p_ref_x = _true_label_probability(ref_logits, labels)
+        p_ref_z = _true_label_probability(ref_pop_logits, pop_labels)
+        a = _calibrate_rmia_a(p_ref_x, ref_keep, p_ref_z, gamma)
+        out["rmia"] = rmia_scores(_true_label_probability(target_logits, labels), p_ref_x,
+                                  _true_label_probability(target_pop_logits, pop_labels), p_ref_z,
+                                  a=a, gamma=gamma, ref_keep_x=ref_keep)
+    plain_t = target_logits[:, 0].astype(np.float64)
+    if "shadow-pool" in attacks:
+        plain_r = ref_logits[:, :, 0]
+        out["shadow-pool"] = ShadowAttack().fit(plain_r[ref_keep], plain_r[~ref_keep]).scores(plain_t)
+    if "loss" in attacks:
+        out["loss"] = loss_scores(plain_t, labels)
+    if "confidence" in attacks:
+        out["confidence"] = confidence_scores(plain_t)
+    return {name: out[name] for name in attacks if name in out}
+
+
+def _calibrate_rmia_a(p_ref_x: np.ndarray, ref_keep: np.ndarray, p_ref_z: np.ndarray, gamma: float) -> float:
+    """RMIA's ``a`` from the reference models alone (the audited target plays no part).
+
+    The references come in complementary pairs (0, 1), (2, 3), ...; pseudo-target j is
+    attacked with every reference but j and its partner, as in :func:`leave_one_out`, on
+    the first :data:`RMIA_PSEUDO_TARGETS` pairs. With fewer than two pairs there is nothing
+    to calibrate on and a = 1 (no offline correction: Pr(x) is the OUT models' mean).
+    """
+    m = len(ref_keep)
+    if m < 4:
+        return 1.0
+    votes = []
+    for j in range(0, min(2 * RMIA_PSEUDO_TARGETS, m), 2):
+        sel = np.array([j] + [i for i in range(m) if i not in (j, j + 1)])
+        votes.append(calibrate_a(p_ref_x[sel], ref_keep[sel], gamma=gamma, p_ref_z_by_model=p_ref_z[sel],
+                                 pseudo_targets=np.array([0])))
+    return float(np.mean(votes))
+
+
+def evaluate_scores(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,
+                    *, delta: float, confidence: float = 0.95) -> dict[str, float]:
+    """Metrics of one attack on one target, with thresholds chosen on calibration data.
+
+    The decision threshold (for accuracy, precision, recall) maximises TPR − FPR and the ε
+    threshold maximises the ε lower bound, both on ``calib_*`` (other pool models): nothing
+    is selected on the evaluated target. Adds TPR at 1 % / 0.1 % FPR with Clopper–Pearson
+    intervals and ``eps_lower_bound`` at ``delta`` holding with probability ``confidence``.
+    """
+    m = attack_metrics(labels, scores, advantage_threshold(calib_labels, calib_scores))
+    thr = best_threshold(calib_labels, calib_scores, delta=delta, confidence=confidence)
+    m["eps_threshold"] = float(thr)
+    m["eps_lower_bound"] = float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence))
+    for key, level in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0p1pct_fpr", 0.001)):
+        ci = tpr_at_fpr_with_ci(labels, scores, level, confidence=confidence)
+        m[f"{key}_lo"], m[f"{key}_hi"] = float(ci["lo"]), float(ci["hi"])
+    return m
+
+
+def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray, keep: np.ndarray, labels: np.ndarray,
+                  pop_labels: np.ndarray, *, attacks: tuple[str, ...], delta: float,
+                  confidence: float = 0.95) -> tuple[dict[str, list[dict]], dict[str, np.ndarray]]:
+    """Each pool model in turn as the target, the other pairs as references.
+
+    Pool models come in complementary pairs (2j, 2j+1). Target t's references are every
+    model but t and its partner t ^ 1: then each sample is IN for exactly half of the
+    references whatever its membership in t. Keeping the partner would leak t's membership
+    through the reference set itself (a member of t would have one IN reference fewer), which
+    inflates scores and ε bounds. Needs M >= 4.
+
+    Returns (per attack: one metrics dict per target model, where model t's thresholds are
+    chosen on model (t+2) mod M, from another pair; per attack: the scores, shape (M, n)).
+    """
+    m = len(keep)
+    if m < 4:
+        raise ValueError(f"leave-one-out needs a pool of at least 4 models (got {m})")
+    scores = {a: np.zeros(keep.shape) for a in attacks}
+    for t in range(m):
+        others = (np.arange(m) != t) & (np.arange(m) != (t ^ 1))
+        s = pool_scores(logits[t], pop_logits[t], labels, pop_labels, logits[others], pop_logits[others],
+                        keep[others], attacks=attacks)
+        for a in attacks:
+            scores[a][t] = s[a]
+    per_target: dict[str, list[dict]] = {a: [] for a in attacks}
+    for a in attacks:
+        for t in range(m):
+            c = (t + 2) % m
+            per_target[a].append(evaluate_scores(keep[t].astype(int), scores[a][t], keep[c].astype(int),
+                                                 scores[a][c], delta=delta, confidence=confidence))
+    return per_target, scores
+
+
+def summarise(per_target: dict[str, list[dict]]) -> dict[str, dict[str, float]]:
+    """Mean and standard deviation over targets of each metric, per attack (thresholds, which
+    are per target and may be infinite, are left out)."""
+    out = {}
+    for attack, rows in per_target.items():
+        keys = [k for k in rows[0] if isinstance(rows[0][k], float) and "threshold" not in k]
+        out[attack] = {"n_targets": len(rows)}
+        for k in keys:
+            vals = np.array([r[k] for r in rows], dtype=float)
+            out[attack][f"{k}_mean"] = float(vals.mean())
+            out[attack][f"{k}_std"] = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
+    return out
+
+
+def exposure(labels01: np.ndarray, scores: np.ndarray, classes: np.ndarray, sample_ids: np.ndarray,
+             top: int = 10) -> dict:
+    """Which classes and samples an attack exposes most: per-class AUC (members vs
+    non-members of that class) and the ``top`` members with the highest scores."""
+    from sklearn.metrics import roc_auc_score
+
+    per_class = {}
+    for c in np.unique(classes):
+        sel = classes == c
+        if 0 < labels01[sel].sum() < sel.sum():
+            per_class[int(c)] = float(roc_auc_score(labels01[sel], scores[sel]))
+    members = np.flatnonzero(labels01 == 1)
+    order = members[np.argsort(-scores[members], kind="stable")[:top]]
+    return {"per_class_auc": per_class,
+            "top_samples": [{"index": int(sample_ids[i]), "class": int(classes[i]), "score": float(scores[i])}
+                            for i in order]}

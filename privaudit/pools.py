@@ -1,0 +1,131 @@
+"""Reference-model pools: many models of the target's recipe, their membership and outputs.
+
+A pool of M models (M even) is trained with the audited target's exact recipe, defence
+included, each on one half of the *pool samples* (the target's members and non-members,
+2 × part size): ``keep[model, sample]`` (:func:`privaudit.data.splits.pool_keep`) makes
+every sample IN for exactly half of the models. The logits of every pool model on every
+pool sample and on the *population* (the shadow parts, which no pool model, target or
+canary model trains on) are computed once, for the plain input and, for images, its
+horizontal mirror, and saved; every attack then works from these arrays (Carlini et al.'s
+LiRA staging: train → logits → scores). Any pool model can serve as the target (leave one
+out), and the ML-Leaks target itself has known membership on the pool samples.
+
+Files, under ``attacks/pools/<pool name>/``: ``pool.json`` (recipe, size, model names) and
+``outputs.npz`` (keep, sample indices, labels, logits float32 of shape (M, n, A, C) and
+population logits (M, z, A, C)).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from privaudit.atomic import read_json, write_bytes, write_json
+from privaudit.config import RunConfig
+from privaudit.data import ImageData, split_parts
+from privaudit.data.splits import pool_keep, pool_seed
+from privaudit.errors import ArtifactError
+from privaudit.runs import DataCache, ensure_model
+from privaudit.training.trainer import EpochCallback, predict_logits
+from privaudit.workspace import Workspace
+
+POOL_SCHEMA = 1
+POOLS_FOLDER = "pools"
+
+
+def augmentations(dataset: str) -> tuple[str, ...]:
+    """Queries per sample: the plain image and its horizontal mirror for CIFAR-10; digits are
+    not mirror-symmetric (a mirrored 2 is no 2), so only the plain input."""
+    return ("plain", "mirror") if dataset == "cifar10" else ("plain",)
+
+
+def model_logits(workspace: Workspace, name: str, images: ImageData, indices: np.ndarray,
+                 queries: tuple[str, ...], device: torch.device) -> np.ndarray:
+    """Logits of a saved model on ``images.x[indices]`` (clean, its own normalisation) for each
+    query: float32, shape (len(indices), len(queries), classes)."""
+    loaded = workspace.load_model(name, images.input_shape, images.num_classes)
+    x = torch.from_numpy(loaded.normaliser(images.x[indices])).to(device)
+    model = loaded.model.to(device)
+    out = []
+    for q in queries:
+        xq = x.flip(-1) if q == "mirror" else x
+        out.append(predict_logits(model, xq).numpy())
+    return np.stack(out, axis=1).astype(np.float32)
+
+
+@dataclass
+class Pool:
+    name: str
+    path: Path
+    models: list[str]
+    keep: np.ndarray          # (M, n) bool
+    indices: np.ndarray       # (n,) pool sample indices into the dataset
+    labels: np.ndarray        # (n,)
+    logits: np.ndarray        # (M, n, A, C) float32
+    pop_indices: np.ndarray   # (z,)
+    pop_labels: np.ndarray    # (z,)
+    pop_logits: np.ndarray    # (M, z, A, C) float32
+    queries: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.models)
+
+
+def pool_name(recipe: RunConfig, size: int) -> str:
+    digest = hashlib.sha256(f"{recipe.recipe.config_hash}:{size}:{POOL_SCHEMA}".encode()).hexdigest()[:10]
+    return f"pool-{recipe.model.name}-{recipe.data.dataset}-{recipe.defence.label}-n{size}-{digest}"
+
+
+def ensure_pool(recipe: RunConfig, size: int, workspace: Workspace, data: DataCache, device: torch.device,
+                on_start: Callable[[RunConfig], None] | None = None,
+                on_epoch: EpochCallback | None = None) -> Pool:
+    """Train (or reuse) the ``size`` reference models of ``recipe`` and their saved outputs."""
+    recipe = recipe.recipe
+    name = pool_name(recipe, size)
+    folder = workspace.attacks / POOLS_FOLDER / name
+    configs = [recipe.as_reference(size, i).validated() for i in range(size)]
+    meta = {"schema": POOL_SCHEMA, "name": name, "recipe": recipe.to_dict(), "size": size,
+            "models": [c.run_name for c in configs], "queries": list(augmentations(recipe.data.dataset))}
+    pool = _load_pool(folder, meta)
+    if pool is not None:
+        return pool
+    runs = [ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs]
+    images = data.get(recipe.data.dataset)
+    split = split_parts(len(images.y), recipe.data.part_size, recipe.data.seed)
+    indices, pop = split.pool, split.population
+    keep = pool_keep(size, len(indices), pool_seed(recipe.data.seed, size))
+    queries = tuple(meta["queries"])
+    logits = np.stack([model_logits(workspace, r.name, images, indices, queries, device) for r in runs])
+    pop_logits = np.stack([model_logits(workspace, r.name, images, pop, queries, device) for r in runs])
+    arrays = {"keep": keep, "indices": indices, "labels": images.y[indices], "logits": logits,
+              "pop_indices": pop, "pop_labels": images.y[pop], "pop_logits": pop_logits}
+
+    def write(tmp: Path) -> None:
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        write_bytes(tmp / "outputs.npz", buf.getvalue())
+        write_json(tmp / "pool.json", meta)
+
+    workspace.commit_folder(folder.parent, name, write)
+    return Pool(name, folder, meta["models"], keep, indices, arrays["labels"], logits, pop,
+                arrays["pop_labels"], pop_logits, queries)
+
+
+def _load_pool(folder: Path, meta: dict) -> Pool | None:
+    try:
+        saved = read_json(folder / "pool.json")
+        if saved != meta:
+            return None
+        with np.load(folder / "outputs.npz", allow_pickle=False) as npz:
+            a = {k: npz[k] for k in npz.files}
+        return Pool(meta["name"], folder, meta["models"], a["keep"].astype(bool), a["indices"], a["labels"],
+                    a["logits"], a["pop_indices"], a["pop_labels"], a["pop_logits"], tuple(meta["queries"]))
+    except (ArtifactError, OSError, ValueError, KeyError):
+        return None
