@@ -29,20 +29,7 @@ from scipy.special import expit
 from scipy.stats import beta, binom
 from sklearn.metrics import roc_curve
 
-
-def _check(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    raw = np.asarray(labels).ravel()
-    scores = np.asarray(scores, dtype=np.float64).ravel()
-    if raw.shape != scores.shape:
-        raise ValueError(f"labels {raw.shape} and scores {scores.shape} differ in shape")
-    if not np.all((raw == 0) | (raw == 1)):
-        raise ValueError("labels must be 0 (non-member) or 1 (member)")
-    labels = raw.astype(int)
-    if labels.min(initial=1) == labels.max(initial=0):
-        raise ValueError("need both members and non-members")
-    if not np.all(np.isfinite(scores)):
-        raise ValueError("scores must be finite")
-    return labels, scores
+from privaudit.metrics import check_scores as _check
 
 
 def _check_confidence(confidence: float) -> float:

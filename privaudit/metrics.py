@@ -14,7 +14,8 @@ from sklearn.metrics import roc_auc_score, roc_curve
 LOW_FPRS = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0p1pct_fpr": 0.001}
 
 
-def _check(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def check_scores(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validated (labels as int 0/1, scores as float64), both flat; ValueError otherwise."""
     raw = np.asarray(labels).ravel()
     scores = np.asarray(scores, dtype=np.float64).ravel()
     if raw.shape != scores.shape:
@@ -31,7 +32,7 @@ def _check(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 def roc(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(fpr, tpr) of the full ROC curve, starting at (0, 0) and ending at (1, 1)."""
-    labels, scores = _check(labels, scores)
+    labels, scores = check_scores(labels, scores)
     fpr, tpr, _ = roc_curve(labels, scores, drop_intermediate=False)
     return fpr, tpr
 
@@ -58,7 +59,7 @@ def attack_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float) -> 
     Precision is 0 when the attack predicts no member at all (scikit-learn's convention
     with ``zero_division=0``).
     """
-    labels, scores = _check(labels, scores)
+    labels, scores = check_scores(labels, scores)
     pred = scores >= threshold
     tp = int(np.sum(pred & (labels == 1)))
     fp = int(np.sum(pred & (labels == 0)))
@@ -80,7 +81,7 @@ def attack_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float) -> 
 def advantage_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
     """The threshold at which TPR − FPR is largest (balanced-accuracy optimum); used to pick an
     attack's decision threshold on calibration data (other models), never on the audited one."""
-    labels, scores = _check(labels, scores)
+    labels, scores = check_scores(labels, scores)
     fpr, tpr, thresholds = roc_curve(labels, scores, drop_intermediate=False)
     best = int(np.argmax(tpr - fpr))
     return float(min(thresholds[best], np.max(scores) + 1.0))

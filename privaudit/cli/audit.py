@@ -34,7 +34,7 @@ def audit_cmd(
     kappas: Annotated[str, typer.Option("--kappas", help="Comma-separated MG-noise kappas to audit besides the undefended baseline ('none' for no MG rows).")] = _grid_text(DEFAULT_KAPPAS),
     sigmas: Annotated[str, typer.Option("--sigmas", help="Comma-separated DP-SGD noise multipliers ('none' for no DP-SGD rows).")] = _grid_text(DEFAULT_SIGMAS),
     target_epsilons: Annotated[str, typer.Option("--target-epsilons", help="Comma-separated target epsilons for DP-SGD instead of --sigmas (sigma calibrated per value).")] = "",
-    attacks: Annotated[str, typer.Option("--attacks", help="Comma-separated attacks: shadow, loss, lira, rmia, one-run or all; 'shadow,loss' runs only the paper's attack and the baselines (no reference pool).")] = "all",
+    attacks: Annotated[str, typer.Option("--attacks", "--attack", help="Comma-separated attacks: shadow, loss, lira, rmia, one-run or all; 'shadow,loss' runs only the paper's attack and the baselines (no reference pool).")] = "all",
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
     max_grad_norm: MaxGradNormOpt = 1.0,
     delta: DeltaOpt = 1e-5,
