@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from rich import box
 from rich.table import Table
 
 from privaudit.cli.common import fmt
@@ -32,13 +33,16 @@ def _max_eps(metrics: dict) -> tuple[float | None, str]:
 
 def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
                          title: str = "Membership inference") -> Table:
-    """One row per target: setting, accountant ε, test accuracy, the paper's shadow attack,
+    """One row per target (the model and dataset go in ``title``): setting, accountant ε, test
+    accuracy, the paper's shadow attack,
     the strongest attack (highest TPR at 0.1 % FPR, then AUC, as in the HTML report) and the
     empirical ε lower bounds."""
-    table = Table(title=title, caption="member = positive class; ε lb: empirical lower bound at 95 % confidence")
-    for col in ("model", "setting", "ε (acct.)", "test acc", "shadow AUC", "strongest", "AUC", "TPR@0.1%",
-                "ε lb", "one-run ε lb"):
-        table.add_column(col, justify="left" if col in ("model", "setting", "strongest") else "right", no_wrap=True)
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+                  caption="shadow: AUC of the paper's attack; strongest: highest TPR at 0.1 % FPR (TPR.1%); "
+                          "ε lb: empirical lower bounds (95 %); member = positive class")
+    for col in ("setting", "ε acct", "test acc", "shadow", "strongest", "AUC", "TPR.1%", "ε lb", "1-run ε"):
+        table.add_column(col, justify="left" if col in ("setting", "strongest") else "right",
+                         no_wrap=col != "strongest", overflow="fold", min_width=10 if col == "strongest" else None)
     for target, metrics, extras in results:
         try:
             cfg = ws.read_model_config(target)
@@ -49,9 +53,8 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
                                                 metrics[a].get("auc") or 0.0)) if metrics else ""
         s = metrics.get(strongest, {})
         eps, _ = _max_eps(metrics)
-        table.add_row(f"{cfg.model.name}/{cfg.data.dataset}", setting_text(cfg, tm),
-                      fmt(tm.get("epsilon"), 2) if cfg.defence.dp else "—", fmt(tm.get("test_accuracy")),
-                      fmt(metrics.get("shadow", {}).get("auc")), strongest, fmt(s.get("auc")),
-                      fmt(s.get("tpr_at_0p1pct_fpr")), fmt(eps, 2),
+        table.add_row(setting_text(cfg, tm), fmt(tm.get("epsilon"), 2) if cfg.defence.dp else "—",
+                      fmt(tm.get("test_accuracy")), fmt(metrics.get("shadow", {}).get("auc")), strongest,
+                      fmt(s.get("auc")), fmt(s.get("tpr_at_0p1pct_fpr")), fmt(eps, 2),
                       fmt(extras.get("one_run", {}).get("eps_lower_bound"), 2))
     return table
