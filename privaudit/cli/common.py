@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
