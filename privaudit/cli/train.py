@@ -56,7 +56,7 @@ def train_cmd(
                    "metrics": {k: v for k, v in run.metrics.items() if k != "loss_history"}})
         return
     console = info_console(as_json)
-    table = Table(caption=f"{run.name}{' (reused)' if run.reused else ''}", show_header=True)
+    table = Table(show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key in ("train_accuracy", "test_accuracy", "generalisation_gap", "noise_multiplier", "epsilon", "delta",
@@ -64,4 +64,4 @@ def train_cmd(
         if key in run.metrics:
             table.add_row(key, fmt(run.metrics[key], 4))
     console.print(table)
-    console.print(f"saved in {run.path}")
+    console.print(f"{'reused' if run.reused else 'saved'}: {run.path}", soft_wrap=True)
