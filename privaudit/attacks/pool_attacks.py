@@ -88,23 +88,33 @@ def _calibrate_rmia_a(p_ref_x: np.ndarray, ref_keep: np.ndarray, p_ref_z: np.nda
     return float(np.mean(votes))
 
 
-def evaluate_scores(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,
-                    *, delta: float, confidence: float = 0.95) -> dict[str, float]:
-    """Metrics of one attack on one target, with thresholds chosen on calibration data.
+def empirical_privacy(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,
+                      *, delta: float, confidence: float = 0.95) -> dict[str, float]:
+    """The ε lower bound and the TPR intervals of one attack on one target.
 
-    The decision threshold (for accuracy, precision, recall) maximises TPR − FPR and the ε
-    threshold maximises the ε lower bound, both on ``calib_*`` (other pool models): nothing
-    is selected on the evaluated target. Adds TPR at 1 % / 0.1 % FPR with Clopper–Pearson
-    intervals and ``eps_lower_bound`` at ``delta`` holding with probability ``confidence``.
+    The ε threshold maximises the ε lower bound on ``calib_*`` (other models), never on the
+    evaluated target; ``eps_lower_bound`` at ``delta`` holds with probability ``confidence``.
+    TPR at 1 % / 0.1 % FPR get Clopper–Pearson intervals.
     """
-    m = attack_metrics(labels, scores, advantage_threshold(calib_labels, calib_scores))
     thr = best_threshold(calib_labels, calib_scores, delta=delta, confidence=confidence)
-    m["eps_threshold"] = float(thr)
-    m["eps_lower_bound"] = float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence))
+    m = {"eps_threshold": float(thr),
+         "eps_lower_bound": float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence))}
     for key, level in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0p1pct_fpr", 0.001)):
         ci = tpr_at_fpr_with_ci(labels, scores, level, confidence=confidence)
         m[f"{key}_lo"], m[f"{key}_hi"] = float(ci["lo"]), float(ci["hi"])
     return m
+
+
+def evaluate_scores(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,
+                    *, delta: float, confidence: float = 0.95) -> dict[str, float]:
+    """Metrics of one attack on one target, with thresholds chosen on calibration data.
+
+    The decision threshold (for accuracy, precision, recall) maximises TPR − FPR on
+    ``calib_*`` (other pool models): nothing is selected on the evaluated target. Adds
+    :func:`empirical_privacy`.
+    """
+    m = attack_metrics(labels, scores, advantage_threshold(calib_labels, calib_scores))
+    return {**m, **empirical_privacy(labels, scores, calib_labels, calib_scores, delta=delta, confidence=confidence)}
 
 
 def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray, keep: np.ndarray, labels: np.ndarray,

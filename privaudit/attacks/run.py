@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from privaudit.atomic import read_json, write_bytes, write_json
-from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, evaluate_scores, exposure,
-                                            leave_one_out, pool_scores, summarise)
+from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, empirical_privacy, evaluate_scores,
+                                            exposure, leave_one_out, pool_scores, summarise)
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.config import RunConfig
@@ -124,8 +124,7 @@ def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5) -> tu
     calib = {"shadow": shadow.scores(s_logits), "loss": loss_scores(s_logits, s_y),
              "confidence": confidence_scores(s_logits)}
     for name, (s, _) in scores.items():
-        extra = evaluate_scores(labels, s, s_labels, calib[name], delta=delta)
-        metrics[name].update({k: v for k, v in extra.items() if k not in metrics[name]})
+        metrics[name].update(empirical_privacy(labels, s, s_labels, calib[name], delta=delta))
     arrays = {"labels": labels, **{f"score_{name}": s for name, (s, _) in scores.items()}}
     return metrics, arrays
 
