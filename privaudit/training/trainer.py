@@ -1,19 +1,33 @@
 """The training loop for target and shadow models.
 
 Data lives on the device as one normalised float tensor; batches are taken by index from a
-seeded permutation (no per-sample Python). Non-private models are trained with Adam over
-shuffled full passes. DP-SGD models go through Opacus: ``PrivacyEngine.make_private`` with
-Poisson sampling and ghost clipping (``grad_sample_mode="ghost"``), which on these models is
-~40x faster than Opacus's default per-sample hooks (anchors.md) and clips exactly the same.
+seeded permutation (no per-sample Python, no DataLoader). Non-private models are trained
+with Adam over shuffled full passes.
 
-Randomness: the model's initialisation, dropout and Opacus's Poisson sampling and noise use
+Two engines give the same models (the tests check that they agree):
+
+* ``fast`` (default): dense layers through oneDNN on x86 CPUs
+  (:mod:`privaudit.training.fast_linear`), fused Adam, and DP-SGD for dense models by
+  :class:`privaudit.training.dp_engine.DenseDPSGD` (ghost norms, one backward pass, own
+  Poisson sampler over the in-memory tensors). DP-SGD for convolutional models goes
+  through Opacus as in ``reference``.
+* ``reference``: plain PyTorch layers and Adam; DP-SGD through Opacus's
+  ``PrivacyEngine.make_private`` with Poisson sampling and ghost clipping
+  (``grad_sample_mode="ghost"``).
+
+Both DP paths implement the same mechanism (Poisson rate q = 1/⌈n/batch⌉, ⌈n/batch⌉ steps an
+epoch, clip to C, noise σC, divide by ⌊nq⌋) and are accounted identically. ``$PRIVAUDIT_ENGINE``
+selects the engine for the command line.
+
+Randomness: the model's initialisation and dropout (and Opacus's sampling and noise) use
 torch's global RNG, which is seeded (inside ``torch.random.fork_rng``) from the run seed;
-shuffling and MG masks use an explicit ``torch.Generator``. Same config and seed on the same
-device give the same model.
+shuffling, Poisson sampling, MG masks and privaudit's DP noise use explicit generators. Same
+config, seed, engine and device give the same model.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -30,10 +44,30 @@ from privaudit.data.splits import member_indices
 from privaudit.errors import ConfigError
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
+from privaudit.training.dp_engine import DenseDPSGD, GaussianNoise, poisson_batch, supports_ghost_dense
 from privaudit.training.dpsgd import calibrate_noise_multiplier, epsilon_from_history
+from privaudit.training.fast_linear import fast_layers
 from privaudit.training.mg_noise import apply_mg_noise
 
 EpochCallback = Callable[[int, int, float], None]
+ENGINES = ("fast", "reference")
+ENGINE_ENV = "PRIVAUDIT_ENGINE"
+
+
+def resolve_engine(engine: str | None = None) -> str:
+    """``engine``, else ``$PRIVAUDIT_ENGINE``, else ``fast``; unknown names are an error."""
+    engine = engine or os.environ.get(ENGINE_ENV) or "fast"
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    return engine
+
+
+def make_optimizer(model: nn.Module, cfg: RunConfig, engine: str) -> torch.optim.Optimizer:
+    """Adam with the run's lr and weight decay; the fused kernel in the fast engine (the same
+    update rule, one kernel for all parameters)."""
+    fused = engine == "fast" and next(model.parameters()).dtype == torch.float32
+    return torch.optim.Adam(model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay,
+                            **({"fused": True} if fused else {}))
 
 
 def resolve_device(device: str) -> torch.device:
@@ -92,7 +126,8 @@ def role_data(cfg: RunConfig, data: ImageData, device: torch.device,
 def predict_logits(model: nn.Module, x: torch.Tensor, batch_size: int = 2048) -> torch.Tensor:
     """Logits on clean inputs in eval mode, shape (N, classes), float32 on the CPU."""
     model.eval()
-    out = [model(x[i:i + batch_size]).float().cpu() for i in range(0, len(x), batch_size)]
+    with fast_layers(model):
+        out = [model(x[i:i + batch_size]).float().cpu() for i in range(0, len(x), batch_size)]
     return torch.cat(out) if out else torch.empty(0)
 
 
@@ -104,13 +139,15 @@ def _accuracy_and_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tu
 
 
 def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "cpu",
-                on_epoch: EpochCallback | None = None) -> TrainResult:
+                on_epoch: EpochCallback | None = None, engine: str | None = None) -> TrainResult:
     """Train the model described by ``cfg`` on its member part and evaluate it.
 
     Returns the model (on the CPU, eval mode), its normaliser, and metrics: train accuracy
     (members, clean inputs), test accuracy (its non-member part, never seen in training),
     losses, and for DP-SGD σ, sampling rate, steps, ε at δ and the accountant used.
+    ``engine`` is ``fast`` or ``reference`` (module docstring; default :func:`resolve_engine`).
     """
+    engine = resolve_engine(engine)
     device = torch.device(device)
     t0 = time.perf_counter()
     rd = role_data(cfg, data, device)
@@ -121,10 +158,16 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         torch.manual_seed(train_seed)
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
                             width=cfg.model.width, dp=cfg.defence.dp).to(device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
+        optimizer = make_optimizer(model, cfg, engine)
         g = generator(derive_seed(cfg.seed, cfg.role, "mask", *member), device)
-        if cfg.defence.dp:
+        if cfg.defence.dp and engine == "fast" and supports_ghost_dense(model):
+            noise_seed = derive_seed(cfg.seed, cfg.role, "dp-noise", *member)
+            history, dp_metrics = _train_dense_dpsgd(cfg, model, optimizer, rd, g, noise_seed, on_epoch)
+        elif cfg.defence.dp:
             history, dp_metrics = _train_dpsgd(cfg, model, optimizer, rd, g, on_epoch)
+        elif engine == "fast":
+            with fast_layers(model):
+                history, dp_metrics = _train_plain(cfg, model, optimizer, rd, g, on_epoch), {}
         else:
             history, dp_metrics = _train_plain(cfg, model, optimizer, rd, g, on_epoch), {}
     model.eval()
@@ -139,6 +182,7 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         "n_train": int(len(rd.y_in)),
         "n_test": int(len(rd.y_out)),
         "train_seconds": time.perf_counter() - t0,
+        "engine": engine,
         **dp_metrics,
     }
     return TrainResult(model.cpu(), rd.normaliser, metrics, history)
@@ -167,6 +211,65 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
     return history
 
 
+def _dp_schedule(cfg: RunConfig, n: int) -> tuple[float, int, float, str | None]:
+    """Poisson rate q = 1/⌈n/batch⌉ (Opacus's, from the loader length), steps an epoch
+    ⌈n/batch⌉, σ (given or calibrated to the target ε) and the accountant calibration used."""
+    per_epoch = -(-n // cfg.train.batch_size)
+    sample_rate = 1.0 / per_epoch
+    d = cfg.defence
+    if d.noise_multiplier is not None:
+        return sample_rate, per_epoch, d.noise_multiplier, None
+    sigma, calibrated_with = calibrate_noise_multiplier(d.target_epsilon, d.delta, sample_rate,
+                                                        per_epoch * cfg.train.epochs)
+    return sample_rate, per_epoch, sigma, calibrated_with
+
+
+def _dp_metrics(cfg: RunConfig, n: int, sigma: float, sample_rate: float,
+                history: list[tuple[float, float, int]], calibrated_with: str | None) -> dict:
+    d = cfg.defence
+    epsilon, accountant = epsilon_from_history(history, d.delta, calibrated_with)
+    return {
+        "noise_multiplier": sigma,
+        "sample_rate": sample_rate,
+        "steps": int(sum(h[2] for h in history)),
+        "expected_batch_size": n * sample_rate,
+        "epsilon": epsilon,
+        "delta": d.delta,
+        "accountant": accountant,
+        "calibrated": d.noise_multiplier is None,
+    }
+
+
+def _train_dense_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
+                       g: torch.Generator, noise_seed: int, on_epoch: EpochCallback | None
+                       ) -> tuple[list[float], dict]:
+    """DP-SGD with :class:`DenseDPSGD`: Poisson batches drawn from the in-memory members."""
+    n = len(rd.y_in)
+    sample_rate, per_epoch, sigma, calibrated_with = _dp_schedule(cfg, n)
+    noise = GaussianNoise(noise_seed, rd.x_in.device)
+    dp = DenseDPSGD(model, cfg.defence.max_grad_norm, sigma, int(n * sample_rate), noise)
+    history = []
+    try:
+        for epoch in range(cfg.train.epochs):
+            model.train()
+            total, count = torch.zeros((), device=rd.x_in.device), 0
+            for _ in range(per_epoch):
+                idx = poisson_batch(n, sample_rate, g, rd.x_in.device)
+                xb = apply_mg_noise(rd.x_in[idx], cfg.defence.kappa, g)
+                losses = dp.compute_grads(xb, rd.y_in[idx])
+                optimizer.step()
+                total += losses.sum()
+                count += len(losses)
+            history.append(float(total) / max(count, 1))
+            if on_epoch:
+                on_epoch(epoch + 1, cfg.train.epochs, history[-1])
+    finally:
+        noise.close()
+    model.eval()
+    accountant_history = [(sigma, sample_rate, per_epoch * cfg.train.epochs)]
+    return history, _dp_metrics(cfg, n, sigma, sample_rate, accountant_history, calibrated_with)
+
+
 def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
                  g: torch.Generator, on_epoch: EpochCallback | None) -> tuple[list[float], dict]:
     from opacus import PrivacyEngine
@@ -174,13 +277,9 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
     d = cfg.defence
     n = len(rd.y_in)
     loader = DataLoader(TensorDataset(rd.x_in, rd.y_in), batch_size=cfg.train.batch_size)
-    sample_rate = 1.0 / len(loader)  # Opacus's Poisson rate: expected batch = n / len(loader)
-    steps = int(1.0 / sample_rate) * cfg.train.epochs  # Opacus's Poisson sampler runs int(1/q) steps an epoch
-    calibrated_with = None
-    if d.noise_multiplier is not None:
-        sigma = d.noise_multiplier
-    else:
-        sigma, calibrated_with = calibrate_noise_multiplier(d.target_epsilon, d.delta, sample_rate, steps)
+    # Opacus's Poisson rate is 1/len(loader) and its sampler runs len(loader) steps an epoch.
+    sample_rate, _, sigma, calibrated_with = _dp_schedule(cfg, n)
+    assert abs(sample_rate - 1.0 / len(loader)) < 1e-15
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Opacus warns that its secure RNG is off (seeded runs)
         engine = PrivacyEngine(accountant="prv")
@@ -195,18 +294,8 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
         warnings.simplefilter("ignore")
         _dp_epochs(cfg, dp_model, dp_optimizer, criterion, dp_loader, g, on_epoch, history)
     accountant_history = list(engine.accountant.history)
-    epsilon, accountant = epsilon_from_history(accountant_history, d.delta, calibrated_with)
     dp_model.eval()
-    metrics = {
-        "noise_multiplier": sigma,
-        "sample_rate": sample_rate,
-        "steps": int(sum(h[2] for h in accountant_history)),
-        "expected_batch_size": n * sample_rate,
-        "epsilon": epsilon,
-        "delta": d.delta,
-        "accountant": accountant,
-        "calibrated": d.noise_multiplier is None,
-    }
+    metrics = _dp_metrics(cfg, n, sigma, sample_rate, accountant_history, calibrated_with)
     # Opacus wraps the model; the parameters are shared, so ``model`` holds the trained weights.
     if hasattr(dp_model, "_close"):
         dp_model._close()

@@ -1,0 +1,116 @@
+"""Dense layers through oneDNN's matrix multiply on x86 CPUs.
+
+PyTorch's CPU ``torch.mm`` goes to MKL's sgemm. On AMD CPUs MKL takes its AVX2 code path
+even where the CPU has AVX-512: on this project's machines (AMD Zen 5, 2 cores) sgemm peaks
+at ~195 GFLOP/s while oneDNN, which PyTorch also ships and already uses for convolutions,
+reaches ~445 GFLOP/s on the same matrices (``benchmarks/bench_peak.py`` measures both).
+Dense layers dominate an MLP's work, so privaudit routes them through oneDNN's matmul
+primitive (``torch.ops.mkldnn._linear_pointwise``, the op torch.compile's CPU backend
+emits for linear layers) with a small autograd function:
+
+    forward:        y  = x Wᵀ + b          (B, in) × (out, in)ᵀ  -> oneDNN
+    weight grad:    dW = gᵀ x              (out, B) × (in, B)ᵀ    -> oneDNN
+    input grad:     dx = g W               only when x needs it   -> torch.mm
+    bias grad:      db = Σ_batch g
+
+Results equal ``torch.nn.functional.linear`` up to float32 summation order (checked by the
+tests). Where the op is missing (non-x86 builds), the tensors are not float32 CPU tensors,
+or the input is not 2-D, the layer falls back to ``F.linear``; ``fast_layers`` only swaps
+the class of ``nn.Linear`` modules for the duration of a ``with`` block, so saved models
+and Opacus see plain ``nn.Linear``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+_OP = getattr(getattr(torch.ops, "mkldnn", None), "_linear_pointwise", None)
+ENV_DISABLE = "PRIVAUDIT_PLAIN_LINEAR"
+
+
+def onednn_available() -> bool:
+    """Whether the oneDNN linear path can be used (x86 build with mkldnn, not disabled)."""
+    if os.environ.get(ENV_DISABLE):
+        return False
+    if _OP is None or not torch.backends.mkldnn.is_available():
+        return False
+    try:
+        _OP(torch.ones(1, 1), torch.ones(1, 1), None, "none", [], "")
+        return True
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
+_AVAILABLE: bool | None = None
+
+
+def onednn_enabled() -> bool:
+    """:func:`onednn_available`, checked once per process."""
+    global _AVAILABLE
+    if _AVAILABLE is None:
+        _AVAILABLE = onednn_available()
+    return _AVAILABLE
+
+
+def onednn_matmul_nt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a bᵀ for 2-D float32 CPU tensors a (m, k), b (n, k) through oneDNN; shape (m, n)."""
+    return _OP(a.contiguous(), b.contiguous(), None, "none", [], "")
+
+
+class _OneDNNLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        ctx.save_for_backward(x, weight)
+        ctx.has_bias = bias is not None
+        return _OP(x.contiguous(), weight.contiguous(), bias, "none", [], "")
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor):
+        x, weight = ctx.saved_tensors
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = g @ weight
+        if ctx.needs_input_grad[1]:
+            gw = onednn_matmul_nt(g.t(), x.t())
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = g.sum(0)
+        return gx, gw, gb
+
+
+def _eligible(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    return (x.dim() == 2 and x.device.type == "cpu" and x.dtype == torch.float32
+            and weight.dtype == torch.float32 and onednn_enabled())
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``F.linear`` with the oneDNN path where eligible (same maths, same autograd)."""
+    if _eligible(x, weight):
+        return _OneDNNLinear.apply(x, weight, bias)
+    return F.linear(x, weight, bias)
+
+
+class FastLinear(nn.Linear):
+    """``nn.Linear`` whose forward uses :func:`linear`; same parameters and state dict."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)
+
+
+@contextlib.contextmanager
+def fast_layers(model: nn.Module) -> Iterator[nn.Module]:
+    """Within the block, every plain ``nn.Linear`` of ``model`` runs as :class:`FastLinear`
+    (a class swap, no copies); on exit they are plain ``nn.Linear`` again."""
+    swapped = [m for m in model.modules() if type(m) is nn.Linear]
+    for m in swapped:
+        m.__class__ = FastLinear
+    try:
+        yield model
+    finally:
+        for m in swapped:
+            m.__class__ = nn.Linear
