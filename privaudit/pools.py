@@ -31,7 +31,7 @@ from privaudit.config import RunConfig
 from privaudit.data import ImageData, split_parts
 from privaudit.data.splits import pool_keep, pool_seed
 from privaudit.errors import ArtifactError
-from privaudit.runs import DataCache, ensure_model
+from privaudit.runs import DataCache, ensure_models
 from privaudit.training.trainer import EpochCallback, predict_logits
 from privaudit.workspace import Workspace
 
@@ -96,7 +96,7 @@ def ensure_pool(recipe: RunConfig, size: int, workspace: Workspace, data: DataCa
     pool = _load_pool(folder, meta)
     if pool is not None:
         return pool
-    runs = [ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs]
+    runs = ensure_models(configs, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
     images = data.get(recipe.data.dataset)
     split = split_parts(len(images.y), recipe.data.part_size, recipe.data.seed)
     indices, pop = split.pool, split.population

@@ -13,8 +13,12 @@ from privaudit.config import RunConfig
 from privaudit.data import ImageData, load_dataset
 from privaudit.provenance import provenance
 from privaudit.training import train_model
-from privaudit.training.trainer import EpochCallback
+from privaudit.training.stacked import can_stack, train_stacked
+from privaudit.training.trainer import EpochCallback, TrainResult, resolve_engine
 from privaudit.workspace import Workspace
+
+
+STACK_GROUP = 16
 
 
 class DataCache:
@@ -54,7 +58,36 @@ def ensure_model(config: RunConfig, workspace: Workspace, data: DataCache, devic
     if on_start:
         on_start(config)
     result = train_model(config, images, device, on_epoch=on_epoch)
-    prov = {**provenance(device), "wall_seconds": time.perf_counter() - t0}
+    return save_trained(workspace, config, result, device, time.perf_counter() - t0)
+
+
+def save_trained(workspace: Workspace, config: RunConfig, result: TrainResult, device: torch.device,
+                 wall_seconds: float) -> RunResult:
+    """Save a freshly trained model with its metrics and provenance."""
+    prov = {**provenance(device), "wall_seconds": wall_seconds}
     path = workspace.save_model(config, result.model, result.normaliser,
                                 {**result.metrics, "loss_history": result.loss_history}, prov)
     return RunResult(config.run_name, path, workspace.read_model_metrics(config.run_name), False)
+
+
+def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCache, device: torch.device,
+                  on_start: Callable[[RunConfig], None] | None = None,
+                  on_epoch: EpochCallback | None = None) -> list[RunResult]:
+    """:func:`ensure_model` for many models of one recipe (a reference pool): with the fast
+    engine, the missing ones train together where that is faster
+    (:mod:`privaudit.training.stacked`), in groups of at most :data:`STACK_GROUP`."""
+    configs = [c.validated() for c in configs]
+    missing = [c for c in configs if not workspace.has_model(c)]
+    if len(missing) > 1 and resolve_engine() == "fast":
+        images = data.get(missing[0].data.dataset)
+        if can_stack(missing[0], images.input_shape):
+            for start in range(0, len(missing), STACK_GROUP):
+                group = missing[start:start + STACK_GROUP]
+                t0 = time.perf_counter()
+                if on_start:
+                    on_start(group[0])
+                results = train_stacked(group, images, device, on_epoch=on_epoch)
+                seconds = (time.perf_counter() - t0) / len(group)
+                for config, result in zip(group, results):
+                    save_trained(workspace, config, result, device, seconds)
+    return [ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs]

@@ -1,0 +1,152 @@
+"""Many MLPs of one recipe trained at once, as one batched model.
+
+A reference pool is K models of the same recipe on different halves of the same samples
+(:mod:`privaudit.pools`). For small models each training step is mostly fixed cost (Python,
+kernel launches, the optimizer), so training them one after another wastes the machine.
+Here the K MLPs become one model with stacked parameters, W₁ (K, width, d), W₂ (K, C, width),
+and every step is two batched matrix products:
+
+    H_k = relu(X_k W₁ₖᵀ + b₁ₖ),  Z_k = H_k W₂ₖᵀ + b₂ₖ,  loss = Σ_k mean_b CE(Z_k, y_k).
+
+Each model's gradient is the gradient of its own mean loss, and Adam acts elementwise, so
+model k follows exactly its own training run: the same initial weights (drawn from its own
+seed, as :func:`privaudit.training.trainer.train_model` does), the same shuffles and MG masks
+(from its own generator, in the same order), the same updates up to float32 summation order
+(the tests check the stacked and the one-by-one models agree).
+
+Memory: the pool's samples are held once, raw (float32); every batch is gathered per model
+and normalised with that model's own statistics on the fly, so K models need K small
+normalisers, not K copies of the data.
+
+Only non-private ``mlp`` recipes are stacked (:func:`can_stack`); DP-SGD draws a different
+Poisson batch size for every model and step, and convolutional models train one by one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from privaudit.config import RunConfig
+from privaudit.data import ImageData, Normaliser, split_parts
+from privaudit.data.splits import member_indices
+from privaudit.models import build_model
+from privaudit.seeding import derive_seed, generator
+from privaudit.training.trainer import EpochCallback, TrainResult, _accuracy_and_loss
+
+# Stack when a model's dense work per sample (input size × width) is at most this: beyond
+# it one model's matrix products already run near the machine's peak through oneDNN and
+# stacking (batched MKL products) measures slower (benchmarks/bench_pool.py).
+STACK_MAX_MACS = 1 << 19
+
+
+def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
+    """Whether models of ``cfg``'s recipe train faster stacked (module docstring)."""
+    d = int(np.prod(input_shape))
+    return (cfg.model.name == "mlp" and not cfg.defence.dp and d * cfg.model.width <= STACK_MAX_MACS)
+
+
+def _check_same_recipe(cfgs: Sequence[RunConfig]) -> None:
+    recipes = {c.recipe.config_hash for c in cfgs}
+    if len(recipes) != 1 or any(c.role != "reference" for c in cfgs):
+        raise ValueError("stacked training needs reference models of one recipe")
+
+
+def train_stacked(cfgs: Sequence[RunConfig], data: ImageData, device: torch.device | str = "cpu",
+                  on_epoch: EpochCallback | None = None) -> list[TrainResult]:
+    """Train the reference MLPs ``cfgs`` (one recipe, different pool indices) together.
+
+    Returns one :class:`TrainResult` per config, in order, with the same metrics as
+    :func:`train_model` (``train_seconds`` is the shared wall time divided by K).
+    """
+    _check_same_recipe(cfgs)
+    device = torch.device(device)
+    cfg0 = cfgs[0]
+    t0 = time.perf_counter()
+    k_models = len(cfgs)
+    split = split_parts(len(data.y), cfg0.data.part_size, cfg0.data.seed)
+    pool_idx = split.pool
+    position = {int(i): p for p, i in enumerate(pool_idx)}
+    members, outs, norms = [], [], []
+    for c in cfgs:
+        idx_in, idx_out = member_indices(c.role, split, pool_size=c.data.pool_size,
+                                         pool_index=c.data.pool_index, seed=c.data.seed)
+        members.append(torch.tensor([position[int(i)] for i in idx_in], device=device))
+        outs.append(idx_out)
+        norms.append(Normaliser.fit(data.x[idx_in]))
+    n = len(members[0])
+    if any(len(m) != n for m in members):
+        raise ValueError("stacked models need member sets of one size")
+    x_raw = torch.from_numpy(data.x[pool_idx].reshape(len(pool_idx), -1).astype(np.float32)).to(device)
+    y_pool = torch.from_numpy(data.y[pool_idx]).to(device)
+    member_pos = torch.stack(members)                                    # (K, n)
+    mean = torch.stack([torch.from_numpy(nz.mean.reshape(-1)) for nz in norms]).to(device)[:, None, :]
+    std = torch.stack([torch.from_numpy(nz.std.reshape(-1)) for nz in norms]).to(device)[:, None, :]
+
+    models, gens = [], []
+    for c in cfgs:
+        member = [c.data.pool_index]
+        with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
+            torch.manual_seed(derive_seed(c.seed, c.role, "train", *member))
+            models.append(build_model(c.model.name, data.input_shape, data.num_classes, width=c.model.width))
+        gens.append(generator(derive_seed(c.seed, c.role, "mask", *member), device))
+    lin1 = [m[1] for m in models]
+    lin2 = [m[3] for m in models]
+    params = [nn.Parameter(torch.stack([getattr(l, a).detach() for l in layer]).to(device))
+              for layer in (lin1, lin2) for a in ("weight", "bias")]
+    w1, b1, w2, b2 = params
+    opt = torch.optim.Adam(params, lr=cfg0.train.lr, weight_decay=cfg0.train.weight_decay,
+                           **({"fused": True} if device.type in ("cpu", "cuda") else {}))
+    bs, kappa = cfg0.train.batch_size, cfg0.defence.kappa
+    histories: list[list[float]] = [[] for _ in cfgs]
+    for epoch in range(cfg0.train.epochs):
+        perms = torch.stack([torch.randperm(n, generator=g, device=device) for g in gens])
+        total = torch.zeros(k_models, device=device)
+        for start in range(0, n, bs):
+            pos = member_pos.gather(1, perms[:, start:start + bs])          # (K, b)
+            xb = (x_raw[pos] - mean) / std                                   # (K, b, d)
+            if kappa:
+                masks = [torch.randn(xb.shape[1:], generator=g, device=device) for g in gens]
+                xb = xb * torch.stack(masks).mul_(kappa).add_(1.0)
+            yb = y_pool[pos]
+            h = torch.relu(torch.baddbmm(b1.unsqueeze(1), xb, w1.transpose(1, 2)))
+            z = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2))
+            losses = F.cross_entropy(z.reshape(-1, z.shape[-1]), yb.reshape(-1),
+                                     reduction="none").view(k_models, -1).mean(1)
+            opt.zero_grad(set_to_none=True)
+            losses.sum().backward()
+            opt.step()
+            total += losses.detach() * pos.shape[1]
+        for k, value in enumerate((total / n).tolist()):
+            histories[k].append(value)
+        if on_epoch:
+            on_epoch(epoch + 1, cfg0.train.epochs, float(np.mean([h[-1] for h in histories])))
+    seconds = (time.perf_counter() - t0) / k_models
+    results = []
+    for k, (c, model) in enumerate(zip(cfgs, models)):
+        with torch.no_grad():
+            model[1].weight.copy_(w1[k]), model[1].bias.copy_(b1[k])
+            model[3].weight.copy_(w2[k]), model[3].bias.copy_(b2[k])
+        model.eval()
+        idx_in = pool_idx[member_pos[k].cpu().numpy()]
+        metrics = _evaluate(model.to(device), norms[k], data, idx_in, outs[k], device)
+        metrics.update(train_seconds=seconds, engine="fast", stacked_models=k_models)
+        results.append(TrainResult(model.cpu(), norms[k], metrics, histories[k]))
+    return results
+
+
+def _evaluate(model: nn.Module, norm: Normaliser, data: ImageData, idx_in: np.ndarray,
+              idx_out: np.ndarray, device: torch.device) -> dict:
+    def tensors(idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.from_numpy(norm(data.x[idx])).to(device), torch.from_numpy(data.y[idx]).to(device)
+
+    train_acc, train_loss = _accuracy_and_loss(model, *tensors(idx_in))
+    test_acc, test_loss = _accuracy_and_loss(model, *tensors(idx_out))
+    return {"train_accuracy": train_acc, "test_accuracy": test_acc, "train_loss": train_loss,
+            "test_loss": test_loss, "generalisation_gap": train_acc - test_acc,
+            "n_train": int(len(idx_in)), "n_test": int(len(idx_out))}
