@@ -12,6 +12,7 @@ import torch
 from privaudit.config import RunConfig
 from privaudit.data import ImageData, load_dataset
 from privaudit.provenance import provenance
+from privaudit.timing import phase
 from privaudit.training import train_model
 from privaudit.training.stacked import can_stack, train_stacked
 from privaudit.training.trainer import EpochCallback, TrainResult, resolve_engine
@@ -31,7 +32,8 @@ class DataCache:
 
     def get(self, name: str) -> ImageData:
         if name not in self._cache:
-            self._cache[name] = load_dataset(name, self.data_dir, download=self.download)
+            with phase("data"):
+                self._cache[name] = load_dataset(name, self.data_dir, download=self.download)
         return self._cache[name]
 
 
@@ -57,7 +59,8 @@ def ensure_model(config: RunConfig, workspace: Workspace, data: DataCache, devic
     images = data.get(config.data.dataset)
     if on_start:
         on_start(config)
-    result = train_model(config, images, device, on_epoch=on_epoch)
+    with phase("train"):
+        result = train_model(config, images, device, on_epoch=on_epoch)
     return save_trained(workspace, config, result, device, time.perf_counter() - t0)
 
 
@@ -86,7 +89,8 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
                 t0 = time.perf_counter()
                 if on_start:
                     on_start(group[0])
-                results = train_stacked(group, images, device, on_epoch=on_epoch)
+                with phase("train"):
+                    results = train_stacked(group, images, device, on_epoch=on_epoch)
                 seconds = (time.perf_counter() - t0) / len(group)
                 for config, result in zip(group, results):
                     save_trained(workspace, config, result, device, seconds)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from privaudit.attacks.lira import lira_scores, logit_scaled_confidence
+from privaudit.attacks.features import Features, compute_features
+from privaudit.attacks.lira import lira_scores
 from privaudit.attacks.rmia import calibrate_a, rmia_scores
-from privaudit.attacks.scores import confidence_scores, loss_scores, softmax
+from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.empirical import best_threshold, epsilon_lower_bound, tpr_at_fpr_with_ci
 from privaudit.metrics import advantage_threshold, attack_metrics
@@ -21,13 +22,18 @@ from privaudit.metrics import advantage_threshold, attack_metrics
 POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "rmia", "shadow-pool")
 BASELINE_ATTACKS = ("loss", "confidence")
 RMIA_PSEUDO_TARGETS = 2
+# The many-shadow attack's logistic regression has 3 inputs; beyond this many rows per class
+# (seeded subsample) more data changes its fit by less than its sampling error while the fit
+# time keeps growing (3.8 M rows for 64 models × 60,000 samples).
+SHADOW_POOL_FIT_ROWS = 1 << 17
 
 
-def _true_label_probability(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """p_y averaged over queries: logits (..., n, A, C), labels (n,) → (..., n)."""
-    p = softmax(logits.reshape(-1, logits.shape[-1])).reshape(logits.shape)
-    idx = np.broadcast_to(labels[:, None, None], logits.shape[:-1] + (1,))
-    return np.take_along_axis(p, idx, axis=-1)[..., 0].mean(axis=-1)
+def _at_most(rows: np.ndarray, limit: int) -> np.ndarray:
+    """``rows`` itself, or a seeded subsample of ``limit`` of them (order kept)."""
+    if len(rows) <= limit:
+        return rows
+    keep = np.sort(np.random.default_rng(len(rows)).choice(len(rows), size=limit, replace=False))
+    return rows[keep]
 
 
 def pool_scores(target_logits: np.ndarray, target_pop_logits: np.ndarray, labels: np.ndarray,
@@ -38,30 +44,39 @@ def pool_scores(target_logits: np.ndarray, target_pop_logits: np.ndarray, labels
 
     target_logits (n, A, C), target_pop_logits (z, A, C), ref_logits (M, n, A, C),
     ref_pop_logits (M, z, A, C), ref_keep (M, n) bool, the references in complementary
-    pairs (0, 1), (2, 3), ... as a pool stores them. LiRA uses the logit-scaled confidence
-    of every query (plain, mirror) and averages the per-query scores; RMIA uses p_y averaged
-    over queries, its ``a`` calibrated on the reference models alone; the many-shadow attack
-    fits the ML-Leaks logistic regression on every reference model's members vs non-members.
+    pairs (0, 1), (2, 3), ... as a pool stores them. See :func:`scores_from_features`.
+    """
+    return scores_from_features(
+        compute_features(target_logits, labels), compute_features(target_pop_logits, pop_labels),
+        target_logits[:, 0], labels, compute_features(ref_logits, labels),
+        compute_features(ref_pop_logits, pop_labels), ref_keep, attacks=attacks, gamma=gamma)
+
+
+def scores_from_features(target: Features, target_pop: Features, target_plain_logits: np.ndarray,
+                         labels: np.ndarray, refs: Features, ref_pop: Features, ref_keep: np.ndarray, *,
+                         attacks: tuple[str, ...] = POOL_ATTACKS + BASELINE_ATTACKS,
+                         gamma: float = 1.0) -> dict[str, np.ndarray]:
+    """Scores (n,) of each attack from precomputed statistics (:mod:`privaudit.attacks.features`).
+
+    LiRA uses the logit-scaled confidence of every query (plain, mirror) and averages the
+    per-query scores; RMIA uses p_y averaged over queries, its ``a`` calibrated on the
+    reference models alone; the many-shadow attack fits the ML-Leaks logistic regression on
+    every reference model's members vs non-members; loss and confidence use the target's
+    plain-query logits ``target_plain_logits`` (n, C).
     """
     out: dict[str, np.ndarray] = {}
-    if any(a.startswith("lira") for a in attacks):
-        phi_t = logit_scaled_confidence(target_logits, labels[:, None])
-        phi_r = logit_scaled_confidence(ref_logits, labels[None, :, None])
-        for name in attacks:
-            if name.startswith("lira"):
-                out[name] = lira_scores(phi_t, phi_r, ref_keep, online="online" in name,
-                                        global_variance=name.endswith("global"))
+    for name in attacks:
+        if name.startswith("lira"):
+            out[name] = lira_scores(target.phi, refs.phi, ref_keep, online="online" in name,
+                                    global_variance=name.endswith("global"))
     if "rmia" in attacks:
-        p_ref_x = _true_label_probability(ref_logits, labels)
-        p_ref_z = _true_label_probability(ref_pop_logits, pop_labels)
-        a = _calibrate_rmia_a(p_ref_x, ref_keep, p_ref_z, gamma)
-        out["rmia"] = rmia_scores(_true_label_probability(target_logits, labels), p_ref_x,
-                                  _true_label_probability(target_pop_logits, pop_labels), p_ref_z,
+        a = _calibrate_rmia_a(refs.p_y, ref_keep, ref_pop.p_y, gamma)
+        out["rmia"] = rmia_scores(target.p_y, refs.p_y, target_pop.p_y, ref_pop.p_y,
                                   a=a, gamma=gamma, ref_keep_x=ref_keep)
-    plain_t = target_logits[:, 0].astype(np.float64)
     if "shadow-pool" in attacks:
-        plain_r = ref_logits[:, :, 0]
-        out["shadow-pool"] = ShadowAttack().fit(plain_r[ref_keep], plain_r[~ref_keep]).scores(plain_t)
+        members, nonmembers = (_at_most(refs.top3[sel], SHADOW_POOL_FIT_ROWS) for sel in (ref_keep, ~ref_keep))
+        out["shadow-pool"] = ShadowAttack().fit_features(members, nonmembers).scores_features(target.top3)
+    plain_t = np.asarray(target_plain_logits, dtype=np.float64)
     if "loss" in attacks:
         out["loss"] = loss_scores(plain_t, labels)
     if "confidence" in attacks:
@@ -135,10 +150,11 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray, keep: np.ndarray, 
     if m < 4:
         raise ValueError(f"leave-one-out needs a pool of at least 4 models (got {m})")
     scores = {a: np.zeros(keep.shape) for a in attacks}
+    feats, pop_feats = compute_features(logits, labels), compute_features(pop_logits, pop_labels)
     for t in range(m):
         others = (np.arange(m) != t) & (np.arange(m) != (t ^ 1))
-        s = pool_scores(logits[t], pop_logits[t], labels, pop_labels, logits[others], pop_logits[others],
-                        keep[others], attacks=attacks)
+        s = scores_from_features(feats[t], pop_feats[t], logits[t][:, 0], labels, feats[others],
+                                 pop_feats[others], keep[others], attacks=attacks)
         for a in attacks:
             scores[a][t] = s[a]
     per_target: dict[str, list[dict]] = {a: [] for a in attacks}

@@ -29,6 +29,7 @@ from privaudit.metrics import attack_metrics
 from privaudit.provenance import provenance
 from privaudit.runs import DataCache, ensure_model
 from privaudit.training.trainer import EpochCallback, predict_logits, role_data
+from privaudit.timing import timed
 from privaudit.workspace import Workspace
 
 ATTACK_SCHEMA = 2
@@ -129,6 +130,7 @@ def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5) -> tu
     return metrics, arrays
 
 
+@timed("attack")
 def attack_target(workspace: Workspace, target: str, data: DataCache, device: torch.device,
                   plan: AttackPlan | None = None, *,
                   on_start: Callable[[RunConfig], None] | None = None,

@@ -32,13 +32,22 @@ class ShadowAttack:
 
     def fit(self, member_logits: np.ndarray, nonmember_logits: np.ndarray) -> "ShadowAttack":
         """Fit on the shadow model's logits for its members and non-members."""
-        x = np.concatenate([top_k_posteriors(member_logits, self.k), top_k_posteriors(nonmember_logits, self.k)])
-        y = np.concatenate([np.ones(len(member_logits)), np.zeros(len(nonmember_logits))])
+        return self.fit_features(top_k_posteriors(member_logits, self.k),
+                                 top_k_posteriors(nonmember_logits, self.k))
+
+    def fit_features(self, members: np.ndarray, nonmembers: np.ndarray) -> "ShadowAttack":
+        """Fit on precomputed top-k sorted posteriors, (N_in, k) and (N_out, k)."""
+        x = np.concatenate([members, nonmembers])
+        y = np.concatenate([np.ones(len(members)), np.zeros(len(nonmembers))])
         self.model = make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=1000)).fit(x, y)
         return self
 
     def scores(self, logits: np.ndarray) -> np.ndarray:
         """Predicted member probability for each row of ``logits``, shape (N,)."""
+        return self.scores_features(top_k_posteriors(logits, self.k))
+
+    def scores_features(self, features: np.ndarray) -> np.ndarray:
+        """Predicted member probability for precomputed top-k posteriors (N, k), shape (N,)."""
         if self.model is None:
             raise RuntimeError("ShadowAttack.fit must be called first")
-        return self.model.predict_proba(top_k_posteriors(logits, self.k))[:, 1]
+        return self.model.predict_proba(features)[:, 1]

@@ -17,6 +17,7 @@ from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt
 from privaudit.cli.summary import attack_summary_table
 from privaudit.config import make_config
 from privaudit.runs import DataCache
+from privaudit.timing import CLOCK
 from privaudit.training import resolve_device
 from privaudit.workspace import Workspace
 
@@ -51,6 +52,7 @@ def audit_cmd(
 ) -> None:
     """Train the baseline, every MG-noise and DP-SGD target and their shadows, attack them, write the report."""
     t0 = time.perf_counter()
+    CLOCK.reset()
     k_grid = parse_grid(kappas, "--kappas")
     eps_grid = parse_grid(target_epsilons, "--target-epsilons")
     s_grid = [] if eps_grid else parse_grid(sigmas, "--sigmas")
@@ -71,6 +73,7 @@ def audit_cmd(
     if as_json:
         emit_json({
             "wall_seconds": wall,
+            "phase_seconds": CLOCK.snapshot(),
             "targets": [{"run": t.name, "path": str(t.path), "reused": t.reused,
                          "metrics": {k: v for k, v in t.metrics.items() if k != "loss_history"}} for t in result.targets],
             "attacks": [{"target": a.target, "shadow": a.shadow, "path": str(a.path), "metrics": a.metrics,
@@ -81,4 +84,5 @@ def audit_cmd(
     console = info_console(as_json)
     console.print(attack_summary_table(ws, [(a.target, a.metrics, a.extras) for a in result.attacks],
                                        title=f"privaudit audit: {model} on {dataset}"))
-    console.print(f"done in {wall:.1f} s  report: {rep.html}  table: {rep.csv}")
+    shares = "  ".join(f"{k} {v:.1f} s" for k, v in CLOCK.snapshot().items() if v >= 0.05)
+    console.print(f"done in {wall:.1f} s ({shares})  report: {rep.html}  table: {rep.csv}")

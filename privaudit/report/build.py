@@ -19,6 +19,7 @@ import pandas as pd
 from privaudit.atomic import read_json, write_text
 from privaudit.errors import ArtifactError
 from privaudit.metrics import roc
+from privaudit.timing import timed
 from privaudit.workspace import Workspace
 
 COLUMNS = [
@@ -133,6 +134,7 @@ def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str,
     return curves
 
 
+@timed("report")
 def build_reports(workspace: Workspace) -> ReportResult:
     """Write ``reports/tradeoff.csv`` and ``reports/index.html`` (atomically) and return them."""
     from privaudit.report.html import render_report

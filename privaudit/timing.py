@@ -1,0 +1,65 @@
+"""Where an audit's time goes: a process-wide, exclusive phase clock.
+
+``with phase("train"): ...`` attributes the wall time inside the block to ``train``; time
+in a nested phase counts only for the innermost one (a reference pool trained inside an
+attack counts as training, not attack). ``audit --json`` reports the totals, and
+``benchmarks/bench_audit.py`` turns them into the time shares of an audit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from typing import Iterator
+
+PHASES = ("data", "train", "attack", "report")
+
+
+class PhaseClock:
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = defaultdict(float)
+        self._stack: list[str] = []
+        self._since = 0.0
+
+    def _charge(self, now: float) -> None:
+        if self._stack:
+            self.totals[self._stack[-1]] += now - self._since
+        self._since = now
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        self._charge(time.perf_counter())
+        self._stack.append(name)
+        try:
+            yield
+        finally:
+            self._charge(time.perf_counter())
+            self._stack.pop()
+
+    def snapshot(self) -> dict[str, float]:
+        """Seconds per phase so far (the running phases included)."""
+        self._charge(time.perf_counter())
+        return {name: round(self.totals.get(name, 0.0), 4) for name in PHASES} | {
+            k: round(v, 4) for k, v in self.totals.items() if k not in PHASES}
+
+    def reset(self) -> None:
+        self.totals.clear()
+        self._since = time.perf_counter()
+
+
+CLOCK = PhaseClock()
+phase = CLOCK.phase
+
+
+def timed(name: str):
+    """Decorator: the function's calls run in phase ``name``."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            with phase(name):
+                return fn(*args, **kwargs)
+        return inner
+    return wrap
