@@ -14,12 +14,9 @@ from privaudit.data import ImageData, load_dataset
 from privaudit.provenance import provenance
 from privaudit.timing import phase
 from privaudit.training import train_model
-from privaudit.training.stacked import can_stack, train_stacked
+from privaudit.training.stacked import STACK_GROUP, can_stack, train_many
 from privaudit.training.trainer import EpochCallback, TrainResult, resolve_engine
 from privaudit.workspace import Workspace
-
-
-STACK_GROUP = 16
 
 
 class DataCache:
@@ -84,13 +81,11 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
     if len(missing) > 1 and resolve_engine() == "fast":
         images = data.get(missing[0].data.dataset)
         if can_stack(missing[0], images.input_shape):
-            for start in range(0, len(missing), STACK_GROUP):
+            for start in range(0, len(missing), STACK_GROUP):  # saved group by group: resumable
                 group = missing[start:start + STACK_GROUP]
                 t0 = time.perf_counter()
-                if on_start:
-                    on_start(group[0])
                 with phase("train"):
-                    results = train_stacked(group, images, device, on_epoch=on_epoch)
+                    results = train_many(group, images, device, on_start=on_start, on_epoch=on_epoch)
                 seconds = (time.perf_counter() - t0) / len(group)
                 for config, result in zip(group, results):
                     save_trained(workspace, config, result, device, seconds)

@@ -77,6 +77,10 @@ def test_audit_writes_models_attacks_and_reports(audited):
         assert table[col].between(0, 1).all(), col
     html = (ws / "reports" / "index.html").read_text()
     assert "<svg" in html and "tradeoff" in html.lower() or "trade-off" in html.lower()
+    phases = doc["phase_seconds"]  # where the audit's time went
+    assert {"data", "train", "attack", "report"} <= set(phases)
+    assert phases["train"] > 0 and phases["attack"] > 0 and phases["report"] > 0
+    assert sum(phases.values()) <= doc["wall_seconds"] + 1e-6
 
 
 def test_audit_rerun_reuses_everything_and_gives_the_same_table(audited):

@@ -37,18 +37,43 @@ from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
-from privaudit.training.trainer import EpochCallback, TrainResult, _accuracy_and_loss
+from privaudit.training.trainer import EpochCallback, TrainResult, _accuracy_and_loss, resolve_engine, train_model
 
 # Stack when a model's dense work per sample (input size × width) is at most this: beyond
 # it one model's matrix products already run near the machine's peak through oneDNN and
 # stacking (batched MKL products) measures slower (benchmarks/bench_pool.py).
 STACK_MAX_MACS = 1 << 19
+STACK_GROUP = 16  # models per stacked run (memory: K batches and K Adam states at once)
 
 
 def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
     """Whether models of ``cfg``'s recipe train faster stacked (module docstring)."""
     d = int(np.prod(input_shape))
     return (cfg.model.name == "mlp" and not cfg.defence.dp and d * cfg.model.width <= STACK_MAX_MACS)
+
+
+def train_many(cfgs: Sequence[RunConfig], data: ImageData, device: torch.device | str = "cpu",
+               on_start=None, on_epoch: EpochCallback | None = None,
+               engine: str | None = None) -> list[TrainResult]:
+    """Train the models ``cfgs`` (reference models of one recipe): stacked, in groups of
+    :data:`STACK_GROUP`, where :func:`can_stack` and the fast engine allow, else one by one.
+    ``on_start(config)`` is called once per stacked group or per model."""
+    engine = resolve_engine(engine)
+    cfgs = list(cfgs)
+    if len(cfgs) > 1 and engine == "fast" and can_stack(cfgs[0], data.input_shape):
+        results: list[TrainResult] = []
+        for start in range(0, len(cfgs), STACK_GROUP):
+            group = cfgs[start:start + STACK_GROUP]
+            if on_start:
+                on_start(group[0])
+            results += train_stacked(group, data, device, on_epoch=on_epoch)
+        return results
+    out = []
+    for c in cfgs:
+        if on_start:
+            on_start(c)
+        out.append(train_model(c, data, device, on_epoch=on_epoch, engine=engine))
+    return out
 
 
 def _check_same_recipe(cfgs: Sequence[RunConfig]) -> None:

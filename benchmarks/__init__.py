@@ -1,0 +1,1 @@
+"""privaudit's benchmark suite: ``python -m benchmarks`` (see benchmarks/README.md)."""

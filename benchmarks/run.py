@@ -1,0 +1,163 @@
+"""Run the benchmark suite: ``python -m benchmarks [--data-dir DIR] [--device cpu|cuda] [--quick]``.
+
+Writes ``results.json`` (every figure, the machine, the targets and whether each is met)
+and ``results.md`` (the summary table) into ``--out`` (default ``benchmarks/results``),
+and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from benchmarks import bench_audit, bench_dpsgd, bench_pool, bench_scoring, bench_training
+from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
+from privaudit.atomic import write_json, write_text
+
+BENCHMARKS = ("training", "dpsgd", "pool", "audit", "scoring")
+
+
+def targets(rows: list[dict]) -> list[dict]:
+    """The issue's targets for a 2-core CPU, each with the measured figure."""
+    out = []
+
+    def add(name: str, value: float | None, goal: str, met: bool | None) -> None:
+        out.append({"target": name, "measured": value, "goal": goal, "met": met})
+
+    for r in rows:
+        b = r["benchmark"]
+        if b == "training" and r["model"] == "mlp":
+            add("mlp training vs DataLoader loop", r["speedup"], "≥ 2.5×", r["speedup"] >= 2.5)
+            add("mlp training, fraction of fp32 matmul peak", r["privaudit_fraction_of_peak"], "≥ 60 %",
+                r["privaudit_fraction_of_peak"] >= 0.6)
+        if b == "training" and r["model"] == "cnn":
+            add("cnn training, fraction of fp32 matmul peak", r["privaudit_fraction_of_peak"], "≥ 40 %",
+                r["privaudit_fraction_of_peak"] >= 0.4)
+        if b == "dpsgd" and r["model"] == "mlp":
+            add("mlp DP-SGD vs non-private", r["dp_vs_non_private"], "≥ 0.4×", r["dp_vs_non_private"] >= 0.4)
+            add("mlp DP-SGD vs Opacus defaults", r["speedup_vs_opacus_default"], "≥ 20×",
+                r["speedup_vs_opacus_default"] >= 20)
+        if b == "pool" and r["models"] == 16 and r["stacked"]:
+            add(f"pool of 16 ({r['recipe']}) vs one by one", r["speedup"], "≥ 1.5×", r["speedup"] >= 1.5)
+        if b == "scoring":
+            add(f"scoring {r['samples']:,} × {r['models']} (all attacks)", r["privaudit_seconds_all_attacks"],
+                "< 5 s", r["privaudit_seconds_all_attacks"] < 5)
+    return out
+
+
+def _f(v, digits=2) -> str:
+    return "—" if v is None else f"{v:,.{digits}f}"
+
+
+def table(result: dict) -> str:
+    """Markdown tables of the headline figures."""
+    lines = [f"Machine: {result['machine']['cpu']}, {result['machine']['cores']} cores, torch "
+             f"{result['machine']['torch']}, device {result['device']}. fp32 matmul peak "
+             f"{result['peak']['peak']:.0f} GFLOP/s ({result['peak']['peak_library']}; "
+             + ", ".join(f"{k} {v:.0f}" for k, v in result["peak"].items()
+                         if isinstance(v, float) and k != "peak") + "). Data: " + result["data"] + ".", ""]
+    rows = result["rows"]
+    tr = [r for r in rows if r["benchmark"] == "training"]
+    if tr:
+        lines += ["| training (batch 128) | privaudit samples/s | DataLoader loop samples/s | speedup | "
+                  "privaudit % of peak | loop % of peak | privaudit peak RSS MB |", "|---|---|---|---|---|---|---|"]
+        for r in tr:
+            lines.append(f"| {r['model']} | {_f(r['privaudit_samples_per_s'], 0)} | "
+                         f"{_f(r['dataloader_loop_samples_per_s'], 0)} | {_f(r['speedup'])}× | "
+                         f"{100 * r['privaudit_fraction_of_peak']:.0f} % | {100 * r['loop_fraction_of_peak']:.0f} % | "
+                         f"{_f(r['privaudit_memory']['peak_rss_mb'], 0)} |")
+        lines.append("")
+    dp = [r for r in rows if r["benchmark"] == "dpsgd"]
+    if dp:
+        lines += ["| DP-SGD (σ 1, batch 128) | privaudit samples/s | non-private | Opacus defaults | "
+                  "Opacus ghost | DP / non-private | vs Opacus defaults |", "|---|---|---|---|---|---|---|"]
+        for r in dp:
+            lines.append(f"| {r['model']} | {_f(r['privaudit_dp_samples_per_s'], 0)} | "
+                         f"{_f(r['non_private_samples_per_s'], 0)} | {_f(r['opacus_default_samples_per_s'], 0)} | "
+                         f"{_f(r['opacus_ghost_samples_per_s'], 0)} | {_f(r['dp_vs_non_private'])}× | "
+                         f"{_f(r['speedup_vs_opacus_default'], 1)}× |")
+        lines.append("")
+    pool = [r for r in rows if r["benchmark"] == "pool"]
+    if pool:
+        lines += ["| pool | K | privaudit s | one by one s | speedup | stacked | max weight diff | "
+                  "peak RSS MB (privaudit / one by one) |", "|---|---|---|---|---|---|---|---|"]
+        for r in pool:
+            forced = (f" (forced stacking: {_f(r['stacked_forced_speedup'])}×)"
+                      if "stacked_forced_speedup" in r else "")
+            lines.append(f"| {r['recipe']} | {r['models']} | {_f(r['privaudit_seconds'])} | "
+                         f"{_f(r['one_by_one_seconds'])} | {_f(r['speedup'])}×{forced} | "
+                         f"{'yes' if r['stacked'] else 'no'} | {r['max_weight_difference']:.1e} | "
+                         f"{_f(r['privaudit_memory']['peak_rss_mb'], 0)} / {_f(r['one_by_one_memory']['peak_rss_mb'], 0)} |")
+        lines.append("")
+    for r in rows:
+        if r["benchmark"] == "scoring":
+            lines += [f"Scoring {r['samples']:,} samples × {r['models']} models ({r['logits_mb']:.0f} MB of logits), "
+                      f"all {len(r['attacks'])} attacks: {r['privaudit_seconds_all_attacks']:.2f} s "
+                      f"(statistics {r['statistics_seconds']:.2f} s; a per-sample LiRA loop: "
+                      f"~{r['naive_lira_online_seconds_estimated']:.0f} s, {r['speedup_vs_naive_lira']:.0f}× slower); "
+                      f"peak RSS {r['privaudit_memory']['peak_rss_mb']:.0f} MB.", ""]
+        if r["benchmark"] == "audit":
+            shares = ", ".join(f"{k} {100 * v:.0f} %" for k, v in r["phase_shares"].items())
+            lines += [f"Audit end to end (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "
+                      f"κ 0.5, σ 1, pool {r['pool_size']}, all attacks, {r['models_trained']} models): "
+                      f"{r['wall_seconds']:.1f} s — {shares}.", ""]
+    t = result["targets"]
+    if t:
+        lines += ["| target | measured | goal | met |", "|---|---|---|---|"]
+        for x in t:
+            v = x["measured"]
+            shown = (f"{100 * v:.0f} %" if "fraction" in x["target"] else
+                     f"{v:.2f} s" if "scoring" in x["target"] else f"{v:.2f}×")
+            lines.append(f"| {x['target']} | {shown} | {x['goal']} | {'yes' if x['met'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+    p.add_argument("--data-dir", help="folder holding cifar-10-batches-py (else generated CIFAR-shaped data)")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--quick", action="store_true", help="tiny sizes: checks that the suite runs (seconds)")
+    p.add_argument("--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of {','.join(BENCHMARKS)}")
+    p.add_argument("--out", default="benchmarks/results", help="folder for results.json and results.md")
+    args = p.parse_args(argv)
+    chosen = [b.strip() for b in args.only.split(",") if b.strip()]
+    unknown = sorted(set(chosen) - set(BENCHMARKS))
+    if unknown:
+        p.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    from privaudit.training import resolve_device
+    device = resolve_device(args.device)
+    data, source = cifar_data(args.data_dir)
+    peak = matmul_peak(device)
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="privaudit-bench-") as tmp:
+        root = Path(args.data_dir) if args.data_dir else cifar_folder(data, Path(tmp))
+        for name in chosen:
+            print(f"[benchmarks] {name} …", file=sys.stderr, flush=True)
+            if name == "training":
+                rows += bench_training.run(data, source, root, device, peak["peak"], args.quick)
+            elif name == "dpsgd":
+                rows += bench_dpsgd.run(data, source, device, args.quick)
+            elif name == "pool":
+                rows += bench_pool.run(data, source, device, args.quick)
+            elif name == "audit":
+                rows += bench_audit.run(root, source, device.type, args.quick)
+            elif name == "scoring":
+                rows += bench_scoring.run(args.quick)
+    result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
+              "device": str(device), "data": source, "quick": args.quick, "peak": peak, "rows": rows}
+    result["targets"] = targets(rows) if device.type == "cpu" else []
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "results.json", result)
+    md = table(result)
+    write_text(out / "results.md", md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

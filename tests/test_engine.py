@@ -1,0 +1,209 @@
+"""The fast training engine agrees with the plain reference (issue: speed never changes results).
+
+- oneDNN dense layers vs ``F.linear`` (values and gradients);
+- the dense DP-SGD step vs an explicit per-sample-gradient reference, padding, empty
+  batches, noise scale and seeding;
+- the fast and reference engines end to end (same metrics for the same seed);
+- stacked pool training vs one model after another.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from privaudit.errors import ConfigError
+from privaudit.training import train_model
+from privaudit.training.dp_engine import (DenseDPSGD, GaussianNoise, poisson_batch,
+                                          supports_ghost_dense)
+from privaudit.training.fast_linear import FastLinear, fast_layers, linear, onednn_enabled
+from privaudit.training.stacked import can_stack, train_many, train_stacked
+from privaudit.training.trainer import resolve_engine
+
+CPU = torch.device("cpu")
+
+
+def _mlp(d=48, width=32, classes=10, seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Flatten(), nn.Linear(d, width), nn.ReLU(), nn.Linear(width, classes))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_fast_linear_matches_f_linear_values_and_gradients(bias):
+    if not onednn_enabled():
+        pytest.skip("oneDNN linear not available on this build")
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(37, 300, generator=g, requires_grad=True)
+    w = torch.randn(70, 300, generator=g, requires_grad=True)
+    b = torch.randn(70, generator=g, requires_grad=True) if bias else None
+    up = torch.randn(37, 70, generator=g)
+    out = linear(x, w, b)
+    ref = F.linear(x, w, b)
+    assert torch.allclose(out, ref, rtol=1e-5, atol=1e-4)
+    grads = torch.autograd.grad((out * up).sum(), [x, w] + ([b] if bias else []))
+    refs = torch.autograd.grad((ref * up).sum(), [x, w] + ([b] if bias else []))
+    for a, r in zip(grads, refs):
+        assert torch.allclose(a, r, rtol=1e-5, atol=1e-4)
+
+
+def test_fast_layers_swaps_and_restores_linear_classes():
+    model = _mlp()
+    with fast_layers(model):
+        assert all(type(m) is FastLinear for m in model if isinstance(m, nn.Linear))
+    assert all(type(m) is nn.Linear for m in model if isinstance(m, nn.Linear))
+    assert set(model.state_dict()) == {"1.weight", "1.bias", "3.weight", "3.bias"}
+
+
+def _per_sample_reference(model, x, y, clip):
+    """Σ_i g_i · min(1, C/(‖g_i‖ + 1e-6)), one autograd call per sample."""
+    total = [torch.zeros_like(p) for p in model.parameters()]
+    for i in range(len(y)):
+        model.zero_grad()
+        F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        norm = float(torch.sqrt(sum((g ** 2).sum() for g in grads)))
+        for t, g in zip(total, grads):
+            t += g * min(1.0, clip / (norm + 1e-6))
+    return total
+
+
+@pytest.mark.parametrize("batch", [45, 64, 1])
+def test_dense_dpsgd_clipped_sum_matches_per_sample_reference(batch):
+    """Ghost norms + one weighted product = explicit per-sample clipping (σ = 0), also for
+    batch sizes that get padded (45, 1) and a clip bound that binds for some samples only."""
+    model = _mlp()
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(batch, 3, 4, 4, generator=g) * 2
+    y = torch.randint(0, 10, (batch,), generator=g)
+    clip = 6.0  # about the median per-sample norm here: binds for some samples only
+    expected = 16
+    dp = DenseDPSGD(model, clip, 0.0, expected, GaussianNoise(0, CPU))
+    losses = dp.compute_grads(x, y)
+    fast = [p.grad.clone() for p in model.parameters()]
+    ref = _per_sample_reference(model, x, y, clip)
+    for f, r in zip(fast, ref):
+        assert torch.allclose(f, r / expected, rtol=1e-4, atol=1e-7)
+    assert losses.shape == (batch,)
+    assert torch.allclose(losses, F.cross_entropy(model(x), y, reduction="none"), atol=1e-6)
+
+
+def test_dense_dpsgd_norms_bind_some_samples_only():
+    """The test above only means something if clipping changes some gradients and not others."""
+    model = _mlp()
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(64, 3, 4, 4, generator=g) * 2
+    y = torch.randint(0, 10, (64,), generator=g)
+    dp = DenseDPSGD(model, 6.0, 0.0, 16, GaussianNoise(0, CPU))
+    _, inputs, grads = dp.per_sample_terms(x, y)
+    norms = dp.per_sample_norms(inputs, grads)
+    assert (norms > 6.0).sum() >= 10 and (norms < 6.0).sum() >= 10
+
+
+def test_dense_dpsgd_noise_scale_and_empty_batch():
+    """An empty Poisson batch gives pure noise N(0, σ²C²)/E|B| per coordinate."""
+    model = _mlp(d=300, width=200)
+    sigma, clip, expected = 1.5, 0.7, 10
+    dp = DenseDPSGD(model, clip, sigma, expected, GaussianNoise(3, CPU))
+    dp.compute_grads(torch.zeros(0, 3, 10, 10), torch.zeros(0, dtype=torch.long))
+    flat = torch.cat([p.grad.ravel() for p in model.parameters()])
+    want = sigma * clip / expected
+    se = want / np.sqrt(2 * flat.numel())  # standard error of a sample std
+    assert abs(float(flat.std()) - want) < 5 * se
+    assert abs(float(flat.mean())) < 5 * want / np.sqrt(flat.numel())
+
+
+def test_gaussian_noise_is_seeded_and_independent_of_threads():
+    a = GaussianNoise(7, CPU, streams=4)
+    b = GaussianNoise(7, CPU, streams=4)
+    b._pool = None  # run the same fixed chunks serially
+    x, y = a.draw(10_001), b.draw(10_001)
+    assert torch.equal(x, y)
+    assert not torch.equal(GaussianNoise(8, CPU).draw(10_001), x)
+    a.close()
+
+
+def test_poisson_batch_size_matches_rate():
+    g = torch.Generator().manual_seed(0)
+    sizes = [len(poisson_batch(2000, 0.05, g, CPU)) for _ in range(400)]
+    mean, se = np.mean(sizes), np.sqrt(2000 * 0.05 * 0.95 / 400)
+    assert abs(mean - 100) < 5 * se
+    assert len(set(sizes)) > 5  # sizes vary (Poisson sampling, not fixed batches)
+
+
+def test_supports_ghost_dense():
+    assert supports_ghost_dense(_mlp())
+    assert not supports_ghost_dense(nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten(), nn.Linear(2, 2)))
+    assert not supports_ghost_dense(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)))
+
+
+def test_engines_give_the_same_non_private_model(digits, tiny):
+    cfg = tiny(kappa=0.5, epochs=4)
+    fast = train_model(cfg, digits, CPU, engine="fast")
+    ref = train_model(cfg, digits, CPU, engine="reference")
+    assert fast.metrics["engine"] == "fast" and ref.metrics["engine"] == "reference"
+    for key in ("train_accuracy", "test_accuracy"):
+        assert fast.metrics[key] == pytest.approx(ref.metrics[key], abs=1.0 / cfg.data.part_size + 1e-9)
+    assert fast.metrics["test_loss"] == pytest.approx(ref.metrics["test_loss"], rel=1e-3)
+    for p, q in zip(fast.model.parameters(), ref.model.parameters()):
+        assert torch.allclose(p, q, atol=1e-4)
+
+
+def test_engines_account_dp_identically(digits, tiny):
+    """Both DP-SGD paths run the same mechanism: same q, steps, σ, hence the same ε, and
+    models of comparable utility (they draw different batches and noise)."""
+    cfg = tiny(dp=True, noise_multiplier=1.0, epochs=3, part_size=120)
+    fast = train_model(cfg, digits, CPU, engine="fast")
+    ref = train_model(cfg, digits, CPU, engine="reference")
+    for key in ("sample_rate", "steps", "noise_multiplier", "epsilon", "expected_batch_size"):
+        assert fast.metrics[key] == pytest.approx(ref.metrics[key], rel=1e-12), key
+    again = train_model(cfg, digits, CPU, engine="fast")
+    for p, q in zip(fast.model.parameters(), again.model.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_fast_dp_engine_learns(digits, tiny):
+    cfg = tiny(dp=True, noise_multiplier=0.5, epochs=15, part_size=300, width=64, batch_size=50)
+    result = train_model(cfg, digits, CPU, engine="fast")
+    assert result.metrics["test_accuracy"] > 0.5  # 10 classes: chance is 0.1
+    assert result.loss_history[-1] < result.loss_history[0]
+
+
+def test_resolve_engine(monkeypatch):
+    assert resolve_engine() == "fast"
+    monkeypatch.setenv("PRIVAUDIT_ENGINE", "reference")
+    assert resolve_engine() == "reference"
+    with pytest.raises(ConfigError):
+        resolve_engine("turbo")
+
+
+@pytest.mark.parametrize("kappa", [0.0, 0.7])
+def test_stacked_pool_equals_one_by_one(digits, tiny, kappa):
+    base = tiny(kappa=kappa, epochs=5, width=48)
+    cfgs = [base.as_reference(4, i).validated() for i in range(4)]
+    assert can_stack(cfgs[0], digits.input_shape)
+    stacked = train_stacked(cfgs, digits, CPU)
+    single = [train_model(c, digits, CPU) for c in cfgs]
+    for s, o in zip(stacked, single):
+        for key in ("train_accuracy", "test_accuracy", "n_train", "n_test"):
+            assert s.metrics[key] == pytest.approx(o.metrics[key], abs=1.5 / base.data.part_size), key
+        assert s.metrics["test_loss"] == pytest.approx(o.metrics["test_loss"], rel=1e-3)
+        assert np.allclose(s.loss_history, o.loss_history, rtol=1e-4)
+        for p, q in zip(s.model.parameters(), o.model.parameters()):
+            assert torch.allclose(p, q, atol=1e-4)
+        assert np.array_equal(s.normaliser.mean, o.normaliser.mean)
+
+
+def test_train_many_falls_back_when_not_stackable(digits, tiny):
+    base = tiny(dp=True, noise_multiplier=1.0, epochs=1)
+    cfgs = [base.as_reference(4, i).validated() for i in range(2)]
+    assert not can_stack(cfgs[0], digits.input_shape)
+    results = train_many(cfgs, digits, CPU)
+    assert all("epsilon" in r.metrics and "stacked_models" not in r.metrics for r in results)
+
+
+def test_stacking_rejects_mixed_recipes(digits, tiny):
+    with pytest.raises(ValueError):
+        train_stacked([tiny().as_reference(4, 0), tiny(width=16).as_reference(4, 1)], digits, CPU)
