@@ -5,10 +5,9 @@ privaudit's pool trainer (:func:`privaudit.training.stacked.train_many`, what ``
 one after another with ``train_model``. Recipes:
 
 - ``digits mlp``: the embedded default's MLP (64 inputs, width 512), its own recipe;
-- ``cifar mlp-128``: a small CIFAR-10 MLP (width 128);
-- ``cifar mlp-512``: the paper's CIFAR-10 MLP (width 512), where one model's products
-  already run near peak through oneDNN: privaudit trains these one by one, and the forced
-  stacked run (``stacked_forced``) shows why.
+- ``cifar mlp-128`` and ``cifar mlp-512``: a small CIFAR-10 MLP and the paper's, where one
+  model's products already run near peak through oneDNN: privaudit trains these one by
+  one, and the forced stacked run (``stacked_forced``) shows why.
 
 Both sides also report that the stacked models equal the one-by-one models (the largest
 weight difference and the test-accuracy difference) and their peak memory.

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import bench_audit, bench_dpsgd, bench_pool, bench_scoring, bench_training
+from benchmarks import bench_audit, bench_dpsgd, bench_pool, bench_precision, bench_scoring, bench_training
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from privaudit.atomic import write_json, write_text
 
-BENCHMARKS = ("training", "dpsgd", "pool", "audit", "scoring")
+BENCHMARKS = ("training", "dpsgd", "pool", "audit", "scoring", "precision")
 
 
 def targets(rows: list[dict]) -> list[dict]:
@@ -106,6 +106,15 @@ def table(result: dict) -> str:
             lines += [f"Audit end to end (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "
                       f"κ 0.5, σ 1, pool {r['pool_size']}, all attacks, {r['models_trained']} models): "
                       f"{r['wall_seconds']:.1f} s — {shares}.", ""]
+    prec = [r for r in rows if r["benchmark"] == "precision"]
+    if prec:
+        lines += ["| mixed precision | fp32 samples/s | bf16 samples/s | bf16 speedup | fp32 test acc. | "
+                  "bf16 test acc. |", "|---|---|---|---|---|---|"]
+        for r in prec:
+            lines.append(f"| {r['model']} ({r['epochs']} epochs) | {_f(r['fp32_samples_per_s'], 0)} | "
+                         f"{_f(r['bf16_samples_per_s'], 0)} | {_f(r['bf16_speedup'])}× | "
+                         f"{r['fp32_test_accuracy']:.3f} | {r['bf16_test_accuracy']:.3f} |")
+        lines.append("")
     t = result["targets"]
     if t:
         lines += ["| target | measured | goal | met |", "|---|---|---|---|"]
@@ -148,6 +157,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows += bench_audit.run(root, source, device.type, args.quick)
             elif name == "scoring":
                 rows += bench_scoring.run(args.quick)
+            elif name == "precision":
+                rows += bench_precision.run(data, source, device, args.quick)
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
               "device": str(device), "data": source, "quick": args.quick, "peak": peak, "rows": rows}
     result["targets"] = targets(rows) if device.type == "cpu" else []

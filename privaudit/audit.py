@@ -31,7 +31,8 @@ def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float]
                target_epsilons: Sequence[float] = ()) -> list[RunConfig]:
     """Target configs of an audit: baseline, then MG noise per κ, then DP-SGD per σ / ε.
 
-    ``base`` carries the model, data and training recipe; its defence is replaced. κ = 0 in
+    ``base`` carries the model, data and training recipe; its defence is replaced (and
+    DP-SGD targets train in fp32 whatever ``base``'s precision). κ = 0 in
     the grid is the baseline and is not repeated. Duplicates are removed, order is kept.
     """
     if sigmas and target_epsilons:
@@ -39,9 +40,10 @@ def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float]
     plain = replace(base.defence, kappa=0.0, dp=False, noise_multiplier=None, target_epsilon=None)
     plan = [replace(base, role="target", defence=plain)]
     plan += [replace(base, role="target", defence=replace(plain, kappa=float(k))) for k in kappas]
-    plan += [replace(base, role="target", defence=replace(plain, dp=True, noise_multiplier=float(s)))
+    dp_base = replace(base, train=replace(base.train, precision="fp32"))  # DP-SGD clips in fp32
+    plan += [replace(dp_base, role="target", defence=replace(plain, dp=True, noise_multiplier=float(s)))
              for s in sigmas]
-    plan += [replace(base, role="target", defence=replace(plain, dp=True, target_epsilon=float(e)))
+    plan += [replace(dp_base, role="target", defence=replace(plain, dp=True, target_epsilon=float(e)))
              for e in target_epsilons]
     unique: dict[str, RunConfig] = {}
     for cfg in plan:

@@ -25,6 +25,7 @@ from privaudit.errors import ConfigError
 MODELS = ("mlp", "cnn", "cnn-improved")
 DATASETS = ("cifar10", "digits")
 ROLES = ("target", "shadow", "reference", "canary")
+PRECISIONS = ("fp32", "bf16")
 CONFIG_SCHEMA = 1
 
 # Dataset-specific defaults used when a setting is not given.
@@ -108,12 +109,19 @@ class DefenceConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The optimisation recipe (Adam, full passes over the member part)."""
+    """The optimisation recipe (Adam, full passes over the member part).
+
+    ``precision``: ``fp32``, or ``bf16`` for bfloat16 autocast of the training forward and
+    backward passes (weights, optimizer and evaluation stay float32). Non-private models
+    only: DP-SGD clips per-sample gradients, and norms computed in bfloat16 would not bound
+    the sensitivity that the accountant assumes.
+    """
 
     epochs: int = 60
     batch_size: int = 64
     lr: float = 1e-3
     weight_decay: float = 1e-7
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         _floats(self, "lr", "weight_decay")
@@ -132,12 +140,14 @@ class RunConfig:
 
     # -- identity -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every setting. Fields added after schema 1 (the pool fields) are left
-        out at their default, so configs that do not use them keep their hash and name."""
+        """Plain dict of every setting. Fields added after schema 1 (the pool fields, the
+        training precision) are left out at their default, so configs that do not use them
+        keep their hash and name."""
         raw = {"schema": CONFIG_SCHEMA, **asdict(self)}
-        for key, default in (("pool_size", 0), ("pool_index", 0)):
-            if raw["data"][key] == default:
-                del raw["data"][key]
+        for section, key, default in (("data", "pool_size", 0), ("data", "pool_index", 0),
+                                      ("train", "precision", "fp32")):
+            if raw[section][key] == default:
+                del raw[section][key]
         return raw
 
     @classmethod
@@ -227,6 +237,11 @@ class RunConfig:
         _require(_finite_number(t.lr) and t.lr > 0, f"--lr must be > 0 (got {t.lr})")
         _require(_finite_number(t.weight_decay) and t.weight_decay >= 0,
                  f"--weight-decay must be >= 0 (got {t.weight_decay})")
+        if t.precision not in PRECISIONS:
+            raise ConfigError(f"unknown precision {t.precision!r}; expected one of {', '.join(PRECISIONS)}")
+        if t.precision != "fp32" and f.dp:
+            raise ConfigError("--precision bf16 is for non-private training: DP-SGD clips per-sample "
+                              "gradients in fp32")
         _require(isinstance(self.seed, int) and 0 <= self.seed < 2**63, "--seed must be a non-negative integer")
         return self
 
@@ -266,6 +281,7 @@ def make_config(
     batch_size: int | None = None,
     lr: float = 1e-3,
     weight_decay: float | None = None,
+    precision: str = "fp32",
     seed: int = 0,
 ) -> RunConfig:
     """Build a validated :class:`RunConfig`, filling dataset-specific defaults for ``None``."""
@@ -285,7 +301,8 @@ def make_config(
         train=TrainConfig(epochs=defaults["epochs"] if epochs is None else epochs,
                           batch_size=defaults["batch_size"] if batch_size is None else batch_size,
                           lr=float(lr),
-                          weight_decay=default_weight_decay(model) if weight_decay is None else float(weight_decay)),
+                          weight_decay=default_weight_decay(model) if weight_decay is None else float(weight_decay),
+                          precision=precision),
         seed=seed,
     )
     return cfg.validated()

@@ -207,3 +207,29 @@ def test_train_many_falls_back_when_not_stackable(digits, tiny):
 def test_stacking_rejects_mixed_recipes(digits, tiny):
     with pytest.raises(ValueError):
         train_stacked([tiny().as_reference(4, 0), tiny(width=16).as_reference(4, 1)], digits, CPU)
+
+
+def test_bf16_precision_config_rules(tiny):
+    from privaudit.audit import audit_plan
+
+    fp32, bf16 = tiny(), tiny(precision="bf16")
+    assert "precision" not in fp32.to_dict()["train"]  # fp32 configs keep their old hash
+    assert fp32.config_hash != bf16.config_hash
+    with pytest.raises(ConfigError):
+        tiny(precision="bf16", dp=True, noise_multiplier=1.0)
+    with pytest.raises(ConfigError):
+        tiny(precision="fp16")
+    plan = audit_plan(bf16, [0.5], [1.0])
+    assert [c.train.precision for c in plan] == ["bf16", "bf16", "fp32"]
+    assert bf16.as_shadow().train.precision == "bf16"
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_bf16_training_keeps_accuracy(digits, tiny, model):
+    """Mixed precision is checked, not assumed: same recipe and seed, accuracy within 5 points."""
+    kw = dict(model=model, part_size=300, epochs=8, width=64, batch_size=32)
+    fp32 = train_model(tiny(**kw), digits, CPU)
+    bf16 = train_model(tiny(precision="bf16", **kw), digits, CPU)
+    assert fp32.metrics["test_accuracy"] > 0.7
+    assert abs(bf16.metrics["test_accuracy"] - fp32.metrics["test_accuracy"]) <= 0.05
+    assert all(p.dtype == torch.float32 for p in bf16.model.parameters())  # master weights stay fp32

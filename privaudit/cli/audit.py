@@ -13,7 +13,7 @@ from privaudit.attacks.run import DEFAULT_POOL_SIZE
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt, WorkdirOpt, emit_json, err,
                                   handle_errors, info_console, parse_attacks, parse_grid, training_progress)
 from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt, ModelOpt,
-                                   PartSizeOpt, SeedOpt, WeightDecayOpt, WidthOpt)
+                                   PartSizeOpt, PrecisionOpt, SeedOpt, WeightDecayOpt, WidthOpt)
 from privaudit.cli.summary import attack_summary_table
 from privaudit.config import make_config
 from privaudit.runs import DataCache
@@ -43,6 +43,7 @@ def audit_cmd(
     batch_size: BatchSizeOpt = None,
     lr: LrOpt = 1e-3,
     weight_decay: WeightDecayOpt = None,
+    precision: PrecisionOpt = "fp32",
     width: WidthOpt = 512,
     part_size: PartSizeOpt = None,
     seed: SeedOpt = 0,
@@ -58,7 +59,7 @@ def audit_cmd(
     s_grid = [] if eps_grid else parse_grid(sigmas, "--sigmas")
     base = make_config(model=model, dataset=dataset, width=width, part_size=part_size,
                        max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
-                       lr=lr, weight_decay=weight_decay, seed=seed)
+                       lr=lr, weight_decay=weight_decay, precision=precision, seed=seed)
     plan = audit_plan(base, k_grid, s_grid, eps_grid)
     attack_plan = parse_attacks(attacks, pool_size)
     dev = resolve_device(device)

@@ -16,4 +16,5 @@ EpochsOpt = Annotated[Optional[int], typer.Option("--epochs", help="Training epo
 BatchSizeOpt = Annotated[Optional[int], typer.Option("--batch-size", help="Batch size (expected Poisson batch size under DP-SGD); default 100 for cifar10, 64 for digits.")]
 LrOpt = Annotated[float, typer.Option("--lr", help="Adam learning rate.")]
 WeightDecayOpt = Annotated[Optional[float], typer.Option("--weight-decay", help="Adam weight decay; default 1e-7, or 1e-5 for cnn-improved.")]
+PrecisionOpt = Annotated[str, typer.Option("--precision", help="fp32, or bf16 for bfloat16 mixed-precision training of non-private models (DP-SGD always trains in fp32).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Root seed of the data split, initialisation, shuffling, masks and DP noise.")]

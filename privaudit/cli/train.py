@@ -11,7 +11,7 @@ from rich.table import Table
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, fmt,
                                   handle_errors, info_console, training_progress)
 from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt, ModelOpt,
-                                   PartSizeOpt, SeedOpt, WeightDecayOpt, WidthOpt)
+                                   PartSizeOpt, PrecisionOpt, SeedOpt, WeightDecayOpt, WidthOpt)
 from privaudit.config import make_config
 from privaudit.runs import DataCache, ensure_model
 from privaudit.training import resolve_device
@@ -34,6 +34,7 @@ def train_cmd(
     batch_size: BatchSizeOpt = None,
     lr: LrOpt = 1e-3,
     weight_decay: WeightDecayOpt = None,
+    precision: PrecisionOpt = "fp32",
     width: WidthOpt = 512,
     part_size: PartSizeOpt = None,
     seed: SeedOpt = 0,
@@ -45,7 +46,7 @@ def train_cmd(
     cfg = make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa, dp=dp,
                       noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
                       max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
-                      lr=lr, weight_decay=weight_decay, seed=seed)
+                      lr=lr, weight_decay=weight_decay, precision=precision, seed=seed)
     dev = resolve_device(device)
     ws = Workspace(workdir).ensure_writable()
     data = DataCache(data_dir, download)

@@ -18,8 +18,9 @@ Memory: the pool's samples are held once, raw (float32); every batch is gathered
 and normalised with that model's own statistics on the fly, so K models need K small
 normalisers, not K copies of the data.
 
-Only non-private ``mlp`` recipes are stacked (:func:`can_stack`); DP-SGD draws a different
-Poisson batch size for every model and step, and convolutional models train one by one.
+Only non-private ``mlp`` recipes on small inputs are stacked (:func:`can_stack`, where it
+measures faster); DP-SGD draws a different Poisson batch size for every model and step, and
+convolutional models train one by one.
 """
 
 from __future__ import annotations
@@ -39,9 +40,12 @@ from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
 from privaudit.training.trainer import EpochCallback, TrainResult, _accuracy_and_loss, resolve_engine, train_model
 
-# Stack when a model's dense work per sample (input size × width) is at most this: beyond
-# it one model's matrix products already run near the machine's peak through oneDNN and
-# stacking (batched MKL products) measures slower (benchmarks/bench_pool.py).
+# Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): measured on a 2-core
+# CPU with pools of 16 (benchmarks/bench_pool.py), stacking trains digits MLPs ~3x faster,
+# while for CIFAR-10 MLPs of width 8 to 512 it is 0.4-1.04x of one model after another, whose
+# dense products already run through oneDNN near the machine's peak (batched products go to
+# MKL, ~2x slower on these CPUs).
+STACK_MAX_INPUT = 1024
 STACK_MAX_MACS = 1 << 19
 STACK_GROUP = 16  # models per stacked run (memory: K batches and K Adam states at once)
 
@@ -49,7 +53,8 @@ STACK_GROUP = 16  # models per stacked run (memory: K batches and K Adam states 
 def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
     """Whether models of ``cfg``'s recipe train faster stacked (module docstring)."""
     d = int(np.prod(input_shape))
-    return (cfg.model.name == "mlp" and not cfg.defence.dp and d * cfg.model.width <= STACK_MAX_MACS)
+    return (cfg.model.name == "mlp" and not cfg.defence.dp and cfg.train.precision == "fp32" and d <= STACK_MAX_INPUT
+            and d * cfg.model.width <= STACK_MAX_MACS)
 
 
 def train_many(cfgs: Sequence[RunConfig], data: ImageData, device: torch.device | str = "cpu",

@@ -165,10 +165,10 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
             history, dp_metrics = _train_dense_dpsgd(cfg, model, optimizer, rd, g, noise_seed, on_epoch)
         elif cfg.defence.dp:
             history, dp_metrics = _train_dpsgd(cfg, model, optimizer, rd, g, on_epoch)
-        elif engine == "fast":
+        elif engine == "fast" and cfg.train.precision == "fp32":
             with fast_layers(model):
                 history, dp_metrics = _train_plain(cfg, model, optimizer, rd, g, on_epoch), {}
-        else:
+        else:  # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
             history, dp_metrics = _train_plain(cfg, model, optimizer, rd, g, on_epoch), {}
     model.eval()
     train_acc, train_loss = _accuracy_and_loss(model, rd.x_in, rd.y_in)
@@ -193,6 +193,8 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
     n, bs, kappa = len(rd.y_in), cfg.train.batch_size, cfg.defence.kappa
     loss_fn = nn.CrossEntropyLoss()
     history = []
+    device_type = rd.x_in.device.type
+    bf16 = cfg.train.precision == "bf16"
     for epoch in range(cfg.train.epochs):
         model.train()
         perm = torch.randperm(n, generator=g, device=rd.x_in.device)
@@ -200,7 +202,8 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
         for start in range(0, n, bs):
             idx = perm[start:start + bs]
             xb = apply_mg_noise(rd.x_in[idx], kappa, g)
-            loss = loss_fn(model(xb), rd.y_in[idx])
+            with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
+                loss = loss_fn(model(xb), rd.y_in[idx])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
