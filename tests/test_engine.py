@@ -233,3 +233,20 @@ def test_bf16_training_keeps_accuracy(digits, tiny, model):
     assert fp32.metrics["test_accuracy"] > 0.7
     assert abs(bf16.metrics["test_accuracy"] - fp32.metrics["test_accuracy"]) <= 0.05
     assert all(p.dtype == torch.float32 for p in bf16.model.parameters())  # master weights stay fp32
+
+
+def test_dense_dpsgd_ignores_caller_padding_rows():
+    """Rows from ``size`` on change nothing, whatever they hold."""
+    model = _mlp()
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(45, 3, 4, 4, generator=g)
+    y = torch.randint(0, 10, (45,), generator=g)
+    dp = DenseDPSGD(model, 2.0, 0.0, 16, GaussianNoise(0, CPU))
+    assert dp.padded_size(45) == 48 and dp.padded_size(48) == 48
+    dp.compute_grads(x, y)
+    plain = [p.grad.clone() for p in model.parameters()]
+    junk = torch.randn(3, 3, 4, 4, generator=g) * 100
+    losses = dp.compute_grads(torch.cat([x, junk]), torch.cat([y, torch.tensor([1, 2, 3])]), 45)
+    assert losses.shape == (45,)
+    for a, b in zip(plain, model.parameters()):
+        assert torch.allclose(a, b.grad, atol=1e-7)

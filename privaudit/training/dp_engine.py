@@ -36,7 +36,7 @@ from torch.nn import functional as F
 
 from privaudit.training.fast_linear import linear, onednn_enabled, onednn_matmul_nt
 
-PAD_TO = 32
+PAD_TO = 8
 PER_SAMPLE_MODULES = (nn.Flatten, nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.Identity)
 
 
@@ -67,17 +67,21 @@ class GaussianNoise:
             g.manual_seed((seed + 0x9E3779B97F4A7C15 * (i + 1)) % (1 << 63))
         workers = min(self.streams, max(torch.get_num_threads(), 1))
         self._pool = ThreadPoolExecutor(workers) if self.streams > 1 and workers > 1 else None
+        self._buffer: torch.Tensor | None = None
 
-    def draw(self, numel: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        """A flat tensor of ``numel`` i.i.d. N(0, 1) draws."""
-        out = torch.empty(numel, device=self.device, dtype=dtype)
+    def draw(self, numel: int, std: float = 1.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """A flat tensor of ``numel`` i.i.d. N(0, std²) draws. The buffer is reused by the
+        next call (allocating megabytes every step costs page faults on CPUs)."""
+        if self._buffer is None or self._buffer.numel() != numel or self._buffer.dtype != dtype:
+            self._buffer = torch.empty(numel, device=self.device, dtype=dtype)
+        out = self._buffer
         bounds = [numel * i // self.streams for i in range(self.streams + 1)]
         chunks = [(out[a:b], g) for a, b, g in zip(bounds, bounds[1:], self.generators)]
         if self._pool is None:
             for chunk, g in chunks:
-                chunk.normal_(generator=g)
+                chunk.normal_(0.0, std, generator=g)
         else:
-            list(self._pool.map(lambda c: c[0].normal_(generator=c[1]), chunks))
+            list(self._pool.map(lambda c: c[0].normal_(0.0, std, generator=c[1]), chunks))
         return out
 
     def close(self) -> None:
@@ -140,30 +144,39 @@ class DenseDPSGD:
                 sq += b_sq
         return sq.sqrt()
 
-    def compute_grads(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Set every parameter's ``.grad`` to the DP-SGD gradient of the batch (x, y);
-        returns the per-sample losses. An empty batch yields noise only."""
-        std = self.noise_multiplier * self.max_grad_norm
-        size = len(y)
+    @staticmethod
+    def padded_size(size: int) -> int:
+        """Rows the batch is padded to: the next multiple of :data:`PAD_TO`. Poisson batch
+        sizes change every step and oneDNN builds a kernel for every new shape; padding
+        rows get clip factor 0, so they change nothing."""
+        return -(-size // PAD_TO) * PAD_TO
+
+    def compute_grads(self, x: torch.Tensor, y: torch.Tensor, size: int | None = None) -> torch.Tensor:
+        """Set every parameter's ``.grad`` to the DP-SGD gradient of the batch (x, y) and
+        return the per-sample losses. Rows from ``size`` on (default: none) are padding
+        (see :meth:`padded_size`; batches that are not padded are padded here). An empty
+        batch yields noise only."""
+        size = len(y) if size is None else size
+        if size and len(y) == size and self.padded_size(size) > size:
+            extra = self.padded_size(size) - size
+            x = torch.cat([x, x.new_zeros((extra, *x.shape[1:]))])
+            y = torch.cat([y, y.new_zeros(extra)])
+        scale = 1.0 / self.expected_batch_size  # folded into the clip factors and the noise
         if size:
-            # Pad the batch to a multiple of PAD_TO rows that get clip factor 0: Poisson batch
-            # sizes vary every step, and oneDNN builds a kernel for every new shape.
-            padded = -(-size // PAD_TO) * PAD_TO
-            if padded > size:
-                x = torch.cat([x, x.new_zeros((padded - size, *x.shape[1:]))])
-                y = torch.cat([y, y.new_zeros(padded - size)])
             losses, inputs, grads = self.per_sample_terms(x, y)
-            clip = (self.max_grad_norm / (self.per_sample_norms(inputs, grads) + 1e-6)).clamp(max=1.0)
-            clip[size:] = 0.0
+            norms = self.per_sample_norms(inputs, grads)
+            factor = (self.max_grad_norm / (norms + 1e-6)).clamp_(max=1.0).mul_(scale)
+            factor[size:] = 0.0
             losses = losses[:size]
         else:
             losses = torch.zeros(0, device=x.device)
         params = [p for m in self.layers for p in (m.weight, m.bias) if p is not None]
-        noise = self.noise.draw(sum(p.numel() for p in params)).mul_(std) if std > 0 else None
+        std = self.noise_multiplier * self.max_grad_norm * scale
+        noise = self.noise.draw(sum(p.numel() for p in params), std=std) if std > 0 else None
         offset = 0
         for i, m in enumerate(self.layers):
             if size:
-                cb = grads[i] * clip[:, None]
+                cb = grads[i] * factor[:, None]
                 gw = _matmul_tn(cb, inputs[i])
                 gb = cb.sum(0) if m.bias is not None else None
             else:
@@ -175,7 +188,7 @@ class DenseDPSGD:
                 if noise is not None:
                     g += noise[offset:offset + p.numel()].view_as(p)
                     offset += p.numel()
-                p.grad = g.div_(self.expected_batch_size)
+                p.grad = g
         return losses
 
 

@@ -258,8 +258,11 @@ def _train_dense_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.
             total, count = torch.zeros((), device=rd.x_in.device), 0
             for _ in range(per_epoch):
                 idx = poisson_batch(n, sample_rate, g, rd.x_in.device)
+                size = len(idx)
+                if size:  # pad by repeating row 0 (padding rows get clip factor 0)
+                    idx = torch.cat([idx, idx.new_zeros(dp.padded_size(size) - size)])
                 xb = apply_mg_noise(rd.x_in[idx], cfg.defence.kappa, g)
-                losses = dp.compute_grads(xb, rd.y_in[idx])
+                losses = dp.compute_grads(xb, rd.y_in[idx], size)
                 optimizer.step()
                 total += losses.sum()
                 count += len(losses)
