@@ -115,14 +115,27 @@ def test_dense_dpsgd_noise_scale_and_empty_batch():
     assert abs(float(flat.mean())) < 5 * want / np.sqrt(flat.numel())
 
 
-def test_gaussian_noise_is_seeded_and_independent_of_threads():
-    a = GaussianNoise(7, CPU, streams=4)
-    b = GaussianNoise(7, CPU, streams=4)
-    b._pool = None  # run the same fixed chunks serially
-    x, y = a.draw(10_001), b.draw(10_001)
-    assert torch.equal(x, y)
-    assert not torch.equal(GaussianNoise(8, CPU).draw(10_001), x)
-    a.close()
+def test_gaussian_noise_is_the_generators_sequence():
+    """Drawn a step ahead in a thread, the blocks are still exactly the seeded generator's
+    sequence, block after block."""
+    noise = GaussianNoise(7, CPU)
+    blocks = [noise.draw(10_001).clone() for _ in range(3)]
+    noise.close()
+    g = torch.Generator().manual_seed(7)
+    for block in blocks:
+        assert torch.equal(block, torch.empty(10_001).normal_(0.0, 1.0, generator=g))
+    other = GaussianNoise(8, CPU)
+    assert not torch.equal(other.draw(10_001), blocks[0])
+    other.close()
+
+
+def test_dp_compute_threads_restores_thread_count():
+    from privaudit.training.dp_engine import dp_compute_threads
+
+    before = torch.get_num_threads()
+    with dp_compute_threads(CPU):
+        assert torch.get_num_threads() == max(1, before - 1) if before > 1 else 1
+    assert torch.get_num_threads() == before
 
 
 def test_poisson_batch_size_matches_rate():

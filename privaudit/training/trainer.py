@@ -44,7 +44,8 @@ from privaudit.data.splits import member_indices
 from privaudit.errors import ConfigError
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
-from privaudit.training.dp_engine import DenseDPSGD, GaussianNoise, poisson_batch, supports_ghost_dense
+from privaudit.training.dp_engine import (DenseDPSGD, GaussianNoise, dp_compute_threads, poisson_batch,
+                                          supports_ghost_dense)
 from privaudit.training.dpsgd import calibrate_noise_multiplier, epsilon_from_history
 from privaudit.training.fast_linear import fast_layers
 from privaudit.training.mg_noise import apply_mg_noise
@@ -253,22 +254,23 @@ def _train_dense_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.
     dp = DenseDPSGD(model, cfg.defence.max_grad_norm, sigma, int(n * sample_rate), noise)
     history = []
     try:
-        for epoch in range(cfg.train.epochs):
-            model.train()
-            total, count = torch.zeros((), device=rd.x_in.device), 0
-            for _ in range(per_epoch):
-                idx = poisson_batch(n, sample_rate, g, rd.x_in.device)
-                size = len(idx)
-                if size:  # pad by repeating row 0 (padding rows get clip factor 0)
-                    idx = torch.cat([idx, idx.new_zeros(dp.padded_size(size) - size)])
-                xb = apply_mg_noise(rd.x_in[idx], cfg.defence.kappa, g)
-                losses = dp.compute_grads(xb, rd.y_in[idx], size)
-                optimizer.step()
-                total += losses.sum()
-                count += len(losses)
-            history.append(float(total) / max(count, 1))
-            if on_epoch:
-                on_epoch(epoch + 1, cfg.train.epochs, history[-1])
+        with dp_compute_threads(rd.x_in.device):
+            for epoch in range(cfg.train.epochs):
+                model.train()
+                total, count = torch.zeros((), device=rd.x_in.device), 0
+                for _ in range(per_epoch):
+                    idx = poisson_batch(n, sample_rate, g, rd.x_in.device)
+                    size = len(idx)
+                    if size:  # pad by repeating row 0 (padding rows get clip factor 0)
+                        idx = torch.cat([idx, idx.new_zeros(dp.padded_size(size) - size)])
+                    xb = apply_mg_noise(rd.x_in[idx], cfg.defence.kappa, g)
+                    losses = dp.compute_grads(xb, rd.y_in[idx], size)
+                    optimizer.step()
+                    total += losses.sum()
+                    count += len(losses)
+                history.append(float(total) / max(count, 1))
+                if on_epoch:
+                    on_epoch(epoch + 1, cfg.train.epochs, history[-1])
     finally:
         noise.close()
     model.eval()
