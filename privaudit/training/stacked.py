@@ -38,7 +38,7 @@ from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
-from privaudit.training.trainer import EpochCallback, TrainResult, _accuracy_and_loss, resolve_engine, train_model
+from privaudit.training.trainer import EpochCallback, TrainResult, evaluate, resolve_engine, role_data, train_model
 
 # Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): measured on a 2-core
 # CPU with pools of 16 (benchmarks/bench_pool.py), stacking trains digits MLPs ~3x faster,
@@ -102,12 +102,11 @@ def train_stacked(cfgs: Sequence[RunConfig], data: ImageData, device: torch.devi
     split = split_parts(len(data.y), cfg0.data.part_size, cfg0.data.seed)
     pool_idx = split.pool
     position = {int(i): p for p, i in enumerate(pool_idx)}
-    members, outs, norms = [], [], []
+    members, norms = [], []
     for c in cfgs:
-        idx_in, idx_out = member_indices(c.role, split, pool_size=c.data.pool_size,
-                                         pool_index=c.data.pool_index, seed=c.data.seed)
+        idx_in, _ = member_indices(c.role, split, pool_size=c.data.pool_size,
+                                   pool_index=c.data.pool_index, seed=c.data.seed)
         members.append(torch.tensor([position[int(i)] for i in idx_in], device=device))
-        outs.append(idx_out)
         norms.append(Normaliser.fit(data.x[idx_in]))
     n = len(members[0])
     if any(len(m) != n for m in members):
@@ -160,23 +159,9 @@ def train_stacked(cfgs: Sequence[RunConfig], data: ImageData, device: torch.devi
     results = []
     for k, (c, model) in enumerate(zip(cfgs, models)):
         with torch.no_grad():
-            model[1].weight.copy_(w1[k]), model[1].bias.copy_(b1[k])
-            model[3].weight.copy_(w2[k]), model[3].bias.copy_(b2[k])
-        model.eval()
-        idx_in = pool_idx[member_pos[k].cpu().numpy()]
-        metrics = _evaluate(model.to(device), norms[k], data, idx_in, outs[k], device)
+            for target, stacked in zip((model[1].weight, model[1].bias, model[3].weight, model[3].bias), params):
+                target.copy_(stacked[k])
+        metrics = evaluate(model.to(device), role_data(c, data, device, normaliser=norms[k]))
         metrics.update(train_seconds=seconds, engine="fast", stacked_models=k_models)
         results.append(TrainResult(model.cpu(), norms[k], metrics, histories[k]))
     return results
-
-
-def _evaluate(model: nn.Module, norm: Normaliser, data: ImageData, idx_in: np.ndarray,
-              idx_out: np.ndarray, device: torch.device) -> dict:
-    def tensors(idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.from_numpy(norm(data.x[idx])).to(device), torch.from_numpy(data.y[idx]).to(device)
-
-    train_acc, train_loss = _accuracy_and_loss(model, *tensors(idx_in))
-    test_acc, test_loss = _accuracy_and_loss(model, *tensors(idx_out))
-    return {"train_accuracy": train_acc, "test_accuracy": test_acc, "train_loss": train_loss,
-            "test_loss": test_loss, "generalisation_gap": train_acc - test_acc,
-            "n_train": int(len(idx_in)), "n_test": int(len(idx_out))}

@@ -171,22 +171,18 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
                 history, dp_metrics = _train_plain(cfg, model, optimizer, rd, g, on_epoch), {}
         else:  # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
             history, dp_metrics = _train_plain(cfg, model, optimizer, rd, g, on_epoch), {}
+    metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "engine": engine, **dp_metrics}
+    return TrainResult(model.cpu(), rd.normaliser, metrics, history)
+
+
+def evaluate(model: nn.Module, rd: RoleData) -> dict:
+    """Accuracy and mean loss on the members (train) and non-members (test), clean inputs."""
     model.eval()
     train_acc, train_loss = _accuracy_and_loss(model, rd.x_in, rd.y_in)
     test_acc, test_loss = _accuracy_and_loss(model, rd.x_out, rd.y_out)
-    metrics = {
-        "train_accuracy": train_acc,
-        "test_accuracy": test_acc,
-        "train_loss": train_loss,
-        "test_loss": test_loss,
-        "generalisation_gap": train_acc - test_acc,
-        "n_train": int(len(rd.y_in)),
-        "n_test": int(len(rd.y_out)),
-        "train_seconds": time.perf_counter() - t0,
-        "engine": engine,
-        **dp_metrics,
-    }
-    return TrainResult(model.cpu(), rd.normaliser, metrics, history)
+    return {"train_accuracy": train_acc, "test_accuracy": test_acc, "train_loss": train_loss,
+            "test_loss": test_loss, "generalisation_gap": train_acc - test_acc,
+            "n_train": int(len(rd.y_in)), "n_test": int(len(rd.y_out))}
 
 
 def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
