@@ -65,11 +65,13 @@ def table(result: dict) -> str:
     tr = [r for r in rows if r["benchmark"] == "training"]
     if tr:
         lines += ["| training (batch 128) | privaudit samples/s | DataLoader loop samples/s | speedup | "
-                  "privaudit % of peak | loop % of peak | privaudit peak RSS MB |", "|---|---|---|---|---|---|---|"]
+                  "privaudit GFLOP/s | % of peak (peak GFLOP/s) | loop % of peak | privaudit peak RSS MB |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in tr:
             lines.append(f"| {r['model']} | {_f(r['privaudit_samples_per_s'], 0)} | "
                          f"{_f(r['dataloader_loop_samples_per_s'], 0)} | {_f(r['speedup'])}× | "
-                         f"{100 * r['privaudit_fraction_of_peak']:.0f} % | {100 * r['loop_fraction_of_peak']:.0f} % | "
+                         f"{_f(r['privaudit_gflops'], 0)} | {100 * r['privaudit_fraction_of_peak']:.0f} % "
+                         f"({_f(r['peak_gflops'], 0)}) | {100 * r['loop_fraction_of_peak']:.0f} % | "
                          f"{_f(r['privaudit_memory']['peak_rss_mb'], 0)} |")
         lines.append("")
     dp = [r for r in rows if r["benchmark"] == "dpsgd"]

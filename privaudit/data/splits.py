@@ -130,4 +130,7 @@ class Normaliser:
         return cls(x.mean(axis=0).astype(np.float32), np.maximum(x.std(axis=0), 1.0).astype(np.float32))
 
     def __call__(self, x_raw: np.ndarray) -> np.ndarray:
-        return ((x_raw.astype(np.float32) - self.mean) / self.std).astype(np.float32)
+        x = x_raw.astype(np.float32)  # one float32 copy, normalised in place
+        x -= self.mean
+        x /= self.std
+        return x
