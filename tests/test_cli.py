@@ -30,7 +30,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 def test_help_explains_every_option():
     result = invoke("--help")
     assert result.exit_code == 0
-    for command in ("train", "attack", "report", "audit"):
+    for command in ("train", "attack", "report", "audit", "epsilon"):
         assert command in result.output
     import typer.main
 

@@ -1,0 +1,146 @@
+"""Hidden-state accounting of NoisyCGD (papers.md B.3) and the ``privaudit epsilon`` command."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.stats import norm
+from typer.testing import CliRunner
+
+from privaudit.cli import app
+from privaudit.errors import ConfigError
+from privaudit.hidden_state import (contraction, gdp_delta, gdp_epsilon, gdp_mu_for_epsilon, noisycgd_epsilon,
+                                    noisycgd_mu, noisycgd_noise_for_epsilon)
+
+PAPER = dict(dataset_size=60_000, batch_size=1_000, epochs=400, delta=1e-5)
+
+
+def _paper(sigma: float, eta_lambda: float = 5.4e-5):
+    return noisycgd_epsilon(sigma, lr=eta_lambda, l2=1.0, **PAPER)
+
+
+@pytest.mark.parametrize("sigma, epsilon", [(15, 1.3357), (5, 4.6113)])
+def test_pinned_paper_values(sigma, epsilon):
+    """papers.md B.3: σ = 15 → ε ≈ 1.3, σ = 5 → ε ≈ 4.6 at ηλ = 5.4e-5."""
+    p = _paper(sigma)
+    assert p.epsilon == pytest.approx(epsilon, abs=1e-3)
+    assert p.batches_per_epoch == 60
+
+
+def _naive_mu(sigma, l, epochs, c):
+    return 2 / sigma * math.sqrt(1 + c ** (2 * l - 2) * (1 - c * c) / (1 - c ** l) ** 2
+                                 * (1 - c ** (l * (epochs - 1))) / (1 + c ** (l * (epochs - 1))))
+
+
+@pytest.mark.parametrize("eta_lambda", [1e-2, 1e-3, 5.4e-5])
+def test_mu_matches_the_formula_as_written(eta_lambda):
+    got = noisycgd_mu(5.0, 60_000, 1_000, 400, lr=eta_lambda, l2=1.0)
+    assert got == pytest.approx(_naive_mu(5.0, 60, 400, 1 - eta_lambda), rel=1e-9)
+
+
+def test_one_epoch_is_plain_gaussian_mechanism():
+    assert noisycgd_mu(4.0, 1000, 100, 1, lr=0.01, l2=0.1) == pytest.approx(2 / 4.0, rel=1e-12)
+
+
+def test_mu_grows_with_epochs_but_stays_bounded():
+    c = 1 - 5.4e-5
+    limit = 2 / 5 * math.sqrt(1 + c ** 118 * (1 - c * c) / (1 - c ** 60) ** 2)  # E → ∞
+    mus = [noisycgd_mu(5.0, 60_000, 1_000, e, lr=5.4e-5, l2=1.0) for e in (1, 10, 100, 1_000, 10_000, 10 ** 6)]
+    assert all(a < b for a, b in zip(mus, mus[1:]))
+    assert mus[-1] < limit and mus[-1] == pytest.approx(limit, rel=1e-6)
+
+
+def test_epsilon_decreases_with_eta_lambda():
+    eps = [_paper(5.0, el).epsilon for el in (1e-5, 5.4e-5, 1e-4, 1e-3, 1e-2)]
+    assert all(a > b for a, b in zip(eps, eps[1:]))
+
+
+@pytest.mark.parametrize("mu", [0.3, 1.0, 3.0])
+def test_gdp_delta_equals_the_hockey_stick_integral(mu):
+    """δ(ε) of μ-GDP = E_P[(1 − e^{ε−L})₊], privacy loss L ~ N(μ²/2, μ²) under P."""
+    for eps in (0.5, 2.0):
+        f = lambda l: max(0.0, 1 - math.exp(eps - l)) * norm.pdf(l, mu * mu / 2, mu)
+        direct, _ = integrate.quad(f, eps, mu * mu / 2 + 12 * mu)
+        assert gdp_delta(eps, mu) == pytest.approx(direct, rel=1e-6, abs=1e-12)
+
+
+def test_gdp_epsilon_round_trip_and_zero():
+    for mu in (0.2, 1.0, 4.0):
+        eps = gdp_epsilon(mu, 1e-5)
+        assert gdp_delta(eps, mu) == pytest.approx(1e-5, rel=1e-6)
+        assert gdp_mu_for_epsilon(eps, 1e-5) == pytest.approx(mu, rel=1e-8)
+    assert gdp_epsilon(1e-4, 0.5) == 0.0  # δ(0) is already below δ
+
+
+def test_inverse_gives_the_noise_for_a_target():
+    p = noisycgd_noise_for_epsilon(4.8, lr=3.1e-4, l2=0.174, **PAPER)
+    assert p.epsilon == pytest.approx(4.8, rel=1e-9)
+    assert noisycgd_epsilon(p.noise_multiplier * 1.01, lr=3.1e-4, l2=0.174, **PAPER).epsilon < 4.8
+
+
+@pytest.mark.parametrize("lr, l2, beta", [(0.1, 0.0, None), (0.1, -1.0, None), (2.0, 0.6, None),
+                                           (0.1, 0.1, 30.0), (0.1, 0.1, 0.05)])
+def test_settings_outside_the_theorem_are_refused(lr, l2, beta):
+    with pytest.raises(ConfigError):
+        contraction(lr, l2, beta)
+    with pytest.raises(ConfigError):
+        noisycgd_epsilon(5.0, 1000, 100, 3, lr, l2, 1e-5, beta)
+
+
+def test_smoothness_sets_the_contraction():
+    assert contraction(0.1, 0.1) == pytest.approx(0.99)
+    assert contraction(0.1, 0.1, 15.0) == pytest.approx(0.99)    # |1 − 1.5| < 0.99: c stays 0.99
+    assert contraction(0.1, 0.1, 19.95) == pytest.approx(0.995)  # |1 − 1.995| > 0.99: β sets c
+    assert contraction(0.01, 0.1, 150.0) == pytest.approx(0.999)
+
+
+def run(*args):
+    return CliRunner().invoke(app, ["epsilon", *args])
+
+
+COMMON = ["--batch-size", "1000", "--dataset-size", "60000", "--epochs", "400", "--delta", "1e-5", "--json"]
+
+
+def test_cli_noisycgd_and_dpsgd_side_by_side():
+    r = run("--defense", "noisycgd", "--noise-multiplier", "15", "--lr", "3.1e-4", "--l2", "0.174", *COMMON)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["epsilon"] == pytest.approx(1.336, abs=2e-3) and doc["delta"] == 1e-5
+    assert doc["dpsgd_same_noise_epsilon_replace_one"] == pytest.approx(1.33, abs=0.02)  # papers.md: ≈ 1.33
+    r = run("--defense", "dpsgd", "--noise-multiplier", "5", *COMMON)
+    doc = json.loads(r.stdout)
+    assert doc["epsilon_replace_one"] == pytest.approx(4.79, abs=0.02)  # papers.md: DP-SGD ≈ 4.79
+    assert doc["epsilon"] < doc["epsilon_replace_one"] and doc["steps"] == 24_000
+
+
+def test_cli_target_epsilon_inverse():
+    doc = json.loads(run("--defense", "noisycgd", "--target-epsilon", "4.6113", "--lr", "5.4e-5", "--l2", "1",
+                         *COMMON).stdout)
+    assert doc["noise_multiplier"] == pytest.approx(5.0, rel=1e-3)
+    doc = json.loads(run("--defense", "dpsgd", "--target-epsilon", "2", *COMMON).stdout)
+    assert doc["epsilon"] <= 2.0 and doc["epsilon"] == pytest.approx(2.0, abs=0.05)
+
+
+@pytest.mark.parametrize("args", [
+    ["--defense", "noisycgd", "--noise-multiplier", "5", *COMMON],                              # no --lr/--l2
+    ["--defense", "noisycgd", "--noise-multiplier", "5", "--lr", "1e-3", "--l2", "0", *COMMON],
+    ["--defense", "dpsgd", *COMMON],                                                            # neither σ nor ε
+    ["--defense", "dpsgd", "--noise-multiplier", "5", "--lr", "0.1", *COMMON],
+    ["--defense", "sgd", "--noise-multiplier", "5", *COMMON],
+])
+def test_cli_bad_settings_are_one_line_errors(args):
+    r = run(*args)
+    assert r.exit_code == 2
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:")
+
+
+def test_no_nan_anywhere_on_a_grid():
+    for sigma in np.geomspace(0.5, 50, 7):
+        for epochs in (1, 7, 400):
+            p = noisycgd_epsilon(float(sigma), 10_000, 128, epochs, 1e-3, 0.05, 1e-5)
+            assert math.isfinite(p.epsilon) and p.epsilon >= 0
