@@ -9,7 +9,8 @@ Altschuler (ICML 2024, Thm 4.5) makes E epochs μ_E-GDP with
     μ_E = μ · sqrt( 1 + c^{2l−2} (1 − c²) / (1 − c^l)² · (1 − c^{l(E−1)}) / (1 + c^{l(E−1)}) ),
 
 μ = 2/σ (replace-one adjacency: one sample swapped moves a clipped batch mean by 2C/b), l =
-⌈n/b⌉ batches per epoch, and the contraction factor of one noiseless step
+⌊n/b⌋ batches per epoch (privaudit's NoisyCGD leaves the n mod b remaining samples out
+rather than form a smaller batch, whose sensitivity would be larger), and the contraction factor of one noiseless step
 c = max{|1 − ηλ|, |1 − ηβ|} for a β-smooth loss; the authors' code uses c = 1 − ηλ, which
 is the same whenever η ≤ 2/(β + λ). μ_E grows with E but stays bounded as E → ∞.
 
@@ -58,7 +59,7 @@ def noisycgd_mu(noise_multiplier: float, dataset_size: int, batch_size: int, epo
     """μ_E of E epochs of NoisyCGD (module docstring), replace-one adjacency."""
     _check_schedule(noise_multiplier, dataset_size, batch_size, epochs)
     c = contraction(lr, l2, smoothness)
-    return 2.0 / noise_multiplier * math.sqrt(_growth(c, -(-dataset_size // batch_size), epochs))
+    return 2.0 / noise_multiplier * math.sqrt(_growth(c, dataset_size // batch_size, epochs))
 
 
 def _growth(c: float, l: int, epochs: int) -> float:
@@ -133,7 +134,7 @@ def noisycgd_epsilon(noise_multiplier: float, dataset_size: int, batch_size: int
     """ε at δ of releasing the last iterate of NoisyCGD (replace-one adjacency)."""
     mu = noisycgd_mu(noise_multiplier, dataset_size, batch_size, epochs, lr, l2, smoothness)
     return NoisyCGDPrivacy(noise_multiplier, mu, gdp_epsilon(mu, delta), delta,
-                           contraction(lr, l2, smoothness), -(-dataset_size // batch_size))
+                           contraction(lr, l2, smoothness), dataset_size // batch_size)
 
 
 def noisycgd_noise_for_epsilon(target_epsilon: float, dataset_size: int, batch_size: int, epochs: int,

@@ -48,7 +48,8 @@ def epsilon_cmd(
     if not (1 <= batch_size <= dataset_size) or epochs < 1:
         fail(f"need 1 <= --batch-size <= --dataset-size and --epochs >= 1 "
              f"(got {batch_size}, {dataset_size}, {epochs})")
-    per_epoch = -(-dataset_size // batch_size)
+    # NoisyCGD: ⌊n/b⌋ full batches; DP-SGD: privaudit's Poisson schedule, ⌈n/b⌉ steps an epoch
+    per_epoch = dataset_size // batch_size if defense == "noisycgd" else -(-dataset_size // batch_size)
     doc: dict = {"defense": defense, "delta": delta, "dataset_size": dataset_size, "batch_size": batch_size,
                  "epochs": epochs, "batches_per_epoch": per_epoch}
     if defense == "noisycgd":
