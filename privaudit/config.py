@@ -22,7 +22,8 @@ from typing import Any
 
 from privaudit.errors import ConfigError
 
-MODELS = ("mlp", "cnn", "cnn-improved")
+MODELS = ("mlp", "cnn", "cnn-improved", "convex-relu")
+MECHANISMS = ("dpsgd", "noisycgd")
 DATASETS = ("cifar10", "digits")
 ROLES = ("target", "shadow", "reference", "canary")
 PRECISIONS = ("fp32", "bf16")
@@ -36,8 +37,17 @@ DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 def default_weight_decay(model: str) -> float:
-    """Adam weight decay of the authors' code: 1e-5 for the improved CNN, else 1e-7."""
-    return 1e-5 if model == "cnn-improved" else 1e-7
+    """Adam weight decay of the authors' code: 1e-5 for the improved CNN, else 1e-7; for
+    ``convex-relu`` the L2 coefficient λ of NoisyCGD, 0.174 (with η = 3.1e-4, the
+    ηλ = 5.4e-5 of papers.md B.3's reference values)."""
+    return {"cnn-improved": 1e-5, "convex-relu": 0.174}.get(model, 1e-7)
+
+
+# convex-relu trains by (noisy) cyclic gradient descent, papers.md B.2: its own recipe.
+CONVEX_DEFAULTS: dict[str, dict[str, Any]] = {
+    "cifar10": {"epochs": 400, "batch_size": 1000, "lr": 3.1e-4, "width": 100},
+    "digits": {"epochs": 200, "batch_size": 64, "lr": 3.1e-4, "width": 100},
+}
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,8 @@ class DataConfig:
 @dataclass(frozen=True)
 class ModelConfig:
     """Architecture: ``mlp`` (one hidden ReLU layer of ``width`` units), ``cnn`` (ML-Leaks),
-    ``cnn-improved`` (BatchNorm + dropout; GroupNorm under DP-SGD)."""
+    ``cnn-improved`` (BatchNorm + dropout; GroupNorm under DP-SGD), ``convex-relu`` (the
+    convex two-layer ReLU approximation with ``width`` gate vectors, papers.md B.1)."""
 
     name: str = "mlp"
     width: int = 512
@@ -72,8 +83,10 @@ class DefenceConfig:
     """The defence applied while training.
 
     kappa: std of the multiplicative Gaussian input mask N(1, kappa^2) (0 = none).
-    dp: train with DP-SGD (Opacus, Poisson sampling, per-sample clipping).
-    noise_multiplier: DP-SGD sigma; when None it is calibrated to ``target_epsilon``.
+    dp: train with differential privacy, by ``mechanism``.
+    mechanism: ``dpsgd`` (Poisson sampling, per-sample clipping, noise every step) or
+        ``noisycgd`` (fixed cyclic batches, hidden-state accounting; ``convex-relu`` only).
+    noise_multiplier: sigma; when None it is calibrated to ``target_epsilon``.
     target_epsilon: the epsilon the calibrated sigma must not exceed at ``delta``.
     max_grad_norm: per-sample clipping norm C.
     delta: the delta at which epsilon is reported.
@@ -85,14 +98,15 @@ class DefenceConfig:
     target_epsilon: float | None = None
     max_grad_norm: float = 1.0
     delta: float = 1e-5
+    mechanism: str = "dpsgd"
 
     def __post_init__(self) -> None:
         _floats(self, "kappa", "noise_multiplier", "target_epsilon", "max_grad_norm", "delta")
 
     @property
     def name(self) -> str:
-        """``none``, ``mg``, ``dpsgd`` or ``mg+dpsgd``."""
-        parts = (["mg"] if self.kappa > 0 else []) + (["dpsgd"] if self.dp else [])
+        """``none``, ``mg``, ``dpsgd``, ``mg+dpsgd`` or ``noisycgd``."""
+        parts = (["mg"] if self.kappa > 0 else []) + ([self.mechanism] if self.dp else [])
         return "+".join(parts) or "none"
 
     @property
@@ -102,8 +116,9 @@ class DefenceConfig:
         if self.kappa > 0:
             bits.append(f"k{self.kappa:g}")
         if self.dp:
-            bits.append(f"dp-s{self.noise_multiplier:g}" if self.noise_multiplier is not None
-                        else f"dp-e{self.target_epsilon:g}")
+            tag = "ncgd" if self.mechanism == "noisycgd" else "dp"
+            bits.append(f"{tag}-s{self.noise_multiplier:g}" if self.noise_multiplier is not None
+                        else f"{tag}-e{self.target_epsilon:g}")
         return "-".join(bits) or "plain"
 
 
@@ -145,7 +160,7 @@ class RunConfig:
         keep their hash and name."""
         raw = {"schema": CONFIG_SCHEMA, **asdict(self)}
         for section, key, default in (("data", "pool_size", 0), ("data", "pool_index", 0),
-                                      ("train", "precision", "fp32")):
+                                      ("train", "precision", "fp32"), ("defence", "mechanism", "dpsgd")):
             if raw[section][key] == default:
                 del raw[section][key]
         return raw
@@ -237,6 +252,21 @@ class RunConfig:
         _require(_finite_number(t.lr) and t.lr > 0, f"--lr must be > 0 (got {t.lr})")
         _require(_finite_number(t.weight_decay) and t.weight_decay >= 0,
                  f"--weight-decay must be >= 0 (got {t.weight_decay})")
+        if f.mechanism not in MECHANISMS:
+            raise ConfigError(f"unknown DP mechanism {f.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
+        if m.name == "convex-relu":
+            if f.kappa > 0:
+                raise ConfigError("convex-relu trains by (noisy) cyclic gradient descent; MG noise (--kappa) "
+                                  "is for mlp and the CNNs")
+            if f.dp and f.mechanism != "noisycgd":
+                raise ConfigError("convex-relu's DP training is NoisyCGD: use --defense noisycgd")
+            _require(t.batch_size <= d.part_size,
+                     f"--batch-size {t.batch_size} exceeds the {d.part_size} training samples (--part-size)")
+            if f.dp:
+                from privaudit.hidden_state import contraction
+                contraction(t.lr, t.weight_decay)  # the hidden-state bound's assumptions, or an error
+        elif f.dp and f.mechanism == "noisycgd":
+            raise ConfigError("NoisyCGD's hidden-state bound needs the strongly convex --model convex-relu")
         if t.precision not in PRECISIONS:
             raise ConfigError(f"unknown precision {t.precision!r}; expected one of {', '.join(PRECISIONS)}")
         if t.precision != "fp32" and f.dp:
@@ -269,7 +299,7 @@ def make_config(
     model: str = "mlp",
     dataset: str = "digits",
     role: str = "target",
-    width: int = 512,
+    width: int | None = None,
     part_size: int | None = None,
     kappa: float = 0.0,
     dp: bool = False,
@@ -279,15 +309,22 @@ def make_config(
     delta: float = 1e-5,
     epochs: int | None = None,
     batch_size: int | None = None,
-    lr: float = 1e-3,
+    lr: float | None = None,
     weight_decay: float | None = None,
     precision: str = "fp32",
+    mechanism: str | None = None,
     seed: int = 0,
 ) -> RunConfig:
-    """Build a validated :class:`RunConfig`, filling dataset-specific defaults for ``None``."""
+    """Build a validated :class:`RunConfig`, filling dataset- and model-specific defaults for
+    ``None`` (``convex-relu``: :data:`CONVEX_DEFAULTS`, NoisyCGD as its DP mechanism)."""
     if dataset not in DATASET_DEFAULTS:
         raise ConfigError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
-    defaults = DATASET_DEFAULTS[dataset]
+    defaults = dict(DATASET_DEFAULTS[dataset], lr=1e-3, width=512)
+    if model == "convex-relu":
+        defaults.update(CONVEX_DEFAULTS[dataset])
+    mechanism = mechanism or ("noisycgd" if model == "convex-relu" else "dpsgd")
+    width = defaults["width"] if width is None else width
+    lr = defaults["lr"] if lr is None else lr
     cfg = RunConfig(
         role=role,
         data=DataConfig(dataset=dataset,
@@ -297,7 +334,7 @@ def make_config(
         defence=DefenceConfig(kappa=float(kappa), dp=dp,
                               noise_multiplier=None if noise_multiplier is None else float(noise_multiplier),
                               target_epsilon=None if target_epsilon is None else float(target_epsilon),
-                              max_grad_norm=float(max_grad_norm), delta=float(delta)),
+                              max_grad_norm=float(max_grad_norm), delta=float(delta), mechanism=mechanism),
         train=TrainConfig(epochs=defaults["epochs"] if epochs is None else epochs,
                           batch_size=defaults["batch_size"] if batch_size is None else batch_size,
                           lr=float(lr),

@@ -198,3 +198,20 @@ def test_console_script_usage_errors_are_one_line(tmp_path):
         assert proc.returncode == 2, proc.stderr
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
+
+
+def test_convex_relu_noisycgd_audit_end_to_end(tmp_path):
+    """train → attack → report for the second DP family: rows named noisycgd with their
+    hidden-state ε, the report names the mechanism."""
+    result = invoke("audit", "--model", "convex-relu", "--dataset", "digits", "--part-size", "120", "--epochs", "10",
+                    "--width", "16", "--sigmas", "5", "--attacks", "shadow,loss", "--workdir", str(tmp_path), "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [t["run"].split("-")[3:5] for t in doc["targets"]] == [["digits", "plain"], ["digits", "ncgd"]]
+    table = pd.read_csv(tmp_path / "reports" / "tradeoff.csv")
+    ncgd = table[table["defence"] == "noisycgd"]
+    assert len(ncgd) == 3 and (ncgd["accountant"] == "hidden-state GDP").all() and (ncgd["epsilon"] > 0).all()
+    html = (tmp_path / "reports" / "index.html").read_text()
+    assert "NoisyCGD σ=5" in html
+    bad = invoke("train", "--model", "convex-relu", "--dataset", "digits", "--kappa", "0.5", "--workdir", str(tmp_path))
+    assert bad.exit_code == 2 and "MG noise" in bad.stderr

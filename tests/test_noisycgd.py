@@ -117,3 +117,44 @@ def test_batches_are_fixed_disjoint_and_cyclic():
     assert torch.equal(model_a.v, model_b.v)
     with pytest.raises(ValueError):
         train_noisycgd(ConvexReLU(12, 4, 6), x[:5], y[:5], generator=torch.Generator(), **kw)
+
+
+# -- wired into configs, training, the command line and reports -----------------------------
+
+from privaudit.config import make_config  # noqa: E402
+from privaudit.errors import ConfigError  # noqa: E402
+from privaudit.hidden_state import noisycgd_epsilon  # noqa: E402
+from privaudit.training import train_model  # noqa: E402
+
+
+def test_convex_relu_config_rules():
+    cfg = make_config(model="convex-relu", dataset="digits", dp=True, noise_multiplier=5.0)
+    assert cfg.defence.mechanism == "noisycgd" and cfg.defence.name == "noisycgd"
+    assert cfg.model.width == 100 and cfg.train.weight_decay == 0.174 and cfg.train.lr == 3.1e-4
+    assert "-ncgd-s5-" in cfg.run_name
+    assert "mechanism" not in make_config(dp=True, noise_multiplier=1.0).to_dict()["defence"]  # old hashes kept
+    for bad in (dict(model="convex-relu", kappa=0.5),                                  # MG noise
+                dict(model="convex-relu", dp=True, noise_multiplier=1.0, mechanism="dpsgd"),
+                dict(model="mlp", dp=True, noise_multiplier=1.0, mechanism="noisycgd"),  # not convex
+                dict(model="convex-relu", dp=True, noise_multiplier=1.0, lr=10.0, weight_decay=0.2),
+                dict(model="convex-relu", dp=True, noise_multiplier=1.0, weight_decay=0.0),
+                dict(model="convex-relu", batch_size=1000)):                            # > part size
+        with pytest.raises(ConfigError):
+            make_config(dataset="digits", **bad)
+
+
+def test_train_model_noisycgd_reports_the_hidden_state_epsilon(digits):
+    cfg = make_config(model="convex-relu", dataset="digits", dp=True, noise_multiplier=5.0, epochs=20,
+                      width=16, part_size=200)
+    result = train_model(cfg, digits, "cpu")
+    m = result.metrics
+    want = noisycgd_epsilon(5.0, 200, 64, 20, 3.1e-4, 0.174, 1e-5)
+    assert m["epsilon"] == pytest.approx(want.epsilon, rel=1e-12)
+    assert m["accountant"] == "hidden-state GDP" and m["steps"] == 3 * 20
+    calibrated = train_model(make_config(model="convex-relu", dataset="digits", dp=True, target_epsilon=8.0,
+                                         epochs=20, width=16, part_size=200), digits, "cpu")
+    assert calibrated.metrics["epsilon"] == pytest.approx(8.0, rel=1e-9) and calibrated.metrics["calibrated"]
+    plain = train_model(make_config(model="convex-relu", dataset="digits", epochs=20, width=16, part_size=200),
+                        digits, "cpu")
+    assert "epsilon" not in plain.metrics
+    assert plain.metrics["test_accuracy"] > m["test_accuracy"] - 0.02 and plain.metrics["test_accuracy"] > 0.7

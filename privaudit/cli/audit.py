@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -32,8 +32,8 @@ def audit_cmd(
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    kappas: Annotated[str, typer.Option("--kappas", help="Comma-separated MG-noise kappas to audit besides the undefended baseline ('none' for no MG rows).")] = _grid_text(DEFAULT_KAPPAS),
-    sigmas: Annotated[str, typer.Option("--sigmas", help="Comma-separated DP-SGD noise multipliers ('none' for no DP-SGD rows).")] = _grid_text(DEFAULT_SIGMAS),
+    kappas: Annotated[Optional[str], typer.Option("--kappas", help=f"Comma-separated MG-noise kappas to audit besides the undefended baseline ('none' for no MG rows); default {_grid_text(DEFAULT_KAPPAS)}, none for convex-relu.")] = None,
+    sigmas: Annotated[str, typer.Option("--sigmas", help="Comma-separated noise multipliers of DP-SGD (NoisyCGD for convex-relu); 'none' for no DP rows.")] = _grid_text(DEFAULT_SIGMAS),
     target_epsilons: Annotated[str, typer.Option("--target-epsilons", help="Comma-separated target epsilons for DP-SGD instead of --sigmas (sigma calibrated per value).")] = "",
     attacks: Annotated[str, typer.Option("--attacks", "--attack", help="Comma-separated attacks: shadow, loss, lira, rmia, one-run or all; 'shadow,loss' runs only the paper's attack and the baselines (no reference pool).")] = "all",
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
@@ -41,10 +41,10 @@ def audit_cmd(
     delta: DeltaOpt = 1e-5,
     epochs: EpochsOpt = None,
     batch_size: BatchSizeOpt = None,
-    lr: LrOpt = 1e-3,
+    lr: LrOpt = None,
     weight_decay: WeightDecayOpt = None,
     precision: PrecisionOpt = "fp32",
-    width: WidthOpt = 512,
+    width: WidthOpt = None,
     part_size: PartSizeOpt = None,
     seed: SeedOpt = 0,
     device: DeviceOpt = "auto",
@@ -54,6 +54,8 @@ def audit_cmd(
     """Train the baseline, every MG-noise and DP-SGD target and their shadows, attack them, write the report."""
     t0 = time.perf_counter()
     CLOCK.reset()
+    if kappas is None:
+        kappas = "none" if model == "convex-relu" else _grid_text(DEFAULT_KAPPAS)
     k_grid = parse_grid(kappas, "--kappas")
     eps_grid = parse_grid(target_epsilons, "--target-epsilons")
     s_grid = [] if eps_grid else parse_grid(sigmas, "--sigmas")

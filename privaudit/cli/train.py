@@ -10,7 +10,8 @@ from rich.table import Table
 
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, fmt,
                                   handle_errors, info_console, training_progress)
-from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt, ModelOpt,
+from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
+                                   ModelOpt, parse_defense,
                                    PartSizeOpt, PrecisionOpt, SeedOpt, WeightDecayOpt, WidthOpt)
 from privaudit.config import make_config
 from privaudit.runs import DataCache, ensure_model
@@ -25,17 +26,18 @@ def train_cmd(
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     kappa: Annotated[float, typer.Option("--kappa", help="MG noise: std of the N(1, kappa^2) input mask (0 = no mask).")] = 0.0,
-    dp: Annotated[bool, typer.Option("--dp", help="Train with DP-SGD (Opacus, Poisson sampling, per-sample clipping).")] = False,
+    dp: Annotated[bool, typer.Option("--dp", help="Train with differential privacy: DP-SGD (Poisson sampling, per-sample clipping), or NoisyCGD for convex-relu.")] = False,
+    defense: DefenseOpt = None,
     noise_multiplier: Annotated[Optional[float], typer.Option("--noise-multiplier", help="DP-SGD noise multiplier sigma (with --dp).")] = None,
     target_epsilon: Annotated[Optional[float], typer.Option("--target-epsilon", help="Calibrate sigma so that epsilon at --delta does not exceed this (with --dp).")] = None,
     max_grad_norm: MaxGradNormOpt = 1.0,
     delta: DeltaOpt = 1e-5,
     epochs: EpochsOpt = None,
     batch_size: BatchSizeOpt = None,
-    lr: LrOpt = 1e-3,
+    lr: LrOpt = None,
     weight_decay: WeightDecayOpt = None,
     precision: PrecisionOpt = "fp32",
-    width: WidthOpt = 512,
+    width: WidthOpt = None,
     part_size: PartSizeOpt = None,
     seed: SeedOpt = 0,
     device: DeviceOpt = "auto",
@@ -43,10 +45,12 @@ def train_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Train one target model and save it under WORKDIR/models (reused when it exists)."""
-    cfg = make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa, dp=dp,
-                      noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
-                      max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
-                      lr=lr, weight_decay=weight_decay, precision=precision, seed=seed)
+    mechanism = parse_defense(defense)
+    cfg = make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa,
+                      dp=dp or mechanism is not None, noise_multiplier=noise_multiplier,
+                      target_epsilon=target_epsilon, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
+                      batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
+                      mechanism=mechanism, seed=seed)
     dev = resolve_device(device)
     ws = Workspace(workdir).ensure_writable()
     data = DataCache(data_dir, download)
@@ -61,7 +65,7 @@ def train_cmd(
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key in ("train_accuracy", "test_accuracy", "generalisation_gap", "noise_multiplier", "epsilon", "delta",
-                "accountant", "train_seconds"):
+                "accountant", "gdp_mu", "train_seconds"):
         if key in run.metrics:
             table.add_row(key, fmt(run.metrics[key], 4))
     console.print(table)

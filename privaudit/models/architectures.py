@@ -22,6 +22,7 @@ def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, 
     cnn-improved: two conv3x3 blocks of 32 and 64 filters with normalisation, pooling and
         dropout 0.2 / 0.3, then dense 128 -> ReLU -> dropout 0.5 -> dense classes. Under
         DP-SGD (``dp=True``) BatchNorm, which mixes samples, becomes GroupNorm.
+    convex-relu: :class:`privaudit.models.convex_relu.ConvexReLU` with ``width`` gate vectors.
     """
     c, h, w = input_shape
     if name == "mlp":
@@ -47,4 +48,8 @@ def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, 
             nn.Flatten(), nn.Linear(64 * (h // 4) * (w // 4), 128), nn.ReLU(), nn.Dropout(0.5),
             nn.Linear(128, num_classes),
         )
-    raise ConfigError(f"unknown model {name!r}; expected mlp, cnn or cnn-improved")
+    if name == "convex-relu":
+        from privaudit.models.convex_relu import ConvexReLU
+
+        return ConvexReLU(c * h * w, num_classes, gates=width)
+    raise ConfigError(f"unknown model {name!r}; expected mlp, cnn, cnn-improved or convex-relu")

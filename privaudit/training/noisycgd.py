@@ -89,7 +89,7 @@ def train_noisycgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, noise
     gates, classes = model.v.shape[0], model.v.shape[2]
     w = to_working(model.v.detach())
     u = model.u
-    std = noise_multiplier * max_grad_norm / batch_size
+    std = noise_multiplier * max_grad_norm / batch_size if noise_multiplier > 0 else 0.0
     noise = GaussianNoise(noise_seed, device)
     history: list[float] = []
     try:

@@ -27,6 +27,7 @@ config, seed, engine and device give the same model.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
@@ -42,6 +43,7 @@ from privaudit.config import RunConfig
 from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.errors import ConfigError
+from privaudit.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
 from privaudit.training.dp_engine import (DenseDPSGD, GaussianNoise, dp_compute_threads, poisson_batch,
@@ -49,6 +51,7 @@ from privaudit.training.dp_engine import (DenseDPSGD, GaussianNoise, dp_compute_
 from privaudit.training.dpsgd import calibrate_noise_multiplier, epsilon_from_history
 from privaudit.training.fast_linear import fast_layers
 from privaudit.training.mg_noise import apply_mg_noise
+from privaudit.training.noisycgd import train_noisycgd
 
 EpochCallback = Callable[[int, int, float], None]
 ENGINES = ("fast", "reference")
@@ -159,18 +162,21 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         torch.manual_seed(train_seed)
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
                             width=cfg.model.width, dp=cfg.defence.dp).to(device)
-        optimizer = make_optimizer(model, cfg, engine)
         g = generator(derive_seed(cfg.seed, cfg.role, "mask", *member), device)
-        if cfg.defence.dp and engine == "fast" and supports_ghost_dense(model):
-            noise_seed = derive_seed(cfg.seed, cfg.role, "dp-noise", *member)
-            history, dp_metrics = _train_dense_dpsgd(cfg, model, optimizer, rd, g, noise_seed, on_epoch)
+        noise_seed = derive_seed(cfg.seed, cfg.role, "dp-noise", *member)
+        if cfg.model.name == "convex-relu":  # its own optimiser: (noisy) cyclic gradient descent
+            history, dp_metrics = _train_convex(cfg, model, rd, g, noise_seed, on_epoch)
+        elif cfg.defence.dp and engine == "fast" and supports_ghost_dense(model):
+            history, dp_metrics = _train_dense_dpsgd(cfg, model, make_optimizer(model, cfg, engine), rd, g,
+                                                     noise_seed, on_epoch)
         elif cfg.defence.dp:
-            history, dp_metrics = _train_dpsgd(cfg, model, optimizer, rd, g, on_epoch)
+            history, dp_metrics = _train_dpsgd(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch)
         elif engine == "fast" and cfg.train.precision == "fp32":
             with fast_layers(model):
-                history, dp_metrics = _train_plain(cfg, model, optimizer, rd, g, on_epoch), {}
+                history = _train_plain(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch)
+            dp_metrics = {}
         else:  # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
-            history, dp_metrics = _train_plain(cfg, model, optimizer, rd, g, on_epoch), {}
+            history, dp_metrics = _train_plain(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch), {}
     metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "engine": engine, **dp_metrics}
     return TrainResult(model.cpu(), rd.normaliser, metrics, history)
 
@@ -209,6 +215,37 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
         if on_epoch:
             on_epoch(epoch + 1, cfg.train.epochs, history[-1])
     return history
+
+
+def _train_convex(cfg: RunConfig, model: nn.Module, rd: RoleData, g: torch.Generator, noise_seed: int,
+                  on_epoch: EpochCallback | None) -> tuple[list[float], dict]:
+    """``convex-relu`` by cyclic gradient descent over fixed batches: NoisyCGD under DP
+    (σ given or calibrated to the target ε by the hidden-state bound), else the same
+    iteration without clipping or noise."""
+    d, t = cfg.defence, cfg.train
+    n = len(rd.y_in)
+    privacy = None
+    if d.dp:
+        args = (n, t.batch_size, t.epochs, t.lr, t.weight_decay, d.delta)
+        privacy = (noisycgd_epsilon(d.noise_multiplier, *args) if d.noise_multiplier is not None
+                   else noisycgd_noise_for_epsilon(d.target_epsilon, *args))
+    history = train_noisycgd(model, rd.x_in, rd.y_in,
+                             noise_multiplier=privacy.noise_multiplier if privacy else 0.0,
+                             max_grad_norm=d.max_grad_norm if privacy else math.inf,
+                             batch_size=t.batch_size, epochs=t.epochs, lr=t.lr, l2=t.weight_decay,
+                             generator=g, noise_seed=noise_seed, on_epoch=on_epoch)
+    if privacy is None:
+        return history, {}
+    return history, {
+        "noise_multiplier": privacy.noise_multiplier,
+        "batches_per_epoch": privacy.batches_per_epoch,
+        "steps": privacy.batches_per_epoch * t.epochs,
+        "epsilon": privacy.epsilon,
+        "delta": d.delta,
+        "gdp_mu": privacy.mu,
+        "accountant": "hidden-state GDP",
+        "calibrated": d.noise_multiplier is None,
+    }
 
 
 def _dp_schedule(cfg: RunConfig, n: int) -> tuple[float, int, float, str | None]:
