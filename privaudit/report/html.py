@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from privaudit.report.defences import noisycgd_comparison
 from privaudit.report.iso import as_bool, iso_accuracy, iso_summary, split_curves
 from privaudit.report.svg import line_plot
 
@@ -223,6 +224,10 @@ def _verdict(g: pd.DataFrame) -> str:
     attack = _primary_attack(g)
     if attack is None:
         return "No attack results."
+    if _dp_family(g) == "NoisyCGD":
+        return (f'NoisyCGD trains only this model; it is set beside {_DPSGD_KEPT} and MG noise on the '
+                f'mlp in <a href="#defences">NoisyCGD vs {_DPSGD_KEPT} and MG noise</a> where both '
+                'were audited.')
     a = g[g["attack"] == attack]
     name = f"{_esc(attack)} attack"
     iso = iso_accuracy(a, "auc")
@@ -267,6 +272,11 @@ def _baseline_sentence(g: pd.DataFrame) -> str:
     auc = base[base["attack"] == attack]["auc"].mean() if attack else float("nan")
     return (f"Undefended baseline: test accuracy {_f3(acc)}, {_esc(attack or 'attack')}-attack "
             f"AUC {_f3(auc)}.")
+
+
+# "DP-SGD" with a non-breaking hyphen: looks the same, and _name_dp leaves it alone where a
+# NoisyCGD group's text means DP-SGD itself.
+_DPSGD_KEPT = "DP\u2011SGD"
 
 
 def _dp_family(g: pd.DataFrame) -> str:
@@ -1139,6 +1149,37 @@ footer{margin-top:36px;color:var(--muted);font-size:.8rem}
 """
 
 
+def _defences_section(table: pd.DataFrame) -> str:
+    """NoisyCGD (convex-relu) beside DP-SGD (mlp) at equal ε and MG noise at equal accuracy."""
+    comp = noisycgd_comparison(table)
+    if comp.empty:
+        return ""
+    head = ("<tr><th>dataset</th><th>attack</th><th>NoisyCGD σ</th><th>ε</th>"
+            "<th>NoisyCGD test acc</th><th>DP-SGD test acc</th>"
+            "<th>NoisyCGD AUC</th><th>DP-SGD AUC</th><th>MG AUC</th>"
+            "<th>NoisyCGD TPR@0.1%</th><th>DP-SGD TPR@0.1%</th><th>MG TPR@0.1%</th></tr>")
+    comp = comp.assign(_rank=comp["attack"].map(_ATTACK_ORDER).fillna(9)).sort_values(
+        ["dataset", "_rank", "attack", "noise_multiplier"], kind="stable")
+    body = "".join(
+        f"<tr><td class=\"txt\">{_esc(r['dataset'])}</td><td class=\"txt\">{_esc(r['attack'])}</td>"
+        f"<td class=\"num\">{_short(r['noise_multiplier'])}</td><td class=\"num\">{_sig3(r['epsilon'])}</td>"
+        f"<td class=\"num\">{_f3(r['ncgd_test_accuracy'])}</td><td class=\"num\">{_f3(r['dpsgd_test_accuracy'])}</td>"
+        f"<td class=\"num\">{_f3(r['ncgd_auc'])}</td><td class=\"num\">{_f3(r['dpsgd_auc'])}</td>"
+        f"<td class=\"num\">{_f3(r['mg_auc'])}</td>"
+        f"<td class=\"num\">{_pct(r['ncgd_tpr_at_0p1pct_fpr'])}</td>"
+        f"<td class=\"num\">{_pct(r['dpsgd_tpr_at_0p1pct_fpr'])}</td>"
+        f"<td class=\"num\">{_pct(r['mg_tpr_at_0p1pct_fpr'])}</td></tr>"
+        for _, r in comp.iterrows())
+    return ('<section id="defences"><h2>NoisyCGD vs DP-SGD and MG noise</h2>'
+            '<p class="muted">Each NoisyCGD setting (convex-relu) beside DP-SGD on the mlp '
+            '<em>at the same ε</em> (interpolated in log ε between the mlp\'s DP-SGD settings) '
+            'and MG noise on the mlp <em>at the same test accuracy</em> (interpolated between '
+            f'its κ settings). {_DASH} = outside the range the other defence was audited '
+            'over (no extrapolation). NoisyCGD\'s ε is the hidden-state bound (replace-one '
+            'adjacency), DP-SGD\'s Opacus\'s accountant (add/remove).</p>'
+            f'<div class="tablewrap"><table class="data"><thead>{head}</thead><tbody>{body}</tbody></table></div></section>')
+
+
 def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | None = None, *,
                   title: str = "privaudit report", generated: str = "",
                   extras: Mapping[str, Mapping] | None = None) -> str:
@@ -1158,12 +1199,15 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
     df = _prepare(table)
     groups = [(str(m), str(d), g) for (m, d), g in df.groupby(["model", "dataset"], sort=True)]
 
+    defences = _defences_section(df) if groups else ""
     parts = [f'<header><h1>{_esc(title)}</h1>']
     if generated:
         parts.append(f'<p class="generated">Generated {_esc(generated)}</p>')
     if groups:
         toc = "".join(f'<a href="#{_slug("g", m, d)}">{_esc(m)} · {_esc(d)}</a>'
                       for m, d, _ in groups)
+        if defences:
+            toc += '<a href="#defences">NoisyCGD vs DP-SGD</a>'
         parts.append(f'<nav class="toc"><a href="#table">Trade-off table</a>{toc}'
                      f'<a href="#howto">How to read this</a></nav>')
     parts.append("</header>")
@@ -1182,6 +1226,7 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
                      f'{_tradeoff_table(groups)}</section>')
         for m, d, g in groups:
             parts.append(_name_dp(_group_section(m, d, g, rocs, extras), g))
+        parts.append(defences)
     parts.append(_HOW_TO_READ)
     parts.append('<footer>Generated by privaudit. This page is self-contained: it loads '
                  'nothing from the network.</footer>')

@@ -1,0 +1,70 @@
+"""NoisyCGD next to DP-SGD at equal ε, and next to MG noise at equal accuracy (pure pandas).
+
+papers.md B reports NoisyCGD on the convex two-layer ReLU approximation (``convex-relu``) on
+par with DP-SGD on a two-layer ReLU network (``mlp``) at the same ε. The report puts both
+on one line per NoisyCGD setting and attack:
+
+* DP-SGD at equal ε: the ``mlp`` DP-SGD rows of the same dataset give points (ε, metric),
+  interpolated linearly in log ε at the NoisyCGD setting's ε, only inside their ε range
+  (no extrapolation: outside it the cells stay empty);
+* MG noise at equal accuracy: the ``mlp`` rows without DP (baseline and MG κ) give points
+  (test accuracy, metric), interpolated at the NoisyCGD setting's test accuracy, inside
+  their accuracy range only.
+
+Points with the same x are averaged first. ε values are each row's accountant ε (NoisyCGD:
+hidden-state bound, replace-one adjacency; DP-SGD: Opacus's accountant, add/remove
+adjacency, as the rows report them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from privaudit.report.iso import as_bool
+
+METRICS = ("test_accuracy", "auc", "tpr_at_0p1pct_fpr")
+COLUMNS = ["dataset", "attack", "noise_multiplier", "epsilon",
+           "ncgd_test_accuracy", "ncgd_auc", "ncgd_tpr_at_0p1pct_fpr",
+           "dpsgd_test_accuracy", "dpsgd_auc", "dpsgd_tpr_at_0p1pct_fpr",
+           "mg_auc", "mg_tpr_at_0p1pct_fpr"]
+
+
+def _interp(x: pd.Series, y: pd.Series, at: float, log: bool = False) -> float:
+    df = pd.DataFrame({"x": pd.to_numeric(x, errors="coerce"), "y": pd.to_numeric(y, errors="coerce")}).dropna()
+    if log:
+        df = df[df["x"] > 0]
+        df["x"] = np.log(df["x"])
+        at = np.log(at) if at > 0 else np.nan
+    if df.empty or not np.isfinite(at):
+        return float("nan")
+    pts = df.groupby("x", sort=True)["y"].mean()
+    xs, ys = pts.index.to_numpy(dtype=float), pts.to_numpy(dtype=float)
+    if at < xs[0] - 1e-12 or at > xs[-1] + 1e-12:
+        return float("nan")
+    return float(np.interp(at, xs, ys))
+
+
+def noisycgd_comparison(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (dataset, attack, NoisyCGD setting); see the module docstring."""
+    if table is None or table.empty or "defence" not in table:
+        return pd.DataFrame(columns=COLUMNS)
+    t = table.copy()
+    t["dp"] = as_bool(t["dp"]).to_numpy()
+    ncgd = t[(t["model"] == "convex-relu") & (t["defence"].astype(str) == "noisycgd")]
+    rows = []
+    for (dataset, attack), g in ncgd.groupby(["dataset", "attack"], sort=True):
+        mlp = t[(t["model"] == "mlp") & (t["dataset"] == dataset) & (t["attack"] == attack)]
+        dpsgd = mlp[mlp["dp"] & (mlp["defence"].astype(str) == "dpsgd")]
+        plain = mlp[~mlp["dp"]]
+        settings = g.groupby("noise_multiplier", sort=True)[["epsilon", *METRICS]].mean()
+        for sigma, s in settings.iterrows():
+            row = {"dataset": dataset, "attack": attack, "noise_multiplier": float(sigma),
+                   "epsilon": float(s["epsilon"])}
+            for m in METRICS:
+                row[f"ncgd_{m}"] = float(s[m])
+                row[f"dpsgd_{m}"] = _interp(dpsgd["epsilon"], dpsgd[m], row["epsilon"], log=True)
+            for m in ("auc", "tpr_at_0p1pct_fpr"):
+                row[f"mg_{m}"] = _interp(plain["test_accuracy"], plain[m], row["ncgd_test_accuracy"])
+            rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)

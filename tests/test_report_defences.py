@@ -1,0 +1,47 @@
+"""NoisyCGD beside DP-SGD at equal ε and MG noise at equal accuracy."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from privaudit.report.defences import noisycgd_comparison
+from privaudit.report.html import render_report
+
+
+def _row(model, defence, dp, sigma, eps, acc, auc, tpr, kappa=0.0, attack="shadow"):
+    return dict(target_run=f"target-{model}-{defence}-{sigma}-{kappa}", model=model, dataset="cifar10",
+                defence=defence, dp=dp, kappa=kappa, noise_multiplier=sigma, epsilon=eps, test_accuracy=acc,
+                attack=attack, auc=auc, tpr_at_0p1pct_fpr=tpr)
+
+
+TABLE = pd.DataFrame([
+    _row("mlp", "dpsgd", True, 2.0, 1.0, 0.35, 0.52, 0.001),
+    _row("mlp", "dpsgd", True, 0.5, 10.0, 0.45, 0.60, 0.011),
+    _row("mlp", "none", False, None, None, 0.50, 0.70, 0.05),
+    _row("mlp", "mg", False, None, None, 0.45, 0.65, 0.03, kappa=1.0),
+    _row("convex-relu", "noisycgd", True, 5.0, math.sqrt(10.0), 0.475, 0.55, 0.004),
+    _row("convex-relu", "noisycgd", True, 15.0, 0.5, 0.30, 0.51, 0.002),
+    _row("convex-relu", "none", False, None, None, 0.48, 0.60, 0.01),
+])
+
+
+def test_interpolates_dpsgd_in_log_epsilon_and_mg_in_accuracy():
+    comp = noisycgd_comparison(TABLE).set_index("noise_multiplier")
+    at5 = comp.loc[5.0]
+    assert at5["dpsgd_auc"] == pytest.approx(0.56)                 # log-ε midpoint of 0.52 and 0.60
+    assert at5["dpsgd_test_accuracy"] == pytest.approx(0.40)
+    assert at5["mg_auc"] == pytest.approx(0.675)                    # accuracy 0.475 between 0.45 and 0.5
+    assert at5["ncgd_auc"] == 0.55 and at5["epsilon"] == pytest.approx(math.sqrt(10))
+    at15 = comp.loc[15.0]                                           # ε 0.5 and accuracy 0.30: outside both
+    assert math.isnan(at15["dpsgd_auc"]) and math.isnan(at15["mg_auc"])
+    assert len(comp) == 2                                           # the plain convex-relu row is no setting
+
+
+def test_report_has_the_section_only_with_noisycgd_rows():
+    html = render_report(TABLE)
+    assert 'id="defences"' in html and "NoisyCGD vs DP-SGD" in html
+    assert 'id="defences"' not in render_report(TABLE[TABLE["model"] == "mlp"])
+    assert noisycgd_comparison(TABLE.iloc[0:0]).empty
