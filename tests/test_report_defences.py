@@ -12,9 +12,11 @@ from privaudit.report.html import render_report
 
 
 def _row(model, defence, dp, sigma, eps, acc, auc, tpr, kappa=0.0, attack="shadow"):
+    """``eps`` is the replace-one ε; DP-SGD rows report a smaller add/remove ε as ``epsilon``."""
+    reported = eps / 3 if defence == "dpsgd" else eps
     return dict(target_run=f"target-{model}-{defence}-{sigma}-{kappa}", model=model, dataset="cifar10",
-                defence=defence, dp=dp, kappa=kappa, noise_multiplier=sigma, epsilon=eps, test_accuracy=acc,
-                attack=attack, auc=auc, tpr_at_0p1pct_fpr=tpr)
+                defence=defence, dp=dp, kappa=kappa, noise_multiplier=sigma, epsilon=reported,
+                epsilon_replace_one=eps, test_accuracy=acc, attack=attack, auc=auc, tpr_at_0p1pct_fpr=tpr)
 
 
 TABLE = pd.DataFrame([
@@ -38,6 +40,21 @@ def test_interpolates_dpsgd_in_log_epsilon_and_mg_in_accuracy():
     at15 = comp.loc[15.0]                                           # ε 0.5 and accuracy 0.30: outside both
     assert math.isnan(at15["dpsgd_auc"]) and math.isnan(at15["mg_auc"])
     assert len(comp) == 2                                           # the plain convex-relu row is no setting
+
+
+def test_epsilons_of_different_adjacency_are_not_mixed():
+    comp = noisycgd_comparison(TABLE.drop(columns="epsilon_replace_one"))
+    assert comp["dpsgd_auc"].isna().all() and comp["mg_auc"].notna().any()
+
+
+def test_replace_one_epsilon_of_dpsgd_is_the_accountant_at_half_sigma():
+    from privaudit.config import make_config
+    from privaudit.report.build import _replace_one_epsilon
+
+    d = make_config(dp=True, noise_multiplier=1.8425).defence
+    eps = _replace_one_epsilon(d, {"noise_multiplier": 1.8425, "sample_rate": 1 / 106, "steps": 5300})
+    assert eps == pytest.approx(4.797, abs=2e-3)
+    assert math.isnan(_replace_one_epsilon(d, {"epsilon": 1.6}))
 
 
 def test_report_has_the_section_only_with_noisycgd_rows():

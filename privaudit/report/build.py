@@ -24,7 +24,7 @@ from privaudit.workspace import Workspace
 
 COLUMNS = [
     "target_run", "shadow_run", "model", "dataset", "defence", "kappa", "dp", "noise_multiplier",
-    "epsilon", "delta", "accountant", "seed", "part_size", "epochs", "train_accuracy",
+    "epsilon", "delta", "accountant", "epsilon_replace_one", "seed", "part_size", "epochs", "train_accuracy",
     "test_accuracy", "attack", "auc", "accuracy", "precision", "recall", "threshold", "advantage",
     "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members", "n_nonmembers",
     # empirical privacy (issue: strongest attacks); thresholds chosen on other models
@@ -84,6 +84,7 @@ def _rows_for(workspace: Workspace, folder: Path) -> list[dict]:
         "epsilon": tm.get("epsilon", math.nan) if d.dp else math.nan,
         "delta": d.delta if d.dp else math.nan,
         "accountant": tm.get("accountant") if d.dp else None,
+        "epsilon_replace_one": _replace_one_epsilon(d, tm),
         "seed": cfg.seed,
         "part_size": cfg.data.part_size,
         "epochs": cfg.train.epochs,
@@ -105,6 +106,24 @@ def _rows_for(workspace: Workspace, folder: Path) -> list[dict]:
                     row[f"loo_{key}_{stat}"] = loo[name].get(f"{key}_{stat}")
         rows.append(row)
     return rows
+
+
+def _replace_one_epsilon(defence, metrics: dict) -> float:
+    """ε under replace-one adjacency, the notion of NoisyCGD's hidden-state bound, so that
+    NoisyCGD and DP-SGD can be set side by side (papers.md B.3): NoisyCGD's own ε; for
+    DP-SGD the accountant's ε at noise multiplier σ/2 (one swapped sample moves a clipped
+    sum by 2C), from the saved σ, sampling rate and steps."""
+    if not defence.dp:
+        return math.nan
+    if defence.mechanism == "noisycgd":
+        return metrics.get("epsilon", math.nan)
+    try:
+        history = [(metrics["noise_multiplier"] / 2, metrics["sample_rate"], int(metrics["steps"]))]
+    except (KeyError, TypeError):
+        return math.nan
+    from privaudit.training.dpsgd import epsilon_from_history
+
+    return epsilon_from_history(history, defence.delta)[0]
 
 
 def read_extras(folder: Path) -> dict:

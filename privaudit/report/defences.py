@@ -11,9 +11,10 @@ on one line per NoisyCGD setting and attack:
   (test accuracy, metric), interpolated at the NoisyCGD setting's test accuracy, inside
   their accuracy range only.
 
-Points with the same x are averaged first. ε values are each row's accountant ε (NoisyCGD:
-hidden-state bound, replace-one adjacency; DP-SGD: Opacus's accountant, add/remove
-adjacency, as the rows report them).
+Points with the same x are averaged first. Both sides use ε under replace-one adjacency,
+the notion of the hidden-state bound: the ``epsilon_replace_one`` column (for DP-SGD the
+accountant at noise multiplier σ/2; a table without it leaves the DP-SGD cells empty
+rather than compare ε of different adjacencies).
 """
 
 from __future__ import annotations
@@ -58,12 +59,13 @@ def noisycgd_comparison(table: pd.DataFrame) -> pd.DataFrame:
         dpsgd = mlp[mlp["dp"] & (mlp["defence"].astype(str) == "dpsgd")]
         plain = mlp[~mlp["dp"]]
         settings = g.groupby("noise_multiplier", sort=True)[["epsilon", *METRICS]].mean()
+        dp_eps = dpsgd["epsilon_replace_one"] if "epsilon_replace_one" in dpsgd else pd.Series(np.nan, dpsgd.index)
         for sigma, s in settings.iterrows():
             row = {"dataset": dataset, "attack": attack, "noise_multiplier": float(sigma),
                    "epsilon": float(s["epsilon"])}
             for m in METRICS:
                 row[f"ncgd_{m}"] = float(s[m])
-                row[f"dpsgd_{m}"] = _interp(dpsgd["epsilon"], dpsgd[m], row["epsilon"], log=True)
+                row[f"dpsgd_{m}"] = _interp(dp_eps, dpsgd[m], row["epsilon"], log=True)
             for m in ("auc", "tpr_at_0p1pct_fpr"):
                 row[f"mg_{m}"] = _interp(plain["test_accuracy"], plain[m], row["ncgd_test_accuracy"])
             rows.append(row)

@@ -1175,8 +1175,9 @@ def _defences_section(table: pd.DataFrame) -> str:
             '<em>at the same ε</em> (interpolated in log ε between the mlp\'s DP-SGD settings) '
             'and MG noise on the mlp <em>at the same test accuracy</em> (interpolated between '
             f'its κ settings). {_DASH} = outside the range the other defence was audited '
-            'over (no extrapolation). NoisyCGD\'s ε is the hidden-state bound (replace-one '
-            'adjacency), DP-SGD\'s Opacus\'s accountant (add/remove).</p>'
+            'over (no extrapolation). ε is under replace-one adjacency on both sides: '
+            'NoisyCGD\'s hidden-state bound, and DP-SGD\'s accountant at noise multiplier σ/2 '
+            '(column epsilon_replace_one of the table).</p>'
             f'<div class="tablewrap"><table class="data"><thead>{head}</thead><tbody>{body}</tbody></table></div></section>')
 
 
