@@ -14,7 +14,7 @@ from privaudit.report.html import render_report
 def _row(model, defence, dp, sigma, eps, acc, auc, tpr, kappa=0.0, attack="shadow"):
     """``eps`` is the replace-one ε; DP-SGD rows report a smaller add/remove ε as ``epsilon``."""
     reported = eps / 3 if defence == "dpsgd" else eps
-    return dict(target_run=f"target-{model}-{defence}-{sigma}-{kappa}", model=model, dataset="cifar10",
+    return dict(target_run=f"target-{model}-{defence}-{sigma}-{kappa}", model=model, dataset="cifar10", width=100,
                 defence=defence, dp=dp, kappa=kappa, noise_multiplier=sigma, epsilon=reported,
                 epsilon_replace_one=eps, test_accuracy=acc, attack=attack, auc=auc, tpr_at_0p1pct_fpr=tpr)
 
@@ -40,6 +40,15 @@ def test_interpolates_dpsgd_in_log_epsilon_and_mg_in_accuracy():
     at15 = comp.loc[15.0]                                           # ε 0.5 and accuracy 0.30: outside both
     assert math.isnan(at15["dpsgd_auc"]) and math.isnan(at15["mg_auc"])
     assert len(comp) == 2                                           # the plain convex-relu row is no setting
+
+
+def test_mlp_of_matching_width_is_preferred():
+    other = pd.DataFrame([dict(r, width=512, auc=0.9, target_run=r["target_run"] + "-w512")
+                          for r in TABLE[TABLE["model"] == "mlp"].to_dict("records")])
+    comp = noisycgd_comparison(pd.concat([TABLE, other])).set_index("noise_multiplier")
+    assert comp.loc[5.0, "dpsgd_auc"] == pytest.approx(0.56) and comp.loc[5.0, "mlp_width"] == "100"
+    only_wide = pd.concat([TABLE[TABLE["model"] != "mlp"], other])
+    assert noisycgd_comparison(only_wide).set_index("noise_multiplier").loc[5.0, "mlp_width"] == "512"
 
 
 def test_epsilons_of_different_adjacency_are_not_mixed():

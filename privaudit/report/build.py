@@ -23,7 +23,7 @@ from privaudit.timing import timed
 from privaudit.workspace import Workspace
 
 COLUMNS = [
-    "target_run", "shadow_run", "model", "dataset", "defence", "kappa", "dp", "noise_multiplier",
+    "target_run", "shadow_run", "model", "width", "dataset", "defence", "kappa", "dp", "noise_multiplier",
     "epsilon", "delta", "accountant", "epsilon_replace_one", "seed", "part_size", "epochs", "train_accuracy",
     "test_accuracy", "attack", "auc", "accuracy", "precision", "recall", "threshold", "advantage",
     "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members", "n_nonmembers",
@@ -76,6 +76,7 @@ def _rows_for(workspace: Workspace, folder: Path) -> list[dict]:
         "target_run": target,
         "shadow_run": attack_cfg.get("shadow"),
         "model": cfg.model.name,
+        "width": cfg.model.width,
         "dataset": cfg.data.dataset,
         "defence": d.name,
         "kappa": d.kappa,

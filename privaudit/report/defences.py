@@ -2,7 +2,9 @@
 
 papers.md B reports NoisyCGD on the convex two-layer ReLU approximation (``convex-relu``) on
 par with DP-SGD on a two-layer ReLU network (``mlp``) at the same ε. The report puts both
-on one line per NoisyCGD setting and attack:
+on one line per NoisyCGD setting and attack, against the mlp rows whose width equals the
+convex model's number of gate vectors P where such rows exist (else every mlp width,
+named in ``mlp_width``):
 
 * DP-SGD at equal ε: the ``mlp`` DP-SGD rows of the same dataset give points (ε, metric),
   interpolated linearly in log ε at the NoisyCGD setting's ε, only inside their ε range
@@ -25,7 +27,7 @@ import pandas as pd
 from privaudit.report.iso import as_bool
 
 METRICS = ("test_accuracy", "auc", "tpr_at_0p1pct_fpr")
-COLUMNS = ["dataset", "attack", "noise_multiplier", "epsilon",
+COLUMNS = ["dataset", "attack", "width", "noise_multiplier", "epsilon", "mlp_width",
            "ncgd_test_accuracy", "ncgd_auc", "ncgd_tpr_at_0p1pct_fpr",
            "dpsgd_test_accuracy", "dpsgd_auc", "dpsgd_tpr_at_0p1pct_fpr",
            "mg_auc", "mg_tpr_at_0p1pct_fpr"]
@@ -52,17 +54,22 @@ def noisycgd_comparison(table: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     t = table.copy()
     t["dp"] = as_bool(t["dp"]).to_numpy()
+    if "width" not in t:
+        t["width"] = np.nan
     ncgd = t[(t["model"] == "convex-relu") & (t["defence"].astype(str) == "noisycgd")]
     rows = []
-    for (dataset, attack), g in ncgd.groupby(["dataset", "attack"], sort=True):
+    for (dataset, attack, width), g in ncgd.groupby(["dataset", "attack", "width"], sort=True, dropna=False):
         mlp = t[(t["model"] == "mlp") & (t["dataset"] == dataset) & (t["attack"] == attack)]
+        matching = mlp[pd.to_numeric(mlp["width"], errors="coerce") == width]
+        mlp = matching if not matching.empty else mlp  # the mlp of matching width where audited
         dpsgd = mlp[mlp["dp"] & (mlp["defence"].astype(str) == "dpsgd")]
         plain = mlp[~mlp["dp"]]
         settings = g.groupby("noise_multiplier", sort=True)[["epsilon", *METRICS]].mean()
         dp_eps = dpsgd["epsilon_replace_one"] if "epsilon_replace_one" in dpsgd else pd.Series(np.nan, dpsgd.index)
         for sigma, s in settings.iterrows():
-            row = {"dataset": dataset, "attack": attack, "noise_multiplier": float(sigma),
-                   "epsilon": float(s["epsilon"])}
+            widths = sorted(pd.to_numeric(mlp["width"], errors="coerce").dropna().unique())
+            row = {"dataset": dataset, "attack": attack, "width": width, "noise_multiplier": float(sigma),
+                   "epsilon": float(s["epsilon"]), "mlp_width": ",".join(f"{w:g}" for w in widths)}
             for m in METRICS:
                 row[f"ncgd_{m}"] = float(s[m])
                 row[f"dpsgd_{m}"] = _interp(dp_eps, dpsgd[m], row["epsilon"], log=True)

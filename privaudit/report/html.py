@@ -1154,7 +1154,7 @@ def _defences_section(table: pd.DataFrame) -> str:
     comp = noisycgd_comparison(table)
     if comp.empty:
         return ""
-    head = ("<tr><th>dataset</th><th>attack</th><th>NoisyCGD σ</th><th>ε</th>"
+    head = ("<tr><th>dataset</th><th>attack</th><th>P</th><th>mlp width</th><th>NoisyCGD σ</th><th>ε</th>"
             "<th>NoisyCGD test acc</th><th>DP-SGD test acc</th>"
             "<th>NoisyCGD AUC</th><th>DP-SGD AUC</th><th>MG AUC</th>"
             "<th>NoisyCGD TPR@0.1%</th><th>DP-SGD TPR@0.1%</th><th>MG TPR@0.1%</th></tr>")
@@ -1162,6 +1162,7 @@ def _defences_section(table: pd.DataFrame) -> str:
         ["dataset", "_rank", "attack", "noise_multiplier"], kind="stable")
     body = "".join(
         f"<tr><td class=\"txt\">{_esc(r['dataset'])}</td><td class=\"txt\">{_esc(r['attack'])}</td>"
+        f"<td class=\"num\">{_int(r['width'])}</td><td class=\"num\">{_esc(r['mlp_width'])}</td>"
         f"<td class=\"num\">{_short(r['noise_multiplier'])}</td><td class=\"num\">{_sig3(r['epsilon'])}</td>"
         f"<td class=\"num\">{_f3(r['ncgd_test_accuracy'])}</td><td class=\"num\">{_f3(r['dpsgd_test_accuracy'])}</td>"
         f"<td class=\"num\">{_f3(r['ncgd_auc'])}</td><td class=\"num\">{_f3(r['dpsgd_auc'])}</td>"
