@@ -71,3 +71,11 @@ def test_report_has_the_section_only_with_noisycgd_rows():
     assert 'id="defences"' in html and "NoisyCGD vs DP-SGD" in html
     assert 'id="defences"' not in render_report(TABLE[TABLE["model"] == "mlp"])
     assert noisycgd_comparison(TABLE.iloc[0:0]).empty
+
+
+def test_a_single_setting_within_two_percent_counts_as_the_same_epsilon():
+    table = pd.DataFrame([_row("mlp", "dpsgd", True, 1.84, 4.797, 0.36, 0.53, 0.001),
+                          _row("convex-relu", "noisycgd", True, 11.8, 4.8, 0.33, 0.51, 0.001),
+                          _row("convex-relu", "noisycgd", True, 5.0, 13.6, 0.33, 0.51, 0.001)])
+    comp = noisycgd_comparison(table).set_index("noise_multiplier")
+    assert comp.loc[11.8, "dpsgd_auc"] == 0.53 and math.isnan(comp.loc[5.0, "dpsgd_auc"])
