@@ -2,8 +2,8 @@
 
 PyTorch's CPU ``torch.mm`` goes to MKL's sgemm. On AMD CPUs MKL takes its AVX2 code path
 even where the CPU has AVX-512: on this project's machines (AMD Zen 5, 2 cores) sgemm peaks
-at ~195 GFLOP/s while oneDNN, which PyTorch also ships and already uses for convolutions,
-reaches ~445 GFLOP/s on the same matrices (``benchmarks/bench_peak.py`` measures both).
+at ~200-225 GFLOP/s while oneDNN, which PyTorch also ships and already uses for convolutions,
+reaches ~480 GFLOP/s on the same matrices (``benchmarks/common.py:matmul_peak`` measures both).
 Dense layers dominate an MLP's work, so privaudit routes them through oneDNN's matmul
 primitive (``torch.ops.mkldnn._linear_pointwise``, the op torch.compile's CPU backend
 emits for linear layers) with a small autograd function:
