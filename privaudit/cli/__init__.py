@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from privaudit.cli import attack, audit, epsilon, report, train
+from privaudit.cli import attack, audit, epsilon, report, theory, train
 
 app = typer.Typer(
     name="privaudit",
@@ -21,6 +21,7 @@ app.command("train", help="Train one target model with a defence and save it to 
 app.command("attack", help="Attack trained targets with the shadow-model attack and the loss/confidence baselines.")(attack.attack_cmd)
 app.command("report", help="Rebuild reports/tradeoff.csv and reports/index.html from the whole workspace.")(report.report_cmd)
 app.command("audit", help="The main job: baseline, MG-noise grid and DP-SGD grid for one model: train, attack, report.")(audit.audit_cmd)
+app.add_typer(theory.app, name="theory")
 app.command("epsilon", help="The epsilon a NoisyCGD or DP-SGD setting will cost (or the noise for a target epsilon), without training.")(epsilon.epsilon_cmd)
 
 

@@ -1,0 +1,1 @@
+"""The papers' theory as runnable experiments (papers.md A.2, C): ``privaudit theory …``."""
