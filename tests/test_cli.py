@@ -215,3 +215,34 @@ def test_convex_relu_noisycgd_audit_end_to_end(tmp_path):
     assert "NoisyCGD σ=5" in html
     bad = invoke("train", "--model", "convex-relu", "--dataset", "digits", "--kappa", "0.5", "--workdir", str(tmp_path))
     assert bad.exit_code == 2 and "MG noise" in bad.stderr
+
+
+def test_abort_and_broken_pipe_are_handled_without_traceback(monkeypatch):
+    """`privaudit --help | head -1` closes the pipe early: the console entry point exits
+    without an exception escaping (it used to fail looking up Click's Abort)."""
+    import sys
+
+    from privaudit.cli import _ABORT, main
+
+    sink = open(os.devnull, "w")  # what the console re-points a broken stdout at
+
+    class ClosedPipe:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self):
+            return sink.fileno()
+
+        def flush(self):
+            pass
+
+        def isatty(self):
+            return False
+
+    assert issubclass(_ABORT, BaseException)
+    monkeypatch.setattr(sys, "argv", ["privaudit", "theory", "--help"])
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    sink.close()
+    assert exit_info.value.code in (0, 1)

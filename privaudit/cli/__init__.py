@@ -34,6 +34,11 @@ def _click_exceptions():
     return exceptions
 
 
+# Typer's Abort (Ctrl-C at a prompt); recent Typer keeps it on the package, not beside the
+# vendored Click's other exceptions.
+_ABORT = getattr(typer, "Abort", None) or getattr(_click_exceptions(), "Abort")
+
+
 def main() -> None:
     """Console entry point: usage errors become one line on stderr, exit status 2."""
     cx = _click_exceptions()
@@ -48,7 +53,9 @@ def main() -> None:
         message = " ".join(exc.format_message().split())
         print(f"error: {message}{hint}", file=sys.stderr)
         code = exc.exit_code
-    except cx.Abort:
+    except _ABORT:
         print("error: aborted", file=sys.stderr)
         code = 130
+    except BrokenPipeError:  # e.g. `privaudit --help | head`: the reader has gone
+        code = 0
     sys.exit(code if isinstance(code, int) else 0)
