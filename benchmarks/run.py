@@ -54,6 +54,14 @@ def _f(v, digits=2) -> str:
     return "—" if v is None else f"{v:,.{digits}f}"
 
 
+def _md_table(header: list[str], body: list[list[str]]) -> list[str]:
+    """The lines of a markdown table and a blank line after it; none when ``body`` is empty."""
+    if not body:
+        return []
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(row) + " |" for row in body), ""]
+
+
 def table(result: dict) -> str:
     """Markdown tables of the headline figures."""
     lines = [f"Machine: {result['machine']['cpu']}, {result['machine']['cores']} cores, torch "
@@ -62,40 +70,33 @@ def table(result: dict) -> str:
              + ", ".join(f"{k} {v:.0f}" for k, v in result["peak"].items()
                          if isinstance(v, float) and k != "peak") + "). Data: " + result["data"] + ".", ""]
     rows = result["rows"]
-    tr = [r for r in rows if r["benchmark"] == "training"]
-    if tr:
-        lines += ["| training (batch 128) | privaudit samples/s | DataLoader loop samples/s | speedup | "
-                  "privaudit GFLOP/s | % of peak (peak GFLOP/s) | loop % of peak | privaudit peak RSS MB |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for r in tr:
-            lines.append(f"| {r['model']} | {_f(r['privaudit_samples_per_s'], 0)} | "
-                         f"{_f(r['dataloader_loop_samples_per_s'], 0)} | {_f(r['speedup'])}× | "
-                         f"{_f(r['privaudit_gflops'], 0)} | {100 * r['privaudit_fraction_of_peak']:.0f} % "
-                         f"({_f(r['peak_gflops'], 0)}) | {100 * r['loop_fraction_of_peak']:.0f} % | "
-                         f"{_f(r['privaudit_memory']['peak_rss_mb'], 0)} |")
-        lines.append("")
-    dp = [r for r in rows if r["benchmark"] == "dpsgd"]
-    if dp:
-        lines += ["| DP-SGD (σ 1, batch 128) | privaudit samples/s | non-private | Opacus defaults | "
-                  "Opacus ghost | DP / non-private | vs Opacus defaults |", "|---|---|---|---|---|---|---|"]
-        for r in dp:
-            lines.append(f"| {r['model']} | {_f(r['privaudit_dp_samples_per_s'], 0)} | "
-                         f"{_f(r['non_private_samples_per_s'], 0)} | {_f(r['opacus_default_samples_per_s'], 0)} | "
-                         f"{_f(r['opacus_ghost_samples_per_s'], 0)} | {_f(r['dp_vs_non_private'])}× | "
-                         f"{_f(r['speedup_vs_opacus_default'], 1)}× |")
-        lines.append("")
-    pool = [r for r in rows if r["benchmark"] == "pool"]
-    if pool:
-        lines += ["| pool | K | privaudit s | one by one s | speedup | stacked | max weight diff | "
-                  "peak RSS MB (privaudit / one by one) |", "|---|---|---|---|---|---|---|---|"]
-        for r in pool:
-            forced = (f" (forced stacking: {_f(r['stacked_forced_speedup'])}×)"
-                      if "stacked_forced_speedup" in r else "")
-            lines.append(f"| {r['recipe']} | {r['models']} | {_f(r['privaudit_seconds'])} | "
-                         f"{_f(r['one_by_one_seconds'])} | {_f(r['speedup'])}×{forced} | "
-                         f"{'yes' if r['stacked'] else 'no'} | {r['max_weight_difference']:.1e} | "
-                         f"{_f(r['privaudit_memory']['peak_rss_mb'], 0)} / {_f(r['one_by_one_memory']['peak_rss_mb'], 0)} |")
-        lines.append("")
+
+    def of(kind: str) -> list[dict]:
+        return [r for r in rows if r["benchmark"] == kind]
+
+    lines += _md_table(
+        ["training (batch 128)", "privaudit samples/s", "DataLoader loop samples/s", "speedup", "privaudit GFLOP/s",
+         "% of peak (peak GFLOP/s)", "loop % of peak", "privaudit peak RSS MB"],
+        [[r["model"], _f(r["privaudit_samples_per_s"], 0), _f(r["dataloader_loop_samples_per_s"], 0),
+          f"{_f(r['speedup'])}×", _f(r["privaudit_gflops"], 0),
+          f"{100 * r['privaudit_fraction_of_peak']:.0f} % ({_f(r['peak_gflops'], 0)})",
+          f"{100 * r['loop_fraction_of_peak']:.0f} %", _f(r["privaudit_memory"]["peak_rss_mb"], 0)]
+         for r in of("training")])
+    lines += _md_table(
+        ["DP-SGD (σ 1, batch 128)", "privaudit samples/s", "non-private", "Opacus defaults", "Opacus ghost",
+         "DP / non-private", "vs Opacus defaults"],
+        [[r["model"], _f(r["privaudit_dp_samples_per_s"], 0), _f(r["non_private_samples_per_s"], 0),
+          _f(r["opacus_default_samples_per_s"], 0), _f(r["opacus_ghost_samples_per_s"], 0),
+          f"{_f(r['dp_vs_non_private'])}×", f"{_f(r['speedup_vs_opacus_default'], 1)}×"] for r in of("dpsgd")])
+    lines += _md_table(
+        ["pool", "K", "privaudit s", "one by one s", "speedup", "stacked", "max weight diff",
+         "peak RSS MB (privaudit / one by one)"],
+        [[r["recipe"], str(r["models"]), _f(r["privaudit_seconds"]), _f(r["one_by_one_seconds"]),
+          f"{_f(r['speedup'])}×" + (f" (forced stacking: {_f(r['stacked_forced_speedup'])}×)"
+                                   if "stacked_forced_speedup" in r else ""),
+          "yes" if r["stacked"] else "no", f"{r['max_weight_difference']:.1e}",
+          f"{_f(r['privaudit_memory']['peak_rss_mb'], 0)} / {_f(r['one_by_one_memory']['peak_rss_mb'], 0)}"]
+         for r in of("pool")])
     for r in rows:
         if r["benchmark"] == "scoring":
             lines += [f"Scoring {r['samples']:,} samples × {r['models']} models ({r['logits_mb']:.0f} MB of logits), "
@@ -108,24 +109,20 @@ def table(result: dict) -> str:
             lines += [f"Audit end to end (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "
                       f"κ 0.5, σ 1, pool {r['pool_size']}, all attacks, {r['models_trained']} models): "
                       f"{r['wall_seconds']:.1f} s — {shares}.", ""]
-    prec = [r for r in rows if r["benchmark"] == "precision"]
-    if prec:
-        lines += ["| mixed precision | fp32 samples/s | bf16 samples/s | bf16 speedup | fp32 test acc. | "
-                  "bf16 test acc. |", "|---|---|---|---|---|---|"]
-        for r in prec:
-            lines.append(f"| {r['model']} ({r['epochs']} epochs) | {_f(r['fp32_samples_per_s'], 0)} | "
-                         f"{_f(r['bf16_samples_per_s'], 0)} | {_f(r['bf16_speedup'])}× | "
-                         f"{r['fp32_test_accuracy']:.3f} | {r['bf16_test_accuracy']:.3f} |")
-        lines.append("")
-    t = result["targets"]
-    if t:
-        lines += ["| target | measured | goal | met |", "|---|---|---|---|"]
-        for x in t:
-            v = x["measured"]
-            shown = (f"{100 * v:.0f} %" if "fraction" in x["target"] else
-                     f"{v:.2f} s" if "scoring" in x["target"] else f"{v:.2f}×")
-            lines.append(f"| {x['target']} | {shown} | {x['goal']} | {'yes' if x['met'] else 'no'} |")
-    return "\n".join(lines) + "\n"
+    lines += _md_table(
+        ["mixed precision", "fp32 samples/s", "bf16 samples/s", "bf16 speedup", "fp32 test acc.", "bf16 test acc."],
+        [[f"{r['model']} ({r['epochs']} epochs)", _f(r["fp32_samples_per_s"], 0), _f(r["bf16_samples_per_s"], 0),
+          f"{_f(r['bf16_speedup'])}×", f"{r['fp32_test_accuracy']:.3f}", f"{r['bf16_test_accuracy']:.3f}"]
+         for r in of("precision")])
+
+    def shown(x: dict) -> str:
+        v = x["measured"]
+        return (f"{100 * v:.0f} %" if "fraction" in x["target"] else
+                f"{v:.2f} s" if "scoring" in x["target"] else f"{v:.2f}×")
+
+    lines += _md_table(["target", "measured", "goal", "met"],
+                       [[x["target"], shown(x), x["goal"], "yes" if x["met"] else "no"] for x in result["targets"]])
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,8 +14,8 @@ from privaudit.data import ImageData, load_dataset
 from privaudit.provenance import provenance
 from privaudit.timing import phase
 from privaudit.training import train_model
-from privaudit.training.stacked import STACK_GROUP, can_stack, train_many
-from privaudit.training.trainer import EpochCallback, TrainResult, resolve_engine
+from privaudit.training.stacked import stack_groups, train_stacked
+from privaudit.training.trainer import EpochCallback, TrainResult
 from privaudit.workspace import Workspace
 
 
@@ -74,19 +74,19 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
                   on_start: Callable[[RunConfig], None] | None = None,
                   on_epoch: EpochCallback | None = None) -> list[RunResult]:
     """:func:`ensure_model` for many models of one recipe (a reference pool): with the fast
-    engine, the missing ones train together where that is faster
-    (:mod:`privaudit.training.stacked`), in groups of at most :data:`STACK_GROUP`."""
+    engine, the missing ones train together where that is faster, in the groups of
+    :func:`privaudit.training.stacked.stack_groups`."""
     configs = [c.validated() for c in configs]
     missing = [c for c in configs if not workspace.has_model(c)]
-    if len(missing) > 1 and resolve_engine() == "fast":
+    if len(missing) > 1:
         images = data.get(missing[0].data.dataset)
-        if can_stack(missing[0], images.input_shape):
-            for start in range(0, len(missing), STACK_GROUP):  # saved group by group: resumable
-                group = missing[start:start + STACK_GROUP]
-                t0 = time.perf_counter()
-                with phase("train"):
-                    results = train_many(group, images, device, on_start=on_start, on_epoch=on_epoch)
-                seconds = (time.perf_counter() - t0) / len(group)
-                for config, result in zip(group, results):
-                    save_trained(workspace, config, result, device, seconds)
+        for group in stack_groups(missing, images.input_shape):  # saved group by group: resumable
+            t0 = time.perf_counter()
+            if on_start:
+                on_start(group[0])
+            with phase("train"):
+                results = train_stacked(group, images, device, on_epoch=on_epoch)
+            seconds = (time.perf_counter() - t0) / len(group)
+            for config, result in zip(group, results):
+                save_trained(workspace, config, result, device, seconds)
     return [ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs]

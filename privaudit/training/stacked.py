@@ -57,18 +57,28 @@ def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
             and d * cfg.model.width <= STACK_MAX_MACS)
 
 
+def stack_groups(cfgs: Sequence[RunConfig], input_shape: tuple[int, int, int],
+                 engine: str | None = None) -> list[list[RunConfig]]:
+    """``cfgs`` cut into stacked runs of at most :data:`STACK_GROUP` models where the fast
+    engine and :func:`can_stack` allow stacking them; else no groups (train one by one)."""
+    cfgs = list(cfgs)
+    if len(cfgs) < 2 or resolve_engine(engine) != "fast" or not can_stack(cfgs[0], input_shape):
+        return []
+    return [cfgs[i:i + STACK_GROUP] for i in range(0, len(cfgs), STACK_GROUP)]
+
+
 def train_many(cfgs: Sequence[RunConfig], data: ImageData, device: torch.device | str = "cpu",
                on_start=None, on_epoch: EpochCallback | None = None,
                engine: str | None = None) -> list[TrainResult]:
-    """Train the models ``cfgs`` (reference models of one recipe): stacked, in groups of
-    :data:`STACK_GROUP`, where :func:`can_stack` and the fast engine allow, else one by one.
-    ``on_start(config)`` is called once per stacked group or per model."""
+    """Train the models ``cfgs`` (reference models of one recipe): stacked, in the groups of
+    :func:`stack_groups`, where that applies, else one by one. ``on_start(config)`` is called
+    once per stacked group or per model."""
     engine = resolve_engine(engine)
     cfgs = list(cfgs)
-    if len(cfgs) > 1 and engine == "fast" and can_stack(cfgs[0], data.input_shape):
+    groups = stack_groups(cfgs, data.input_shape, engine)
+    if groups:
         results: list[TrainResult] = []
-        for start in range(0, len(cfgs), STACK_GROUP):
-            group = cfgs[start:start + STACK_GROUP]
+        for group in groups:
             if on_start:
                 on_start(group[0])
             results += train_stacked(group, data, device, on_epoch=on_epoch)
