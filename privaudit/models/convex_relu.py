@@ -11,14 +11,16 @@ cross-entropy and an L2 term λ/2‖v‖² the training objective is λ-strongly
 smooth, which the hidden-state privacy bound of NoisyCGD needs
 (:mod:`privaudit.hidden_state`).
 
-The P·d features are never materialised: logits are one product x W with W = v arranged as
-(d, P·C), masked by the gates and summed over i.
+The P·d features are never materialised: the logits are one product x Wᵀ, W = v arranged as
+(P·C, d) (:func:`to_working`), masked by the gates and summed over i.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from privaudit.training.fast_linear import linear
 
 
 class ConvexReLU(nn.Module):
@@ -30,13 +32,21 @@ class ConvexReLU(nn.Module):
         self.register_buffer("u", torch.randn(gates, in_features))
         self.v = nn.Parameter(torch.zeros(gates, in_features, num_classes))
 
-    def gates(self, x: torch.Tensor) -> torch.Tensor:
-        """1[u_iᵀx ≥ 0] as floats, shape (B, P); ``x`` flattened, (B, d)."""
-        return (x @ self.u.t() >= 0).to(x.dtype)
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.flatten(1)
-        p, d, c = self.v.shape
-        w = self.v.permute(1, 0, 2).reshape(d, p * c)
-        z = (x @ w).view(len(x), p, c)
-        return (z * self.gates(x)[:, :, None]).sum(1)
+        return logits_and_gates(x.flatten(1), to_working(self.v), self.u, self.v.shape[2])[0]
+
+
+def to_working(v: torch.Tensor) -> torch.Tensor:
+    """v (P, d, C) → W (P·C, d), row i·C + c = v[i, :, c]: the layout of a dense layer's
+    weight (differentiable; NoisyCGD keeps its iterate in this layout)."""
+    p, d, c = v.shape
+    return v.permute(0, 2, 1).reshape(p * c, d).contiguous()
+
+
+def logits_and_gates(x: torch.Tensor, w: torch.Tensor, u: torch.Tensor, num_classes: int
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits (B, C) and gates 1[u_iᵀx ≥ 0] (B, P) of flattened inputs ``x`` (B, d) under
+    W (P·C, d)."""
+    gates = (x @ u.t() >= 0).to(x.dtype)
+    z = linear(x, w).view(len(x), len(u), num_classes)
+    return (z * gates[:, :, None]).sum(1), gates

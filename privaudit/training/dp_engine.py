@@ -36,7 +36,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from privaudit.training.fast_linear import linear, onednn_enabled, onednn_matmul_nt
+from privaudit.training.fast_linear import linear, matmul_tn
 
 PAD_TO = 8
 PER_SAMPLE_MODULES = (nn.Flatten, nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.Identity)
@@ -202,7 +202,7 @@ class DenseDPSGD:
         for i, m in enumerate(self.layers):
             if size:
                 cb = grads[i] * factor[:, None]
-                gw = _matmul_tn(cb, inputs[i])
+                gw = matmul_tn(cb, inputs[i])
                 gb = cb.sum(0) if m.bias is not None else None
             else:
                 gw = torch.zeros_like(m.weight)
@@ -216,9 +216,3 @@ class DenseDPSGD:
                 p.grad = g
         return losses
 
-
-def _matmul_tn(b: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-    """bᵀ a, shape (out, in), through oneDNN on CPU where available."""
-    if b.device.type == "cpu" and b.dtype == torch.float32 and onednn_enabled():
-        return onednn_matmul_nt(b.t(), a.t())
-    return b.t() @ a

@@ -63,6 +63,14 @@ def onednn_matmul_nt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return _OP(a.contiguous(), b.contiguous(), None, "none", [], "")
 
 
+def matmul_tn(b: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """bᵀ a for b (B, out), a (B, in): a weight gradient, shape (out, in); through oneDNN on
+    float32 CPU tensors where available, else ``torch.mm``."""
+    if b.device.type == "cpu" and b.dtype == torch.float32 and onednn_enabled():
+        return onednn_matmul_nt(b.t(), a.t())
+    return b.t() @ a
+
+
 class _OneDNNLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -77,7 +85,7 @@ class _OneDNNLinear(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             gx = g @ weight
         if ctx.needs_input_grad[1]:
-            gw = onednn_matmul_nt(g.t(), x.t())
+            gw = matmul_tn(g, x)
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = g.sum(0)
         return gx, gw, gb

@@ -25,29 +25,15 @@ from typing import Callable
 import torch
 from torch.nn import functional as F
 
-from privaudit.models.convex_relu import ConvexReLU
+from privaudit.models.convex_relu import ConvexReLU, logits_and_gates, to_working
 from privaudit.training.dp_engine import GaussianNoise, dp_compute_threads
-from privaudit.training.fast_linear import linear, onednn_enabled, onednn_matmul_nt
-
-
-def to_working(v: torch.Tensor) -> torch.Tensor:
-    """v (P, d, C) → W (P·C, d), row i·C + c = v[i, :, c]."""
-    p, d, c = v.shape
-    return v.permute(0, 2, 1).reshape(p * c, d).contiguous()
+from privaudit.training.fast_linear import matmul_tn
 
 
 def from_working(w: torch.Tensor, gates: int) -> torch.Tensor:
-    """Inverse of :func:`to_working`."""
+    """Inverse of :func:`privaudit.models.convex_relu.to_working`."""
     pc, d = w.shape
     return w.view(gates, pc // gates, d).permute(0, 2, 1).contiguous()
-
-
-def logits_and_gates(x: torch.Tensor, w: torch.Tensor, u: torch.Tensor, num_classes: int
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits (B, C) and gates (B, P) of flattened inputs ``x`` (B, d) under W (P·C, d)."""
-    gates = (x @ u.t() >= 0).to(x.dtype)
-    z = linear(x, w).view(len(x), len(u), num_classes)
-    return (z * gates[:, :, None]).sum(1), gates
 
 
 def per_sample_gradient_norms(x: torch.Tensor, residual: torch.Tensor, gates: torch.Tensor) -> torch.Tensor:
@@ -64,11 +50,7 @@ def clipped_mean_gradient(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, u: 
     residual[torch.arange(len(y), device=y.device), y] -= 1.0
     factor = (clip / (per_sample_gradient_norms(x, residual, gates) + 1e-6)).clamp_(max=1.0) / len(y)
     a = (gates[:, :, None] * (residual * factor[:, None])[:, None, :]).reshape(len(y), -1)  # (B, P·C)
-    if a.device.type == "cpu" and a.dtype == torch.float32 and onednn_enabled():
-        grad = onednn_matmul_nt(a.t(), x.t())
-    else:
-        grad = a.t() @ x
-    return grad, losses
+    return matmul_tn(a, x), losses
 
 
 def train_noisycgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, noise_multiplier: float,
