@@ -239,8 +239,8 @@ def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, y
               max_points: int = 400, standalone: bool = False) -> str:
     """An ``<svg>`` line/scatter plot of ``series`` as a string.
 
-    ``series``: dicts ``{"label": str, "x": sequence, "y": sequence, "markers": bool}``
-    (``markers`` defaults to True). ``x_range``/``y_range`` fix an axis range (otherwise it
+    ``series``: dicts ``{"label": str, "x": sequence, "y": sequence, "markers": bool, "line": bool}``
+    (``markers`` and ``line`` default to True; ``line=False`` draws points only). ``x_range``/``y_range`` fix an axis range (otherwise it
     is taken from the data and widened to whole tick steps / decades). ``diagonal`` draws
     the chance line y = x (ROC curves). ``width``/``height`` are the plot's size in user
     units; the legend is added below it, so the ``viewBox`` is ``height`` plus the legend
@@ -362,7 +362,7 @@ def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, y
         px, py = sx(x), sy(y)
         keep = thin_points(px, py, max_points=max_points)
         px, py = px[keep], py[keep]
-        if px.size > 1:
+        if px.size > 1 and s.get("line", True):
             pts = " ".join(f"{_r(a)},{_r(b)}" for a, b in zip(px, py))
             dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
             data.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="2" '
@@ -387,8 +387,9 @@ def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, y
             dash = _DASHES[(i // len(PALETTE)) % len(_DASHES)]
             dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
             x0 = _MARGIN_LEFT + off
-            add(f'<line x1="{_r(x0)}" y1="{ly}" x2="{_r(x0 + 22)}" y2="{ly}" stroke="{color}" '
-                f'stroke-width="2"{dash_attr}/>')
+            if series[i].get("line", True):
+                add(f'<line x1="{_r(x0)}" y1="{ly}" x2="{_r(x0 + 22)}" y2="{ly}" stroke="{color}" '
+                    f'stroke-width="2"{dash_attr}/>')
             if series[i].get("markers", True):
                 add(f'<circle cx="{_r(x0 + 11)}" cy="{ly}" r="3.6" fill="{color}" stroke="#fff" '
                     f'stroke-width="1"/>')

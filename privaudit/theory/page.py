@@ -26,18 +26,26 @@ def theory_dir(workdir: Path) -> Path:
     return folder
 
 
-def save_experiment(workdir: Path, name: str, table: pd.DataFrame, svgs: list[str], summary: dict) -> dict:
-    """Write the experiment's files and rebuild the page; returns the paths written."""
+def save_experiment(workdir: Path, name: str, table: pd.DataFrame, svgs: list[str], summary: dict,
+                    extra_tables: dict[str, pd.DataFrame] | None = None) -> dict:
+    """Write the experiment's files and rebuild the page; returns the paths written.
+
+    ``extra_tables`` are written as ``<name>-<key>.csv`` next to ``<name>.csv``."""
     folder = theory_dir(workdir)
     write_text(folder / f"{name}.csv", table.to_csv(index=False))
+    tables = [f"{name}.csv"]
+    for key, extra in (extra_tables or {}).items():
+        write_text(folder / f"{name}-{key}.csv", extra.to_csv(index=False))
+        tables.append(f"{name}-{key}.csv")
     figures = []
     for i, svg in enumerate(svgs):
         fname = f"{name}.svg" if i == 0 else f"{name}-{i + 1}.svg"
         write_text(folder / fname, svg)
         figures.append(fname)
-    write_json(folder / f"{name}.json", {**summary, "figures": figures})
+    write_json(folder / f"{name}.json", {**summary, "figures": figures, "tables": tables})
     page = build_page(folder)
-    return {"csv": str(folder / f"{name}.csv"), "figures": [str(folder / f) for f in figures], "html": str(page)}
+    return {"csv": str(folder / f"{name}.csv"), "tables": [str(folder / t) for t in tables],
+            "figures": [str(folder / f) for f in figures], "html": str(page)}
 
 
 def build_page(folder: Path) -> Path:
@@ -47,11 +55,12 @@ def build_page(folder: Path) -> Path:
     sections = []
     for name in names:
         s = read_json(folder / f"{name}.json")
+        tables = ", ".join(f"<code>{html.escape(t)}</code>" for t in s.get("tables", [f"{name}.csv"]))
         figs = "".join(f'<figure>{(folder / f).read_text()}</figure>' for f in s.get("figures", [])
                        if (folder / f).exists())
         sections.append(f'<section id="{html.escape(name)}"><h2>{html.escape(s.get("title", name))}</h2>'
-                        f'<p>{s.get("caption_html", "")}</p>{figs}'
-                        f'<p class="muted">Numbers: <code>{html.escape(name)}.csv</code>.</p></section>')
+                        f'<p>{s.get("caption_html", "")}</p><div class="plots">{figs}</div>'
+                        f'<p class="muted">Numbers: {tables}.</p></section>')
     body = "".join(sections) or '<p class="empty">No theory experiment has been run yet.</p>'
     page = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
