@@ -22,7 +22,7 @@ from privaudit.theory.convergence import KAPPAS, convergence_experiment
 from privaudit.theory.federated import federated_gd
 from privaudit.theory.masked_neurons import (BERNOULLI_PS, BERNOULLI_XIS, CATEGORICAL_PS, CATEGORICAL_STEPS,
                                              masked_neurons_experiment)
-from privaudit.theory.page import save_experiment
+from privaudit.theory.page import save_experiment, theory_dir
 from privaudit.theory.smoothing import smoothing_experiment
 from privaudit.theory.twolayer import least_eigenvalue, make_problem
 
@@ -200,4 +200,4 @@ def run_all(workdir: Path, *, seed: int = 0, progress=None) -> dict:
         seconds[name] = round(time.perf_counter() - start, 2)
         if progress is not None:
             progress(name, seconds[name])
-    return {"experiments": results, "seconds": seconds, "html": results[name]["html"]}
+    return {"experiments": results, "seconds": seconds, "html": str(theory_dir(workdir) / "index.html")}
