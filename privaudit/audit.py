@@ -4,8 +4,10 @@ For one architecture and dataset the plan is the undefended baseline, one MG-noi
 per κ of the grid and one DP-SGD target per σ (or per target ε) of the grid. Every target
 gets its shadow model with the identical recipe, every target is attacked, and the reports
 are rebuilt from the whole workspace. With a reference pool the strongest attacks (LiRA,
-RMIA, many shadows) and the empirical ε lower bounds are added (:mod:`privaudit.attacks.run`). Each step is the cached get-or-train of
-:mod:`privaudit.runs`, so an interrupted audit resumes where it stopped.
+RMIA, many shadows) and the empirical ε lower bounds are added (:mod:`privaudit.attacks.run`).
+The audit is a graph of jobs (:mod:`privaudit.executor`) run in this process or on Ray;
+each job is the cached get-or-train of :mod:`privaudit.runs`, so an interrupted audit
+resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from typing import Callable, Sequence
 
 import torch
 
-from privaudit.attacks.run import AttackPlan, AttackResult, attack_target
+from privaudit.attacks.run import AttackPlan, AttackResult
 from privaudit.config import RunConfig
 from privaudit.errors import ConfigError
-from privaudit.report.build import ReportResult, build_reports
-from privaudit.runs import DataCache, RunResult, ensure_model
+from privaudit.executor import Job, LocalExecutor, audit_jobs
+from privaudit.report.build import ReportResult
+from privaudit.runs import DataCache, RunResult
 from privaudit.training.trainer import EpochCallback
 from privaudit.workspace import Workspace
 
@@ -62,25 +65,27 @@ class AuditResult:
 class AuditHooks:
     """Optional callbacks for progress display (the CLI's rich bars)."""
 
-    on_model_start: Callable[[RunConfig], None] | None = None  # called when a model is trained
-    on_epoch: EpochCallback | None = None
-    on_step_done: Callable[[str], None] | None = None
+    on_model_start: Callable[[RunConfig], None] | None = None  # called when a model is trained (local)
+    on_epoch: EpochCallback | None = None                      # (local)
+    on_plan: Callable[[list[Job]], None] | None = None          # the job graph, once
+    on_job_done: Callable[[Job, bool], None] | None = None      # (job, whether it was already done)
 
 
 def run_audit(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, device: torch.device,
-              hooks: AuditHooks | None = None, attacks: AttackPlan | None = None) -> AuditResult:
+              hooks: AuditHooks | None = None, attacks: AttackPlan | None = None, executor=None) -> AuditResult:
     """Train (or reuse) every target of ``plan`` and what its attacks need (shadow, reference
-    pool, canary model), attack it as ``attacks`` says, rebuild reports."""
+    pool, canary model), attack it as ``attacks`` says, rebuild reports: the job graph of
+    :func:`privaudit.executor.audit_jobs`, run by ``executor`` (default: in this process)."""
     hooks = hooks or AuditHooks()
+    attacks = attacks or AttackPlan()
     workspace.ensure_writable()
-    result = AuditResult()
-    for cfg in plan:
-        target = ensure_model(cfg, workspace, data, device, on_start=hooks.on_model_start, on_epoch=hooks.on_epoch)
-        result.targets.append(target)
-        attack = attack_target(workspace, target.name, data, device, attacks, on_start=hooks.on_model_start,
-                               on_epoch=hooks.on_epoch)
-        result.attacks.append(attack)
-        if hooks.on_step_done:
-            hooks.on_step_done(target.name)
-    result.report = build_reports(workspace)
-    return result
+    targets = [cfg.validated() for cfg in plan]
+    input_shape = data.get(targets[0].data.dataset).input_shape if attacks.pool_attacks and targets else (0, 0, 0)
+    jobs = audit_jobs(targets, attacks, input_shape)
+    if hooks.on_plan:
+        hooks.on_plan(jobs)
+    executor = executor or LocalExecutor()
+    results = executor.run(jobs, workspace, data, device, on_start=hooks.on_model_start, on_epoch=hooks.on_epoch,
+                           on_job_done=hooks.on_job_done)
+    return AuditResult(targets=[results[f"train:{t.run_name}"][0] for t in targets],
+                       attacks=[results[f"attack:{t.run_name}"] for t in targets], report=results["report"])

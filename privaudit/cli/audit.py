@@ -16,6 +16,8 @@ from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt
                                    PartSizeOpt, PrecisionOpt, SeedOpt, WeightDecayOpt, WidthOpt)
 from privaudit.cli.summary import attack_summary_table
 from privaudit.config import make_config
+from privaudit.errors import ConfigError
+from privaudit.executor import make_executor
 from privaudit.runs import DataCache
 from privaudit.timing import CLOCK
 from privaudit.training import resolve_device
@@ -48,6 +50,9 @@ def audit_cmd(
     part_size: PartSizeOpt = None,
     seed: SeedOpt = 0,
     device: DeviceOpt = "auto",
+    executor: Annotated[str, typer.Option("--executor", help="Where the jobs run: local (this process) or ray (Ray tasks; pip install \"privaudit[ray]\").")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Ray cluster to join: auto, or ray://host:port; default: start (or join via RAY_ADDRESS) a local instance.")] = None,
+    cpus_per_job: Annotated[Optional[int], typer.Option("--cpus-per-job", min=1, help="CPUs (torch threads) of each job; default: this machine's torch thread count. The same value gives the same numbers on both executors.")] = None,
     workdir: WorkdirOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
@@ -64,18 +69,24 @@ def audit_cmd(
                        lr=lr, weight_decay=weight_decay, precision=precision, seed=seed)
     plan = audit_plan(base, k_grid, s_grid, eps_grid)
     attack_plan = parse_attacks(attacks, pool_size)
+    if ray_address is not None and executor != "ray":
+        raise ConfigError("--ray-address needs --executor ray")
+    runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
     dev = resolve_device(device)
     ws = Workspace(workdir).ensure_writable()
     data = DataCache(data_dir, download)
-    err.print(f"audit: {len(plan)} targets ({model} on {dataset}, device {dev}) in {ws.root}", highlight=False)
+    err.print(f"audit: {len(plan)} targets ({model} on {dataset}, device {dev}, executor {runner.name}) in {ws.root}",
+              highlight=False)
     with training_progress() as bars:
-        result = run_audit(plan, ws, data, dev, AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch),
-                           attack_plan)
+        hooks = AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,
+                           on_job_done=bars.job_done)
+        result = run_audit(plan, ws, data, dev, hooks, attack_plan, executor=runner)
     wall = time.perf_counter() - t0
     rep = result.report
     if as_json:
         emit_json({
             "wall_seconds": wall,
+            "executor": runner.name,
             "phase_seconds": CLOCK.snapshot(),
             "targets": [{"run": t.name, "path": str(t.path), "reused": t.reused,
                          "metrics": {k: v for k, v in t.metrics.items() if k != "loss_history"}} for t in result.targets],

@@ -11,6 +11,7 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from privaudit.atomic import dumps_json
@@ -23,7 +24,7 @@ err = Console(stderr=True, highlight=False)
 
 def fail(message: str, code: int = 2) -> None:
     """Print ``error: message`` as one line on stderr and exit with ``code``."""
-    text = " ".join(str(message).split())
+    text = escape(" ".join(str(message).split()))  # a message's own brackets are text, not markup
     err.print(f"[bold red]error:[/] {text}", soft_wrap=True, markup=True, emoji=False, highlight=False)
     raise typer.Exit(code)
 
@@ -67,7 +68,7 @@ def info_console(as_json: bool) -> Console:
 @contextmanager
 def training_progress(enabled: bool = True) -> Iterator["TrainingBars"]:
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(),
+                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
                         console=err, transient=False, disable=not enabled)
     with progress:
         yield TrainingBars(progress)
@@ -79,14 +80,23 @@ class TrainingBars:
     def __init__(self, progress: Progress):
         self.progress = progress
         self.task = None
+        self.jobs = None
+
+    def plan(self, jobs) -> None:
+        """One bar over a whole job graph (``audit``), advanced by :meth:`job_done`."""
+        self.jobs = self.progress.add_task("audit jobs", total=len(jobs), info="")
+
+    def job_done(self, job, reused: bool) -> None:
+        if self.jobs is not None:
+            self.progress.update(self.jobs, advance=1, info=f"{job.label}{' (reused)' if reused else ''}")
 
     def start(self, config) -> None:
         label = f"{config.role} {config.model.name} {config.defence.label}"
-        self.task = self.progress.add_task(label, total=config.train.epochs, loss="—")
+        self.task = self.progress.add_task(label, total=config.train.epochs, info="loss —")
 
     def on_epoch(self, epoch: int, epochs: int, loss: float) -> None:
         if self.task is not None:
-            self.progress.update(self.task, completed=epoch, loss=f"{loss:.4f}")
+            self.progress.update(self.task, completed=epoch, info=f"loss {loss:.4f}")
 
 
 def fmt(value, digits: int = 3) -> str:

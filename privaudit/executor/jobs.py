@@ -1,0 +1,78 @@
+"""Running one job of the audit graph in the current process.
+
+:func:`run_job` is what every executor calls, locally or on a remote worker: it sets the
+job's thread count (so a job computes the same numbers wherever it runs), calls the
+get-or-train function of the job's kind and returns its result. Every kind is idempotent:
+a job whose artifacts exist returns them without recomputing (``reused``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from privaudit.attacks.run import attack_target
+from privaudit.executor.plan import Job
+from privaudit.pools import POOLS_FOLDER, ensure_pool, pool_name
+from privaudit.report.build import build_reports
+from privaudit.runs import DataCache, ensure_model, ensure_models
+from privaudit.training.trainer import EpochCallback
+from privaudit.workspace import Workspace
+
+#: Fault injection for the executor's tests: ``<text>@<marker file>`` makes the first job
+#: whose id contains <text> kill its own process (SIGKILL) after its first epoch, once (the
+#: marker file records that it happened).
+FAULT_ENV = "PRIVAUDIT_FAULT_KILL"
+
+
+def is_done(job: Job, workspace: Workspace) -> bool:
+    """Whether the job's artifacts already exist (a cheap check; attacks and the report are
+    never skipped, as they themselves reuse what is unchanged)."""
+    if job.kind == "train":
+        return all(workspace.has_model(c) for c in job.configs)
+    if job.kind == "logits":
+        pool = pool_name(job.configs[0].recipe, job.pool_size)
+        return (workspace.attacks / POOLS_FOLDER / pool / "outputs.npz").is_file()
+    return False
+
+
+def _fault_on_epoch(job: Job, on_epoch: EpochCallback | None) -> EpochCallback | None:
+    spec = os.environ.get(FAULT_ENV)
+    if not spec or "@" not in spec:
+        return on_epoch
+    text, marker = spec.split("@", 1)
+    if text not in job.id or Path(marker).exists():
+        return on_epoch
+
+    def killing(epoch: int, epochs: int, loss: float) -> None:
+        if on_epoch:
+            on_epoch(epoch, epochs, loss)
+        Path(marker).write_text(job.id)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    return killing
+
+
+def run_job(job: Job, workspace: Workspace, data: DataCache, device: torch.device, *, threads: int | None = None,
+            on_start: Callable | None = None, on_epoch: EpochCallback | None = None):
+    """Run ``job``; returns a list of RunResult (train), the pool name (logits), an
+    AttackResult (attack) or a ReportResult (report)."""
+    if threads:
+        torch.set_num_threads(threads)
+    on_epoch = _fault_on_epoch(job, on_epoch)
+    if job.kind == "train":
+        if len(job.configs) > 1:
+            return ensure_models(list(job.configs), workspace, data, device, on_start=on_start, on_epoch=on_epoch)
+        return [ensure_model(job.configs[0], workspace, data, device, on_start=on_start, on_epoch=on_epoch)]
+    if job.kind == "logits":
+        return ensure_pool(job.configs[0], job.pool_size, workspace, data, device).name
+    if job.kind == "attack":
+        return attack_target(workspace, job.configs[0].run_name, data, device, job.attacks,
+                             on_start=on_start, on_epoch=on_epoch)
+    if job.kind == "report":
+        return build_reports(workspace)
+    raise ValueError(f"unknown job kind {job.kind!r}")

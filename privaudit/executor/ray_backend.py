@@ -1,0 +1,188 @@
+"""The Ray executor: the audit's jobs as Ray tasks on a local instance or a cluster.
+
+The driver walks the job graph: a job is submitted as soon as the jobs it depends on have
+finished, as a task asking for ``cpus_per_job`` CPUs (and one GPU when the device is CUDA).
+Jobs whose artifacts already exist are not submitted (a rerun resumes); the report is
+built by the driver. Every ``PRIVAUDIT_*`` environment variable of the driver is passed to
+the workers (``runtime_env``), and each job runs with ``cpus_per_job`` torch threads, so a
+job computes the same numbers as on the local executor with the same thread count.
+
+Failures:
+
+* a worker process that dies (killed, out of memory, node lost) is a system failure: Ray
+  reruns the task, at most ``max_retries`` times;
+* an exception raised by the job itself (bad input, a corrupt artifact) is deterministic:
+  it is not retried and fails the audit once, with the job's own message.
+
+Filesystems: when the workers see the driver's workspace (a probe file written by the
+driver is read back by a task), they write artifacts there directly. Otherwise each task
+gets its inputs as bytes (:mod:`privaudit.executor.bundle`), runs in a private temporary
+workspace and returns its outputs, which the driver writes atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from privaudit.errors import ConfigError, PrivauditError
+from privaudit.executor.bundle import pack, unpack
+from privaudit.executor.jobs import is_done, run_job
+from privaudit.executor.plan import Job
+from privaudit.runs import DataCache, RunResult
+from privaudit.workspace import Workspace
+
+INSTALL_HINT = 'the Ray executor needs Ray: pip install "privaudit[ray]"'
+DEFAULT_RETRIES = 3
+_DATA: dict[tuple, DataCache] = {}  # per worker process: each dataset loaded once
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(INSTALL_HINT) from None
+    return ray
+
+
+def _worker_job(job: Job, root: str, shared: bool, inputs, data_dir, download: bool, device: str, threads: int):
+    """The task body: run ``job`` against the shared workspace, or a private one."""
+    data = _DATA.setdefault((str(data_dir), download), DataCache(data_dir, download))
+    private = None if shared else tempfile.mkdtemp(prefix="privaudit-job-")
+    try:
+        ws = Workspace(root if shared else private)
+        ws.ensure_writable()
+        if not shared:
+            unpack(ws, inputs)
+        result = run_job(job, ws, data, torch.device(device), threads=threads)
+        return result, (None if shared else pack(ws, job.outputs)), str(ws.root)
+    finally:
+        if private:
+            shutil.rmtree(private, ignore_errors=True)
+
+
+def _probe(path: str, token: str) -> bool:
+    try:
+        return Path(path).read_text() == token
+    except OSError:
+        return False
+
+
+def _rebase(result: Any, worker_root: str, workspace: Workspace) -> Any:
+    """Point the paths of a result computed in a worker's private workspace at the driver's."""
+    def move(path: Path) -> Path:
+        try:
+            return workspace.root / Path(path).relative_to(worker_root)
+        except ValueError:
+            return path
+    if isinstance(result, list):
+        return [_rebase(r, worker_root, workspace) for r in result]
+    if isinstance(result, RunResult) or hasattr(result, "path"):
+        return replace(result, path=move(result.path))
+    return result
+
+
+@dataclass
+class RayExecutor:
+    """``address``: None starts (or joins, with ``RAY_ADDRESS``) a local instance; ``auto`` or
+    ``ray://host:port`` joins a cluster. ``shared_fs``: None detects it."""
+
+    address: str | None = None
+    cpus_per_job: int = 1
+    max_retries: int = DEFAULT_RETRIES
+    shared_fs: bool | None = None
+    name: str = "ray"
+
+    def run(self, jobs: Sequence[Job], workspace: Workspace, data: DataCache, device: torch.device, *,
+            on_start: Callable | None = None, on_epoch=None,
+            on_job_done: Callable[[Job, bool], None] | None = None) -> dict[str, Any]:
+        ray = _import_ray()
+        started = not ray.is_initialized()
+        if started:
+            env = {k: v for k, v in os.environ.items() if k.startswith("PRIVAUDIT_")}
+            try:
+                ray.init(address=self.address, runtime_env={"env_vars": env}, include_dashboard=False,
+                         log_to_driver=False, configure_logging=False)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise ConfigError(f"cannot start or join Ray at {self.address or 'a local instance'}: {exc}") from None
+        try:
+            return self._run(ray, jobs, workspace, data, device, on_job_done)
+        finally:
+            if started:
+                ray.shutdown()
+
+    def _shared(self, ray, workspace: Workspace) -> bool:
+        if self.shared_fs is not None:
+            return self.shared_fs
+        token = secrets.token_hex(16)
+        marker = (workspace.attacks / f".ray-probe-{token}").resolve()
+        marker.write_text(token)
+        try:
+            return bool(ray.get(ray.remote(num_cpus=0)(_probe).remote(str(marker), token)))
+        finally:
+            marker.unlink(missing_ok=True)
+
+    def _run(self, ray, jobs, workspace, data, device, on_job_done) -> dict[str, Any]:
+        shared = self._shared(ray, workspace)
+        task = ray.remote(_worker_job).options(
+            num_cpus=self.cpus_per_job, num_gpus=1 if device.type == "cuda" else 0,
+            max_retries=self.max_retries, retry_exceptions=False)
+        root = str(workspace.root.resolve())
+        results: dict[str, Any] = {}
+        pending = {job.id: job for job in jobs}
+        running: dict[Any, Job] = {}
+
+        def finish(job: Job, result: Any, reused: bool) -> None:
+            results[job.id] = result
+            if on_job_done:
+                on_job_done(job, reused)
+
+        try:
+            while pending or running:
+                ready_jobs = [j for j in pending.values() if all(d in results for d in j.deps)]
+                while ready_jobs:  # jobs finished here on the driver can make more jobs ready
+                    for job in ready_jobs:
+                        del pending[job.id]
+                        if job.kind == "report" or is_done(job, workspace):
+                            finish(job, run_job(job, workspace, data, device), job.kind != "report")
+                            continue
+                        inputs = None if shared else ray.put(pack(workspace, job.inputs))
+                        ref = task.remote(job, root, shared, inputs, data.data_dir and str(data.data_dir),
+                                          data.download, str(device), self.cpus_per_job)
+                        running[ref] = job
+                    ready_jobs = [j for j in pending.values() if all(d in results for d in j.deps)]
+                if not running:
+                    if pending:  # nothing runnable and nothing running: a dependency is missing
+                        raise PrivauditError(f"job graph is stuck at {sorted(pending)[0]}")
+                    continue
+                ready, _ = ray.wait(list(running), num_returns=1)
+                job = running.pop(ready[0])
+                result, outputs, worker_root = self._get(ray, ready[0], job)
+                if outputs is not None:
+                    unpack(workspace, outputs)
+                    result = _rebase(result, worker_root, workspace)
+                finish(job, result, False)
+        finally:
+            for ref in running:
+                ray.cancel(ref, force=True)
+        return results
+
+    def _get(self, ray, ref, job: Job):
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause
+            if isinstance(cause, PrivauditError):
+                raise type(cause)(f"{job.label}: {cause}") from None
+            raise PrivauditError(f"{job.label} failed on a worker: {type(cause).__name__}: {cause}") from None
+        except ray.exceptions.RayError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise PrivauditError(f"{job.label}: the worker failed {self.max_retries + 1} times "
+                                 f"({type(exc).__name__}: {first})") from None
