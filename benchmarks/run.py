@@ -15,11 +15,12 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import bench_audit, bench_dpsgd, bench_pool, bench_precision, bench_scoring, bench_training
+from benchmarks import (bench_audit, bench_dpsgd, bench_executor, bench_pool, bench_precision, bench_scoring,
+                        bench_training)
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from privaudit.atomic import write_json, write_text
 
-BENCHMARKS = ("training", "dpsgd", "pool", "audit", "scoring", "precision")
+BENCHMARKS = ("training", "dpsgd", "pool", "audit", "scoring", "precision", "executor")
 
 
 def targets(rows: list[dict]) -> list[dict]:
@@ -104,6 +105,13 @@ def table(result: dict) -> str:
                       f"(statistics {r['statistics_seconds']:.2f} s; a per-sample LiRA loop: "
                       f"~{r['naive_lira_online_seconds_estimated']:.0f} s, {r['speedup_vs_naive_lira']:.0f}× slower); "
                       f"peak RSS {r['privaudit_memory']['peak_rss_mb']:.0f} MB.", ""]
+        if r["benchmark"] == "executor":
+            lines += [f"Executors (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, κ 0.5, σ 1, "
+                      f"shadow + LiRA with a pool of {r['pool_size']}, {r['jobs']} jobs): local {r['local_seconds']:.1f} s, "
+                      f"Ray {r['ray_seconds']:.1f} s (start-up {r['ray_start_seconds']:.1f} s; "
+                      f"{r['overhead_per_job_seconds']:.2f} s per job), Ray with 1 CPU per job "
+                      f"{r['ray_1cpu_per_job_seconds']:.1f} s; identical tables: "
+                      f"{'yes' if r['identical_tables'] else 'NO'}.", ""]
         if r["benchmark"] == "audit":
             shares = ", ".join(f"{k} {100 * v:.0f} %" for k, v in r["phase_shares"].items())
             lines += [f"Audit end to end (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "
@@ -158,6 +166,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows += bench_scoring.run(args.quick)
             elif name == "precision":
                 rows += bench_precision.run(data, source, device, args.quick)
+            elif name == "executor":
+                rows += bench_executor.run(root, source, device.type, args.quick)
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
               "device": str(device), "data": source, "quick": args.quick, "peak": peak, "rows": rows}
     result["targets"] = targets(rows) if device.type == "cpu" else []

@@ -78,7 +78,13 @@ def audit_cmd(
     err.print(f"audit: {len(plan)} targets ({model} on {dataset}, device {dev}, executor {runner.name}) in {ws.root}",
               highlight=False)
     with training_progress() as bars:
-        hooks = AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,
+        graph: list = []
+
+        def on_plan(jobs) -> None:
+            graph.extend(jobs)
+            bars.plan(jobs)
+
+        hooks = AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=on_plan,
                            on_job_done=bars.job_done)
         result = run_audit(plan, ws, data, dev, hooks, attack_plan, executor=runner)
     wall = time.perf_counter() - t0
@@ -87,6 +93,7 @@ def audit_cmd(
         emit_json({
             "wall_seconds": wall,
             "executor": runner.name,
+            "jobs": len(graph),
             "phase_seconds": CLOCK.snapshot(),
             "targets": [{"run": t.name, "path": str(t.path), "reused": t.reused,
                          "metrics": {k: v for k, v in t.metrics.items() if k != "loss_history"}} for t in result.targets],

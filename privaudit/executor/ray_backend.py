@@ -22,8 +22,10 @@ workspace and returns its outputs, which the driver writes atomically.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import sys
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
@@ -104,6 +106,12 @@ class RayExecutor:
             on_start: Callable | None = None, on_epoch=None,
             on_job_done: Callable[[Job, bool], None] | None = None) -> dict[str, Any]:
         ray = _import_ray()
+        # Ray prints worker failures ("(raylet) A worker died …") on stdout, which carries
+        # --json documents: send whatever it prints while the audit runs to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            return self._run_with_ray(ray, jobs, workspace, data, device, on_job_done)
+
+    def _run_with_ray(self, ray, jobs, workspace, data, device, on_job_done) -> dict[str, Any]:
         started = not ray.is_initialized()
         if started:
             env = {k: v for k, v in os.environ.items() if k.startswith("PRIVAUDIT_")}
