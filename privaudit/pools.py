@@ -31,6 +31,7 @@ from privaudit.config import RunConfig
 from privaudit.data import ImageData, split_parts
 from privaudit.data.splits import pool_keep, pool_seed
 from privaudit.errors import ArtifactError
+from privaudit.locks import artifact_lock
 from privaudit.runs import DataCache, ensure_models
 from privaudit.training.trainer import EpochCallback, predict_logits
 from privaudit.workspace import Workspace
@@ -96,6 +97,13 @@ def ensure_pool(recipe: RunConfig, size: int, workspace: Workspace, data: DataCa
     pool = _load_pool(folder, meta)
     if pool is not None:
         return pool
+    with artifact_lock(folder.parent, name, "work"):  # another audit may be computing it
+        return _load_pool(folder, meta) or _build_pool(recipe, size, name, folder, configs, meta, workspace, data,
+                                                       device, on_start, on_epoch)
+
+
+def _build_pool(recipe: RunConfig, size: int, name: str, folder: Path, configs: list[RunConfig], meta: dict,
+                workspace: Workspace, data: DataCache, device: torch.device, on_start, on_epoch) -> Pool:
     runs = ensure_models(configs, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
     images = data.get(recipe.data.dataset)
     split = split_parts(len(images.y), recipe.data.part_size, recipe.data.seed)

@@ -11,6 +11,7 @@ import torch
 
 from privaudit.config import RunConfig
 from privaudit.data import ImageData, load_dataset
+from privaudit.locks import artifact_lock
 from privaudit.provenance import provenance
 from privaudit.timing import phase
 from privaudit.training import train_model
@@ -49,16 +50,19 @@ def ensure_model(config: RunConfig, workspace: Workspace, data: DataCache, devic
     no folder with exactly this config exists. ``on_start`` is called (after the data has
     loaded) only when a model is actually trained."""
     config = config.validated()
+    name = config.run_name
     if workspace.has_model(config):
-        name = config.run_name
         return RunResult(name, workspace.model_dir(name), workspace.read_model_metrics(name), True)
-    t0 = time.perf_counter()
-    images = data.get(config.data.dataset)
-    if on_start:
-        on_start(config)
-    with phase("train"):
-        result = train_model(config, images, device, on_epoch=on_epoch)
-    return save_trained(workspace, config, result, device, time.perf_counter() - t0)
+    with artifact_lock(workspace.models, name, "work"):  # another audit may be training it
+        if workspace.has_model(config):
+            return RunResult(name, workspace.model_dir(name), workspace.read_model_metrics(name), True)
+        t0 = time.perf_counter()
+        images = data.get(config.data.dataset)
+        if on_start:
+            on_start(config)
+        with phase("train"):
+            result = train_model(config, images, device, on_epoch=on_epoch)
+        return save_trained(workspace, config, result, device, time.perf_counter() - t0)
 
 
 def save_trained(workspace: Workspace, config: RunConfig, result: TrainResult, device: torch.device,
@@ -81,12 +85,16 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
     if len(missing) > 1:
         images = data.get(missing[0].data.dataset)
         for group in stack_groups(missing, images.input_shape):  # saved group by group: resumable
-            t0 = time.perf_counter()
-            if on_start:
-                on_start(group[0])
-            with phase("train"):
-                results = train_stacked(group, images, device, on_epoch=on_epoch)
-            seconds = (time.perf_counter() - t0) / len(group)
-            for config, result in zip(group, results):
-                save_trained(workspace, config, result, device, seconds)
+            with artifact_lock(workspace.models, f"group-{group[0].run_name}", "work"):
+                group = [c for c in group if not workspace.has_model(c)]  # another audit may have saved them
+                if not group:
+                    continue
+                t0 = time.perf_counter()
+                if on_start:
+                    on_start(group[0])
+                with phase("train"):
+                    results = train_stacked(group, images, device, on_epoch=on_epoch)
+                seconds = (time.perf_counter() - t0) / len(group)
+                for config, result in zip(group, results):
+                    save_trained(workspace, config, result, device, seconds)
     return [ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs]

@@ -32,6 +32,7 @@ from privaudit.atomic import read_json, write_bytes, write_json
 from privaudit.config import MODELS, RunConfig
 from privaudit.data import Normaliser
 from privaudit.errors import ArtifactError, ConfigError
+from privaudit.locks import artifact_lock
 from privaudit.models import build_model
 
 NORM_KEYS = ("norm/mean", "norm/std")
@@ -138,7 +139,9 @@ class Workspace:
 
     def commit_folder(self, parent: Path, name: str, write) -> Path:
         """Build ``parent/name`` in a hidden temporary folder via ``write(tmp_path)``, then
-        rename it into place atomically. An existing complete folder is replaced."""
+        rename it into place atomically. An existing complete folder is replaced. The swap holds
+        the artifact's ``commit`` lock (:mod:`privaudit.locks`), so concurrent writers of one
+        name take turns."""
         final = parent / name
         parent.mkdir(parents=True, exist_ok=True)
         self._clean_stale_partials(parent)
@@ -146,10 +149,11 @@ class Workspace:
         backup: Path | None = None
         try:
             write(tmp)
-            if final.exists():
-                backup = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-old-{name}-", dir=parent))
-                os.replace(final, backup / name)
-            os.replace(tmp, final)
+            with artifact_lock(parent, name, "commit"):  # another process may commit the same name
+                if final.exists():
+                    backup = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-old-{name}-", dir=parent))
+                    os.replace(final, backup / name)
+                os.replace(tmp, final)
         except BaseException:
             if backup is not None and (backup / name).exists() and not final.exists():
                 os.replace(backup / name, final)  # put the earlier artifact back

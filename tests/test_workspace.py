@@ -15,6 +15,7 @@ import torch
 
 import privaudit.workspace as workspace_mod
 from privaudit import atomic
+from privaudit.locks import LOCK_FOLDER
 from privaudit.atomic import read_json, write_bytes, write_json, write_text
 from privaudit.errors import ArtifactError
 from privaudit.training.trainer import predict_logits, role_data
@@ -338,7 +339,7 @@ def test_save_interrupted_between_the_two_renames_keeps_the_earlier_model(saved,
     monkeypatch.undo()
     assert ws.has_model(cfg)
     assert _tree(ws.model_dir(cfg.run_name)) == before
-    assert sorted(p.name for p in ws.models.iterdir()) == [cfg.run_name]
+    assert sorted(p.name for p in ws.models.iterdir() if p.name != LOCK_FOLDER) == [cfg.run_name]  # no .partial-*
 
 
 def test_stale_partial_folders_of_dead_processes_are_cleaned(saved):

@@ -25,6 +25,7 @@ from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.config import RunConfig
 from privaudit.errors import ArtifactError, ConfigError
+from privaudit.locks import artifact_lock
 from privaudit.metrics import attack_metrics
 from privaudit.provenance import provenance
 from privaudit.runs import DataCache, ensure_model
@@ -137,13 +138,21 @@ def attack_target(workspace: Workspace, target: str, data: DataCache, device: to
                   on_epoch: EpochCallback | None = None) -> AttackResult:
     """Attack the target run ``target`` as ``plan`` says (default: the ML-Leaks shadow attack
     and the baselines), training or reusing what each attack needs, and save the results."""
-    from privaudit.canary import one_run_audit
-    from privaudit.pools import ensure_pool, model_logits, pool_name
 
     plan = plan or AttackPlan()
     cfg = workspace.read_model_config(target)
     if cfg.role != "target":
         raise ArtifactError(f"{target} is a {cfg.role} model, not a target")
+    workspace.attacks.mkdir(parents=True, exist_ok=True)
+    with artifact_lock(workspace.attacks, target, "work"):  # another audit may be attacking it
+        return _attack(workspace, target, cfg, data, device, plan, on_start, on_epoch)
+
+
+def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, device: torch.device,
+            plan: AttackPlan, on_start, on_epoch) -> AttackResult:
+    from privaudit.canary import one_run_audit
+    from privaudit.pools import ensure_pool, model_logits, pool_name
+
     folder = workspace.attacks / target
     metrics, arrays, extras = _read_existing(folder, target)
     shadow_name = cfg.as_shadow().run_name if plan.shadow else None
