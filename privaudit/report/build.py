@@ -158,6 +158,7 @@ def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str,
 def build_reports(workspace: Workspace) -> ReportResult:
     """Write ``reports/tradeoff.csv`` and ``reports/index.html`` (atomically) and return them."""
     from privaudit.report.html import render_report
+    from privaudit.theory.page import THEORY_FOLDER, papers_section
 
     table, skipped = collect_table(workspace)
     csv_path = workspace.reports / "tradeoff.csv"
@@ -165,5 +166,7 @@ def build_reports(workspace: Workspace) -> ReportResult:
     write_text(csv_path, table.to_csv(index=False, float_format="%.6g"))
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     extras = {t: read_extras(workspace.attacks / t) for t in (table["target_run"].unique() if len(table) else [])}
-    write_text(html_path, render_report(table, roc_curves(workspace, table), generated=generated, extras=extras))
+    papers = papers_section(workspace.reports.joinpath(*THEORY_FOLDER[1:]))
+    write_text(html_path, render_report(table, roc_curves(workspace, table), generated=generated, extras=extras,
+                                        papers_html=papers))
     return ReportResult(csv_path, html_path, table, skipped)

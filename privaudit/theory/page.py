@@ -48,19 +48,53 @@ def save_experiment(workdir: Path, name: str, table: pd.DataFrame, svgs: list[st
             "figures": [str(folder / f) for f in figures], "html": str(page)}
 
 
+#: What each experiment reproduces, for the main report's "Papers' figures" section.
+FIGURES = {
+    "smoothing": "Figures 1–2 of the MG-noise paper: the expected ReLU under a Gaussian mask, closed form vs "
+                 "Monte Carlo and the theorems' proxy",
+    "convergence": "Figure 3(a) of the MG-noise paper: gradient descent under input masks converges linearly to "
+                   "an error floor that grows with κ",
+    "federated": "Figure 3(b) of the MG-noise paper: federated training with masked inputs, over κ and the "
+                 "number of local steps",
+    "masked-neurons": "The masked-neurons paper (dropout, multi-sample dropout, IST): final error over (p, ξ) "
+                      "and over (p, τ)",
+}
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted((p.stem for p in folder.glob("*.json")) if folder.is_dir() else [],
+                  key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+
+
+def _section(folder: Path, name: str, anchor: str, heading: str) -> str:
+    s = read_json(folder / f"{name}.json")
+    tables = ", ".join(f"<code>{html.escape(t)}</code>" for t in s.get("tables", [f"{name}.csv"]))
+    figs = "".join(f'<figure>{(folder / f).read_text()}</figure>' for f in s.get("figures", [])
+                   if (folder / f).exists())
+    return (f'<section id="{html.escape(anchor)}"><{heading}>{html.escape(s.get("title", name))}</{heading}>'
+            f'<p>{s.get("caption_html", "")}</p><div class="plots">{figs}</div>'
+            f'<p class="muted">Numbers: {tables}.</p></section>')
+
+
+def papers_section(folder: Path) -> str:
+    """The main report's "Papers' figures": one part per reproduced figure, with its plots
+    when ``privaudit theory`` has run (read from ``folder``), else the command that makes it."""
+    present = set(_names(folder))
+    parts = []
+    for name, what in FIGURES.items():
+        if name in present:
+            parts.append(_section(folder, name, f"paper-{name}", "h3"))
+        else:
+            parts.append(f'<section id="paper-{name}"><h3>{html.escape(what)}</h3><p class="empty">Not run yet: '
+                         f'<code>privaudit theory {name}</code> (or <code>privaudit theory all</code>).</p></section>')
+    return ('<section id="papers"><h2>Papers\' figures</h2><p class="muted">The theory behind the defences, '
+            'reproduced as experiments (also on <a href="theory/index.html">their own page</a>): '
+            + "; ".join(html.escape(w) for w in FIGURES.values()) + ".</p>" + "".join(parts) + "</section>")
+
+
 def build_page(folder: Path) -> Path:
     """``index.html`` with one section per experiment summary found in ``folder``."""
-    names = sorted((p.stem for p in folder.glob("*.json")),
-                   key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
-    sections = []
-    for name in names:
-        s = read_json(folder / f"{name}.json")
-        tables = ", ".join(f"<code>{html.escape(t)}</code>" for t in s.get("tables", [f"{name}.csv"]))
-        figs = "".join(f'<figure>{(folder / f).read_text()}</figure>' for f in s.get("figures", [])
-                       if (folder / f).exists())
-        sections.append(f'<section id="{html.escape(name)}"><h2>{html.escape(s.get("title", name))}</h2>'
-                        f'<p>{s.get("caption_html", "")}</p><div class="plots">{figs}</div>'
-                        f'<p class="muted">Numbers: {tables}.</p></section>')
+    sections = [_section(folder, name, name, "h2") for name in _names(folder)]
     body = "".join(sections) or '<p class="empty">No theory experiment has been run yet.</p>'
     page = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"

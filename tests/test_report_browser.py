@@ -1,0 +1,99 @@
+"""The report where people read it: opened from disk in headless Chromium (no network).
+
+A real audit and the theory experiments (small settings) build ``reports/index.html``;
+Chromium loads it, the test reads the console (nothing may be logged: no script error, no
+failed load), the DOM after load (every section, plot and table present) and a screenshot
+(not blank). The checker itself is checked on a page with a script error.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from privaudit.cli import app
+from privaudit.theory import experiments
+from typer.testing import CliRunner
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+
+
+def _open(page: Path, tmp_path: Path, width: int = 1280, height: int = 900) -> tuple[str, list[str], Image.Image]:
+    """(DOM after load, console lines, screenshot) of ``page`` in headless Chromium."""
+    shot = tmp_path / f"{page.stem}.png"
+    common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--no-first-run", "--enable-logging=stderr", "--v=0",
+              f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},{height}"]
+    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    shot_run = subprocess.run([*common, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True,
+                              timeout=120)
+    console = [line for line in (dom.stderr + shot_run.stderr).splitlines() if ":CONSOLE" in line]
+    assert shot.is_file(), shot_run.stderr[-2000:]
+    return dom.stdout, console, Image.open(shot).convert("RGB")
+
+
+def _not_blank(image: Image.Image) -> None:
+    pixels = np.asarray(image)
+    ink = (pixels < 235).any(axis=2).mean()                  # share of pixels that are not (near) white
+    colours = len(np.unique(pixels.reshape(-1, 3), axis=0))
+    assert ink > 0.02 and colours > 50, (ink, colours)
+
+
+def test_the_checker_sees_script_errors(tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text("<!DOCTYPE html><html><body><h1>x</h1><script>undefinedFunction();</script></body></html>")
+    _, console, _ = _open(page, tmp_path)
+    assert any("undefinedFunction" in line for line in console)
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!DOCTYPE html><html><body></body></html>")
+    with pytest.raises(AssertionError):
+        _not_blank(_open(blank, tmp_path)[2])
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    result = CliRunner().invoke(app, ["audit", "--dataset", "digits", "--kappas", "0.5", "--sigmas", "1", "--epochs", "3",
+                                      "--attacks", "all", "--pool-size", "4", "--workdir", str(root)])
+    assert result.exit_code == 0, result.output
+    experiments.run_smoothing(root, kappas=(0.5,), draws=2000)
+    experiments.run_convergence(root, kappas=(0.0, 1.0), iterations=80, n=60, m=30)
+    experiments.run_federated(root, kappas=(0.0, 1.0), local_steps=(1, 2), rounds=12, n=60, m=30)
+    experiments.run_masked_neurons(root, n=12, d=8, m=40, rounds=12, bernoulli_ps=(1, 2), xis=(0.5,),
+                                   categorical_ps=(2,), steps=(1, 2))
+    assert CliRunner().invoke(app, ["report", "--workdir", str(root)]).exit_code == 0
+    return root
+
+
+def test_report_loads_clean_with_every_section(workspace, tmp_path):
+    dom, console, shot = _open(workspace / "reports" / "index.html", tmp_path)
+    assert console == []                                      # no script error, no failed load
+    assert "<h1>privaudit report</h1>" in dom
+    for anchor in ("table", "howto", "papers", "paper-smoothing", "paper-convergence", "paper-federated",
+                   "paper-masked-neurons"):
+        assert f'id="{anchor}"' in dom, anchor
+    assert re.search(r'id="g-mlp-digits', dom)                # the model's section with its plots
+    assert dom.count("<svg") >= 12 and dom.count("<table") >= 2
+    assert "Not run yet" not in dom                           # every paper figure is there
+    # the first screen says which defence leaks less at equal accuracy, with the numbers
+    findings = dom[dom.index("Key findings"):dom.index('id="table"')]
+    assert "At equal test accuracy" in findings and re.search(r"leaks? less", findings)
+    assert re.search(r"\d\.\d{3}", findings)
+    _not_blank(shot)
+
+
+def test_theory_page_loads_clean(workspace, tmp_path):
+    dom, console, shot = _open(workspace / "reports" / "theory" / "index.html", tmp_path)
+    assert console == []
+    for name in ("smoothing", "convergence", "federated", "masked-neurons"):
+        assert f'id="{name}"' in dom
+    assert dom.count("<svg") >= 1 + 2 + 3 + 3
+    _not_blank(shot)
