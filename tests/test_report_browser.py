@@ -81,7 +81,8 @@ def test_report_loads_clean_with_every_section(workspace, tmp_path):
                    "paper-masked-neurons"):
         assert f'id="{anchor}"' in dom, anchor
     assert re.search(r'id="g-mlp-digits', dom)                # the model's section with its plots
-    assert dom.count("<svg") >= 12 and dom.count("<table") >= 2
+    assert dom.count("<svg") >= 4 and dom.count("<table") >= 2          # the audit's own plots, inline
+    assert dom.count('src="data:image/svg+xml;base64,') == 1 + 2 + 3 + 3  # the papers' figures
     assert "Not run yet" not in dom                           # every paper figure is there
     # the first screen says which defence leaks less at equal accuracy, with the numbers
     findings = dom[dom.index("Key findings"):dom.index('id="table"')]
@@ -95,5 +96,18 @@ def test_theory_page_loads_clean(workspace, tmp_path):
     assert console == []
     for name in ("smoothing", "convergence", "federated", "masked-neurons"):
         assert f'id="{name}"' in dom
-    assert dom.count("<svg") >= 1 + 2 + 3 + 3
+    assert dom.count('src="data:image/svg+xml;base64,') == 1 + 2 + 3 + 3
     _not_blank(shot)
+
+
+def test_a_script_planted_in_a_figure_does_not_run(tmp_path):
+    from privaudit.theory.page import build_page
+
+    folder = tmp_path / "theory"
+    folder.mkdir()
+    (folder / "evil.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100">'
+                                     '<script>console.log("planted-script-ran")</script>'
+                                     '<rect width="200" height="100" fill="#0072B2"/></svg>')
+    (folder / "smoothing.json").write_text('{"title": "t", "caption": "c", "figures": ["evil.svg"]}')
+    _, console, _ = _open(build_page(folder), tmp_path)
+    assert not any("planted-script-ran" in line for line in console)

@@ -77,7 +77,7 @@ def test_all_runs_every_experiment_and_builds_one_page(tmp_path, monkeypatch):
     page = (tmp_path / "reports" / "theory" / "index.html").read_text()
     positions = [page.index(f'id="{name}"') for name in small]
     assert positions == sorted(positions)                  # the page's order
-    assert page.count("<svg") == 1 + 2 + 2 + 3
+    assert page.count('src="data:image/svg+xml;base64,') == 1 + 2 + 2 + 3
 
 
 @pytest.mark.parametrize("args", [
@@ -95,3 +95,22 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args):
     assert result.exit_code == 2
     assert "error:" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "reports" / "theory" / "index.html").exists()
+
+
+def test_page_does_not_trust_what_is_on_disk(tmp_path):
+    """A summary edited on disk cannot inject markup, read files outside the folder, or run a script."""
+    from privaudit.theory.page import build_page, papers_section
+
+    folder = tmp_path / "theory"
+    folder.mkdir()
+    (tmp_path / "secret.svg").write_text("<svg>TOP-SECRET</svg>")
+    (folder / "evil.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>')
+    (folder / "smoothing.json").write_text(json.dumps({
+        "title": "<b>t</b>", "caption": "<img src=x onerror=alert(1)>",
+        "figures": ["../secret.svg", "/etc/passwd", "evil.svg"], "tables": ["<i>x</i>.csv"]}))
+    for page in ((build_page(folder)).read_text(), papers_section(folder)):
+        assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+        assert "<b>t</b>" not in page and "<i>x</i>" not in page
+        assert "TOP-SECRET" not in page and "root:" not in page
+        assert "<script>" not in page                      # the SVG travels base64-encoded, as an image
+        assert page.count('src="data:image/svg+xml;base64,') == 1

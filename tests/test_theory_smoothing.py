@@ -56,7 +56,7 @@ def test_cli_writes_csv_figures_page_and_json(tmp_path):
     svg = (folder / "smoothing.svg").read_text()
     assert "z = wᵀx" in svg and "E[ReLU" in svg                    # labelled axes
     page = (folder / "index.html").read_text()
-    assert 'id="smoothing"' in page and "<svg" in page
+    assert 'id="smoothing"' in page and 'src="data:image/svg+xml;base64,' in page
     assert doc["experiment"] == "smoothing" and doc["max_gap_in_se"] >= 0
     bad = CliRunner().invoke(app, ["theory", "smoothing", "--kappas", "-1", "--workdir", str(tmp_path)])
     assert bad.exit_code == 2

@@ -1109,7 +1109,7 @@ table.compact tbody tr:nth-child(even) td{background:var(--stripe)}
 .pill.mg{background:#dcecf7;color:#005a8c}.pill.dp{background:#fbe3d3;color:#9a4300}
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,470px),1fr));gap:16px}
 figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:8px 8px 4px;background:#fff}
-figure svg{display:block;width:100%;height:auto}
+figure svg,figure img{display:block;width:100%;height:auto}
 figcaption{font-size:.82rem;color:var(--muted);padding:2px 6px 4px}
 details.points summary{cursor:pointer;color:var(--muted);font-size:.9rem;margin-top:10px}
 .howto li{margin:6px 0}

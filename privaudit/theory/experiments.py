@@ -7,7 +7,6 @@ parameters and the paths written). The CLI is a thin layer over these, and
 
 from __future__ import annotations
 
-import html
 import time
 from pathlib import Path
 from typing import Sequence
@@ -28,7 +27,7 @@ from privaudit.theory.twolayer import least_eigenvalue, make_problem
 
 
 def _public(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k != "caption_html"}
+    return {k: v for k, v in summary.items() if k != "caption"}
 
 
 def run_smoothing(workdir: Path, *, kappas: Sequence[float] = (0.1, 0.2, 0.5, 1.0), draws: int = 200_000,
@@ -48,7 +47,7 @@ def run_smoothing(workdir: Path, *, kappas: Sequence[float] = (0.1, 0.2, 0.5, 1.
     by_chance = len(t) * 2 * norm.sf(3.0)  # points beyond 3 SE expected from Monte Carlo noise alone
     summary = {
         "title": "Smoothed activation: closed form vs Monte Carlo",
-        "caption_html": (f"For each κ, the closed form (line) against a Monte Carlo mean over {draws:,} "
+        "caption": (f"For each κ, the closed form (line) against a Monte Carlo mean over {draws:,} "
                          f"masks c ~ N(1, κ²) of a 20-dimensional neuron (points), and the theorems' proxy. "
                          f"Largest gap {result.max_gap:.2e} (Monte Carlo standard error there "
                          f"{result.max_gap_se:.2e}); largest gap over the grid {result.max_gap_in_se:.2f} "
@@ -98,7 +97,7 @@ def run_convergence(workdir: Path, *, kappas: Sequence[float] = KAPPAS, n: int =
                   f"{'still falling' if not bool(plain['plateaued'].iloc[0]) else 'flat'}. " if len(plain) else "")
                + "Points marked “still falling” have not reached their floor within the run.")
     table = s.to_dict(orient="records")
-    summary = {"title": "Convergence under Gaussian input masks (Figure 3a)", "caption_html": html.escape(caption),
+    summary = {"title": "Convergence under Gaussian input masks (Figure 3a)", "caption": caption,
                "lambda0": r.lambda0, "slope": r.slope, "per_kappa": table,
                "n": n, "d": d, "m": m, "lr": lr, "iterations": iterations, "labels": labels, "seed": seed}
     data = r.curves.merge(s[["kappa", "floor", "plateaued"]], on="kappa")
@@ -142,7 +141,7 @@ def run_federated(workdir: Path, *, kappas: Sequence[float] = (0.0, 0.2, 0.6, 1.
                "averages. With τ = 1 a round is one step of centralised masked GD. Curves share one y-axis; the "
                "heatmap shows the mean clean loss over the last 10% of rounds.")
     summary = {"title": "Federated training under Gaussian input masks (Figure 3b)",
-               "caption_html": html.escape(caption), "final_loss": final.to_dict(orient="records"),
+               "caption": caption, "final_loss": final.to_dict(orient="records"),
                "lambda0": least_eigenvalue(problem.X), "workers": workers, "rounds": rounds,
                "kappas": list(kappas), "local_steps": list(local_steps), "n": n, "d": d, "m": m, "lr": lr,
                "labels": labels, "seed": seed}
@@ -176,7 +175,7 @@ def run_masked_neurons(workdir: Path, *, n: int = 100, d: int = 128, m: int = 40
                f"not bundled), {m} hidden neurons, {rounds} rounds, lr {lr:g}; λ₀ = {r.lambda0:.3f}. "
                "Each cell's final error is the mean of ‖y − ξ·f(W, X)‖² over the last 10% of rounds.")
     summary = {"title": "Training with randomly masked neurons (dropout, multi-sample dropout, IST)",
-               "caption_html": html.escape(caption), "lambda0": r.lambda0,
+               "caption": caption, "lambda0": r.lambda0,
                "bernoulli": r.bernoulli.to_dict(orient="records"),
                "categorical": r.categorical.to_dict(orient="records"),
                "n": n, "d": d, "m": m, "lr": lr, "rounds": rounds, "labels": labels, "seed": seed}

@@ -8,7 +8,9 @@ All files are written atomically.
 
 from __future__ import annotations
 
+import base64
 import html
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -66,13 +68,27 @@ def _names(folder: Path) -> list[str]:
                   key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
 
 
+_FIGURE_NAME = re.compile(r"[A-Za-z0-9_.-]+\.svg")
+
+
+def _figure(folder: Path, name: str, title: str) -> str:
+    """One saved figure as an ``<img>`` with the SVG inlined as a data URI: the page stays
+    self-contained, and a script someone slipped into a file on disk cannot run (browsers do
+    not run scripts of SVG images). Only plain file names inside ``folder`` are read."""
+    if not isinstance(name, str) or not _FIGURE_NAME.fullmatch(name) or not (folder / name).is_file():
+        return ""
+    data = base64.b64encode((folder / name).read_bytes()).decode("ascii")
+    return f'<figure><img alt="{html.escape(title)}" src="data:image/svg+xml;base64,{data}"></figure>'
+
+
 def _section(folder: Path, name: str, anchor: str, heading: str) -> str:
     s = read_json(folder / f"{name}.json")
-    tables = ", ".join(f"<code>{html.escape(t)}</code>" for t in s.get("tables", [f"{name}.csv"]))
-    figs = "".join(f'<figure>{(folder / f).read_text()}</figure>' for f in s.get("figures", [])
-                   if (folder / f).exists())
-    return (f'<section id="{html.escape(anchor)}"><{heading}>{html.escape(s.get("title", name))}</{heading}>'
-            f'<p>{s.get("caption_html", "")}</p><div class="plots">{figs}</div>'
+    s = s if isinstance(s, dict) else {}
+    title = str(s.get("title", name))
+    tables = ", ".join(f"<code>{html.escape(str(t))}</code>" for t in s.get("tables", [f"{name}.csv"]))
+    figs = "".join(_figure(folder, f, title) for f in s.get("figures", []))
+    return (f'<section id="{html.escape(anchor)}"><{heading}>{html.escape(title)}</{heading}>'
+            f'<p>{html.escape(str(s.get("caption", "")))}</p><div class="plots">{figs}</div>'
             f'<p class="muted">Numbers: {tables}.</p></section>')
 
 
