@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 import typer.main
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import privaudit.atomic as atomic_mod
@@ -296,6 +296,8 @@ def command_lines(draw):
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(argv=command_lines())
+@example(argv=["theory", "federated", "--local-steps", "nan", "--kappas", "0.5"])  # found by this test: int(nan)
+@example(argv=["audit", "--dataset", "digits", "--kappas", "inf"])
 def test_fuzzed_command_lines_never_trace_back(argv, tmp_path_factory, monkeypatch):
     work = tmp_path_factory.mktemp("fuzz")
     monkeypatch.chdir(work)

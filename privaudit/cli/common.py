@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 from contextlib import contextmanager
@@ -121,16 +122,19 @@ def parse_attacks(values: list[str] | str, pool_size: int):
 
 
 def parse_grid(text: str, option: str) -> list[float]:
-    """Parse a comma-separated list of numbers ("" or "none" = empty)."""
+    """Parse a comma-separated list of finite numbers ("" or "none" = empty)."""
     text = text.strip()
     if text.lower() in ("", "none"):
         return []
     values = []
     for part in text.split(","):
         try:
-            values.append(float(part))
+            value = float(part)
         except ValueError:
             raise PrivauditError(f"{option} expects comma-separated numbers, got {part.strip()!r}") from None
+        if not math.isfinite(value):
+            raise PrivauditError(f"{option} expects finite numbers, got {part.strip()!r}")
+        values.append(value)
     return values
 
 
