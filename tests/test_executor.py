@@ -85,7 +85,7 @@ def test_local_executor_resumes_after_an_interrupted_driver(tmp_path):
     ws = Workspace(tmp_path)
     jobs = {j.id: j for j in audit_jobs(_plan(), ATTACKS, (1, 8, 8))}
     assert all(is_done(jobs[i], ws) for i in finished if jobs[i].kind == "train")
-    stamps = {p: p.stat().st_mtime_ns for p in ws.models.glob("*/weights.npz")}
+    stamps = {p: p.stat().st_mtime_ns for p in ws.models.glob("[!.]*/weights.npz")}  # not .partial-*
     rerun = []
     _audit(tmp_path, hooks=AuditHooks(on_job_done=lambda job, reused: rerun.append((job.id, reused))))
     reused = {i for i, r in rerun if r}
@@ -164,7 +164,7 @@ def test_ray_resumes_after_an_interrupted_driver(ray_instance, tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         _audit(tmp_path, _ray(), hooks=AuditHooks(on_job_done=stop))
-    stamps = {p: p.stat().st_mtime_ns for p in Workspace(tmp_path).models.glob("*/weights.npz")}
+    stamps = {p: p.stat().st_mtime_ns for p in Workspace(tmp_path).models.glob("[!.]*/weights.npz")}  # not .partial-*
     assert stamps
     rerun = []
     _audit(tmp_path, _ray(), hooks=AuditHooks(on_job_done=lambda job, reused: rerun.append((job.id, reused))))

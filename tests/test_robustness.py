@@ -74,7 +74,8 @@ def test_kill_9_at_random_points_then_rerun_gives_the_same_table(reference, tmp_
             killed_after.append(round(delay, 2))
         proc.communicate()
     assert killed_after, "no run was still going when its kill came"
-    finished = {w.parent.name: w.stat().st_mtime_ns for w in (tmp_path / "models").glob("*/weights.npz")}
+    finished = {w.parent.name: w.stat().st_mtime_ns
+                for w in (tmp_path / "models").glob("[!.]*/weights.npz")}  # complete models, not .partial-*
     code, out, err = _finish(_privaudit("audit", *AUDIT, "--workdir", str(tmp_path)))
     assert code == 0, err
     doc = json.loads(out)
