@@ -8,7 +8,6 @@ failed load), the DOM after load (every section, plot and table present) and a s
 
 from __future__ import annotations
 
-import functools
 import re
 import shutil
 import subprocess
