@@ -17,7 +17,7 @@ import torch
 
 from privaudit.attacks.run import attack_target
 from privaudit.executor.plan import Job
-from privaudit.pools import POOLS_FOLDER, ensure_pool, pool_name
+from privaudit.pools import ensure_pool
 from privaudit.report.build import build_reports
 from privaudit.runs import DataCache, ensure_model, ensure_models
 from privaudit.training.trainer import EpochCallback
@@ -34,9 +34,8 @@ def is_done(job: Job, workspace: Workspace) -> bool:
     never skipped, as they themselves reuse what is unchanged)."""
     if job.kind == "train":
         return all(workspace.has_model(c) for c in job.configs)
-    if job.kind == "logits":
-        pool = pool_name(job.configs[0].recipe, job.pool_size)
-        return (workspace.attacks / POOLS_FOLDER / pool / "outputs.npz").is_file()
+    if job.kind == "logits":  # outputs[0] is the pool's folder
+        return (workspace.root / job.outputs[0] / "outputs.npz").is_file()
     return False
 
 

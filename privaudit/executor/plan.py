@@ -27,9 +27,6 @@ from privaudit.config import RunConfig
 from privaudit.pools import POOLS_FOLDER, pool_name
 from privaudit.training.stacked import stack_groups
 
-KINDS = ("train", "logits", "attack", "report")
-
-
 @dataclass(frozen=True)
 class Job:
     id: str

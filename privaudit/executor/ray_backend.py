@@ -38,7 +38,7 @@ from privaudit.errors import ConfigError, PrivauditError
 from privaudit.executor.bundle import pack, unpack
 from privaudit.executor.jobs import is_done, run_job
 from privaudit.executor.plan import Job
-from privaudit.runs import DataCache, RunResult
+from privaudit.runs import DataCache
 from privaudit.workspace import Workspace
 
 INSTALL_HINT = 'the Ray executor needs Ray: pip install "privaudit[ray]"'
@@ -86,7 +86,7 @@ def _rebase(result: Any, worker_root: str, workspace: Workspace) -> Any:
             return path
     if isinstance(result, list):
         return [_rebase(r, worker_root, workspace) for r in result]
-    if isinstance(result, RunResult) or hasattr(result, "path"):
+    if hasattr(result, "path"):  # RunResult, AttackResult
         return replace(result, path=move(result.path))
     return result
 
@@ -154,9 +154,8 @@ class RayExecutor:
 
         try:
             while pending or running:
-                ready_jobs = [j for j in pending.values() if all(d in results for d in j.deps)]
-                while ready_jobs:  # jobs finished here on the driver can make more jobs ready
-                    for job in ready_jobs:
+                while ready := [j for j in pending.values() if all(d in results for d in j.deps)]:
+                    for job in ready:  # a job finished here on the driver can make more jobs ready
                         del pending[job.id]
                         if job.kind == "report" or is_done(job, workspace):
                             finish(job, run_job(job, workspace, data, device), job.kind != "report")
@@ -165,7 +164,6 @@ class RayExecutor:
                         ref = task.remote(job, root, shared, inputs, data.data_dir and str(data.data_dir),
                                           data.download, str(device), self.cpus_per_job)
                         running[ref] = job
-                    ready_jobs = [j for j in pending.values() if all(d in results for d in j.deps)]
                 if not running:
                     if pending:  # nothing runnable and nothing running: a dependency is missing
                         raise PrivauditError(f"job graph is stuck at {sorted(pending)[0]}")

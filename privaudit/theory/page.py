@@ -19,7 +19,18 @@ from privaudit.atomic import read_json, write_json, write_text
 from privaudit.report.html import _CSS
 
 THEORY_FOLDER = ("reports", "theory")
-ORDER = ("smoothing", "convergence", "federated", "masked-neurons")
+#: What each experiment reproduces, for the main report's "Papers' figures" section.
+FIGURES = {
+    "smoothing": "Figures 1–2 of the MG-noise paper: the expected ReLU under a Gaussian mask, closed form vs "
+                 "Monte Carlo and the theorems' proxy",
+    "convergence": "Figure 3(a) of the MG-noise paper: gradient descent under input masks converges linearly to "
+                   "an error floor that grows with κ",
+    "federated": "Figure 3(b) of the MG-noise paper: federated training with masked inputs, over κ and the "
+                 "number of local steps",
+    "masked-neurons": "The masked-neurons paper (dropout, multi-sample dropout, IST): final error over (p, ξ) "
+                      "and over (p, τ)",
+}
+ORDER = tuple(FIGURES)  # the page's order
 
 
 def theory_dir(workdir: Path) -> Path:
@@ -50,17 +61,6 @@ def save_experiment(workdir: Path, name: str, table: pd.DataFrame, svgs: list[st
             "figures": [str(folder / f) for f in figures], "html": str(page)}
 
 
-#: What each experiment reproduces, for the main report's "Papers' figures" section.
-FIGURES = {
-    "smoothing": "Figures 1–2 of the MG-noise paper: the expected ReLU under a Gaussian mask, closed form vs "
-                 "Monte Carlo and the theorems' proxy",
-    "convergence": "Figure 3(a) of the MG-noise paper: gradient descent under input masks converges linearly to "
-                   "an error floor that grows with κ",
-    "federated": "Figure 3(b) of the MG-noise paper: federated training with masked inputs, over κ and the "
-                 "number of local steps",
-    "masked-neurons": "The masked-neurons paper (dropout, multi-sample dropout, IST): final error over (p, ξ) "
-                      "and over (p, τ)",
-}
 
 
 def _names(folder: Path) -> list[str]:
