@@ -78,16 +78,22 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
                   on_start: Callable[[RunConfig], None] | None = None,
                   on_epoch: EpochCallback | None = None) -> list[RunResult]:
     """:func:`ensure_model` for many models of one recipe (a reference pool): with the fast
-    engine, the missing ones train together where that is faster, in the groups of
-    :func:`privaudit.training.stacked.stack_groups`."""
+    engine, they train together where that is faster, in the groups of
+    :func:`privaudit.training.stacked.stack_groups`, saved group by group (resumable).
+
+    The groups are cut from all of ``configs``, never from the missing ones alone, and a group
+    with any model missing trains whole again (only the missing models are saved): a stacked
+    run's numbers depend on its members, so after an interruption the missing models come out
+    bit for bit as an uninterrupted run makes them (``test_kill_9_…`` checks the table)."""
     configs = [c.validated() for c in configs]
-    missing = [c for c in configs if not workspace.has_model(c)]
-    if len(missing) > 1:
-        images = data.get(missing[0].data.dataset)
-        for group in stack_groups(missing, images.input_shape):  # saved group by group: resumable
+    if sum(not workspace.has_model(c) for c in configs) > 0:
+        images = data.get(configs[0].data.dataset)
+        for group in stack_groups(configs, images.input_shape):
+            if all(workspace.has_model(c) for c in group):
+                continue
             with artifact_lock(workspace.models, f"group-{group[0].run_name}", "work"):
-                group = [c for c in group if not workspace.has_model(c)]  # another audit may have saved them
-                if not group:
+                missing = {c.run_name for c in group if not workspace.has_model(c)}  # another audit may have saved them
+                if not missing:
                     continue
                 t0 = time.perf_counter()
                 if on_start:
@@ -96,5 +102,6 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
                     results = train_stacked(group, images, device, on_epoch=on_epoch)
                 seconds = (time.perf_counter() - t0) / len(group)
                 for config, result in zip(group, results):
-                    save_trained(workspace, config, result, device, seconds)
+                    if config.run_name in missing:
+                        save_trained(workspace, config, result, device, seconds)
     return [ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs]

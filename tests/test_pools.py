@@ -102,7 +102,7 @@ def test_every_attack_and_the_leave_one_out_summary(pooled):
     assert set(result.extras["one_run"]) >= {"eps_lower_bound", "num_guesses", "num_correct", "canary_run"}
     folder = ws.attacks / target.name
     assert {p.name for p in folder.iterdir()} == {"config.json", "metrics.json", "scores.npz", "loo.json",
-                                                   "exposure.json", "one_run.json"}
+                                                   "exposure.json", "one_run.json", "manifest.json"}
     with np.load(folder / "scores.npz") as npz:
         assert {f"score_{a}" for a in expected} <= set(npz.files)
         assert npz["labels"].sum() == 100 and len(npz["labels"]) == 200
@@ -145,3 +145,29 @@ def test_cli_attack_with_pool_and_bad_pool_size(tmp_path):
     bad = runner.invoke(app, ["attack", "--target", run, "--attack", "lira", "--pool-size", "3",
                               "--workdir", str(tmp_path)])
     assert bad.exit_code == 2 and "--pool-size" in bad.output
+
+
+@pytest.mark.parametrize("lost", [1, 3])
+def test_an_interrupted_stacked_pool_resumes_bit_for_bit(tmp_path, tiny, data_cache, lost):
+    """A reference pool trained as one stacked group, then interrupted (``lost`` of its four
+    models not saved): the rerun trains the whole group again and saves only the missing models, which come
+    out bit for bit as before (training them alone or in a smaller stack would not)."""
+    import shutil
+
+    from privaudit.runs import ensure_models
+    from privaudit.training.stacked import stack_groups
+
+    recipe = tiny(epochs=3).recipe
+    members = [recipe.as_reference(4, i).validated() for i in range(4)]
+    assert stack_groups(members, data_cache.get("digits").input_shape) == [members]   # one stacked group
+    ws = Workspace(tmp_path / "a").ensure_writable()
+    ensure_models(members, ws, data_cache, CPU)
+    before = {c.run_name: (ws.model_dir(c.run_name) / "weights.npz").read_bytes() for c in members}
+    kept = {c.run_name: (ws.model_dir(c.run_name) / "weights.npz").stat().st_mtime_ns for c in members[:4 - lost]}
+    for c in members[4 - lost:]:
+        shutil.rmtree(ws.model_dir(c.run_name))
+    ensure_models(members, ws, data_cache, CPU)
+    for c in members:
+        assert (ws.model_dir(c.run_name) / "weights.npz").read_bytes() == before[c.run_name], c.run_name
+    for name, mtime in kept.items():   # the finished ones are reused, not rewritten
+        assert (ws.model_dir(name) / "weights.npz").stat().st_mtime_ns == mtime
