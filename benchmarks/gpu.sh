@@ -22,7 +22,7 @@ fi
 python -m benchmarks --device cuda --data-dir "$DATA" --out "$OUT"
 
 if [ "${PAPER:-1}" = "1" ]; then
-  # Paper scale (papers.md A.3): 10,520-image parts, 50 epochs, the default kappa grid and
+  # Paper scale (docs/methods.md A.3): 10,520-image parts, 50 epochs, the default kappa grid and
   # DP-SGD grid, every attack, MLP and CNN, one fresh workspace each.
   for model in mlp cnn; do
     work="$(mktemp -d)"

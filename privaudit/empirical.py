@@ -1,4 +1,4 @@
-"""Empirical lower bounds on differential-privacy ε from attack outcomes (papers.md D).
+"""Empirical lower bounds on differential-privacy ε from attack outcomes (docs/methods.md D).
 
 Conventions as in :mod:`privaudit.metrics`: ``labels`` (N,) with 1 = member (the positive
 class), 0 = non-member; ``scores`` (N,) with higher = more likely a member; an attack at

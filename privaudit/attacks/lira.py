@@ -1,4 +1,4 @@
-"""LiRA: the likelihood-ratio membership-inference attack (papers.md D).
+"""LiRA: the likelihood-ratio membership-inference attack (docs/methods.md D).
 
 Carlini, Chien, Nasr, Song, Terzis, Tramèr, *Membership Inference Attacks From First
 Principles*, IEEE S&P 2022. For every audited sample, the attack fits Gaussians to a

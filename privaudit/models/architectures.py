@@ -1,4 +1,4 @@
-"""The three architectures of the MG-noise paper (papers.md A.3).
+"""The three architectures of the MG-noise paper (docs/methods.md A.3).
 
 Input shapes follow the dataset: (3, 32, 32) for CIFAR-10, (1, 8, 8) for digits. All
 convolutions keep the spatial size (padding), and each max-pool halves it, so both datasets

@@ -1,1 +1,1 @@
-"""The papers' theory as runnable experiments (papers.md A.2, C): ``privaudit theory …``."""
+"""The papers' theory as runnable experiments (docs/methods.md A.2, C): ``privaudit theory …``."""

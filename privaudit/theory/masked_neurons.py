@@ -1,4 +1,4 @@
-"""Training with randomly masked neurons: dropout, multi-sample dropout, IST (papers.md C).
+"""Training with randomly masked neurons: dropout, multi-sample dropout, IST (docs/methods.md C).
 
 Liao & Kyrillidis, *On the Convergence of Shallow Neural Network Training with Randomly
 Masked Neurons* (TMLR 2022), on the two-layer network of :mod:`privaudit.theory.twolayer`.

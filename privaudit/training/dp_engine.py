@@ -1,6 +1,6 @@
 """DP-SGD for stacks of dense layers, in one forward and one backward pass.
 
-The mechanism is exactly Opacus's DP-SGD with Poisson sampling (papers.md A.5; Abadi et
+The mechanism is exactly Opacus's DP-SGD with Poisson sampling (docs/methods.md A.5; Abadi et
 al. 2016): each step draws a batch B by including every member independently with
 probability q, clips every per-sample gradient to norm C and adds Gaussian noise,
 

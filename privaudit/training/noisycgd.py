@@ -1,5 +1,5 @@
 """NoisyCGD, noisy cyclic gradient descent, on the convex two-layer ReLU approximation
-(papers.md B.2).
+(docs/methods.md B.2).
 
 Fixed disjoint batches of size b, visited in the same order every epoch (a seeded
 permutation of the members, drawn once; the last n mod b members, which would form a
