@@ -21,13 +21,12 @@ from privaudit.attacks.run import AttackPlan, AttackResult
 from privaudit.config import RunConfig
 from privaudit.errors import ConfigError
 from privaudit.executor import Job, LocalExecutor, audit_jobs
+from privaudit.executor.jobs import check_reused
 from privaudit.report.build import ReportResult
 from privaudit.runs import DataCache, RunResult
 from privaudit.training.trainer import EpochCallback
 from privaudit.workspace import Workspace
 
-DEFAULT_KAPPAS = (0.25, 0.5, 1.0, 2.0)
-DEFAULT_SIGMAS = (0.5, 1.0, 2.0)
 
 
 def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float] = (),
@@ -84,6 +83,7 @@ def run_audit(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, 
     jobs = audit_jobs(targets, attacks, input_shape)
     if hooks.on_plan:
         hooks.on_plan(jobs)
+    check_reused(jobs, workspace)  # a damaged model, pool or attack folder stops the audit before it trains
     executor = executor or LocalExecutor()
     results = executor.run(jobs, workspace, data, device, on_start=hooks.on_model_start, on_epoch=hooks.on_epoch,
                            on_job_done=hooks.on_job_done)

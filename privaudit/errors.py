@@ -19,3 +19,17 @@ class DataError(PrivauditError):
 
 class ArtifactError(PrivauditError):
     """A workspace artifact is missing, corrupted, foreign or unwritable."""
+
+
+class DamagedArtifactError(ArtifactError):
+    """A workspace folder that was written complete but whose files no longer are what was
+    written (changed, truncated, unreadable). The message names the folder and the way out;
+    ``kind`` (model, attack, pool) and ``folder`` say which one."""
+
+    def __init__(self, message: str, kind: str = "", folder: str = ""):
+        super().__init__(message)
+        self.kind = kind
+        self.folder = folder
+
+    def __reduce__(self):  # keeps kind and folder across processes (Ray workers)
+        return (type(self), (str(self), self.kind, self.folder))

@@ -12,13 +12,17 @@ out), and the ML-Leaks target itself has known membership on the pool samples.
 
 Files, under ``attacks/pools/<pool name>/``: ``pool.json`` (recipe, size, model names) and
 ``outputs.npz`` (keep, sample indices, labels, logits float32 of shape (M, n, A, C) and
-population logits (M, z, A, C)).
+population logits (M, z, A, C)), and ``manifest.json`` (their checksums,
+:mod:`privaudit.integrity`). A saved pool whose files no longer match their manifest is an
+error naming the folder (:class:`~privaudit.errors.DamagedArtifactError`), never silently
+recomputed; one written before manifests is reused when it loads, else recomputed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -31,6 +35,7 @@ from privaudit.config import RunConfig
 from privaudit.data import ImageData, split_parts
 from privaudit.data.splits import pool_keep, pool_seed
 from privaudit.errors import ArtifactError
+from privaudit.integrity import verify_folder
 from privaudit.locks import artifact_lock
 from privaudit.runs import DataCache, ensure_models
 from privaudit.training.trainer import EpochCallback, predict_logits
@@ -84,16 +89,38 @@ def pool_name(recipe: RunConfig, size: int) -> str:
     return f"pool-{recipe.model.name}-{recipe.data.dataset}-{recipe.defence.label}-n{size}-{digest}"
 
 
-def ensure_pool(recipe: RunConfig, size: int, workspace: Workspace, data: DataCache, device: torch.device,
-                on_start: Callable[[RunConfig], None] | None = None,
-                on_epoch: EpochCallback | None = None) -> Pool:
-    """Train (or reuse) the ``size`` reference models of ``recipe`` and their saved outputs."""
+def _pool_plan(recipe: RunConfig, size: int, workspace: Workspace) -> tuple[str, Path, list[RunConfig], dict]:
     recipe = recipe.recipe
     name = pool_name(recipe, size)
     folder = workspace.attacks / POOLS_FOLDER / name
     configs = [recipe.as_reference(size, i).validated() for i in range(size)]
     meta = {"schema": POOL_SCHEMA, "name": name, "recipe": recipe.to_dict(), "size": size,
             "models": [c.run_name for c in configs], "queries": list(augmentations(recipe.data.dataset))}
+    return name, folder, configs, meta
+
+
+def check_pool(recipe: RunConfig, size: int, workspace: Workspace) -> None:
+    """Before anything is trained: raise :class:`~privaudit.errors.DamagedArtifactError` if
+    the saved pool of ``recipe`` is damaged, or, when it has to be (re)computed, if one of its
+    existing reference model folders is."""
+    _, folder, configs, meta = _pool_plan(recipe, size, workspace)
+    if folder.is_dir():
+        verify_folder(folder, "pool")
+        try:
+            if read_json(folder / "pool.json") == meta and (folder / "outputs.npz").is_file():
+                return  # reused as it is: its models are not read
+        except ArtifactError:
+            pass
+    for c in configs:
+        workspace.has_model(c)
+
+
+def ensure_pool(recipe: RunConfig, size: int, workspace: Workspace, data: DataCache, device: torch.device,
+                on_start: Callable[[RunConfig], None] | None = None,
+                on_epoch: EpochCallback | None = None) -> Pool:
+    """Train (or reuse) the ``size`` reference models of ``recipe`` and their saved outputs."""
+    recipe = recipe.recipe
+    name, folder, configs, meta = _pool_plan(recipe, size, workspace)
     pool = _load_pool(folder, meta)
     if pool is not None:
         return pool
@@ -127,6 +154,12 @@ def _build_pool(recipe: RunConfig, size: int, name: str, folder: Path, configs: 
 
 
 def _load_pool(folder: Path, meta: dict) -> Pool | None:
+    """The saved pool in ``folder`` when it is the one ``meta`` describes, else None (to be
+    computed). Raises :class:`~privaudit.errors.DamagedArtifactError` when its files do not
+    match their manifest."""
+    if not folder.is_dir():
+        return None
+    verify_folder(folder, "pool")
     try:
         saved = read_json(folder / "pool.json")
         if saved != meta:
@@ -135,5 +168,5 @@ def _load_pool(folder: Path, meta: dict) -> Pool | None:
             a = {k: npz[k] for k in npz.files}
         return Pool(meta["name"], folder, meta["models"], a["keep"].astype(bool), a["indices"], a["labels"],
                     a["logits"], a["pop_indices"], a["pop_labels"], a["pop_logits"], tuple(meta["queries"]))
-    except (ArtifactError, OSError, ValueError, KeyError):
+    except (ArtifactError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None

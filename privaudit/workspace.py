@@ -12,6 +12,13 @@ A model folder is first written as a hidden ``.partial-*`` folder and renamed in
 when complete, so an interrupted run never leaves a half-written artifact; a folder whose
 saved config hash differs from its name is ignored (never reused). Weights are a numpy
 ``.npz`` read with ``allow_pickle=False``: loading a model file cannot execute code.
+
+Every committed folder also holds ``manifest.json``, the size and SHA-256 of each of its
+files (:mod:`privaudit.integrity`). A folder is verified against it whenever it is reused
+(:meth:`Workspace.has_model`, :meth:`Workspace.verify_model`, :meth:`Workspace.load_model`,
+the pool and attack readers); a mismatch, or a ``config.json`` that cannot be read, raises
+:class:`~privaudit.errors.DamagedArtifactError` naming the folder ("… is damaged: …; delete
+the folder and rerun") instead of the folder being reused or silently replaced.
 """
 
 from __future__ import annotations
@@ -31,12 +38,20 @@ from torch import nn
 from privaudit.atomic import read_json, write_bytes, write_json
 from privaudit.config import MODELS, RunConfig
 from privaudit.data import Normaliser
-from privaudit.errors import ArtifactError, ConfigError
+from privaudit.errors import ArtifactError, ConfigError, DamagedArtifactError
+from privaudit.integrity import MANIFEST, check_incoming, damaged, settled, stat_key, verify_folder, write_manifest
 from privaudit.locks import artifact_lock
 from privaudit.models import build_model
 
 NORM_KEYS = ("norm/mean", "norm/std")
 STATE_PREFIX = "state/"
+MODEL_FILES = ("config.json", "metrics.json", "weights.npz")
+_legacy_ok: set[tuple] = set()  # weights of manifest-less model folders that loaded (stat keys)
+
+
+def folder_kind(parent: Path) -> str:
+    """What the folders under ``parent`` are, for messages: model, pool or attack."""
+    return {"models": "model", "pools": "pool", "attacks": "attack"}.get(Path(parent).name, "artifact")
 
 
 @dataclass
@@ -141,7 +156,9 @@ class Workspace:
         """Build ``parent/name`` in a hidden temporary folder via ``write(tmp_path)``, then
         rename it into place atomically. An existing complete folder is replaced. The swap holds
         the artifact's ``commit`` lock (:mod:`privaudit.locks`), so concurrent writers of one
-        name take turns."""
+        name take turns. Before the rename the folder gets its ``manifest.json``
+        (:mod:`privaudit.integrity`); a folder that ``write`` filled with a manifest of its own
+        (a shipped bundle) is checked against it instead, and refused when it does not match."""
         final = parent / name
         parent.mkdir(parents=True, exist_ok=True)
         self._clean_stale_partials(parent)
@@ -149,6 +166,10 @@ class Workspace:
         backup: Path | None = None
         try:
             write(tmp)
+            if (tmp / MANIFEST).is_file():
+                check_incoming(tmp, folder_kind(parent), str(final))
+            else:
+                write_manifest(tmp)
             with artifact_lock(parent, name, "commit"):  # another process may commit the same name
                 if final.exists():
                     backup = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-old-{name}-", dir=parent))
@@ -192,32 +213,102 @@ class Workspace:
         return self.models / name
 
     def read_model_config(self, name: str) -> RunConfig:
-        raw = read_json(self.model_dir(name) / "config.json")
+        """The config saved in model folder ``name``. A folder whose ``config.json`` is
+        missing, not JSON or not a privaudit config raises :class:`DamagedArtifactError`
+        naming the folder; one that holds another run's config (renamed or edited) a plain
+        :class:`ArtifactError`."""
+        folder = self.model_dir(name)
+        path = folder / "config.json"
+        if not path.is_file() and not folder.is_dir():
+            raise ArtifactError(f"no model folder {folder}")
+        try:
+            raw = read_json(path)
+        except ArtifactError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, FileNotFoundError):
+                why = "is missing"
+            elif isinstance(cause, (ValueError, UnicodeDecodeError)):  # JSONDecodeError is a ValueError
+                why = f"is not valid JSON ({cause})"
+            else:
+                why = f"cannot be read ({getattr(cause, 'strerror', None) or cause or exc})"
+            raise damaged("model", folder, f"config.json {why}") from exc
         if not isinstance(raw, dict):
-            raise ArtifactError(f"{self.model_dir(name) / 'config.json'} is not a privaudit config")
+            raise damaged("model", folder, "config.json is not a privaudit config")
         try:
             cfg = RunConfig.from_dict(raw)
         except ConfigError as exc:
-            raise ArtifactError(f"{self.model_dir(name) / 'config.json'}: {exc}") from exc
+            raise damaged("model", folder, f"config.json is not a valid privaudit config ({exc})") from exc
         if cfg.run_name != name:
             raise ArtifactError(f"model folder {name} holds the config of {cfg.run_name}; it was renamed or edited")
         return cfg
 
     def has_model(self, config: RunConfig) -> bool:
-        """True when a complete model folder with exactly this config exists."""
+        """True when a complete, undamaged model folder with exactly this config exists.
+
+        No folder, or one that holds another config (renamed or edited, so its hash differs
+        from its name): False, and a training run replaces it. A folder of this config that is
+        damaged (a file that differs from its manifest, an unreadable ``config.json``, or, in a
+        folder written before manifests, weights that do not load): raises
+        :class:`DamagedArtifactError`, so that nothing is trained on top of it or reused.
+        """
         folder = self.model_dir(config.run_name)
-        if not all((folder / f).is_file() for f in ("config.json", "metrics.json", "weights.npz")):
+        if not folder.is_dir():
             return False
         try:
-            return self.read_model_config(config.run_name) == config
+            if self.read_model_config(config.run_name) != config:
+                return False
+        except DamagedArtifactError:
+            raise
         except ArtifactError:
             return False
+        self.verify_model(config.run_name)
+        return True
+
+    def verify_model(self, name: str) -> None:
+        """Check model folder ``name`` before it is reused; raises :class:`DamagedArtifactError`.
+
+        With a manifest: every file matches its recorded size and SHA-256 (cached per process).
+        Without one (written by privaudit before manifests existed) the folder is accepted
+        when its three files exist and its weights load into the model of its config (the
+        check is remembered per process while the files are unchanged); such a folder gets
+        no manifest until it is written again.
+        """
+        folder = self.model_dir(name)
+        if verify_folder(folder, "model"):
+            return
+        cfg = self.read_model_config(name)
+        for f in MODEL_FILES:
+            if not (folder / f).is_file():
+                raise damaged("model", folder, f"{f} is missing")
+        path = folder / "weights.npz"
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise damaged("model", folder, f"weights.npz cannot be read ({exc.strerror or exc})") from exc
+        key = (stat_key(st), cfg.config_hash)
+        if key in _legacy_ok:
+            return
+        try:
+            load_weights(path, cfg, _saved_input_shape(path))
+        except ArtifactError as exc:
+            raise damaged("model", folder, str(exc)) from exc
+        if settled(st):
+            _legacy_ok.add(key)
 
     def read_model_metrics(self, name: str) -> dict:
-        return read_json(self.model_dir(name) / "metrics.json")
+        """The saved metrics of model folder ``name``; a damaged ``metrics.json`` raises
+        :class:`DamagedArtifactError` naming the folder."""
+        try:
+            metrics = read_json(self.model_dir(name) / "metrics.json")
+        except ArtifactError as exc:
+            raise damaged("model", self.model_dir(name), f"metrics.json cannot be read ({exc})") from exc
+        if not isinstance(metrics, dict):
+            raise damaged("model", self.model_dir(name), "metrics.json is not a privaudit metrics file")
+        return metrics
 
     def load_model(self, name: str, input_shape: tuple[int, int, int], num_classes: int = 10) -> LoadedModel:
         cfg = self.read_model_config(name)
+        verify_folder(self.model_dir(name), "model")  # a folder without a manifest: loading checks it
         model, norm = load_weights(self.model_dir(name) / "weights.npz", cfg, input_shape, num_classes)
         return LoadedModel(name, cfg, model, norm, self.read_model_metrics(name))
 
@@ -233,14 +324,29 @@ class Workspace:
                 names.append(p.name)
         return names
 
-    def resolve_targets(self, spec: str) -> list[str]:
+    def resolve_targets(self, spec: str, dataset: str | None = None) -> list[str]:
         """Target runs named by ``spec``: a run name, or an architecture (all its targets,
-        ordered dataset, baseline, MG noise by κ, then DP-SGD by σ)."""
+        ordered dataset, baseline, MG noise by κ, then DP-SGD by σ), only those trained on
+        ``dataset`` when it is given."""
+        names = self._resolve_targets(spec)
+        if dataset is None:
+            return names
+        kept = [n for n in names if self.read_model_config(n).data.dataset == dataset]
+        if not kept:
+            raise ArtifactError(f"no {spec} target trained on {dataset} in {self.models}; run "
+                                f"`privaudit train --dataset {dataset}` first, or drop --dataset")
+        return kept
+
+    def _resolve_targets(self, spec: str) -> list[str]:
         if spec in MODELS:
             configs = {}
             for name in self.model_names("target"):
                 try:
                     cfg = self.read_model_config(name)
+                except DamagedArtifactError:
+                    if _architecture_of(name) == spec:  # one of the asked-for targets: say which
+                        raise
+                    continue
                 except ArtifactError:
                     continue
                 if cfg.model.name == spec:
@@ -255,6 +361,25 @@ class Workspace:
                 raise ArtifactError(f"{spec} is a {cfg.role} model, not a target")
             return [spec]
         raise ArtifactError(f"no target named {spec!r} in {self.models} (give a run name or one of {', '.join(MODELS)})")
+
+
+def _architecture_of(run_name: str) -> str | None:
+    """The architecture in a run name ``<role>-<model>-…`` (the longest model name that fits)."""
+    role, _, rest = run_name.partition("-")
+    fits = [m for m in MODELS if rest.startswith(m + "-")]
+    return max(fits, key=len) if fits else None
+
+
+def _saved_input_shape(path: Path) -> tuple[int, int, int]:
+    """The input shape a weights file was saved for (its normaliser's shape), or a
+    placeholder when it cannot be read (then :func:`load_weights` says what is wrong)."""
+    try:
+        _check_npz_sizes(path)
+        with np.load(path, allow_pickle=False) as npz:
+            shape = tuple(int(n) for n in npz[NORM_KEYS[0]].shape)
+        return shape if len(shape) == 3 else (1, 1, 1)  # type: ignore[return-value]
+    except Exception:  # noqa: BLE001 - any damage is reported by load_weights
+        return (1, 1, 1)
 
 
 def _setting_order(cfg: RunConfig) -> tuple:

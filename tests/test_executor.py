@@ -19,6 +19,7 @@ from privaudit.errors import ArtifactError, ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs, make_executor
 from privaudit.executor.bundle import pack, unpack
 from privaudit.executor.jobs import FAULT_ENV, is_done
+from privaudit.integrity import write_manifest
 from privaudit.runs import DataCache
 from privaudit.workspace import Workspace
 
@@ -177,6 +178,7 @@ def test_ray_deterministic_failure_fails_once_with_its_message(ray_instance, tmp
     ws = Workspace(tmp_path)
     shadow = next(ws.models.glob("shadow-mlp-digits-k0.5-*"))
     (shadow / "weights.npz").write_bytes(b"not an archive")                  # corrupt, but present
+    write_manifest(shadow)  # its checksums match the damage: only loading it, in the attack job on a worker, fails
     for folder in ws.attacks.iterdir():
         if folder.is_dir():
             for f in folder.iterdir():

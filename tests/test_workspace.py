@@ -114,8 +114,9 @@ def test_a_renamed_or_edited_model_folder_is_not_reused(saved, tiny):
     raw["train"]["epochs"] = 1
     (folder / "config.json").write_text(json.dumps(raw))
     assert not ws.has_model(cfg)
-    (folder / "config.json").write_text("{not json")
-    assert not ws.has_model(cfg)
+    (folder / "config.json").write_text("{not json")   # damaged, not edited: refused, never retrained over
+    with pytest.raises(ArtifactError, match="damaged: config.json is not valid JSON"):
+        ws.has_model(cfg)
     with pytest.raises(ArtifactError):
         ws.read_model_config(cfg.run_name)
 

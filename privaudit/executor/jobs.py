@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
 
 from privaudit.attacks.run import attack_target
 from privaudit.executor.plan import Job
+from privaudit.integrity import verify_folder
 from privaudit.pools import ensure_pool
 from privaudit.report.build import build_reports
 from privaudit.runs import DataCache, ensure_model, ensure_models
@@ -31,12 +32,30 @@ FAULT_ENV = "PRIVAUDIT_FAULT_KILL"
 
 def is_done(job: Job, workspace: Workspace) -> bool:
     """Whether the job's artifacts already exist (a cheap check; attacks and the report are
-    never skipped, as they themselves reuse what is unchanged)."""
+    never skipped, as they themselves reuse what is unchanged). An existing artifact that is
+    damaged raises :class:`~privaudit.errors.DamagedArtifactError` (it is neither reused nor
+    recomputed over)."""
     if job.kind == "train":
         return all(workspace.has_model(c) for c in job.configs)
     if job.kind == "logits":  # outputs[0] is the pool's folder
-        return (workspace.root / job.outputs[0] / "outputs.npz").is_file()
+        folder = workspace.root / job.outputs[0]
+        if not (folder / "outputs.npz").is_file():
+            return False
+        verify_folder(folder, "pool")
+        return True
     return False
+
+
+def check_reused(jobs: Iterable[Job], workspace: Workspace) -> None:
+    """Verify every existing artifact the jobs would reuse (models, pools, earlier attacks)
+    before any job runs, so a damaged one stops the audit before anything is trained."""
+    for job in jobs:
+        if job.kind in ("train", "logits"):
+            is_done(job, workspace)
+        elif job.kind == "attack":
+            for rel in job.outputs:
+                if (workspace.root / rel).is_dir():
+                    verify_folder(workspace.root / rel, "attack")
 
 
 def _fault_on_epoch(job: Job, on_epoch: EpochCallback | None) -> EpochCallback | None:

@@ -10,14 +10,15 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from privaudit.atomic import read_json, write_text
-from privaudit.errors import ArtifactError
+from privaudit.errors import ArtifactError, DamagedArtifactError
+from privaudit.integrity import verify_folder
 from privaudit.metrics import roc
 from privaudit.timing import timed
 from privaudit.workspace import Workspace
@@ -43,19 +44,28 @@ class ReportResult:
     html: Path
     table: pd.DataFrame
     skipped: list[str]
+    warnings: list[str] = field(default_factory=list)  # one line per skipped folder: which one, why
 
 
-def collect_table(workspace: Workspace) -> tuple[pd.DataFrame, list[str]]:
+def collect_table(workspace: Workspace, warnings: list[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The trade-off table of every complete attack in the workspace, and the names of
-    attack folders skipped because they or their target are damaged."""
+    attack folders skipped because they or their target are damaged. When given, ``warnings``
+    receives one line per skipped folder naming the damaged folder (the attack folder, or the
+    target's model folder) and what is wrong with it."""
     rows, skipped = [], []
+    warnings = warnings if warnings is not None else []
     folders = sorted(p for p in workspace.attacks.glob("*")
                      if p.is_dir() and not p.name.startswith(".") and p.name != "pools")
     for folder in folders:
         try:
             rows.extend(_rows_for(workspace, folder))
-        except ArtifactError:
+        except DamagedArtifactError as exc:
             skipped.append(folder.name)
+            what = "the attacks of" if exc.kind == "model" else "attack folder"
+            warnings.append(f"skipped {what} {folder.name}: {exc}")
+        except ArtifactError as exc:
+            skipped.append(folder.name)
+            warnings.append(f"skipped damaged attack folder {folder.name} ({exc})")
     table = pd.DataFrame(rows, columns=COLUMNS)
     if len(table):
         table = table.sort_values(["model", "dataset", "dp", "kappa", "noise_multiplier", "epsilon",
@@ -64,12 +74,14 @@ def collect_table(workspace: Workspace) -> tuple[pd.DataFrame, list[str]]:
 
 
 def _rows_for(workspace: Workspace, folder: Path) -> list[dict]:
+    verify_folder(folder, "attack")
     attack_cfg = read_json(folder / "config.json")
     metrics = read_json(folder / "metrics.json")
     target = attack_cfg.get("target") if isinstance(attack_cfg, dict) else None
     if not isinstance(target, str) or not isinstance(metrics, dict):
         raise ArtifactError(f"{folder} is not a privaudit attack folder")
     cfg = workspace.read_model_config(target)
+    verify_folder(workspace.model_dir(target), "model", only=("config.json", "metrics.json"))  # what is read here
     tm = workspace.read_model_metrics(target)
     d = cfg.defence
     base = {
@@ -111,7 +123,7 @@ def _rows_for(workspace: Workspace, folder: Path) -> list[dict]:
 
 def _replace_one_epsilon(defence, metrics: dict) -> float:
     """ε under replace-one adjacency, the notion of NoisyCGD's hidden-state bound, so that
-    NoisyCGD and DP-SGD can be set side by side (papers.md B.3): NoisyCGD's own ε; for
+    NoisyCGD and DP-SGD can be set side by side (docs/methods.md B.3): NoisyCGD's own ε; for
     DP-SGD the accountant's ε at noise multiplier σ/2 (one swapped sample moves a clipped
     sum by 2C), from the saved σ, sampling rate and steps."""
     if not defence.dp:
@@ -160,7 +172,8 @@ def build_reports(workspace: Workspace) -> ReportResult:
     from privaudit.report.html import render_report
     from privaudit.theory.page import THEORY_FOLDER, papers_section
 
-    table, skipped = collect_table(workspace)
+    warnings: list[str] = []
+    table, skipped = collect_table(workspace, warnings)
     csv_path = workspace.reports / "tradeoff.csv"
     html_path = workspace.reports / "index.html"
     write_text(csv_path, table.to_csv(index=False, float_format="%.6g"))
@@ -169,4 +182,4 @@ def build_reports(workspace: Workspace) -> ReportResult:
     papers = papers_section(workspace.reports.joinpath(*THEORY_FOLDER[1:]))
     write_text(html_path, render_report(table, roc_curves(workspace, table), generated=generated, extras=extras,
                                         papers_html=papers))
-    return ReportResult(csv_path, html_path, table, skipped)
+    return ReportResult(csv_path, html_path, table, skipped, warnings)
