@@ -7,7 +7,7 @@ saved config equals the hash of the requested one. The device is deliberately *n
 of the config (it is recorded as provenance): a model trained on a GPU may be reused on a
 CPU machine.
 
-Defaults per dataset follow papers.md A.3 for CIFAR-10 (parts of 10,520 images, Adam with
+Defaults per dataset follow docs/methods.md A.3 for CIFAR-10 (parts of 10,520 images, Adam with
 lr 1e-3, batch 100, weight decay 1e-7, or 1e-5 for the improved CNN, 50 epochs) and are
 scaled down for the 8x8 digits (parts of 449 images, batch 64, 60 epochs).
 """
@@ -39,11 +39,11 @@ DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
 def default_weight_decay(model: str) -> float:
     """Adam weight decay of the authors' code: 1e-5 for the improved CNN, else 1e-7; for
     ``convex-relu`` the L2 coefficient λ of NoisyCGD, 0.174 (with η = 3.1e-4, the
-    ηλ = 5.4e-5 of papers.md B.3's reference values)."""
+    ηλ = 5.4e-5 of docs/methods.md B.3's reference values)."""
     return {"cnn-improved": 1e-5, "convex-relu": 0.174}.get(model, 1e-7)
 
 
-# convex-relu trains by (noisy) cyclic gradient descent, papers.md B.2: its own recipe.
+# convex-relu trains by (noisy) cyclic gradient descent, docs/methods.md B.2: its own recipe.
 CONVEX_DEFAULTS: dict[str, dict[str, Any]] = {
     "cifar10": {"epochs": 400, "batch_size": 1000, "lr": 3.1e-4, "width": 100},
     "digits": {"epochs": 200, "batch_size": 64, "lr": 3.1e-4, "width": 100},
@@ -72,7 +72,7 @@ class DataConfig:
 class ModelConfig:
     """Architecture: ``mlp`` (one hidden ReLU layer of ``width`` units), ``cnn`` (ML-Leaks),
     ``cnn-improved`` (BatchNorm + dropout; GroupNorm under DP-SGD), ``convex-relu`` (the
-    convex two-layer ReLU approximation with ``width`` gate vectors, papers.md B.1)."""
+    convex two-layer ReLU approximation with ``width`` gate vectors, docs/methods.md B.1)."""
 
     name: str = "mlp"
     width: int = 512
@@ -235,6 +235,12 @@ class RunConfig:
         _require(_finite_number(f.delta) and 0 < f.delta < 1, f"--delta must lie in (0, 1) (got {f.delta})")
         _require(_finite_number(f.max_grad_norm) and f.max_grad_norm > 0,
                  f"--max-grad-norm must be > 0 (got {f.max_grad_norm})")
+        if f.mechanism not in MECHANISMS:
+            raise ConfigError(f"unknown DP mechanism {f.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
+        if f.dp and f.mechanism == "noisycgd" and m.name != "convex-relu":  # before the noise: more fundamental
+            raise ConfigError("NoisyCGD's hidden-state bound needs the strongly convex --model convex-relu")
+        if f.dp and f.mechanism != "noisycgd" and m.name == "convex-relu":
+            raise ConfigError("convex-relu's DP training is NoisyCGD: use --defense noisycgd")
         if f.dp:
             if (f.noise_multiplier is None) == (f.target_epsilon is None):
                 raise ConfigError("--dp needs exactly one of --noise-multiplier or --target-epsilon")
@@ -252,21 +258,15 @@ class RunConfig:
         _require(_finite_number(t.lr) and t.lr > 0, f"--lr must be > 0 (got {t.lr})")
         _require(_finite_number(t.weight_decay) and t.weight_decay >= 0,
                  f"--weight-decay must be >= 0 (got {t.weight_decay})")
-        if f.mechanism not in MECHANISMS:
-            raise ConfigError(f"unknown DP mechanism {f.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
         if m.name == "convex-relu":
             if f.kappa > 0:
                 raise ConfigError("convex-relu trains by (noisy) cyclic gradient descent; MG noise (--kappa) "
                                   "is for mlp and the CNNs")
-            if f.dp and f.mechanism != "noisycgd":
-                raise ConfigError("convex-relu's DP training is NoisyCGD: use --defense noisycgd")
             _require(t.batch_size <= d.part_size,
                      f"--batch-size {t.batch_size} exceeds the {d.part_size} training samples (--part-size)")
             if f.dp:
                 from privaudit.hidden_state import contraction
                 contraction(t.lr, t.weight_decay)  # the hidden-state bound's assumptions, or an error
-        elif f.dp and f.mechanism == "noisycgd":
-            raise ConfigError("NoisyCGD's hidden-state bound needs the strongly convex --model convex-relu")
         if t.precision not in PRECISIONS:
             raise ConfigError(f"unknown precision {t.precision!r}; expected one of {', '.join(PRECISIONS)}")
         if t.precision != "fp32" and f.dp:

@@ -1,4 +1,4 @@
-"""Hidden-state privacy accounting of NoisyCGD (papers.md B.3), and GDP → (ε, δ).
+"""Hidden-state privacy accounting of NoisyCGD (docs/methods.md B.3), and GDP → (ε, δ).
 
 Romijnders & Koskela (arXiv 2407.04884, NeurIPS 2025) train a λ-strongly convex model with
 noisy cyclic gradient descent (NoisyCGD: fixed disjoint batches of size b visited in the
@@ -21,7 +21,7 @@ A μ-GDP mechanism is (ε, δ(ε))-DP for every ε ≥ 0 with (Dong, Roth, Su 20
 solved here for ε at the given δ. Every function refuses settings outside the theorem's
 assumptions (λ ≤ 0, c ≥ 1) instead of returning a meaningless ε.
 
-Reference values (papers.md B.3; pinned by the tests): n = 60,000, b = 1,000, E = 400,
+Reference values (docs/methods.md B.3; pinned by the tests): n = 60,000, b = 1,000, E = 400,
 δ = 1e-5, ηλ = 5.4e-5: σ = 15 → ε ≈ 1.34, σ = 5 → ε ≈ 4.61.
 """
 
@@ -36,9 +36,23 @@ from scipy.stats import norm
 from privaudit.errors import ConfigError
 
 
+# Without a known smoothness β the bound takes c = 1 − ηλ, which holds only for a loss that
+# is β-smooth with β ≤ 2/η − λ. β ≥ λ always, and the data term of a loss on privaudit's
+# unit-scale (normalised) inputs adds curvature of order one or more, so a step whose ceiling
+# 2/η − λ falls below this floor is refused unless --smoothness is given.
+SMOOTHNESS_FLOOR = 1.0
+
+
+def smoothness_ceiling(lr: float, l2: float) -> float:
+    """2/η − λ: the largest smoothness β for which c = 1 − ηλ is the contraction."""
+    return 2.0 / lr - l2
+
+
 def contraction(lr: float, l2: float, smoothness: float | None = None) -> float:
-    """c = max{|1 − ηλ|, |1 − ηβ|} (β = ``smoothness``; without it, c = 1 − ηλ as in the
-    authors' code). Raises :class:`ConfigError` unless 0 ≤ c < 1 with λ > 0."""
+    """c = max{|1 − ηλ|, |1 − ηβ|} (β = ``smoothness``). Without β, c = 1 − ηλ as in the
+    authors' code, valid only when the loss is at most (2/η − λ)-smooth: a step for which that
+    ceiling lies below max(λ, ``SMOOTHNESS_FLOOR``) is refused. Raises :class:`ConfigError`
+    unless 0 ≤ c < 1 with λ > 0."""
     for name, value in (("--lr", lr), ("--l2", l2)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise ConfigError(f"{name} must be > 0 (got {value}): the hidden-state bound needs a "
@@ -48,6 +62,11 @@ def contraction(lr: float, l2: float, smoothness: float | None = None) -> float:
         if not (math.isfinite(smoothness) and smoothness >= l2):
             raise ConfigError(f"--smoothness must be finite and >= --l2 (got {smoothness})")
         c = max(abs(c), abs(1.0 - lr * smoothness))
+    elif smoothness_ceiling(lr, l2) < max(l2, SMOOTHNESS_FLOOR):
+        raise ConfigError(f"--lr {lr:g} is too large for the contraction 1 - lr*l2 the bound assumes: it holds "
+                          f"only if the loss is at most {smoothness_ceiling(lr, l2):.3g}-smooth (2/lr - l2), which "
+                          f"a loss with a data term is not; give --smoothness (the loss's smoothness beta) or a "
+                          f"step <= {2.0 / (max(l2, SMOOTHNESS_FLOOR) + l2):.3g}")
     if not 0.0 <= c < 1.0:
         raise ConfigError(f"the step is too large for the contraction the bound needs: c = {c:.4g} "
                           "(need --lr x --l2 < 1, and --lr < 2/--smoothness)")

@@ -61,7 +61,7 @@ def test_audit_writes_models_attacks_and_reports(audited):
     assert any("-k4-" in n for n in names) and any("-dp-s1-" in n for n in names)
     for run in names:
         folder = ws / "models" / run
-        assert {p.name for p in folder.iterdir()} == {"config.json", "metrics.json", "weights.npz"}
+        assert {p.name for p in folder.iterdir()} == {"config.json", "metrics.json", "weights.npz", "manifest.json"}
         cfg = json.loads((folder / "config.json").read_text())
         for key in ("privaudit_version", "torch_version", "device", "wall_seconds", "git_revision"):
             assert key in cfg["provenance"]
@@ -111,7 +111,7 @@ def test_same_seed_same_numbers_in_a_fresh_workspace(audited, tmp_path):
 
 def test_attack_by_architecture_and_report(audited):
     ws, _ = audited
-    result = invoke("attack", "--target", "mlp", "--workdir", str(ws), "--json")
+    result = invoke("attack", "--target", "mlp", "--attacks", "shadow,loss", "--workdir", str(ws), "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert len(doc["attacks"]) == 4 and all(a["reused"] for a in doc["attacks"])
@@ -124,7 +124,7 @@ def test_train_then_attack_one_run_by_name(tmp_path):
     result = invoke("train", *SMALL, "--kappa", "0.5", "--workdir", str(tmp_path), "--json")
     assert result.exit_code == 0
     run = json.loads(result.stdout)["run"]
-    result = invoke("attack", "--target", run, "--workdir", str(tmp_path), "--json")
+    result = invoke("attack", "--target", run, "--attacks", "shadow,loss", "--workdir", str(tmp_path), "--json")
     assert result.exit_code == 0, result.output
     attack = json.loads(result.stdout)["attacks"][0]
     assert attack["target"] == run and attack["shadow"].startswith("shadow-mlp-digits-k0.5-")

@@ -1,4 +1,4 @@
-"""Hidden-state accounting of NoisyCGD (papers.md B.3) and the ``privaudit epsilon`` command."""
+"""Hidden-state accounting of NoisyCGD (docs/methods.md B.3) and the ``privaudit epsilon`` command."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _paper(sigma: float, eta_lambda: float = 5.4e-5):
 
 @pytest.mark.parametrize("sigma, epsilon", [(15, 1.3357), (5, 4.6113)])
 def test_pinned_paper_values(sigma, epsilon):
-    """papers.md B.3: σ = 15 → ε ≈ 1.3, σ = 5 → ε ≈ 4.6 at ηλ = 5.4e-5."""
+    """docs/methods.md B.3: σ = 15 → ε ≈ 1.3, σ = 5 → ε ≈ 4.6 at ηλ = 5.4e-5."""
     p = _paper(sigma)
     assert p.epsilon == pytest.approx(epsilon, abs=1e-3)
     assert p.batches_per_epoch == 60
@@ -110,10 +110,10 @@ def test_cli_noisycgd_and_dpsgd_side_by_side():
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["epsilon"] == pytest.approx(1.336, abs=2e-3) and doc["delta"] == 1e-5
-    assert doc["dpsgd_same_noise_epsilon_replace_one"] == pytest.approx(1.33, abs=0.02)  # papers.md: ≈ 1.33
+    assert doc["dpsgd_same_noise_epsilon_replace_one"] == pytest.approx(1.33, abs=0.02)  # docs/methods.md B.3: ≈ 1.33
     r = run("--defense", "dpsgd", "--noise-multiplier", "5", *COMMON)
     doc = json.loads(r.stdout)
-    assert doc["epsilon_replace_one"] == pytest.approx(4.79, abs=0.02)  # papers.md: DP-SGD ≈ 4.79
+    assert doc["epsilon_replace_one"] == pytest.approx(4.79, abs=0.02)  # docs/methods.md B.3: DP-SGD ≈ 4.79
     assert doc["epsilon"] < doc["epsilon_replace_one"] and doc["steps"] == 24_000
 
 

@@ -4,13 +4,20 @@
 naming its ``source``: the shadow model or the pool it was computed from), ``scores.npz``
 (labels and one score vector per attack, samples = the target's members then its
 non-members), and when a pool was used ``loo.json`` (leave-one-out evaluation over the pool)
-and ``exposure.json``; when the one-run audit ran, ``one_run.json``. Re-running with more
-attacks adds them; an attack whose source is unchanged is not recomputed.
+and ``exposure.json``; when the one-run audit ran, ``one_run.json``; ``manifest.json``
+holds their checksums (:mod:`privaudit.integrity`). Re-running with more attacks adds them;
+an attack whose source is unchanged is not recomputed.
+
+Before anything is trained, every artifact the plan reuses is verified: the target's model
+folder, and where they exist the shadow model, the saved pool (or, when it must be computed,
+its reference models), the canary model and the earlier attack folder. A damaged one stops
+the attack at once with an error naming the folder.
 """
 
 from __future__ import annotations
 
 import io
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -24,7 +31,9 @@ from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, empi
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.config import RunConfig
+from privaudit.defaults import ATTACK_CHOICES, DEFAULT_POOL_SIZE
 from privaudit.errors import ArtifactError, ConfigError
+from privaudit.integrity import verify_folder
 from privaudit.locks import artifact_lock
 from privaudit.metrics import attack_metrics
 from privaudit.provenance import provenance
@@ -35,18 +44,26 @@ from privaudit.workspace import Workspace
 
 ATTACK_SCHEMA = 2
 SHADOW_ATTACKS = ("shadow", "loss", "confidence")
-ATTACK_CHOICES = ("shadow", "loss", "lira", "rmia", "one-run", "all")
-DEFAULT_POOL_SIZE = 8
 
 
 @dataclass(frozen=True)
 class AttackPlan:
-    """Which attacks to run: ML-Leaks shadow trio, pool attacks (with the pool size), one-run."""
+    """Which attacks to run: ML-Leaks shadow trio, pool attacks (with the pool size), one-run.
+
+    The shadow attack and the loss/confidence baselines are computed together (the baselines
+    take their ε-bound thresholds from the same shadow model, and cost nothing more), so
+    asking for either runs all three; ``shown`` names the attacks that were asked for, the
+    ones a summary reports (empty: every attack computed)."""
 
     shadow: bool = True
     pool_attacks: tuple[str, ...] = ()
     pool_size: int = 0
     one_run: bool = False
+    shown: tuple[str, ...] = ()
+
+    def asked(self, metrics: dict) -> dict:
+        """``metrics`` restricted to the attacks that were asked for."""
+        return {k: v for k, v in metrics.items() if not self.shown or k in self.shown}
 
     @classmethod
     def from_choices(cls, choices: Iterable[str], pool_size: int = DEFAULT_POOL_SIZE) -> "AttackPlan":
@@ -69,8 +86,11 @@ class AttackPlan:
         if pool and (not isinstance(pool_size, int) or pool_size < 4 or pool_size % 2):
             raise ConfigError(f"--pool-size must be an even number >= 4 for lira, rmia and the many-shadow attack "
                               f"(got {pool_size})")
-        return cls(shadow=bool(chosen & {"shadow", "loss"}), pool_attacks=tuple(a for a in POOL_ATTACKS if a in pool),
-                   pool_size=pool_size if pool else 0, one_run="one-run" in chosen)
+        shown = (["shadow"] if "shadow" in chosen else []) + (["loss", "confidence"] if "loss" in chosen else [])
+        pool_attacks = tuple(a for a in POOL_ATTACKS if a in pool)
+        return cls(shadow=bool(chosen & {"shadow", "loss"}), pool_attacks=pool_attacks,
+                   pool_size=pool_size if pool else 0, one_run="one-run" in chosen,
+                   shown=tuple(shown) + pool_attacks)
 
 
 @dataclass
@@ -143,6 +163,7 @@ def attack_target(workspace: Workspace, target: str, data: DataCache, device: to
     cfg = workspace.read_model_config(target)
     if cfg.role != "target":
         raise ArtifactError(f"{target} is a {cfg.role} model, not a target")
+    workspace.verify_model(target)  # before anything is trained for it
     workspace.attacks.mkdir(parents=True, exist_ok=True)
     with artifact_lock(workspace.attacks, target, "work"):  # another audit may be attacking it
         return _attack(workspace, target, cfg, data, device, plan, on_start, on_epoch)
@@ -162,6 +183,7 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
     todo_one_run = plan.one_run and extras.get("one_run", {}).get("canary_run") != cfg.as_canary().run_name
     if not (todo_shadow or todo_pool or todo_one_run):
         return AttackResult(target, shadow_name, folder, metrics, True, extras)
+    _check_reused(workspace, cfg, plan, todo_shadow, todo_pool, todo_one_run)
 
     if todo_shadow:
         shadow_run = ensure_model(cfg.as_shadow(), workspace, data, device, on_start=on_start, on_epoch=on_epoch)
@@ -212,11 +234,29 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
     return AttackResult(target, attack_config["shadow"], path, saved, False, saved_extras)
 
 
+def _check_reused(workspace: Workspace, cfg: RunConfig, plan: AttackPlan, shadow: bool, pool: bool,
+                  one_run: bool) -> None:
+    """Raise :class:`~privaudit.errors.DamagedArtifactError` for a damaged model or pool folder
+    that the attacks to run would reuse, before any of them trains anything."""
+    from privaudit.pools import check_pool
+
+    if shadow:
+        workspace.has_model(cfg.as_shadow().validated())
+    if pool:
+        check_pool(cfg, plan.pool_size, workspace)
+    if one_run:
+        workspace.has_model(cfg.recipe.as_canary().validated())
+
+
 EXTRA_FILES = ("loo", "exposure", "one_run")
 
 
 def _read_existing(folder: Path, target: str) -> tuple[dict, dict, dict]:
-    """(metrics, score arrays, extras) of an earlier attack of ``target``, or empty ones."""
+    """(metrics, score arrays, extras) of an earlier attack of ``target``, or empty ones
+    (none, another schema, or written before manifests and unreadable). Raises
+    :class:`~privaudit.errors.DamagedArtifactError` when its files do not match their manifest."""
+    if folder.is_dir():
+        verify_folder(folder, "attack")
     try:
         saved = read_json(folder / "config.json")
         if not isinstance(saved, dict) or saved.get("schema") != ATTACK_SCHEMA or saved.get("target") != target:
@@ -226,5 +266,5 @@ def _read_existing(folder: Path, target: str) -> tuple[dict, dict, dict]:
             arrays = {k: npz[k] for k in npz.files}
         extras = {k: read_json(folder / f"{k}.json") for k in EXTRA_FILES if (folder / f"{k}.json").is_file()}
         return metrics, arrays, extras
-    except (ArtifactError, OSError, ValueError, KeyError):
+    except (ArtifactError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return {}, {}, {}

@@ -1,28 +1,17 @@
-"""The ``privaudit`` command line: thin Typer wrappers over the library."""
+"""The ``privaudit`` command line: thin Typer wrappers over the library.
+
+Importing this package loads Typer and rich only; each command imports the library (torch,
+NumPy, pandas, scikit-learn) when it runs, so ``--help`` and usage errors answer at once.
+"""
 
 from __future__ import annotations
 
 import sys
 
 import typer
+from typer.core import TyperGroup
 
 from privaudit.cli import attack, audit, epsilon, report, theory, train
-
-app = typer.Typer(
-    name="privaudit",
-    help="Audit how much a trained image classifier leaks about its training data, and compare defences "
-         "(multiplicative Gaussian input noise, DP-SGD) by membership-inference attacks.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-app.command("train", help="Train one target model with a defence and save it to the workspace.")(train.train_cmd)
-app.command("attack", help="Attack trained targets with the shadow-model attack and the loss/confidence baselines.")(attack.attack_cmd)
-app.command("report", help="Rebuild reports/tradeoff.csv and reports/index.html from the whole workspace.")(report.report_cmd)
-app.command("audit", help="The main job: baseline, MG-noise grid and DP-SGD grid for one model: train, attack, report.")(audit.audit_cmd)
-app.add_typer(theory.app, name="theory")
-app.command("epsilon", help="The epsilon a NoisyCGD or DP-SGD setting will cost (or the noise for a target epsilon), without training.")(epsilon.epsilon_cmd)
 
 
 def _click_exceptions():
@@ -39,11 +28,12 @@ def _click_exceptions():
 _ABORT = getattr(typer, "Abort", None) or getattr(_click_exceptions(), "Abort")
 
 
-def main() -> None:
-    """Console entry point: usage errors become one line on stderr, exit status 2."""
+def run_one_line(invoke) -> int:
+    """Run ``invoke()`` (the command line, not standalone) and turn a usage error into one line
+    ``error: …`` on stderr: the exit status, 2 for a usage error."""
     cx = _click_exceptions()
     try:
-        code = app(standalone_mode=False)
+        code = invoke()
     except cx.NoArgsIsHelpError as exc:
         print(exc.ctx.get_help() if exc.ctx else "")
         code = 0
@@ -58,4 +48,41 @@ def main() -> None:
         code = 130
     except BrokenPipeError:  # e.g. `privaudit --help | head`: the reader has gone
         code = 0
-    sys.exit(code if isinstance(code, int) else 0)
+    return code if isinstance(code, int) else 0
+
+
+class OneLineErrors(TyperGroup):
+    """The root command: however it is invoked (the console script, ``python -m privaudit``,
+    Typer's test runner), a usage error is one ``error:`` line, never a boxed panel."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        def invoke():
+            return super(OneLineErrors, self).main(args, prog_name, complete_var, standalone_mode=False, **extra)
+
+        if not standalone_mode:
+            return invoke()
+        sys.exit(run_one_line(invoke))
+
+
+app = typer.Typer(
+    name="privaudit",
+    cls=OneLineErrors,
+    help="Audit how much a trained image classifier leaks about its training data, and compare defences "
+         "(multiplicative Gaussian input noise, DP-SGD) by membership-inference attacks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",  # help text is rich markup: a literal [ is written \\[
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.command("train", help="Train one target model with a defence and save it to the workspace.")(train.train_cmd)
+app.command("attack", help="Attack trained targets: the paper's shadow-model attack, the loss/confidence baselines, LiRA, RMIA and the one-run canary audit.")(attack.attack_cmd)
+app.command("report", help="Rebuild reports/tradeoff.csv and reports/index.html from the whole workspace.")(report.report_cmd)
+app.command("audit", help="The main job: baseline, MG-noise grid and DP-SGD grid for one model: train, attack, report.")(audit.audit_cmd)
+app.add_typer(theory.app, name="theory")
+app.command("epsilon", help="The epsilon a NoisyCGD or DP-SGD setting will cost (or the noise for a target epsilon), without training.")(epsilon.epsilon_cmd)
+
+
+def main() -> None:
+    """Console entry point: usage errors become one line on stderr, exit status 2."""
+    sys.exit(run_one_line(lambda: app(standalone_mode=False)))

@@ -2,37 +2,48 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, List
+from typing import Annotated, Optional
 
 import typer
 
-from privaudit.attacks.run import DEFAULT_POOL_SIZE, attack_target
-from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt, WorkdirOpt, emit_json,
-                                  handle_errors, info_console, parse_attacks, training_progress)
-from privaudit.cli.summary import attack_summary_table
-from privaudit.report.build import build_reports
-from privaudit.runs import DataCache
-from privaudit.training import resolve_device
-from privaudit.workspace import Workspace
+from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
+                                  PoolSizeOpt, WorkdirOpt, emit_json, handle_errors, info_console, one_of,
+                                  parse_attacks, refresh_reports, require_workspace, training_progress)
+from privaudit.config import DATASETS, MODELS
+from privaudit.defaults import DEFAULT_POOL_SIZE
+
+TargetOpt = Annotated[str, typer.Option(
+    "--target", help=f"An architecture ({', '.join(MODELS)}: every trained target of it) or one target's run name.")]
+DatasetFilterOpt = Annotated[Optional[str], typer.Option(
+    "--dataset", callback=one_of(*DATASETS),
+    help=f"Attack only the targets trained on this dataset ({' or '.join(DATASETS)}); default: every dataset.")]
 
 
 @handle_errors
 def attack_cmd(
-    target: Annotated[str, typer.Option("--target", help="An architecture (mlp, cnn, cnn-improved: every trained target of it) or one target's run name.")],
-    attack: Annotated[List[str], typer.Option("--attack", help="Attacks to run (repeat or comma-separate): shadow (the paper's; plus many shadows with a pool), loss (loss and confidence baselines), lira, rmia, one-run (canary audit), all.")] = ["shadow", "loss"],
+    target: TargetOpt,
+    attacks: AttacksOpt = DEFAULT_ATTACKS,
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
+    dataset: DatasetFilterOpt = None,
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     device: DeviceOpt = "auto",
-    workdir: WorkdirOpt = Path("."),
+    workdir: WorkdirOpt = ".",
     report: Annotated[bool, typer.Option("--report/--no-report", help="Rebuild the reports afterwards.")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Attack each target: shadow model, reference pool and canary model share its recipe and defence."""
-    plan = parse_attacks(attack, pool_size)
-    ws = Workspace(workdir)
-    names = ws.resolve_targets(target)
+    plan = parse_attacks(attacks, pool_size)
+    root = require_workspace(workdir, with_content=False)  # no models: resolve_targets says so
+
+    from privaudit.attacks.run import attack_target
+    from privaudit.cli.summary import attack_summary_table
+    from privaudit.runs import DataCache
+    from privaudit.training import resolve_device
+    from privaudit.workspace import Workspace
+
+    ws = Workspace(root)
+    names = ws.resolve_targets(target, dataset=dataset)
     ws.ensure_writable()
     dev = resolve_device(device)
     data = DataCache(data_dir, download)
@@ -40,13 +51,13 @@ def attack_cmd(
     with training_progress() as bars:
         for name in names:
             results.append(attack_target(ws, name, data, dev, plan, on_start=bars.start, on_epoch=bars.on_epoch))
-    rep = build_reports(ws) if report else None
+    rep = refresh_reports(ws, always=True) if report else None
     if as_json:
         emit_json({"attacks": [{"target": r.target, "shadow": r.shadow, "path": str(r.path), "reused": r.reused,
-                                "metrics": r.metrics, **r.extras} for r in results],
+                                "metrics": plan.asked(r.metrics), **r.extras} for r in results],
                    "report": {"csv": str(rep.csv), "html": str(rep.html)} if rep else None})
         return
     console = info_console(as_json)
-    console.print(attack_summary_table(ws, [(r.target, r.metrics, r.extras) for r in results]))
+    console.print(attack_summary_table(ws, [(r.target, plan.asked(r.metrics), r.extras) for r in results]))
     if rep:
         console.print(f"report: {rep.html}  table: {rep.csv}")

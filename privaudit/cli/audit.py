@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from privaudit.audit import DEFAULT_KAPPAS, DEFAULT_SIGMAS, AuditHooks, audit_plan, run_audit
-from privaudit.attacks.run import DEFAULT_POOL_SIZE
-from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt, WorkdirOpt, emit_json, err,
-                                  handle_errors, info_console, parse_attacks, parse_grid, training_progress)
+from privaudit.cli.common import (SeedOpt, DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
+                                  PoolSizeOpt, WorkdirOpt, emit_json, err, handle_errors, info_console, number,
+                                  one_of, parse_attacks, parse_grid, training_progress)
 from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt, ModelOpt,
-                                   PartSizeOpt, PrecisionOpt, SeedOpt, WeightDecayOpt, WidthOpt)
-from privaudit.cli.summary import attack_summary_table
-from privaudit.config import make_config
+                                   PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
+from privaudit.defaults import DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 from privaudit.errors import ConfigError
-from privaudit.executor import make_executor
-from privaudit.runs import DataCache
-from privaudit.timing import CLOCK
-from privaudit.training import resolve_device
-from privaudit.workspace import Workspace
 
 
 def _grid_text(values) -> str:
@@ -34,10 +26,10 @@ def audit_cmd(
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    kappas: Annotated[Optional[str], typer.Option("--kappas", help=f"Comma-separated MG-noise kappas to audit besides the undefended baseline ('none' for no MG rows); default {_grid_text(DEFAULT_KAPPAS)}, none for convex-relu.")] = None,
-    sigmas: Annotated[str, typer.Option("--sigmas", help="Comma-separated noise multipliers of DP-SGD (NoisyCGD for convex-relu); 'none' for no DP rows.")] = _grid_text(DEFAULT_SIGMAS),
-    target_epsilons: Annotated[str, typer.Option("--target-epsilons", help="Comma-separated target epsilons for DP-SGD instead of --sigmas (sigma calibrated per value).")] = "",
-    attacks: Annotated[str, typer.Option("--attacks", "--attack", help="Comma-separated attacks: shadow, loss, lira, rmia, one-run or all; 'shadow,loss' runs only the paper's attack and the baselines (no reference pool).")] = "all",
+    kappas: Annotated[Optional[str], typer.Option("--kappas", help=f"Comma-separated MG-noise kappas (>= 0) to audit besides the undefended baseline ('none' for no MG rows); default {_grid_text(DEFAULT_KAPPAS)}, none for convex-relu.")] = None,
+    sigmas: Annotated[Optional[str], typer.Option("--sigmas", help=f"Comma-separated noise multipliers (> 0) of DP-SGD (NoisyCGD for convex-relu); 'none' for no DP rows; default {_grid_text(DEFAULT_SIGMAS)}.")] = None,
+    target_epsilons: Annotated[Optional[str], typer.Option("--target-epsilons", help="Comma-separated target epsilons (> 0) for the DP rows instead of --sigmas (sigma calibrated per value).")] = None,
+    attacks: AttacksOpt = DEFAULT_ATTACKS,
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
     max_grad_norm: MaxGradNormOpt = 1.0,
     delta: DeltaOpt = 1e-5,
@@ -50,33 +42,48 @@ def audit_cmd(
     part_size: PartSizeOpt = None,
     seed: SeedOpt = 0,
     device: DeviceOpt = "auto",
-    executor: Annotated[str, typer.Option("--executor", help="Where the jobs run: local (this process) or ray (Ray tasks; pip install \"privaudit[ray]\").")] = "local",
+    executor: Annotated[str, typer.Option("--executor", callback=one_of("local", "ray"), help="Where the jobs run: local (this process) or ray (Ray tasks; needs the ray extra: pip install 'privaudit\\[ray]').")] = "local",
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Ray cluster to join: auto, or ray://host:port; default: start (or join via RAY_ADDRESS) a local instance.")] = None,
-    cpus_per_job: Annotated[Optional[int], typer.Option("--cpus-per-job", min=1, help="CPUs (torch threads) of each job; default: this machine's torch thread count. The same value gives the same numbers on both executors.")] = None,
-    workdir: WorkdirOpt = Path("."),
+    cpus_per_job: Annotated[Optional[int], typer.Option("--cpus-per-job", callback=number(1, 4096), help="CPUs (torch threads) of each job; default: this machine's torch thread count. The same value gives the same numbers on both executors.")] = None,
+    workdir: WorkdirOpt = ".",
     as_json: JsonOpt = False,
 ) -> None:
     """Train the baseline, every MG-noise and DP-SGD target and their shadows, attack them, write the report."""
     t0 = time.perf_counter()
-    CLOCK.reset()
+    if sigmas is not None and target_epsilons is not None:
+        raise ConfigError("give --sigmas or --target-epsilons, not both (both set the DP rows)")
     if kappas is None:
         kappas = "none" if model == "convex-relu" else _grid_text(DEFAULT_KAPPAS)
-    k_grid = parse_grid(kappas, "--kappas")
-    eps_grid = parse_grid(target_epsilons, "--target-epsilons")
-    s_grid = [] if eps_grid else parse_grid(sigmas, "--sigmas")
+    k_grid = parse_grid(kappas, "--kappas", low=0.0, high=100.0)
+    eps_grid = parse_grid(target_epsilons or "", "--target-epsilons", low=0.0, low_open=True, high=1e4)
+    s_grid = [] if target_epsilons is not None else parse_grid(
+        _grid_text(DEFAULT_SIGMAS) if sigmas is None else sigmas, "--sigmas", low=0.0, low_open=True, high=1e6)
+    if ray_address is not None and executor != "ray":
+        raise ConfigError("--ray-address needs --executor ray")
+
+    from privaudit.audit import AuditHooks, audit_plan, run_audit
+    from privaudit.config import make_config
+
     base = make_config(model=model, dataset=dataset, width=width, part_size=part_size,
                        max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
                        lr=lr, weight_decay=weight_decay, precision=precision, seed=seed)
     plan = audit_plan(base, k_grid, s_grid, eps_grid)
     attack_plan = parse_attacks(attacks, pool_size)
-    if ray_address is not None and executor != "ray":
-        raise ConfigError("--ray-address needs --executor ray")
+
+    from privaudit.cli.summary import attack_summary_table
+    from privaudit.executor import make_executor
+    from privaudit.runs import DataCache
+    from privaudit.timing import CLOCK
+    from privaudit.training import resolve_device
+    from privaudit.workspace import Workspace
+
+    CLOCK.reset()
     runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
     dev = resolve_device(device)
     ws = Workspace(workdir).ensure_writable()
     data = DataCache(data_dir, download)
     err.print(f"audit: {len(plan)} targets ({model} on {dataset}, device {dev}, executor {runner.name}) in {ws.root}",
-              highlight=False)
+              highlight=False, markup=False)
     with training_progress() as bars:
         graph: list = []
 
@@ -97,13 +104,13 @@ def audit_cmd(
             "phase_seconds": CLOCK.snapshot(),
             "targets": [{"run": t.name, "path": str(t.path), "reused": t.reused,
                          "metrics": {k: v for k, v in t.metrics.items() if k != "loss_history"}} for t in result.targets],
-            "attacks": [{"target": a.target, "shadow": a.shadow, "path": str(a.path), "metrics": a.metrics,
+            "attacks": [{"target": a.target, "shadow": a.shadow, "path": str(a.path), "metrics": attack_plan.asked(a.metrics),
                          **a.extras} for a in result.attacks],
             "report": {"csv": str(rep.csv), "html": str(rep.html)},
         })
         return
     console = info_console(as_json)
-    console.print(attack_summary_table(ws, [(a.target, a.metrics, a.extras) for a in result.attacks],
+    console.print(attack_summary_table(ws, [(a.target, attack_plan.asked(a.metrics), a.extras) for a in result.attacks],
                                        title=f"privaudit audit: {model} on {dataset}"))
     shares = "  ".join(f"{k} {v:.1f} s" for k, v in CLOCK.snapshot().items() if v >= 0.05)
     console.print(f"done in {wall:.1f} s ({shares})  report: {rep.html}  table: {rep.csv}")

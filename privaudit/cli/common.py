@@ -1,4 +1,9 @@
-"""Shared pieces of the commands: options, consoles, error handling, JSON output, progress."""
+"""Shared pieces of the commands: options, consoles, error handling, JSON output, progress.
+
+Nothing here imports torch, NumPy, pandas or scikit-learn: the command modules import the
+library inside their functions, so ``privaudit --help``, a usage error or a refused value
+answers without loading them (``benchmarks/bench_startup.py`` measures it).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import functools
 import math
 import os
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Iterator, Optional
@@ -13,11 +19,9 @@ from typing import Annotated, Iterator, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from privaudit.atomic import dumps_json
-from privaudit.data.loaders import DATA_DIR_ENV
-from privaudit.errors import PrivauditError
+from privaudit.defaults import DATA_DIR_ENV, MAX_POOL_SIZE, MAX_SEED
+from privaudit.errors import ArtifactError, ConfigError, PrivauditError
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -57,6 +61,8 @@ def handle_errors(fn):
 
 def emit_json(document: dict) -> None:
     """Print one JSON document on stdout (for ``--json``)."""
+    from privaudit.atomic import dumps_json
+
     sys.stdout.write(dumps_json(document))
     sys.stdout.flush()
 
@@ -66,19 +72,96 @@ def info_console(as_json: bool) -> Console:
     return err if as_json else out
 
 
+# -- numbers on the command line -----------------------------------------------------------
+
+def number(low: float | None = None, high: float | None = None, *, low_open: bool = False) -> "callable":
+    """A Typer callback that refuses a value outside [low, high] (or (low, high] with
+    ``low_open``), NaN and ±inf, as a usage error naming the option: every numeric option
+    of every command declares its range this way (``tests/test_cli_options.py`` checks)."""
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value):
+        if value is None or ctx.resilient_parsing:
+            return value
+        if not math.isfinite(value):
+            raise typer.BadParameter(f"must be a finite number (got {value})")
+        below = low is not None and (value <= low if low_open else value < low)
+        above = high is not None and value > high
+        if below or above:
+            raise typer.BadParameter(f"must be {_range_text(low, high, low_open)} (got {_num(value)})")
+        return value
+
+    check.privaudit_range = (low, high, low_open)
+    return check
+
+
+def _num(v) -> str:
+    """A bound or value as a person writes it: ``100000``, ``0.5``, ``1e-05``."""
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e16 else f"{v:g}"
+
+
+def _range_text(low, high, low_open: bool) -> str:
+    if high is None:
+        return f"{'>' if low_open else '>='} {_num(low)}"
+    if low is None:
+        return f"<= {_num(high)}"
+    if low_open:
+        return f"> {_num(low)} and <= {_num(high)}"
+    return f"between {_num(low)} and {_num(high)}"
+
+
+def path_option(value):
+    """Typer callback of the path options: an empty path is refused (it would silently mean
+    the current folder)."""
+    if value is None:
+        return None
+    if not str(value).strip():
+        raise typer.BadParameter("must not be empty (give a folder, e.g. '.')")
+    return Path(value)
+
+
+def require_workspace(workdir: Path, *, with_content: bool = True) -> Path:
+    """``workdir`` when it exists (and, with ``with_content``, holds ``models/`` or
+    ``attacks/``: it is a privaudit workspace); else an :class:`ArtifactError` naming it."""
+    root = Path(workdir)
+    if not root.is_dir():
+        raise ArtifactError(f"workspace {root} does not exist (give --workdir the folder that holds models/ "
+                            "and attacks/, or run `privaudit audit` or `privaudit train` there first)")
+    if with_content and not ((root / "models").is_dir() or (root / "attacks").is_dir()):
+        raise ArtifactError(f"{root} is not a privaudit workspace: it holds neither models/ nor attacks/ "
+                            "(run `privaudit audit` or `privaudit train` there first)")
+    return root
+
+
+# -- progress ---------------------------------------------------------------------------------
+
 @contextmanager
-def training_progress(enabled: bool = True) -> Iterator["TrainingBars"]:
+def training_progress(enabled: bool = True) -> Iterator["TrainingBars | PlainProgress"]:
+    """Rich bars on a terminal; plain lines (one per model, and one a minute while a model
+    trains) when stderr is a file or a pipe, so a long run is never silent."""
+    if not enabled:
+        yield PlainProgress(lambda line: None)
+        return
+    if not err.is_terminal:
+        yield PlainProgress(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
-                        console=err, transient=False, disable=not enabled)
+                        console=err, transient=False)
     with progress:
         yield TrainingBars(progress)
+
+
+def model_label(config) -> str:
+    """``target mlp k0.5 (digits)``: what the progress names a model by."""
+    return f"{config.role} {config.model.name} {config.defence.label} ({config.data.dataset})"
 
 
 class TrainingBars:
     """One bar per trained model, advanced by the trainer's epoch callback."""
 
-    def __init__(self, progress: Progress):
+    def __init__(self, progress):
         self.progress = progress
         self.task = None
         self.jobs = None
@@ -92,13 +175,49 @@ class TrainingBars:
             self.progress.update(self.jobs, advance=1, info=f"{job.label}{' (reused)' if reused else ''}")
 
     def start(self, config) -> None:
-        label = f"{config.role} {config.model.name} {config.defence.label}"
-        self.task = self.progress.add_task(label, total=config.train.epochs, info="loss —")
+        self.task = self.progress.add_task(model_label(config), total=config.train.epochs, info="loss —")
 
     def on_epoch(self, epoch: int, epochs: int, loss: float) -> None:
         if self.task is not None:
             self.progress.update(self.task, completed=epoch, info=f"loss {loss:.4f}")
 
+
+class PlainProgress:
+    """The same callbacks as :class:`TrainingBars`, as plain text lines: one when a model
+    finishes, one a minute (at most) while it trains, one per finished audit job."""
+
+    EVERY_SECONDS = 60.0
+
+    def __init__(self, write, clock=time.monotonic):
+        self.write = write
+        self.clock = clock
+        self.label = ""
+        self.started = self.last = 0.0
+        self.total_jobs = self.done_jobs = 0
+
+    def plan(self, jobs) -> None:
+        self.total_jobs = len(jobs)
+        self.write(f"audit: {self.total_jobs} jobs planned")
+
+    def job_done(self, job, reused: bool) -> None:
+        self.done_jobs += 1
+        self.write(f"[{self.done_jobs}/{self.total_jobs}] {job.label}{' (reused)' if reused else ''}")
+
+    def start(self, config) -> None:
+        self.label = model_label(config)
+        self.started = self.last = self.clock()
+
+    def on_epoch(self, epoch: int, epochs: int, loss: float) -> None:
+        now = self.clock()
+        if epoch >= epochs:
+            self.write(f"trained {self.label}: {epochs} epochs in {now - self.started:.1f} s, loss {loss:.4f}")
+        elif now - self.last >= self.EVERY_SECONDS:
+            self.last = now
+            self.write(f"training {self.label}: epoch {epoch}/{epochs}, loss {loss:.4f}, "
+                       f"{now - self.started:.0f} s")
+
+
+# -- parsing ----------------------------------------------------------------------------------
 
 def fmt(value, digits: int = 3) -> str:
     if value is None:
@@ -114,15 +233,17 @@ def fmt(value, digits: int = 3) -> str:
 
 
 def parse_attacks(values: list[str] | str, pool_size: int):
-    """``--attack lira --attack rmia`` or ``--attacks lira,rmia`` → an AttackPlan."""
+    """``--attacks lira --attacks rmia`` or ``--attacks lira,rmia`` → an AttackPlan."""
     from privaudit.attacks.run import AttackPlan
 
     items = values.split(",") if isinstance(values, str) else [v for item in values for v in item.split(",")]
     return AttackPlan.from_choices([v.strip() for v in items if v.strip()], pool_size)
 
 
-def parse_grid(text: str, option: str) -> list[float]:
-    """Parse a comma-separated list of finite numbers ("" or "none" = empty)."""
+def parse_grid(text: str, option: str, *, low: float | None = None, low_open: bool = False,
+               high: float | None = None) -> list[float]:
+    """Parse a comma-separated list of finite numbers ("" or "none" = empty), each within
+    [low, high] (``low_open``: above low), naming ``option`` in the error."""
     text = text.strip()
     if text.lower() in ("", "none"):
         return []
@@ -131,19 +252,62 @@ def parse_grid(text: str, option: str) -> list[float]:
         try:
             value = float(part)
         except ValueError:
-            raise PrivauditError(f"{option} expects comma-separated numbers, got {part.strip()!r}") from None
+            raise ConfigError(f"{option} expects comma-separated numbers, got {part.strip()!r}") from None
         if not math.isfinite(value):
-            raise PrivauditError(f"{option} expects finite numbers, got {part.strip()!r}")
+            raise ConfigError(f"{option} expects finite numbers, got {part.strip()!r}")
+        below = low is not None and (value <= low if low_open else value < low)
+        if below or (high is not None and value > high):
+            raise ConfigError(f"{option} values must be {_range_text(low, high, low_open)} (got {_num(value)})")
         values.append(value)
     return values
 
 
+
+
+def one_of(*choices: str):
+    """A Typer callback that refuses a word outside ``choices`` as a usage error naming the
+    option (checked before anything heavy loads)."""
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value):
+        if value is None or ctx.resilient_parsing or value in choices:
+            return value
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
+
+    check.privaudit_choices = choices
+    return check
+
+
+def refresh_reports(ws, *, always: bool = False):
+    """Rebuild ``reports/`` after a command wrote results, so the pages never lag behind the
+    workspace: always for the commands that feed the trade-off table, and for the others
+    (``train``, ``theory``) only where a report was already built. Warnings about skipped
+    damaged folders go to stderr. Returns the :class:`ReportResult`, or None."""
+    if not always and not (ws.reports / "index.html").is_file():
+        return None
+    from privaudit.report.build import build_reports
+
+    rep = build_reports(ws)
+    for line in getattr(rep, "warnings", None) or [f"skipped damaged attack folder {n}" for n in rep.skipped]:
+        err.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
+    return rep
+
+
 # -- options shared by several commands --------------------------------------------------------
-WorkdirOpt = Annotated[Path, typer.Option("--workdir", help="Workspace folder that holds models/, attacks/ and reports/.")]
-DataDirOpt = Annotated[Optional[Path], typer.Option(
-    "--data-dir", envvar=DATA_DIR_ENV,
+WorkdirOpt = Annotated[str, typer.Option("--workdir", callback=path_option,
+                                         help="Workspace folder that holds models/, attacks/ and reports/.")]
+DataDirOpt = Annotated[Optional[str], typer.Option(
+    "--data-dir", envvar=DATA_DIR_ENV, callback=path_option,
     help="Folder holding cifar-10-batches-py (or that folder itself); default ./data.")]
 DownloadOpt = Annotated[bool, typer.Option("--download", help="Fetch CIFAR-10 through torchvision when it is not in --data-dir (needs a network).")]
-DeviceOpt = Annotated[str, typer.Option("--device", help="Where to train: auto (CUDA when present), cpu or cuda.")]
+DeviceOpt = Annotated[str, typer.Option("--device", callback=one_of("auto", "cpu", "cuda"), help="Where to train: auto (CUDA when present), cpu or cuda.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document of what was produced (paths and metrics) on stdout.")]
-PoolSizeOpt = Annotated[int, typer.Option("--pool-size", help="Reference models per defence setting for lira, rmia and the many-shadow attack (even; each trains on half of the target's members and non-members).")]
+PoolSizeOpt = Annotated[int, typer.Option("--pool-size", callback=number(4, MAX_POOL_SIZE), help="Reference models per defence setting for lira, rmia and the many-shadow attack (even, >= 4; each trains on half of the target's members and non-members).")]
+SeedOpt = Annotated[int, typer.Option("--seed", callback=number(0, MAX_SEED), help="Root seed (>= 0) of every random choice: data split, initialisation, shuffling, masks, DP noise.")]
+AttacksOpt = Annotated[list[str], typer.Option(
+    "--attacks", "--attack",
+    help="Attacks to run (comma-separated or repeated): shadow (the paper's shadow-model attack; with lira or rmia "
+         "also every pool model as a shadow), loss (the loss and confidence baselines), lira, rmia, one-run (canary "
+         "audit), all. shadow and loss share one shadow model, so either computes both (saved to the workspace and "
+         "its report); the summary shows what was asked. lira and rmia train a reference pool (--pool-size), "
+         "one-run a canary model.")]
+DEFAULT_ATTACKS = ["all"]

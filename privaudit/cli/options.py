@@ -1,4 +1,8 @@
-"""Options of the training recipe, shared by ``train`` and ``audit``."""
+"""Options of the training recipe, shared by ``train`` and ``audit``.
+
+Every numeric option declares its range (:func:`privaudit.cli.common.number`): a value
+outside it, NaN or ±inf is a usage error that names the option, before anything loads.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +10,22 @@ from typing import Annotated, Optional
 
 import typer
 
-ModelOpt = Annotated[str, typer.Option("--model", help="Architecture: mlp (one hidden layer), cnn (ML-Leaks CNN), cnn-improved (BatchNorm/GroupNorm + dropout) or convex-relu (convex two-layer ReLU approximation, trained by cyclic gradient descent).")]
-DatasetOpt = Annotated[str, typer.Option("--dataset", help="cifar10 (needs the data, see --data-dir) or digits (scikit-learn's bundled 8x8 digits, no download).")]
-WidthOpt = Annotated[Optional[int], typer.Option("--width", help="Hidden units of the mlp's one hidden layer (default 512), or convex-relu's number of gate vectors (default 100).")]
-PartSizeOpt = Annotated[Optional[int], typer.Option("--part-size", help="Size of each of the four ML-Leaks parts (target/shadow members/non-members); default 10520 for cifar10, 449 for digits.")]
-MaxGradNormOpt = Annotated[float, typer.Option("--max-grad-norm", help="DP-SGD per-sample clipping norm C.")]
-DeltaOpt = Annotated[float, typer.Option("--delta", help="DP-SGD delta at which epsilon is computed and calibrated.")]
-EpochsOpt = Annotated[Optional[int], typer.Option("--epochs", help="Training epochs; default 50 for cifar10, 60 for digits.")]
-BatchSizeOpt = Annotated[Optional[int], typer.Option("--batch-size", help="Batch size (expected Poisson batch size under DP-SGD); default 100 for cifar10, 64 for digits.")]
-LrOpt = Annotated[Optional[float], typer.Option("--lr", help="Adam learning rate (default 1e-3), or convex-relu's gradient-descent step (default 3.1e-4).")]
-WeightDecayOpt = Annotated[Optional[float], typer.Option("--weight-decay", "--l2", help="Adam weight decay (default 1e-7, 1e-5 for cnn-improved), or convex-relu's L2 coefficient lambda (default 0.174).")]
-DefenseOpt = Annotated[Optional[str], typer.Option("--defense", "--defence", help="DP mechanism: dpsgd (same as --dp) or noisycgd (convex-relu only, hidden-state accounting); default: noisycgd for convex-relu, else dpsgd.")]
-PrecisionOpt = Annotated[str, typer.Option("--precision", help="fp32, or bf16 for bfloat16 mixed-precision training of non-private models (DP-SGD always trains in fp32).")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Root seed of the data split, initialisation, shuffling, masks and DP noise.")]
+from privaudit.cli.common import number, one_of
+from privaudit.config import DATASETS, MECHANISMS, MODELS, PRECISIONS
+from privaudit.defaults import MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_WIDTH
 
+ModelOpt = Annotated[str, typer.Option("--model", callback=one_of(*MODELS), help="Architecture: mlp (one hidden layer), cnn (ML-Leaks CNN), cnn-improved (BatchNorm/GroupNorm + dropout) or convex-relu (convex two-layer ReLU approximation, trained by cyclic gradient descent).")]
+DatasetOpt = Annotated[str, typer.Option("--dataset", callback=one_of(*DATASETS), help="cifar10 (needs the data, see --data-dir) or digits (scikit-learn's bundled 8x8 digits, no download).")]
+WidthOpt = Annotated[Optional[int], typer.Option("--width", callback=number(1, MAX_WIDTH), help="Hidden units of the mlp's one hidden layer (default 512), or convex-relu's number of gate vectors (default 100).")]
+PartSizeOpt = Annotated[Optional[int], typer.Option("--part-size", callback=number(2, MAX_PART_SIZE), help="Size of each of the four ML-Leaks parts (target/shadow members/non-members); default 10520 for cifar10, 449 for digits.")]
+MaxGradNormOpt = Annotated[float, typer.Option("--max-grad-norm", callback=number(0, 1e6, low_open=True), help="DP per-sample clipping norm C.")]
+DeltaOpt = Annotated[float, typer.Option("--delta", callback=number(0, 1, low_open=True), help="The delta at which epsilon is computed and calibrated.")]
+EpochsOpt = Annotated[Optional[int], typer.Option("--epochs", callback=number(1, MAX_EPOCHS), help="Training epochs; default 50 for cifar10, 60 for digits.")]
+BatchSizeOpt = Annotated[Optional[int], typer.Option("--batch-size", callback=number(1, MAX_BATCH_SIZE), help="Batch size (expected Poisson batch size under DP-SGD); default 100 for cifar10, 64 for digits.")]
+LrOpt = Annotated[Optional[float], typer.Option("--lr", callback=number(0, 100, low_open=True), help="Adam learning rate (default 1e-3), or convex-relu's gradient-descent step (default 3.1e-4).")]
+WeightDecayOpt = Annotated[Optional[float], typer.Option("--weight-decay", "--l2", callback=number(0, 1e6), help="Adam weight decay (default 1e-7, 1e-5 for cnn-improved), or convex-relu's L2 coefficient lambda (default 0.174).")]
+DefenseOpt = Annotated[Optional[str], typer.Option("--defense", "--defence", callback=one_of(*MECHANISMS), help="DP mechanism: dpsgd (same as --dp) or noisycgd (convex-relu only, hidden-state accounting); default: noisycgd for convex-relu, else dpsgd.")]
+PrecisionOpt = Annotated[str, typer.Option("--precision", callback=one_of(*PRECISIONS), help="fp32, or bf16 for bfloat16 mixed-precision training of non-private models (DP-SGD always trains in fp32).")]
+NoiseMultiplierOpt = Annotated[Optional[float], typer.Option("--noise-multiplier", callback=number(0, 1e6, low_open=True), help="DP noise multiplier sigma (noise std sigma*C); give this or --target-epsilon.")]
+TargetEpsilonOpt = Annotated[Optional[float], typer.Option("--target-epsilon", callback=number(0, 1e4, low_open=True), help="Calibrate sigma so that epsilon at --delta does not exceed this.")]
 
-def parse_defense(value: str | None) -> str | None:
-    """``--defense``: None, or the DP mechanism it names (``dpsgd`` / ``noisycgd``)."""
-    if value is None:
-        return None
-    from privaudit.config import MECHANISMS
-    from privaudit.errors import ConfigError
-
-    if value not in MECHANISMS:
-        raise ConfigError(f"unknown --defense {value!r}; expected {' or '.join(MECHANISMS)}")
-    return value

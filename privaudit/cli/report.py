@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from privaudit.cli.common import JsonOpt, WorkdirOpt, emit_json, err, handle_errors, info_console
-from privaudit.report.build import build_reports
-from privaudit.workspace import Workspace
+from privaudit.cli.common import (JsonOpt, WorkdirOpt, emit_json, handle_errors, info_console, refresh_reports,
+                                  require_workspace)
 
 
 @handle_errors
-def report_cmd(workdir: WorkdirOpt = Path("."), as_json: JsonOpt = False) -> None:
+def report_cmd(workdir: WorkdirOpt = ".", as_json: JsonOpt = False) -> None:
     """Rebuild reports/tradeoff.csv and reports/index.html from every attack in the workspace."""
-    ws = Workspace(workdir).ensure_writable()
-    rep = build_reports(ws)
-    for name in rep.skipped:
-        err.print(f"[yellow]skipped damaged attack folder {name}[/]", highlight=False)
+    root = require_workspace(workdir)  # a mistyped --workdir is an error, not an empty report
+    from privaudit.workspace import Workspace
+
+    rep = refresh_reports(Workspace(root).ensure_writable(), always=True)  # warns per damaged folder
     if as_json:
         emit_json({"csv": str(rep.csv), "html": str(rep.html), "rows": int(len(rep.table)), "skipped": rep.skipped,
                    "table": rep.table.to_dict(orient="records")})

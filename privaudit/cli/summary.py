@@ -1,4 +1,8 @@
-"""The rich summary table printed at the end of ``attack`` and ``audit``."""
+"""The rich summary table printed at the end of ``attack`` and ``audit``.
+
+Numbers are written by :mod:`privaudit.formatting`, the rules of the HTML report: an
+empirical ε lower bound is rounded down, an accountant's ε has 3 significant digits.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,8 @@ import math
 from rich import box
 from rich.table import Table
 
-from privaudit.cli.common import fmt
 from privaudit.errors import ArtifactError
+from privaudit.formatting import fixed, lower_bound, sig3
 from privaudit.workspace import Workspace
 
 
@@ -33,28 +37,34 @@ def _max_eps(metrics: dict) -> tuple[float | None, str]:
 
 def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
                          title: str = "Membership inference") -> Table:
-    """One row per target (the model and dataset go in ``title``): setting, accountant ε, test
-    accuracy, the paper's shadow attack,
-    the strongest attack (highest TPR at 0.1 % FPR, then AUC, as in the HTML report) and the
-    empirical ε lower bounds."""
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
-                  caption="shadow: AUC of the paper's attack; strongest: highest TPR at 0.1 % FPR (TPR.1%); "
-                          "ε lb: empirical lower bounds (95 %); member = positive class")
-    for col in ("setting", "ε acct", "test acc", "shadow", "strongest", "AUC", "TPR.1%", "ε lb", "1-run ε"):
-        table.add_column(col, justify="left" if col in ("setting", "strongest") else "right",
-                         no_wrap=col != "strongest", overflow="fold", min_width=10 if col == "strongest" else None)
+    """One row per target: setting (and dataset, when the targets span more than one),
+    accountant ε, test accuracy, the paper's shadow attack, the strongest attack (highest TPR
+    at 0.1 % FPR, then AUC, as in the HTML report) and the empirical ε lower bounds. Only the
+    attacks in each result's metrics are considered (the CLI passes those that were asked)."""
+    rows = []
     for target, metrics, extras in results:
         try:
-            cfg = ws.read_model_config(target)
-            tm = ws.read_model_metrics(target)
+            rows.append((ws.read_model_config(target), ws.read_model_metrics(target), metrics, extras))
         except ArtifactError:
             continue
+    datasets = {cfg.data.dataset for cfg, *_ in rows}
+    models = {cfg.model.name for cfg, *_ in rows}
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+                  caption="shadow: AUC of the paper's attack; strongest: highest TPR at 0.1 % FPR (TPR.1%); "
+                          "ε lb: empirical lower bounds (95 %, rounded down); member = positive class")
+    columns = (["model"] if len(models) > 1 else []) + (["dataset"] if len(datasets) > 1 else []) + [
+        "setting", "ε acct", "test acc", "shadow", "strongest", "AUC", "TPR.1%", "ε lb", "1-run ε"]
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("model", "dataset", "setting", "strongest") else "right",
+                         no_wrap=col != "strongest", overflow="fold", min_width=10 if col == "strongest" else None)
+    for cfg, tm, metrics, extras in rows:
         strongest = max(metrics, key=lambda a: (metrics[a].get("tpr_at_0p1pct_fpr") or 0.0,
                                                 metrics[a].get("auc") or 0.0)) if metrics else ""
         s = metrics.get(strongest, {})
         eps, _ = _max_eps(metrics)
-        table.add_row(setting_text(cfg, tm), fmt(tm.get("epsilon"), 2) if cfg.defence.dp else "—",
-                      fmt(tm.get("test_accuracy")), fmt(metrics.get("shadow", {}).get("auc")), strongest,
-                      fmt(s.get("auc")), fmt(s.get("tpr_at_0p1pct_fpr")), fmt(eps, 2),
-                      fmt(extras.get("one_run", {}).get("eps_lower_bound"), 2))
+        lead = ([cfg.model.name] if len(models) > 1 else []) + ([cfg.data.dataset] if len(datasets) > 1 else [])
+        table.add_row(*lead, setting_text(cfg, tm), sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
+                      fixed(tm.get("test_accuracy")), fixed(metrics.get("shadow", {}).get("auc")), strongest or "—",
+                      fixed(s.get("auc")), fixed(s.get("tpr_at_0p1pct_fpr")), lower_bound(eps),
+                      lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
     return table

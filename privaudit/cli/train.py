@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, fmt,
-                                  handle_errors, info_console, training_progress)
+from privaudit.cli.common import (SeedOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, fmt,
+                                  handle_errors, info_console, number, training_progress)
 from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
-                                   ModelOpt, parse_defense,
-                                   PartSizeOpt, PrecisionOpt, SeedOpt, WeightDecayOpt, WidthOpt)
-from privaudit.config import make_config
-from privaudit.runs import DataCache, ensure_model
-from privaudit.training import resolve_device
-from privaudit.workspace import Workspace
+                                   ModelOpt, NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt,
+                                   TargetEpsilonOpt, WeightDecayOpt, WidthOpt)
 
 
 @handle_errors
@@ -25,11 +19,11 @@ def train_cmd(
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    kappa: Annotated[float, typer.Option("--kappa", help="MG noise: std of the N(1, kappa^2) input mask (0 = no mask).")] = 0.0,
+    kappa: Annotated[float, typer.Option("--kappa", callback=number(0, 100), help="MG noise: std of the N(1, kappa^2) input mask (0 = no mask).")] = 0.0,
     dp: Annotated[bool, typer.Option("--dp", help="Train with differential privacy: DP-SGD (Poisson sampling, per-sample clipping), or NoisyCGD for convex-relu.")] = False,
     defense: DefenseOpt = None,
-    noise_multiplier: Annotated[Optional[float], typer.Option("--noise-multiplier", help="DP-SGD noise multiplier sigma (with --dp).")] = None,
-    target_epsilon: Annotated[Optional[float], typer.Option("--target-epsilon", help="Calibrate sigma so that epsilon at --delta does not exceed this (with --dp).")] = None,
+    noise_multiplier: NoiseMultiplierOpt = None,
+    target_epsilon: TargetEpsilonOpt = None,
     max_grad_norm: MaxGradNormOpt = 1.0,
     delta: DeltaOpt = 1e-5,
     epochs: EpochsOpt = None,
@@ -41,25 +35,33 @@ def train_cmd(
     part_size: PartSizeOpt = None,
     seed: SeedOpt = 0,
     device: DeviceOpt = "auto",
-    workdir: WorkdirOpt = Path("."),
+    workdir: WorkdirOpt = ".",
     as_json: JsonOpt = False,
 ) -> None:
     """Train one target model and save it under WORKDIR/models (reused when it exists)."""
-    mechanism = parse_defense(defense)
+    from privaudit.config import make_config
+
     cfg = make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa,
-                      dp=dp or mechanism is not None, noise_multiplier=noise_multiplier,
+                      dp=dp or defense is not None, noise_multiplier=noise_multiplier,
                       target_epsilon=target_epsilon, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
                       batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
-                      mechanism=mechanism, seed=seed)
+                      mechanism=defense, seed=seed).validated()
+
+    from privaudit import runs
+    from privaudit.training import resolve_device
+    from privaudit.workspace import Workspace
+
     dev = resolve_device(device)
     ws = Workspace(workdir).ensure_writable()
-    data = DataCache(data_dir, download)
+    data = runs.DataCache(data_dir, download)
     with training_progress() as bars:
-        run = ensure_model(cfg, ws, data, dev, on_start=bars.start, on_epoch=bars.on_epoch)
+        run = runs.ensure_model(cfg, ws, data, dev, on_start=bars.start, on_epoch=bars.on_epoch)
     if as_json:
         emit_json({"run": run.name, "path": str(run.path), "reused": run.reused, "config": cfg.to_dict(),
                    "metrics": {k: v for k, v in run.metrics.items() if k != "loss_history"}})
         return
+    from rich.table import Table
+
     console = info_console(as_json)
     table = Table(show_header=True)
     table.add_column("metric")

@@ -2,7 +2,7 @@
 
 Both loaders return the *pooled* data (for CIFAR-10: the 50,000 training and 10,000 test
 images concatenated, in that order) as raw values, because the ML-Leaks protocol pools
-them before cutting its four parts (papers.md A.3).
+them before cutting its four parts (docs/methods.md A.3).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from privaudit.defaults import DATA_DIR_ENV
 from privaudit.errors import DataError
 
-DATA_DIR_ENV = "PRIVAUDIT_DATA_DIR"
 CIFAR_FOLDER = "cifar-10-batches-py"
 CIFAR_TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST_BATCH = "test_batch"

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from privaudit.formatting import lower_bound, sig3
 from privaudit.report.defences import noisycgd_comparison
 from privaudit.report.iso import as_bool, iso_accuracy, iso_summary, split_curves
 from privaudit.report.svg import line_plot
@@ -83,17 +84,7 @@ def _f3(v: Any) -> str:
     return f"{f:.3f}" if math.isfinite(f) else _DASH
 
 
-def _sig3(v: Any) -> str:
-    """3 significant digits (epsilon)."""
-    f = _num(v)
-    if math.isnan(f):
-        return _DASH
-    if math.isinf(f):
-        return "∞" if f > 0 else "−∞"
-    if f != 0 and (abs(f) >= 1e5 or abs(f) < 1e-3):
-        return f"{f:.2e}"
-    s = f"{f:#.3g}"
-    return s[:-1] if s.endswith(".") else s
+_sig3 = sig3
 
 
 def _short(v: Any) -> str:
@@ -107,16 +98,7 @@ def _int(v: Any) -> str:
     return str(int(round(f))) if math.isfinite(f) else _DASH
 
 
-def _lb(v: Any) -> str:
-    """A lower bound (empirical ε), rounded *down* to 2 decimals so that it stays a bound."""
-    f = _num(v)
-    if math.isnan(f):
-        return _DASH
-    if math.isinf(f):
-        return "∞" if f > 0 else "−∞"
-    if f >= 1e4:
-        return f"{f:.3g}"
-    return f"{math.floor(f * 100 + 1e-9) / 100:.2f}"
+_lb = lower_bound  # one rounding rule with the terminal (privaudit.formatting)
 
 
 def _pct(v: Any, digits: int = 1) -> str:

@@ -1,0 +1,31 @@
+"""Names and defaults the command line needs before any heavy import.
+
+Everything here is plain Python (no torch, NumPy, pandas or scikit-learn), so that
+``privaudit --help``, a usage error or a refused value answers at once; the modules that
+use these values import them from here.
+"""
+
+from __future__ import annotations
+
+DATA_DIR_ENV = "PRIVAUDIT_DATA_DIR"
+
+# ``privaudit audit``'s default grids (besides the undefended baseline).
+DEFAULT_KAPPAS = (0.25, 0.5, 1.0, 2.0)
+DEFAULT_SIGMAS = (0.5, 1.0, 2.0)
+
+# Attacks the command line can ask for, and the reference-pool size of lira, rmia and the
+# many-shadow attack.
+ATTACK_CHOICES = ("shadow", "loss", "lira", "rmia", "one-run", "all")
+DEFAULT_POOL_SIZE = 8
+
+# Targets of the theory experiments (privaudit.theory.twolayer).
+THEORY_LABELS = ("teacher", "gaussian", "sign")
+
+# Upper bounds of the command line's sizes: beyond them a run would not fit in memory or
+# finish in any reasonable time on one machine, so the command refuses at once.
+MAX_EPOCHS = 100_000
+MAX_WIDTH = 65_536
+MAX_BATCH_SIZE = 1_000_000
+MAX_PART_SIZE = 10_000_000
+MAX_POOL_SIZE = 1_024
+MAX_SEED = 2**32 - 1

@@ -1,0 +1,65 @@
+"""How numbers are written, in the terminal and in the HTML report alike.
+
+One rule for each kind of number, so that the terminal and the page never disagree:
+
+- a lower bound (an empirical ε ≥ …) is rounded *down* (to 2 decimals), so that what is
+  printed is still a lower bound;
+- an accountant's ε (an upper bound) has 3 significant digits;
+- accuracies, AUCs and rates have 3 decimals.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+DASH = "—"
+
+
+def number(v: Any) -> float:
+    """``v`` as a float; NaN for anything that is not a number (None, text)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _special(f: float) -> str | None:
+    if math.isnan(f):
+        return DASH
+    if math.isinf(f):
+        return "∞" if f > 0 else "−∞"
+    return None
+
+
+def lower_bound(v: Any, digits: int = 2) -> str:
+    """A lower bound rounded *down* to ``digits`` decimals (``2.2799`` → ``2.27``), or with
+    3 significant digits, still rounded down, from 10,000 on."""
+    f = number(v)
+    special = _special(f)
+    if special is not None:
+        return special
+    if abs(f) >= 1e4:
+        exponent = math.floor(math.log10(abs(f))) - 2
+        scale = 10.0 ** exponent
+        return f"{math.floor(f / scale + 1e-9) * scale:.3g}"
+    scale = 10 ** digits
+    return f"{math.floor(f * scale + 1e-9) / scale:.{digits}f}"
+
+
+def sig3(v: Any) -> str:
+    """3 significant digits (an accountant's ε)."""
+    f = number(v)
+    special = _special(f)
+    if special is not None:
+        return special
+    if f != 0 and (abs(f) >= 1e5 or abs(f) < 1e-3):
+        return f"{f:.2e}"
+    s = f"{f:#.3g}"
+    return s[:-1] if s.endswith(".") else s
+
+
+def fixed(v: Any, digits: int = 3) -> str:
+    """``digits`` decimals (accuracy, AUC, TPR); a dash for a missing value."""
+    f = number(v)
+    return f"{f:.{digits}f}" if math.isfinite(f) else DASH

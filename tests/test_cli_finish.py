@@ -1,0 +1,326 @@
+"""The command line as a new user meets it: start-up without heavy imports, every numeric
+option range-checked, one name per idea, errors that name what the user typed, and the
+rough edges of issue 13, each pinned by a test."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer.main
+
+import privaudit.attacks.run
+import privaudit.audit
+import privaudit.runs
+from privaudit.cli import app
+from cli_helpers import run_cli
+from privaudit.cli.common import PlainProgress
+from privaudit.config import MODELS, make_config
+from privaudit.formatting import lower_bound, sig3
+
+HEAVY = ("torch", "numpy", "pandas", "sklearn", "scipy", "opacus")
+
+
+def one_error(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1, err
+    return errors[0]
+
+
+# ------------------------------------------------------------------ start-up
+
+def _modules_after(code: str) -> list[str]:
+    probe = (f"import sys\n{code}\n"
+             f"print('MODULES:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    line = res.stdout.rsplit("MODULES:", 1)[1].strip()
+    return [m for m in line.split(",") if m]
+
+
+def test_importing_the_cli_loads_no_heavy_library():
+    assert _modules_after("import privaudit.cli") == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["epsilon", "--help"], ["audit", "--help"], ["train", "--epochs", "0"],
+                                  ["audit", "--sigmas", "abc"], ["report", "--workdir", "/nonexistent/ws"],
+                                  ["theory", "smoothing", "--seed", "-1"], ["attack"], ["bogus"]])
+def test_help_and_refusals_answer_without_heavy_imports(argv):
+    code = (f"sys.argv = ['privaudit', *{argv!r}]\nfrom privaudit.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass")
+    assert _modules_after(code) == []
+
+
+# ------------------------------------------------------------------ every numeric option is range-checked
+
+class Accepted(BaseException):
+    pass
+
+
+def _accept(*args, **kwargs):
+    raise Accepted
+
+
+@pytest.fixture
+def stubbed(monkeypatch, tmp_path):
+    from privaudit.theory import experiments
+    for mod, name in ((privaudit.runs, "ensure_model"), (privaudit.attacks.run, "attack_target"),
+                      (privaudit.audit, "run_audit")):
+        monkeypatch.setattr(mod, name, _accept)
+    for name in ("run_smoothing", "run_convergence", "run_federated", "run_masked_neurons", "run_all"):
+        monkeypatch.setattr(experiments, name, _accept)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _numeric_options():
+    root = typer.main.get_command(app)
+    for name, cmd in root.commands.items():
+        for sub, subcmd in (getattr(cmd, "commands", None) or {None: cmd}).items():
+            for p in subcmd.params:
+                annotation = repr(getattr(getattr(p, "type_descriptor", None), "annotation", "")) + str(getattr(p, "type", ""))
+                kind = "int" if "int" in annotation.lower() else "float" if "float" in annotation.lower() else None
+                if kind and getattr(p, "opts", None) and not getattr(p, "is_flag", False):
+                    yield [name] + ([sub] if sub else []), p.opts[0], kind
+
+
+NUMERIC = list(_numeric_options())
+REQUIRED = {"epsilon": ["--defense", "dpsgd", "--batch-size", "10", "--dataset-size", "100", "--epochs", "1",
+                        "--noise-multiplier", "1"], "attack": ["--target", "mlp"]}
+
+
+def test_the_check_sees_every_numeric_option():
+    options = {(" ".join(c), o) for c, o, _ in NUMERIC}
+    assert len(options) >= 40
+    for expected in [("train", "--epochs"), ("theory smoothing", "--seed"), ("theory smoothing", "--draws"),
+                     ("epsilon", "--lr"), ("audit", "--cpus-per-job"), ("attack", "--pool-size")]:
+        assert expected in options
+
+
+@pytest.mark.parametrize("command, option, kind", NUMERIC, ids=[f"{' '.join(c)} {o}" for c, o, _ in NUMERIC])
+def test_every_numeric_option_refuses_out_of_range_values(stubbed, command, option, kind):
+    """-1 (every option here is a count, a size, a seed or a positive scale), a value far past
+    any machine (10^20) and, for floats, nan and inf: each a one-line usage error naming the
+    option, before any work (a stub would raise Accepted)."""
+    required = REQUIRED.get(command[0], [])
+    extra = [a for i, a in enumerate(required)       # the required options, less the one under test
+             if a != option and not (i > 0 and required[i - 1] == option)]
+    bad = ["-1", "100000000000000000000"] + (["nan", "inf"] if kind == "float" else [])
+    for value in bad:
+        code, out, err = run_cli(*command, *extra, option, value)
+        assert code == 2, (command, option, value, out, err)
+        assert option in one_error(err) or option.lstrip("-") in one_error(err), err
+
+
+# ------------------------------------------------------------------ one name per idea, help that tells the truth
+
+def _help(*args: str) -> str:
+    code, out, err = run_cli(*args, "--help")
+    assert code == 0, err
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", out).split())
+
+
+def test_every_attacking_command_takes_attacks_with_the_attack_alias_and_one_default():
+    root = typer.main.get_command(app)
+    for name in ("attack", "audit"):
+        param = next(p for p in root.commands[name].params if "--attacks" in p.opts)
+        assert "--attack" in param.opts
+        assert list(param.default) == ["all"], (name, param.default)
+
+
+def test_attack_help_lists_every_architecture():
+    text = _help("attack")
+    for model in MODELS:
+        assert model in text
+
+
+def test_help_keeps_literal_brackets():
+    assert "privaudit[ray]" in _help("audit")
+
+
+# ------------------------------------------------------------------ the rough edges, one test each
+
+def test_report_refuses_a_missing_workspace(tmp_path):
+    code, _, err = run_cli("report", "--workdir", str(tmp_path / "nonexistent" / "ws"))
+    assert code == 2 and str(tmp_path / "nonexistent" / "ws") in one_error(err)
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_target_epsilons_and_sigmas_together_are_refused(stubbed):
+    code, _, err = run_cli("audit", "--dataset", "digits", "--target-epsilons", "4", "--sigmas", "1")
+    assert code == 2
+    line = one_error(err)
+    assert "--sigmas" in line and "--target-epsilons" in line
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["audit", "--dataset", "digits", "--sigmas", "0"], "--sigmas"),
+    (["audit", "--dataset", "digits", "--kappas", "-1"], "--kappas"),
+    (["audit", "--dataset", "digits", "--target-epsilons", "0"], "--target-epsilons"),
+])
+def test_errors_name_the_flag_the_user_typed(stubbed, argv, named):
+    code, _, err = run_cli(*argv)
+    assert code == 2
+    line = one_error(err)
+    assert named in line and "--noise-multiplier" not in line
+
+
+def test_noisycgd_on_the_mlp_reports_the_architecture_first(stubbed):
+    code, _, err = run_cli("train", "--dataset", "digits", "--defense", "noisycgd")
+    assert code == 2 and "convex-relu" in one_error(err)
+
+
+def test_empty_paths_are_refused(stubbed):
+    for argv in (["train", "--dataset", "digits", "--workdir", ""], ["report", "--workdir", " "],
+                 ["train", "--data-dir", ""]):
+        code, _, err = run_cli(*argv)
+        assert code == 2 and "empty" in one_error(err), argv
+
+
+def test_huge_sizes_are_refused_before_any_work(stubbed):
+    for argv in (["train", "--epochs", "100000000000000"], ["train", "--width", "10000000"],
+                 ["audit", "--batch-size", "1000000000"]):
+        code, _, err = run_cli(*argv)
+        assert code == 2, argv
+        one_error(err)
+
+
+def test_epsilon_states_its_smoothness_assumption_and_refuses_large_steps():
+    args = ["epsilon", "--defense", "noisycgd", "--noise-multiplier", "15", "--batch-size", "1000",
+            "--dataset-size", "60000", "--epochs", "400", "--l2", "0.174", "--json"]
+    code, out, err = run_cli(*args, "--lr", "3.1e-4")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["epsilon"] == pytest.approx(1.336, abs=0.01)
+    assert doc["assumes_smoothness_at_most"] == pytest.approx(2 / 3.1e-4 - 0.174)
+    assert "smooth" in doc["assumption"]
+    code, out, err = run_cli(*args, "--lr", "5")          # 2/η − λ = 0.226: no loss with data is that flat
+    assert code == 2 and "--smoothness" in one_error(err)
+    code, out, err = run_cli(*args, "--lr", "5", "--smoothness", "0.3")   # a stated β: the bound applies
+    assert code == 0, err
+    assert json.loads(out)["contraction"] == pytest.approx(max(1 - 5 * 0.174, abs(1 - 5 * 0.3)))
+
+
+def test_lower_bounds_round_down_in_the_terminal_and_the_page():
+    from privaudit.report import html
+    for value, text in [(2.2799, "2.27"), (2.28, "2.28"), (0.004, "0.00"), (-0.001, "-0.01"), (12345.6, "1.23e+04")]:
+        assert lower_bound(value) == text
+        assert html._lb(value) == text
+    assert sig3(3.0949) == html._sig3(3.0949) == "3.09"
+
+
+def test_plain_progress_prints_one_line_per_model_and_at_most_one_a_minute():
+    lines, now = [], [0.0]
+    progress = PlainProgress(lines.append, clock=lambda: now[0])
+    cfg = make_config(model="mlp", dataset="digits", kappa=0.5)
+    progress.start(cfg)
+    for epoch in range(1, 301):
+        now[0] = epoch * 1.0                   # one epoch a second: 300 s in all
+        progress.on_epoch(epoch, 300, 0.5)
+    assert len([line for line in lines if line.startswith("training")]) == 4    # at 60, 120, 180, 240 s
+    assert lines[-1].startswith("trained target mlp k0.5 (digits): 300 epochs in 300.0 s")
+
+
+def test_train_without_a_terminal_reports_each_model_in_plain_text(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "privaudit", "train", "--dataset", "digits", "--epochs", "2",
+                          "--part-size", "60", "--width", "16", "--workdir", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "trained target mlp plain (digits): 2 epochs" in res.stderr
+    assert "\x1b[" not in res.stderr and "━" not in res.stderr
+
+
+def _trained(root: Path, *extra: str) -> None:
+    code, _, err = run_cli("train", "--dataset", "digits", "--epochs", "2", "--part-size", "60", "--width", "16",
+                           "--workdir", str(root), *extra)
+    assert code == 0, err
+
+
+def test_attack_filters_by_dataset_and_shows_only_what_was_asked(tmp_path):
+    _trained(tmp_path)
+    _trained(tmp_path, "--kappa", "0.5")
+    code, out, err = run_cli("attack", "--target", "mlp", "--attacks", "shadow", "--dataset", "digits",
+                             "--workdir", str(tmp_path), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert len(doc["attacks"]) == 2
+    for a in doc["attacks"]:
+        assert set(a["metrics"]) == {"shadow"}     # loss and confidence were computed, not asked
+    code, out, err = run_cli("attack", "--target", "mlp", "--attacks", "shadow", "--workdir", str(tmp_path))
+    assert code == 0, err
+    assert "loss" not in out.split("Membership inference")[1].split("shadow: AUC")[0]
+    # no cifar10 targets: the filter says so, naming the option to drop
+    code, _, err = run_cli("attack", "--target", "mlp", "--dataset", "cifar10", "--workdir", str(tmp_path))
+    assert code == 2 and "--dataset" in one_error(err)
+
+
+def _forge_cifar_target(root: Path) -> tuple[str, str]:
+    """(digits target, a copy of it whose config says cifar10): a CIFAR-10 target without the
+    data or the training, its manifest rewritten so that the copy is not 'damaged'."""
+    import shutil
+
+    from privaudit.integrity import MANIFEST, write_manifest
+    from privaudit.workspace import Workspace
+
+    ws = Workspace(root)
+    name = ws.model_names("target")[0]
+    other = make_config(model="mlp", dataset="cifar10", width=16, part_size=60, epochs=2)
+    shutil.copytree(ws.model_dir(name), ws.model_dir(other.run_name))
+    raw = json.loads((ws.model_dir(name) / "config.json").read_text())
+    raw.update({**other.to_dict(), "run_name": other.run_name, "config_hash": other.config_hash})
+    (ws.model_dir(other.run_name) / "config.json").write_text(json.dumps(raw))
+    (ws.model_dir(other.run_name) / MANIFEST).unlink()
+    write_manifest(ws.model_dir(other.run_name))
+    return name, other.run_name
+
+
+def test_summary_shows_the_dataset_when_targets_span_more_than_one(tmp_path):
+    from rich.console import Console
+
+    from privaudit.cli.summary import attack_summary_table
+    from privaudit.workspace import Workspace
+
+    _trained(tmp_path)
+    digits, cifar = _forge_cifar_target(tmp_path)
+    ws = Workspace(tmp_path)
+
+    def render(names):
+        console = Console(width=200, record=True)
+        console.print(attack_summary_table(ws, [(n, {"shadow": {"auc": 0.5}}, {}) for n in names]))
+        return console.export_text()
+
+    assert "dataset" not in render([digits])
+    both = render([digits, cifar])
+    assert "dataset" in both and "digits" in both and "cifar10" in both
+
+
+def test_missing_data_hint_names_options_that_attack_has(tmp_path):
+    _trained(tmp_path)
+    _forge_cifar_target(tmp_path)
+    code, _, err = run_cli("attack", "--target", "mlp", "--attacks", "shadow", "--data-dir", str(tmp_path / "none"),
+                           "--workdir", str(tmp_path))
+    assert code == 2
+    line = one_error(err)
+    assert "--data-dir" in line and "--dataset digits" in line
+    root = typer.main.get_command(app)
+    options = {o for p in root.commands["attack"].params for o in getattr(p, "opts", [])}
+    for hinted in re.findall(r"--[a-z-]+", line):
+        assert hinted in options, hinted
+    # and the hint works: the digits targets alone
+    code, _, err = run_cli("attack", "--target", "mlp", "--attacks", "shadow", "--dataset", "digits",
+                           "--workdir", str(tmp_path))
+    assert code == 0, err
+
+
+def test_theory_refreshes_the_main_report(tmp_path):
+    code, _, err = run_cli("theory", "smoothing", "--kappas", "0.2", "--draws", "1000", "--workdir", str(tmp_path))
+    assert code == 0, err
+    page = (tmp_path / "reports" / "index.html").read_text()
+    section = page.split('id="paper-smoothing"')[1].split("</section>")[0]
+    assert "Not run yet" not in section
