@@ -305,9 +305,7 @@ PoolSizeOpt = Annotated[int, typer.Option("--pool-size", callback=number(4, MAX_
 SeedOpt = Annotated[int, typer.Option("--seed", callback=number(0, MAX_SEED), help="Root seed (>= 0) of every random choice: data split, initialisation, shuffling, masks, DP noise.")]
 AttacksOpt = Annotated[list[str], typer.Option(
     "--attacks", "--attack",
-    help="Attacks to run (comma-separated or repeated): shadow (the paper's shadow-model attack; with lira or rmia "
-         "also every pool model as a shadow), loss (the loss and confidence baselines), lira, rmia, one-run (canary "
-         "audit), all. shadow and loss share one shadow model, so either computes both (saved to the workspace and "
-         "its report); the summary shows what was asked. lira and rmia train a reference pool (--pool-size), "
-         "one-run a canary model.")]
+    help="Comma-separated or repeated: shadow (the paper's attack), loss (loss and confidence baselines), lira, "
+         "rmia, one-run (canary audit) or all. shadow and loss share one shadow model and are computed together; "
+         "the summary shows what was asked. lira and rmia train a reference pool, one-run a canary model.")]
 DEFAULT_ATTACKS = ["all"]
