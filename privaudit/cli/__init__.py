@@ -26,6 +26,9 @@ def _click_exceptions():
 # Typer's Abort (Ctrl-C at a prompt); recent Typer keeps it on the package, not beside the
 # vendored Click's other exceptions.
 _ABORT = getattr(typer, "Abort", None) or getattr(_click_exceptions(), "Abort")
+# Click >= 8.2 raises this for a group called without arguments (no_args_is_help); older Click
+# prints the help itself.
+_NO_ARGS_IS_HELP = getattr(_click_exceptions(), "NoArgsIsHelpError", None) or type("_NoSuchError", (Exception,), {})
 
 
 def run_one_line(invoke) -> int:
@@ -34,7 +37,7 @@ def run_one_line(invoke) -> int:
     cx = _click_exceptions()
     try:
         code = invoke()
-    except cx.NoArgsIsHelpError as exc:
+    except _NO_ARGS_IS_HELP as exc:
         print(exc.ctx.get_help() if exc.ctx else "")
         code = 0
     except cx.ClickException as exc:
