@@ -185,7 +185,8 @@ def test_empty_paths_are_refused(stubbed):
 
 def test_huge_sizes_are_refused_before_any_work(stubbed):
     for argv in (["train", "--epochs", "100000000000000"], ["train", "--width", "10000000"],
-                 ["audit", "--batch-size", "1000000000"]):
+                 ["audit", "--batch-size", "1000000000"], ["theory", "convergence", "--n", "100000", "--m", "100000"],
+                 ["theory", "masked-neurons", "--m", "100000", "--d", "100000"]):
         code, _, err = run_cli(*argv)
         assert code == 2, argv
         one_error(err)

@@ -38,6 +38,17 @@ def _ints(text: str, option: str, high: int = 10_000) -> list[int]:
     return [int(v) for v in values]
 
 
+MAX_ARRAY = 200_000_000  # elements of one float64 array (1.6 GB): n x m activations, m x d weights
+
+
+def _fits(n: int, d: int, m: int) -> None:
+    """Refuse a problem whose n x m, m x d or n x d arrays would not fit in memory."""
+    for what, size in (("--n x --m", n * m), ("--m x --d", m * d), ("--n x --d", n * d)):
+        if size > MAX_ARRAY:
+            raise ConfigError(f"{what} = {size:,} is too large (at most {MAX_ARRAY:,} values in one array, "
+                              f"{MAX_ARRAY * 8 / 1e9:.1f} GB)")
+
+
 def _finish(workdir, result: dict, line: str, as_json: bool) -> None:
     """Refresh the main report (its Papers' figures section reads reports/theory/), then print."""
     from privaudit.workspace import Workspace
@@ -83,6 +94,7 @@ def convergence_cmd(
 ) -> None:
     """Figure 3(a) of docs/methods.md A.2."""
     grid = _floats(kappas, "--kappas")
+    _fits(n, d, m)
     from privaudit.theory import experiments
 
     r = experiments.run_convergence(workdir, kappas=grid, n=n, d=d, m=m, lr=lr, iterations=iterations,
@@ -135,6 +147,7 @@ def masked_neurons_cmd(
     """docs/methods.md C: loss curves and the (p, ξ) and (p, τ) heatmaps."""
     p_grid, steps = _ints(ps, "--p", high=1024), _ints(local_steps, "--local-steps")
     xi_grid = _floats(xis, "--xi", allow_low=False, high=1.0)
+    _fits(n, d, m)
     categorical = [p for p in p_grid if p > 1]  # one categorical subnetwork is plain GD
     if not categorical:
         raise ConfigError("--p needs a value >= 2 for the categorical (IST) heatmap")
