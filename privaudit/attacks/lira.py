@@ -147,6 +147,10 @@ def lira_scores(
     - offline (Section VI-C, only OUT models): the one-sided test "φ is larger than OUT
       models give", score_i = mean_a log Φ((φ − μ_out)/σ_out) (``scipy.stats.norm.logcdf``).
       This is the log of the p-value's complement, so, like online, it grows with φ.
+      The reference code scores offline two-sided instead, −log N(φ; μ_out, σ_out²): a φ far
+      from the OUT models' in either direction counts as a member. privaudit keeps the
+      paper's one-sided test, since φ (the logit-scaled confidence) of a member is expected
+      to be *higher*; a φ far below the OUT models is no evidence of membership.
 
     ``global_variance`` (the paper's "fixed variance", Section VI-B, better with few
     reference models, e.g. M ≤ 64): σ_in and σ_out are one value per query shared by all

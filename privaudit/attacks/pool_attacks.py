@@ -89,8 +89,13 @@ def _calibrate_rmia_a(p_ref_x: np.ndarray, ref_keep: np.ndarray, p_ref_z: np.nda
 
     The references come in complementary pairs (0, 1), (2, 3), ...; pseudo-target j is
     attacked with every reference but j and its partner, as in :func:`leave_one_out`, on
-    the first :data:`RMIA_PSEUDO_TARGETS` pairs. With fewer than two pairs there is nothing
-    to calibrate on and a = 1 (no offline correction: Pr(x) is the OUT models' mean).
+    the first :data:`RMIA_PSEUDO_TARGETS` pairs, and the a chosen for each (by
+    :func:`privaudit.attacks.rmia.calibrate_a`) is averaged: a vote per pair, so that one
+    model's noise does not set a. With fewer than two pairs there is nothing to calibrate on
+    and a = 1 (no offline correction: Pr(x) is the OUT models' mean).
+
+    This is not the authors' procedure: ``tune_offline_a`` in ml_privacy_meter tunes a once,
+    on the audited model's paired model, attacked with one reference model per sample.
     """
     m = len(ref_keep)
     if m < 4:

@@ -14,9 +14,18 @@ linear function of the OUT one, Pr_IN(x) ≈ a·Pr_OUT(x) + (1 − a), so that
     Pr(x) = ½ (Pr_IN(x) + Pr_OUT(x)) ≈ ½ ((1 + a)·Pr_OUT(x) + (1 − a)),
 
 with Pr_OUT(x) the mean of p over the OUT reference models (the paper's offline
-approximation; the authors' code, privacytrustlab/ml_privacy_meter, computes
-``(1 + a)/2 * mean_out + (1 - a)/2`` the same way for x and for z alike). a = 1 trusts the
-references fully (Pr = Pr_OUT); a = 0 assumes members are fit perfectly (Pr_IN = 1).
+approximation). a = 1 trusts the references fully (Pr = Pr_OUT); a = 0 assumes members are
+fit perfectly (Pr_IN = 1). The same formula gives Pr(z), with Pr_OUT(z) the mean over
+*every* reference model (no model trained on z).
+
+Where the authors' code (privacytrustlab/ml_privacy_meter) differs: it applies
+``(1 + a)/2 * mean_out + (1 - a)/2`` to x and z alike, but its ``mean_out`` for a population
+sample z is not the mean over all references. Its helper zeroes the signals of models that
+trained on a sample, sorts, and keeps as many of the largest values as there are OUT models
+per audited sample (half of the references); for z, which no model trained on, that keeps
+the *larger half* of the reference probabilities. privaudit averages all of them, the
+paper's definition of Pr_OUT(z): keeping the larger half raises Pr(z), lowers LR(z) and
+so shifts every score, by an amount that depends on how spread the references are.
 
 Shapes: ``p_target_x`` (n,), ``p_ref_x`` (M, n), ``p_target_z`` (Z,), ``p_ref_z`` (M, Z),
 probabilities in [0, 1]; optional ``ref_keep_x`` (M, n) / ``ref_keep_z`` (M, Z) bool,
@@ -151,8 +160,14 @@ def calibrate_a(
     Samples with no OUT model among the references are left out of that simulation. The
     AUC (scikit-learn's ``roc_auc_score``) of :func:`rmia_scores` with every candidate a is
     averaged over pseudo-targets, and the a with the largest mean AUC is returned (the
-    smallest such a on ties). The authors' code (``tune_offline_a`` in ml_privacy_meter)
-    tunes a the same way, by attacking a reference model with the other ones.
+    smallest such a on ties).
+
+    Where the authors' code differs: its ``tune_offline_a`` (ml_privacy_meter) attacks one
+    model only, the audited model's paired reference, with the signal of a single other
+    reference model per sample, over a ∈ {0, 0.1, …, 1}, and keeps the a of the highest AUC.
+    Here any set of pseudo-targets can be used, each attacked with all the other models, and
+    their AUCs are averaged before the best a is chosen; privaudit's caller
+    (``privaudit.attacks.pool_attacks``) averages the a of a few such pseudo-targets.
 
     Shapes: ``p_ref_x_by_model`` (M, n) probabilities of the true label, M ≥ 2; ``keep``
     (M, n) bool. Returns one value of ``grid``.
