@@ -56,13 +56,17 @@ def test_epsilons_of_different_adjacency_are_not_mixed():
     assert comp["dpsgd_auc"].isna().all() and comp["mg_auc"].notna().any()
 
 
-def test_replace_one_epsilon_of_dpsgd_is_the_accountant_at_half_sigma():
+def test_replace_one_epsilon_of_dpsgd_exact_and_the_papers_half_sigma_comparator():
     from privaudit.config import make_config
     from privaudit.report.build import _replace_one_epsilon
+    from privaudit.training.dpsgd import replace_one_epsilon
 
     d = make_config(dp=True, noise_multiplier=1.8425).defence
-    eps = _replace_one_epsilon(d, {"noise_multiplier": 1.8425, "sample_rate": 1 / 106, "steps": 5300})
-    assert eps == pytest.approx(4.797, abs=2e-3)
+    saved = {"noise_multiplier": 1.8425, "sample_rate": 1 / 106, "steps": 5300}
+    assert _replace_one_epsilon(d, saved, sigma_half=True) == pytest.approx(4.797, abs=2e-3)
+    exact = _replace_one_epsilon(d, saved)
+    assert exact == replace_one_epsilon(1.8425, 1 / 106, 5300, 1e-5)[0]
+    assert exact < 4.797 / 1.5                       # the σ/2 comparator is far looser
     assert math.isnan(_replace_one_epsilon(d, {"epsilon": 1.6}))
 
 

@@ -15,15 +15,18 @@ DEFENSES = ("noisycgd", "dpsgd")
 
 
 def _dpsgd(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> dict:
-    """DP-SGD's ε through Opacus's accountants, as ``privaudit train --dp`` reports it
-    (add/remove adjacency), and the replace-one ε (noise multiplier σ/2), the adjacency of
-    the NoisyCGD bound and of the paper's comparison (docs/methods.md B.3)."""
-    from privaudit.training.dpsgd import epsilon_from_history
+    """DP-SGD's ε: under add/remove adjacency through Opacus's accountants, as ``privaudit
+    train --dp`` reports it; under replace-one adjacency (the notion of the NoisyCGD bound)
+    exactly, from dp_accounting's PLD accountant; and the paper's conservative replace-one
+    comparator, Opacus's ε at noise multiplier σ/2 (docs/methods.md B.3)."""
+    from privaudit.training.dpsgd import epsilon_from_history, replace_one_epsilon, replace_one_epsilon_sigma_half
 
     eps, accountant = epsilon_from_history([(noise_multiplier, sample_rate, steps)], delta)
-    eps_r1, accountant_r1 = epsilon_from_history([(noise_multiplier / 2, sample_rate, steps)], delta)
+    eps_r1, accountant_r1 = replace_one_epsilon(noise_multiplier, sample_rate, steps, delta)
+    eps_half, accountant_half = replace_one_epsilon_sigma_half(noise_multiplier, sample_rate, steps, delta)
     return {"epsilon": eps, "accountant": accountant, "epsilon_replace_one": eps_r1,
-            "accountant_replace_one": accountant_r1}
+            "accountant_replace_one": accountant_r1, "epsilon_replace_one_sigma_half": eps_half,
+            "accountant_replace_one_sigma_half": accountant_half}
 
 
 @handle_errors
@@ -57,7 +60,7 @@ def epsilon_cmd(
         if lr is None or l2 is None:
             fail("--defense noisycgd needs --lr and --l2 (the bound depends on the contraction 1 - lr*l2)")
         from privaudit.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon, smoothness_ceiling
-        from privaudit.training.dpsgd import epsilon_from_history
+        from privaudit.training.dpsgd import replace_one_epsilon, replace_one_epsilon_sigma_half
 
         if noise_multiplier is not None:
             p = noisycgd_epsilon(noise_multiplier, dataset_size, batch_size, epochs, lr, l2, delta, smoothness)
@@ -72,9 +75,11 @@ def epsilon_cmd(
                                   f"{smoothness_ceiling(lr, l2):.4g}-smooth (2/lr - l2); give --smoothness if known")
         else:
             doc.update(smoothness=smoothness)
-        # The paper's comparator at the same sigma: DP-SGD, Poisson rate b/n, replace-one (sigma/2).
-        doc["dpsgd_same_noise_epsilon_replace_one"], _ = epsilon_from_history(
-            [(p.noise_multiplier / 2, 1.0 / per_epoch, per_epoch * epochs)], delta)
+        # DP-SGD at the same sigma (Poisson rate b/n, the same steps), replace-one: exact, and the
+        # paper's comparator (Opacus at sigma/2)
+        same = (p.noise_multiplier, 1.0 / per_epoch, per_epoch * epochs, delta)
+        doc["dpsgd_same_noise_epsilon_replace_one"], _ = replace_one_epsilon(*same)
+        doc["dpsgd_same_noise_epsilon_replace_one_sigma_half"], _ = replace_one_epsilon_sigma_half(*same)
     else:
         if lr is not None or l2 is not None or smoothness is not None:
             fail("--lr, --l2 and --smoothness are for --defense noisycgd")

@@ -25,7 +25,7 @@ from privaudit.workspace import Workspace
 
 COLUMNS = [
     "target_run", "shadow_run", "model", "width", "dataset", "defence", "kappa", "dp", "noise_multiplier",
-    "epsilon", "delta", "accountant", "epsilon_replace_one", "seed", "part_size", "epochs", "train_accuracy",
+    "epsilon", "delta", "accountant", "epsilon_replace_one", "epsilon_replace_one_sigma_half", "seed", "part_size", "epochs", "train_accuracy",
     "test_accuracy", "attack", "auc", "accuracy", "precision", "recall", "threshold", "advantage",
     "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members", "n_nonmembers",
     # empirical privacy (issue: strongest attacks); thresholds chosen on other models
@@ -98,6 +98,7 @@ def _rows_for(workspace: Workspace, folder: Path) -> list[dict]:
         "delta": d.delta if d.dp else math.nan,
         "accountant": tm.get("accountant") if d.dp else None,
         "epsilon_replace_one": _replace_one_epsilon(d, tm),
+        "epsilon_replace_one_sigma_half": _replace_one_epsilon(d, tm, sigma_half=True),
         "seed": cfg.seed,
         "part_size": cfg.data.part_size,
         "epochs": cfg.train.epochs,
@@ -121,22 +122,24 @@ def _rows_for(workspace: Workspace, folder: Path) -> list[dict]:
     return rows
 
 
-def _replace_one_epsilon(defence, metrics: dict) -> float:
+def _replace_one_epsilon(defence, metrics: dict, sigma_half: bool = False) -> float:
     """ε under replace-one adjacency, the notion of NoisyCGD's hidden-state bound, so that
     NoisyCGD and DP-SGD can be set side by side (docs/methods.md B.3): NoisyCGD's own ε; for
-    DP-SGD the accountant's ε at noise multiplier σ/2 (one swapped sample moves a clipped
-    sum by 2C), from the saved σ, sampling rate and steps."""
+    DP-SGD the exact replace-one ε (dp_accounting's PLD), or with ``sigma_half`` the paper's
+    conservative comparator (Opacus's ε at noise multiplier σ/2), from the saved σ, sampling
+    rate and steps."""
     if not defence.dp:
         return math.nan
     if defence.mechanism == "noisycgd":
         return metrics.get("epsilon", math.nan)
     try:
-        history = [(metrics["noise_multiplier"] / 2, metrics["sample_rate"], int(metrics["steps"]))]
-    except (KeyError, TypeError):
+        setting = (float(metrics["noise_multiplier"]), float(metrics["sample_rate"]), int(metrics["steps"]),
+                   float(defence.delta))
+    except (KeyError, TypeError, ValueError):
         return math.nan
-    from privaudit.training.dpsgd import epsilon_from_history
+    from privaudit.training.dpsgd import replace_one_epsilon, replace_one_epsilon_sigma_half
 
-    return epsilon_from_history(history, defence.delta)[0]
+    return (replace_one_epsilon_sigma_half if sigma_half else replace_one_epsilon)(*setting)[0]
 
 
 def read_extras(folder: Path) -> dict:

@@ -16,8 +16,8 @@ named in ``mlp_width``):
 
 Points with the same x are averaged first. Both sides use ε under replace-one adjacency,
 the notion of the hidden-state bound: the ``epsilon_replace_one`` column (for DP-SGD the
-accountant at noise multiplier σ/2; a table without it leaves the DP-SGD cells empty
-rather than compare ε of different adjacencies).
+exact replace-one ε of dp_accounting's PLD accountant; a table without it leaves the DP-SGD
+cells empty rather than compare ε of different adjacencies).
 """
 
 from __future__ import annotations

@@ -1159,8 +1159,9 @@ def _defences_section(table: pd.DataFrame) -> str:
             'and MG noise on the mlp <em>at the same test accuracy</em> (interpolated between '
             f'its κ settings). {_DASH} = outside the range the other defence was audited '
             'over (no extrapolation). ε is under replace-one adjacency on both sides: '
-            'NoisyCGD\'s hidden-state bound, and DP-SGD\'s accountant at noise multiplier σ/2 '
-            '(column epsilon_replace_one of the table).</p>'
+            'NoisyCGD\'s hidden-state bound, and DP-SGD\'s exact replace-one ε from the PLD '
+            'accountant of dp_accounting (column epsilon_replace_one of the table; the paper\'s '
+            'looser comparator, Opacus at noise multiplier σ/2, is epsilon_replace_one_sigma_half).</p>'
             f'<div class="tablewrap"><table class="data"><thead>{head}</thead><tbody>{body}</tbody></table></div></section>')
 
 
