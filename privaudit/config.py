@@ -27,6 +27,7 @@ MECHANISMS = ("dpsgd", "noisycgd")
 DATASETS = ("cifar10", "digits")
 ROLES = ("target", "shadow", "reference", "canary")
 PRECISIONS = ("fp32", "bf16")
+AUGMENTS = ("none", "flip")  # privaudit.training.augment
 CONFIG_SCHEMA = 1
 
 # Dataset-specific defaults used when a setting is not given.
@@ -130,6 +131,9 @@ class TrainConfig:
     backward passes (weights, optimizer and evaluation stay float32). Non-private models
     only: DP-SGD clips per-sample gradients, and norms computed in bfloat16 would not bound
     the sensitivity that the accountant assumes.
+
+    ``augment``: ``none``, or ``flip`` (a random horizontal flip per sample and step, CIFAR-10
+    only); it also sets the views the attacks query (:mod:`privaudit.training.augment`).
     """
 
     epochs: int = 60
@@ -137,6 +141,7 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-7
     precision: str = "fp32"
+    augment: str = "none"
 
     def __post_init__(self) -> None:
         _floats(self, "lr", "weight_decay")
@@ -156,11 +161,13 @@ class RunConfig:
     # -- identity -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of every setting. Fields added after schema 1 (the pool fields, the
-        training precision) are left out at their default, so configs that do not use them
+        training precision, the augmentation) are left out at their default, so configs that
+        do not use them
         keep their hash and name."""
         raw = {"schema": CONFIG_SCHEMA, **asdict(self)}
         for section, key, default in (("data", "pool_size", 0), ("data", "pool_index", 0),
-                                      ("train", "precision", "fp32"), ("defence", "mechanism", "dpsgd")):
+                                      ("train", "precision", "fp32"), ("train", "augment", "none"),
+                                      ("defence", "mechanism", "dpsgd")):
             if raw[section][key] == default:
                 del raw[section][key]
         return raw
@@ -267,6 +274,13 @@ class RunConfig:
             if f.dp:
                 from privaudit.hidden_state import contraction
                 contraction(t.lr, t.weight_decay)  # the hidden-state bound's assumptions, or an error
+        if t.augment not in AUGMENTS:
+            raise ConfigError(f"unknown --augment {t.augment!r}; expected one of {', '.join(AUGMENTS)}")
+        if t.augment == "flip" and d.dataset != "cifar10":
+            raise ConfigError("--augment flip is for cifar10: digits are not mirror-symmetric (a mirrored 2 is no 2)")
+        if t.augment == "flip" and m.name == "convex-relu":
+            raise ConfigError("--augment flip is for mlp and the CNNs: convex-relu trains by cyclic gradient descent "
+                              "over fixed batches")
         if t.precision not in PRECISIONS:
             raise ConfigError(f"unknown precision {t.precision!r}; expected one of {', '.join(PRECISIONS)}")
         if t.precision != "fp32" and f.dp:
@@ -312,6 +326,7 @@ def make_config(
     lr: float | None = None,
     weight_decay: float | None = None,
     precision: str = "fp32",
+    augment: str = "none",
     mechanism: str | None = None,
     seed: int = 0,
 ) -> RunConfig:
@@ -339,7 +354,7 @@ def make_config(
                           batch_size=defaults["batch_size"] if batch_size is None else batch_size,
                           lr=float(lr),
                           weight_decay=default_weight_decay(model) if weight_decay is None else float(weight_decay),
-                          precision=precision),
+                          precision=precision, augment=augment),
         seed=seed,
     )
     return cfg.validated()

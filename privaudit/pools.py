@@ -5,8 +5,8 @@ included, each on one half of the *pool samples* (the target's members and non-m
 2 × part size): ``keep[model, sample]`` (:func:`privaudit.data.splits.pool_keep`) makes
 every sample IN for exactly half of the models. The logits of every pool model on every
 pool sample and on the *population* (the shadow parts, which no pool model, target or
-canary model trains on) are computed once, for the plain input and, for images, its
-horizontal mirror, and saved; every attack then works from these arrays (Carlini et al.'s
+canary model trains on) are computed once, for the views the models trained on (the plain
+input; with ``--augment flip`` also its horizontal mirror), and saved; every attack then works from these arrays (Carlini et al.'s
 LiRA staging: train → logits → scores). Any pool model can serve as the target (leave one
 out), and the ML-Leaks target itself has known membership on the pool samples.
 
@@ -38,17 +38,20 @@ from privaudit.errors import ArtifactError
 from privaudit.integrity import verify_folder
 from privaudit.locks import artifact_lock
 from privaudit.runs import DataCache, ensure_models
+from privaudit.training.augment import query_views
 from privaudit.training.trainer import EpochCallback, predict_logits
 from privaudit.workspace import Workspace
 
-POOL_SCHEMA = 1
+# 2: the views queried follow the recipe's --augment (schema 1 queried CIFAR-10's mirror
+# whatever the models trained on), so earlier pools are recomputed, not reused
+POOL_SCHEMA = 2
 POOLS_FOLDER = "pools"
 
 
-def augmentations(dataset: str) -> tuple[str, ...]:
-    """Queries per sample: the plain image and its horizontal mirror for CIFAR-10; digits are
-    not mirror-symmetric (a mirrored 2 is no 2), so only the plain input."""
-    return ("plain", "mirror") if dataset == "cifar10" else ("plain",)
+def augmentations(recipe: RunConfig) -> tuple[str, ...]:
+    """Queries per sample: exactly the views the recipe's models trained on, the plain image
+    and, with ``--augment flip``, its horizontal mirror (:mod:`privaudit.training.augment`)."""
+    return query_views(recipe.train.augment)
 
 
 def model_logits(workspace: Workspace, name: str, images: ImageData, indices: np.ndarray,
@@ -95,7 +98,7 @@ def _pool_plan(recipe: RunConfig, size: int, workspace: Workspace) -> tuple[str,
     folder = workspace.attacks / POOLS_FOLDER / name
     configs = [recipe.as_reference(size, i).validated() for i in range(size)]
     meta = {"schema": POOL_SCHEMA, "name": name, "recipe": recipe.to_dict(), "size": size,
-            "models": [c.run_name for c in configs], "queries": list(augmentations(recipe.data.dataset))}
+            "models": [c.run_name for c in configs], "queries": list(augmentations(recipe))}
     return name, folder, configs, meta
 
 

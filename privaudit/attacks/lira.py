@@ -8,8 +8,8 @@ against them.
 
 Shapes, used throughout:
 
-- ``M`` reference models, ``n`` audited samples, ``A`` queries per sample (e.g. 2: the
-  image and its mirror image), ``C`` classes.
+- ``M`` reference models, ``n`` audited samples, ``A`` queries per sample (the views the
+  models trained on: 1, or 2 with ``--augment flip``: the image and its mirror), ``C`` classes.
 - ``target_stats`` (n, A): φ of the audited model.
 - ``ref_stats`` (M, n, A): φ of every reference model.
 - ``ref_keep`` (M, n) bool: ``ref_keep[m, i]`` is True iff sample i was in reference model

@@ -58,8 +58,8 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
                          gamma: float = 1.0) -> dict[str, np.ndarray]:
     """Scores (n,) of each attack from precomputed statistics (:mod:`privaudit.attacks.features`).
 
-    LiRA uses the logit-scaled confidence of every query (plain, mirror) and averages the
-    per-query scores; RMIA uses p_y averaged over queries, its ``a`` calibrated on the
+    LiRA uses the logit-scaled confidence of every query (the plain image; also its mirror
+    with ``--augment flip``) and averages the per-query scores; RMIA uses p_y averaged over queries, its ``a`` calibrated on the
     reference models alone; the many-shadow attack fits the ML-Leaks logistic regression on
     every reference model's members vs non-members; loss and confidence use the target's
     plain-query logits ``target_plain_logits`` (n, C).

@@ -10,7 +10,7 @@ import typer
 from privaudit.cli.common import (SeedOpt, DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
                                   PoolSizeOpt, WorkdirOpt, emit_json, err, handle_errors, info_console, number,
                                   one_of, parse_attacks, parse_grid, training_progress)
-from privaudit.cli.options import (BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt, ModelOpt,
+from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt, ModelOpt,
                                    PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
 from privaudit.defaults import DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 from privaudit.errors import ConfigError
@@ -38,6 +38,7 @@ def audit_cmd(
     lr: LrOpt = None,
     weight_decay: WeightDecayOpt = None,
     precision: PrecisionOpt = "fp32",
+    augment: AugmentOpt = "none",
     width: WidthOpt = None,
     part_size: PartSizeOpt = None,
     seed: SeedOpt = 0,
@@ -66,7 +67,7 @@ def audit_cmd(
 
     base = make_config(model=model, dataset=dataset, width=width, part_size=part_size,
                        max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
-                       lr=lr, weight_decay=weight_decay, precision=precision, seed=seed)
+                       lr=lr, weight_decay=weight_decay, precision=precision, augment=augment, seed=seed)
     plan = audit_plan(base, k_grid, s_grid, eps_grid)
     attack_plan = parse_attacks(attacks, pool_size)
 

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import number, one_of
-from privaudit.config import DATASETS, MECHANISMS, MODELS, PRECISIONS
+from privaudit.config import AUGMENTS, DATASETS, MECHANISMS, MODELS, PRECISIONS
 from privaudit.defaults import MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_WIDTH
 
 ModelOpt = Annotated[str, typer.Option("--model", callback=one_of(*MODELS), help="Architecture: mlp (one hidden layer), cnn (ML-Leaks CNN), cnn-improved (BatchNorm/GroupNorm + dropout) or convex-relu (convex two-layer ReLU approximation, trained by cyclic gradient descent).")]
@@ -28,4 +28,4 @@ DefenseOpt = Annotated[Optional[str], typer.Option("--defense", "--defence", cal
 PrecisionOpt = Annotated[str, typer.Option("--precision", callback=one_of(*PRECISIONS), help="fp32, or bf16 for bfloat16 mixed-precision training of non-private models (DP-SGD always trains in fp32).")]
 NoiseMultiplierOpt = Annotated[Optional[float], typer.Option("--noise-multiplier", callback=number(0, 1e6, low_open=True), help="DP noise multiplier sigma (noise std sigma*C); give this or --target-epsilon.")]
 TargetEpsilonOpt = Annotated[Optional[float], typer.Option("--target-epsilon", callback=number(0, 1e4, low_open=True), help="Calibrate sigma so that epsilon at --delta does not exceed this.")]
-
+AugmentOpt = Annotated[str, typer.Option("--augment", callback=one_of(*AUGMENTS), help="Train-time augmentation: none (as in the paper), or flip (random horizontal flip per sample and step; cifar10). It also sets what the attacks query: the image, and with flip its mirror.")]

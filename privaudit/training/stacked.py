@@ -53,7 +53,8 @@ STACK_GROUP = 16  # models per stacked run (memory: K batches and K Adam states 
 def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
     """Whether models of ``cfg``'s recipe train faster stacked (module docstring)."""
     d = int(np.prod(input_shape))
-    return (cfg.model.name == "mlp" and not cfg.defence.dp and cfg.train.precision == "fp32" and d <= STACK_MAX_INPUT
+    return (cfg.model.name == "mlp" and not cfg.defence.dp and cfg.train.precision == "fp32"
+            and cfg.train.augment == "none" and d <= STACK_MAX_INPUT
             and d * cfg.model.width <= STACK_MAX_MACS)
 
 

@@ -50,6 +50,7 @@ from privaudit.training.dp_engine import (DenseDPSGD, GaussianNoise, dp_compute_
                                           supports_ghost_dense)
 from privaudit.training.dpsgd import calibrate_noise_multiplier, epsilon_from_history
 from privaudit.training.fast_linear import fast_layers
+from privaudit.training.augment import random_flip
 from privaudit.training.mg_noise import apply_mg_noise
 from privaudit.training.noisycgd import train_noisycgd
 
@@ -164,19 +165,24 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
                             width=cfg.model.width, dp=cfg.defence.dp).to(device)
         g = generator(derive_seed(cfg.seed, cfg.role, "mask", *member), device)
         noise_seed = derive_seed(cfg.seed, cfg.role, "dp-noise", *member)
+        # flips from their own stream, so that --augment none draws exactly what it always drew
+        g_aug = (generator(derive_seed(cfg.seed, cfg.role, "augment", *member), device)
+                 if cfg.train.augment == "flip" else None)
         if cfg.model.name == "convex-relu":  # its own optimiser: (noisy) cyclic gradient descent
             history, dp_metrics = _train_convex(cfg, model, rd, g, noise_seed, on_epoch)
         elif cfg.defence.dp and engine == "fast" and supports_ghost_dense(model):
             history, dp_metrics = _train_dense_dpsgd(cfg, model, make_optimizer(model, cfg, engine), rd, g,
-                                                     noise_seed, on_epoch)
+                                                     noise_seed, on_epoch, g_aug)
         elif cfg.defence.dp:
-            history, dp_metrics = _train_dpsgd(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch)
+            history, dp_metrics = _train_dpsgd(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch,
+                                               g_aug)
         elif engine == "fast" and cfg.train.precision == "fp32":
             with fast_layers(model):
-                history = _train_plain(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch)
+                history = _train_plain(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch, g_aug)
             dp_metrics = {}
         else:  # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
-            history, dp_metrics = _train_plain(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch), {}
+            history, dp_metrics = _train_plain(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch,
+                                               g_aug), {}
     metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "engine": engine, **dp_metrics}
     return TrainResult(model.cpu(), rd.normaliser, metrics, history)
 
@@ -191,9 +197,17 @@ def evaluate(model: nn.Module, rd: RoleData) -> dict:
             "n_train": int(len(rd.y_in)), "n_test": int(len(rd.y_out))}
 
 
+def training_view(x: torch.Tensor, cfg: RunConfig, g: torch.Generator, g_aug: torch.Generator | None) -> torch.Tensor:
+    """What one step trains on: the batch, mirrored per sample when the recipe augments
+    (``--augment flip``, draws from ``g_aug``), then masked by MG noise (draws from ``g``)."""
+    if g_aug is not None:
+        x = random_flip(x, g_aug)
+    return apply_mg_noise(x, cfg.defence.kappa, g)
+
+
 def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
-                 g: torch.Generator, on_epoch: EpochCallback | None) -> list[float]:
-    n, bs, kappa = len(rd.y_in), cfg.train.batch_size, cfg.defence.kappa
+                 g: torch.Generator, on_epoch: EpochCallback | None, g_aug: torch.Generator | None = None) -> list[float]:
+    n, bs = len(rd.y_in), cfg.train.batch_size
     loss_fn = nn.CrossEntropyLoss()
     history = []
     device_type = rd.x_in.device.type
@@ -204,7 +218,7 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
         total = torch.zeros((), device=rd.x_in.device)
         for start in range(0, n, bs):
             idx = perm[start:start + bs]
-            xb = apply_mg_noise(rd.x_in[idx], kappa, g)
+            xb = training_view(rd.x_in[idx], cfg, g, g_aug)
             with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
                 loss = loss_fn(model(xb), rd.y_in[idx])
             optimizer.zero_grad(set_to_none=True)
@@ -278,8 +292,8 @@ def _dp_metrics(cfg: RunConfig, n: int, sigma: float, sample_rate: float,
 
 
 def _train_dense_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
-                       g: torch.Generator, noise_seed: int, on_epoch: EpochCallback | None
-                       ) -> tuple[list[float], dict]:
+                       g: torch.Generator, noise_seed: int, on_epoch: EpochCallback | None,
+                       g_aug: torch.Generator | None = None) -> tuple[list[float], dict]:
     """DP-SGD with :class:`DenseDPSGD`: Poisson batches drawn from the in-memory members."""
     n = len(rd.y_in)
     sample_rate, per_epoch, sigma, calibrated_with = _dp_schedule(cfg, n)
@@ -296,7 +310,7 @@ def _train_dense_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.
                     size = len(idx)
                     if size:  # pad by repeating row 0 (padding rows get clip factor 0)
                         idx = torch.cat([idx, idx.new_zeros(dp.padded_size(size) - size)])
-                    xb = apply_mg_noise(rd.x_in[idx], cfg.defence.kappa, g)
+                    xb = training_view(rd.x_in[idx], cfg, g, g_aug)
                     losses = dp.compute_grads(xb, rd.y_in[idx], size)
                     optimizer.step()
                     total += losses.sum()
@@ -312,7 +326,8 @@ def _train_dense_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.
 
 
 def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
-                 g: torch.Generator, on_epoch: EpochCallback | None) -> tuple[list[float], dict]:
+                 g: torch.Generator, on_epoch: EpochCallback | None,
+                 g_aug: torch.Generator | None = None) -> tuple[list[float], dict]:
     from opacus import PrivacyEngine
 
     d = cfg.defence
@@ -333,7 +348,7 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
     with warnings.catch_warnings():
         # Opacus warns on every ghost-clipping backward that inputs need no gradient.
         warnings.simplefilter("ignore")
-        _dp_epochs(cfg, dp_model, dp_optimizer, criterion, dp_loader, g, on_epoch, history)
+        _dp_epochs(cfg, dp_model, dp_optimizer, criterion, dp_loader, g, on_epoch, history, g_aug)
     accountant_history = list(engine.accountant.history)
     dp_model.eval()
     metrics = _dp_metrics(cfg, n, sigma, sample_rate, accountant_history, calibrated_with)
@@ -344,13 +359,14 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
 
 
 def _dp_epochs(cfg: RunConfig, dp_model: nn.Module, dp_optimizer, criterion, dp_loader: DataLoader,
-               g: torch.Generator, on_epoch: EpochCallback | None, history: list[float]) -> None:
-    """The DP-SGD epochs: Poisson batches from Opacus's loader, MG mask, clipped noisy step."""
+               g: torch.Generator, on_epoch: EpochCallback | None, history: list[float],
+               g_aug: torch.Generator | None = None) -> None:
+    """The DP-SGD epochs: Poisson batches from Opacus's loader, flip and MG mask, clipped noisy step."""
     for epoch in range(cfg.train.epochs):
         dp_model.train()
         total, count = 0.0, 0
         for xb, yb in dp_loader:
-            xb = apply_mg_noise(xb, cfg.defence.kappa, g)
+            xb = training_view(xb, cfg, g, g_aug)
             dp_optimizer.zero_grad(set_to_none=True)
             loss = criterion(dp_model(xb), yb)
             loss.backward()
