@@ -86,7 +86,7 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
     run's numbers depend on its members, so after an interruption the missing models come out
     bit for bit as an uninterrupted run makes them (``test_kill_9_…`` checks the table)."""
     configs = [c.validated() for c in configs]
-    if sum(not workspace.has_model(c) for c in configs) > 0:
+    if not all(workspace.has_model(c) for c in configs):
         images = data.get(configs[0].data.dataset)
         for group in stack_groups(configs, images.input_shape):
             if all(workspace.has_model(c) for c in group):

@@ -51,7 +51,7 @@ def attack_cmd(
     with training_progress() as bars:
         for name in names:
             results.append(attack_target(ws, name, data, dev, plan, on_start=bars.start, on_epoch=bars.on_epoch))
-    rep = refresh_reports(ws, always=True) if report else None
+    rep = refresh_reports(ws) if report else None
     if as_json:
         emit_json({"attacks": [{"target": r.target, "shadow": r.shadow, "path": str(r.path), "reused": r.reused,
                                 "metrics": plan.asked(r.metrics), **r.extras} for r in results],

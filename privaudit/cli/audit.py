@@ -7,11 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.common import (SeedOpt, DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                  PoolSizeOpt, WorkdirOpt, emit_json, err, handle_errors, info_console, number,
-                                  one_of, parse_attacks, parse_grid, training_progress)
-from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt, ModelOpt,
-                                   PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
+from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
+                                  PoolSizeOpt, SeedOpt, WorkdirOpt, emit_json, err, handle_errors, info_console,
+                                  number, one_of, parse_attacks, parse_grid, training_progress)
+from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
+                                   ModelOpt, PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
 from privaudit.defaults import DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 from privaudit.errors import ConfigError
 

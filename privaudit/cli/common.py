@@ -77,21 +77,24 @@ def info_console(as_json: bool) -> Console:
 def number(low: float | None = None, high: float | None = None, *, low_open: bool = False) -> "callable":
     """A Typer callback that refuses a value outside [low, high] (or (low, high] with
     ``low_open``), NaN and ±inf, as a usage error naming the option: every numeric option
-    of every command declares its range this way (``tests/test_cli_options.py`` checks)."""
+    of every command declares its range this way (``tests/test_cli_finish.py`` checks)."""
 
     def check(ctx: typer.Context, param: typer.CallbackParam, value):
         if value is None or ctx.resilient_parsing:
             return value
         if not math.isfinite(value):
             raise typer.BadParameter(f"must be a finite number (got {value})")
-        below = low is not None and (value <= low if low_open else value < low)
-        above = high is not None and value > high
-        if below or above:
+        if _outside(value, low, high, low_open):
             raise typer.BadParameter(f"must be {_range_text(low, high, low_open)} (got {_num(value)})")
         return value
 
-    check.privaudit_range = (low, high, low_open)
     return check
+
+
+def _outside(value: float, low: float | None, high: float | None, low_open: bool) -> bool:
+    """Whether ``value`` lies outside [low, high] (``low_open``: (low, high]); None = unbounded."""
+    below = low is not None and (value <= low if low_open else value < low)
+    return below or (high is not None and value > high)
 
 
 def _num(v) -> str:
@@ -255,13 +258,10 @@ def parse_grid(text: str, option: str, *, low: float | None = None, low_open: bo
             raise ConfigError(f"{option} expects comma-separated numbers, got {part.strip()!r}") from None
         if not math.isfinite(value):
             raise ConfigError(f"{option} expects finite numbers, got {part.strip()!r}")
-        below = low is not None and (value <= low if low_open else value < low)
-        if below or (high is not None and value > high):
+        if _outside(value, low, high, low_open):
             raise ConfigError(f"{option} values must be {_range_text(low, high, low_open)} (got {_num(value)})")
         values.append(value)
     return values
-
-
 
 
 def one_of(*choices: str):
@@ -273,21 +273,17 @@ def one_of(*choices: str):
             return value
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
 
-    check.privaudit_choices = choices
     return check
 
 
-def refresh_reports(ws, *, always: bool = False):
-    """Rebuild ``reports/`` after a command wrote results, so the pages never lag behind the
-    workspace: always for the commands that feed the trade-off table, and for the others
-    (``train``, ``theory``) only where a report was already built. Warnings about skipped
-    damaged folders go to stderr. Returns the :class:`ReportResult`, or None."""
-    if not always and not (ws.reports / "index.html").is_file():
-        return None
+def refresh_reports(ws):
+    """Rebuild ``reports/`` after a command wrote results it feeds, so the pages never lag
+    behind the workspace; one warning line on stderr per skipped damaged folder. Returns the
+    :class:`~privaudit.report.build.ReportResult`."""
     from privaudit.report.build import build_reports
 
     rep = build_reports(ws)
-    for line in getattr(rep, "warnings", None) or [f"skipped damaged attack folder {n}" for n in rep.skipped]:
+    for line in rep.warnings:
         err.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
     return rep
 

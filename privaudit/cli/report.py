@@ -12,7 +12,7 @@ def report_cmd(workdir: WorkdirOpt = ".", as_json: JsonOpt = False) -> None:
     root = require_workspace(workdir)  # a mistyped --workdir is an error, not an empty report
     from privaudit.workspace import Workspace
 
-    rep = refresh_reports(Workspace(root).ensure_writable(), always=True)  # warns per damaged folder
+    rep = refresh_reports(Workspace(root).ensure_writable())  # warns per damaged folder
     if as_json:
         emit_json({"csv": str(rep.csv), "html": str(rep.html), "rows": int(len(rep.table)), "skipped": rep.skipped,
                    "table": rep.table.to_dict(orient="records")})

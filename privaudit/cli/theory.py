@@ -49,11 +49,16 @@ def _fits(n: int, d: int, m: int) -> None:
                               f"{MAX_ARRAY * 8 / 1e9:.1f} GB)")
 
 
-def _finish(workdir, result: dict, line: str, as_json: bool) -> None:
-    """Refresh the main report (its Papers' figures section reads reports/theory/), then print."""
+def _refresh_main_report(workdir) -> None:
+    """The main report's Papers' figures section reads reports/theory/: rebuild it."""
     from privaudit.workspace import Workspace
 
-    refresh_reports(Workspace(workdir).ensure_writable(), always=True)
+    refresh_reports(Workspace(workdir).ensure_writable())
+
+
+def _finish(workdir, result: dict, line: str, as_json: bool) -> None:
+    """Refresh the main report, then print the result."""
+    _refresh_main_report(workdir)
     if as_json:
         emit_json(result)
         return
@@ -167,9 +172,7 @@ def all_cmd(seed: SeedOpt = 0, workdir: WorkdirOpt = ".", as_json: JsonOpt = Fal
 
     console = info_console(as_json)
     r = experiments.run_all(workdir, seed=seed, progress=lambda name, s: console.print(f"{name}: {s:.1f} s"))
-    from privaudit.workspace import Workspace
-
-    refresh_reports(Workspace(workdir).ensure_writable(), always=True)
+    _refresh_main_report(workdir)
     if as_json:
         emit_json(r)
         return

@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from privaudit.cli.common import (SeedOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, fmt,
+from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, SeedOpt, WorkdirOpt, emit_json, fmt,
                                   handle_errors, info_console, number, training_progress)
-from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
-                                   ModelOpt, NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt,
+from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, EpochsOpt, LrOpt,
+                                   MaxGradNormOpt, ModelOpt, NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt,
                                    TargetEpsilonOpt, WeightDecayOpt, WidthOpt)
 
 
@@ -46,7 +46,7 @@ def train_cmd(
                       dp=dp or defense is not None, noise_multiplier=noise_multiplier,
                       target_epsilon=target_epsilon, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
                       batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
-                      augment=augment, mechanism=defense, seed=seed).validated()
+                      augment=augment, mechanism=defense, seed=seed)  # validated
 
     from privaudit import runs
     from privaudit.training import resolve_device

@@ -25,7 +25,8 @@ from privaudit.workspace import Workspace
 
 COLUMNS = [
     "target_run", "shadow_run", "model", "width", "dataset", "defence", "kappa", "dp", "noise_multiplier",
-    "epsilon", "delta", "accountant", "epsilon_replace_one", "epsilon_replace_one_sigma_half", "seed", "part_size", "epochs", "train_accuracy",
+    "epsilon", "delta", "accountant", "epsilon_replace_one", "epsilon_replace_one_sigma_half", "seed", "part_size",
+    "epochs", "train_accuracy",
     "test_accuracy", "attack", "auc", "accuracy", "precision", "recall", "threshold", "advantage",
     "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members", "n_nonmembers",
     # empirical privacy (issue: strongest attacks); thresholds chosen on other models

@@ -161,6 +161,7 @@ def replace_one_epsilon(noise_multiplier: float, sample_rate: float, steps: int,
     return float(accountant.get_epsilon(delta)), REPLACE_ONE_ACCOUNTANT
 
 
+@functools.lru_cache(maxsize=256)  # also the first step of replace_one_epsilon: computed once
 def replace_one_epsilon_sigma_half(noise_multiplier: float, sample_rate: float, steps: int,
                                    delta: float) -> tuple[float, str]:
     """The paper's conservative replace-one comparator: Opacus's (add/remove) ε at noise
