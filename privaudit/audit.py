@@ -22,6 +22,7 @@ from privaudit.config import RunConfig
 from privaudit.errors import ConfigError
 from privaudit.executor import Job, LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
+from privaudit.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa
 from privaudit.report.build import ReportResult
 from privaudit.runs import DataCache, RunResult
 from privaudit.training.trainer import EpochCallback
@@ -51,6 +52,41 @@ def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float]
     for cfg in plan:
         unique.setdefault(cfg.validated().run_name, cfg)
     return list(unique.values())
+
+
+def replicate(plans: Sequence[list[RunConfig]]) -> list[RunConfig]:
+    """Several seeds' plans as one, in seed order (each seed's configs differ in their seed,
+    so no two are the same model)."""
+    return [cfg for plan in plans for cfg in plan]
+
+
+def match_accuracy(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, device: torch.device, *,
+                   tolerance: float = DEFAULT_TOLERANCE, on_start: Callable[[RunConfig], None] | None = None,
+                   on_epoch: EpochCallback | None = None) -> list[tuple[RunConfig, KappaMatch]]:
+    """For each DP-SGD target of ``plan`` (one seed's plan of :func:`audit_plan`), the κ at
+    which an MG-noise target of the same recipe and seed reaches its test accuracy
+    (:func:`privaudit.matching.match_kappa`). The baseline and the grid's MG targets bracket
+    the search; every model it trains is an ordinary cached target, so a rerun trains nothing
+    and the chosen κ's target is the one the audit then attacks."""
+    from privaudit.runs import ensure_model
+
+    def accuracy(cfg: RunConfig) -> float:
+        run = ensure_model(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
+        return float(run.metrics["test_accuracy"])
+
+    mg = [c for c in plan if not c.defence.dp]
+    baseline = next((c for c in mg if c.defence.kappa == 0), None)
+    if baseline is None:
+        raise ConfigError("--match-accuracy needs the undefended baseline in the plan")
+    known = {c.defence.kappa: accuracy(c) for c in mg}
+    out = []
+    for dp_cfg in (c for c in plan if c.defence.dp):
+        found = match_kappa(accuracy(dp_cfg),
+                            lambda k: accuracy(replace(baseline, defence=replace(baseline.defence, kappa=k))),
+                            known, tolerance=tolerance)
+        known.update(found.steps)
+        out.append((dp_cfg, found))
+    return out
 
 
 @dataclass

@@ -324,18 +324,23 @@ class Workspace:
                 names.append(p.name)
         return names
 
-    def resolve_targets(self, spec: str, dataset: str | None = None) -> list[str]:
+    def resolve_targets(self, spec: str, dataset: str | None = None, seeds: list[int] | None = None) -> list[str]:
         """Target runs named by ``spec``: a run name, or an architecture (all its targets,
         ordered dataset, baseline, MG noise by κ, then DP-SGD by σ), only those trained on
-        ``dataset`` when it is given."""
+        ``dataset`` and with a root seed in ``seeds`` when they are given."""
         names = self._resolve_targets(spec)
-        if dataset is None:
-            return names
-        kept = [n for n in names if self.read_model_config(n).data.dataset == dataset]
-        if not kept:
-            raise ArtifactError(f"no {spec} target trained on {dataset} in {self.models}; run "
-                                f"`privaudit train --dataset {dataset}` first, or drop --dataset")
-        return kept
+        if dataset is not None:
+            names = [n for n in names if self.read_model_config(n).data.dataset == dataset]
+            if not names:
+                raise ArtifactError(f"no {spec} target trained on {dataset} in {self.models}; run "
+                                    f"`privaudit train --dataset {dataset}` first, or drop --dataset")
+        if seeds is not None:
+            names = [n for n in names if self.read_model_config(n).seed in seeds]
+            if not names:
+                raise ArtifactError(f"no {spec} target{' on ' + dataset if dataset else ''} trained with seed "
+                                    f"{', '.join(map(str, seeds))} in {self.models}; train it with --seeds first, "
+                                    f"or drop --seeds")
+        return names
 
     def _resolve_targets(self, spec: str) -> list[str]:
         if spec in MODELS:

@@ -85,9 +85,44 @@ def test_report_loads_clean_with_every_section(workspace, tmp_path):
     assert "Not run yet" not in dom                           # every paper figure is there
     # the first screen says which defence leaks less at equal accuracy, with the numbers
     findings = dom[dom.index("Key findings"):dom.index('id="table"')]
-    assert "At equal test accuracy" in findings and re.search(r"leaks? less", findings)
+    assert "At equal test accuracy" in findings and re.search(VERDICT, findings)
     assert re.search(r"\d\.\d{3}", findings)
     _not_blank(shot)
+
+
+VERDICT = r"MG noise leaks less|DP-SGD leaks less|no significant difference at 95 %|no interval: cannot decide"
+PROBE = """<script>addEventListener("load", () => {
+  const v = document.getElementById("verdict").getBoundingClientRect();
+  const d = document.documentElement;
+  document.body.setAttribute("data-probe", JSON.stringify({scroll: d.scrollWidth, client: d.clientWidth,
+    top: v.top, bottom: v.bottom}));
+});</script>"""
+
+
+@pytest.mark.parametrize("width", [1280, 820])
+def test_first_screen_is_the_verdict_and_nothing_overflows_sideways(workspace, tmp_path, width):
+    """The page opens on the verdict (with its intervals) and one row per setting, and at a
+    laptop's or a tablet's width nothing runs off the page sideways (wide tables scroll inside
+    their own box). Measured in the browser by a probe script added to a copy of the page."""
+    import json
+
+    doc = (workspace / "reports" / "index.html").read_text()
+    first = doc[doc.index('id="verdict"'):doc.index("Key findings")]
+    assert "At equal test accuracy, which defence leaks less?" in first
+    pills = re.findall(r'<span class="pill [a-z]+">([^<]+)</span>', first)
+    assert len(pills) == 3 and all(re.fullmatch(VERDICT, p) for p in pills), pills  # paper's; strongest: TPR, ε
+    rows = re.findall(r'<tr><td class="txt"><span class="fam [^"]+"></span>([^<]+)</td>', first)
+    assert rows == ["baseline", "κ=0.5", "σ=1"]                     # one row per setting, in order
+    assert len(re.findall(r"\[\d\.\d{3}, \d\.\d{3}\]", first)) >= 6  # accuracy and AUC intervals
+    probe = tmp_path / "probe.html"
+    probe.write_text(doc.replace("</body>", PROBE + "</body>"))
+    dom, console, _ = _open(probe, tmp_path, width=width)
+    assert console == []
+    found = re.search(r'data-probe="([^"]+)"', dom)
+    assert found, "the probe script did not run"
+    m = json.loads(found.group(1).replace("&quot;", '"'))
+    assert m["scroll"] <= m["client"], m                              # no sideways overflow
+    assert m["top"] < 400, m                                          # the verdict starts on the first screen
 
 
 def test_theory_page_loads_clean(workspace, tmp_path):

@@ -42,7 +42,7 @@ from privaudit.training.trainer import EpochCallback, predict_logits, role_data
 from privaudit.timing import timed
 from privaudit.workspace import Workspace
 
-ATTACK_SCHEMA = 2
+ATTACK_SCHEMA = 3  # 3: AUC intervals (metrics.auc_interval) in every attack's metrics
 SHADOW_ATTACKS = ("shadow", "loss", "confidence")
 
 

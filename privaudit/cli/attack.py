@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                  PoolSizeOpt, WorkdirOpt, emit_json, handle_errors, info_console, one_of,
-                                  parse_attacks, refresh_reports, require_workspace, training_progress)
+                                  PoolSizeOpt, SeedsOpt, WorkdirOpt, emit_json, handle_errors, info_console,
+                                  one_of, parse_attacks, parse_seeds, refresh_reports, require_workspace, training_progress)
 from privaudit.config import DATASETS, MODELS
 from privaudit.defaults import DEFAULT_POOL_SIZE
 
@@ -25,6 +25,7 @@ def attack_cmd(
     attacks: AttacksOpt = DEFAULT_ATTACKS,
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
     dataset: DatasetFilterOpt = None,
+    seeds: Annotated[Optional[str], typer.Option("--seeds", help="Attack only the targets trained with these comma-separated root seeds; default: every seed.")] = None,
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     device: DeviceOpt = "auto",
@@ -43,7 +44,7 @@ def attack_cmd(
     from privaudit.workspace import Workspace
 
     ws = Workspace(root)
-    names = ws.resolve_targets(target, dataset=dataset)
+    names = ws.resolve_targets(target, dataset=dataset, seeds=None if seeds is None else parse_seeds(seeds, 0))
     ws.ensure_writable()
     dev = resolve_device(device)
     data = DataCache(data_dir, download)

@@ -157,8 +157,9 @@ def training_progress(enabled: bool = True) -> Iterator["TrainingBars | PlainPro
 
 
 def model_label(config) -> str:
-    """``target mlp k0.5 (digits)``: what the progress names a model by."""
-    return f"{config.role} {config.model.name} {config.defence.label} ({config.data.dataset})"
+    """``target mlp k0.5 (digits)``, or ``(digits, seed 2)``: what the progress names a model by."""
+    seed = f", seed {config.seed}" if config.seed else ""
+    return f"{config.role} {config.model.name} {config.defence.label} ({config.data.dataset}{seed})"
 
 
 class TrainingBars:
@@ -264,6 +265,21 @@ def parse_grid(text: str, option: str, *, low: float | None = None, low_open: bo
     return values
 
 
+def parse_seeds(text: str | None, seed: int) -> list[int]:
+    """``--seeds 0,1,2`` → [0, 1, 2] (order kept, duplicates refused); without it, [seed]."""
+    if text is None:
+        return [seed]
+    seeds = []
+    for part in text.split(","):
+        part = part.strip()
+        if not (part.isascii() and part.isdigit()) or int(part) > MAX_SEED:
+            raise ConfigError(f"--seeds expects comma-separated integers from 0 to {MAX_SEED}, got {part!r}")
+        if int(part) in seeds:
+            raise ConfigError(f"--seeds lists {int(part)} twice")
+        seeds.append(int(part))
+    return seeds
+
+
 def one_of(*choices: str):
     """A Typer callback that refuses a word outside ``choices`` as a usage error naming the
     option (checked before anything heavy loads)."""
@@ -299,6 +315,10 @@ DeviceOpt = Annotated[str, typer.Option("--device", callback=one_of("auto", "cpu
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document of what was produced (paths and metrics) on stdout.")]
 PoolSizeOpt = Annotated[int, typer.Option("--pool-size", callback=number(4, MAX_POOL_SIZE), help="Reference models per defence setting for lira, rmia and the many-shadow attack (even, >= 4; each trains on half of the target's members and non-members).")]
 SeedOpt = Annotated[int, typer.Option("--seed", callback=number(0, MAX_SEED), help="Root seed (>= 0) of every random choice: data split, initialisation, shuffling, masks, DP noise.")]
+SeedsOpt = Annotated[Optional[str], typer.Option(
+    "--seeds", help="Comma-separated root seeds to replicate over, e.g. 0,1,2: every setting once per seed, each "
+                    "seed re-drawing the data split and all training randomness (replaces --seed); summaries give "
+                    "the mean and a 95% t-interval over seeds.")]
 AttacksOpt = Annotated[list[str], typer.Option(
     "--attacks", "--attack",
     help="Comma-separated or repeated: shadow (the paper's attack), loss (loss and confidence baselines), lira, "

@@ -15,6 +15,13 @@ def report_cmd(workdir: WorkdirOpt = ".", as_json: JsonOpt = False) -> None:
     rep = refresh_reports(Workspace(root).ensure_writable())  # warns per damaged folder
     if as_json:
         emit_json({"csv": str(rep.csv), "html": str(rep.html), "rows": int(len(rep.table)), "skipped": rep.skipped,
-                   "table": rep.table.to_dict(orient="records")})
+                   "table": rep.table.to_dict(orient="records"),
+                   "summary": rep.summary.to_json() if rep.summary is not None else None})
         return
-    info_console(as_json).print(f"{len(rep.table)} rows  report: {rep.html}  table: {rep.csv}")
+    from privaudit.cli.summary import verdict_table
+
+    console = info_console(as_json)
+    verdicts = verdict_table(rep.summary)
+    if verdicts is not None:
+        console.print(verdicts)
+    console.print(f"{len(rep.table)} rows  report: {rep.html}  table: {rep.csv}")

@@ -37,7 +37,7 @@ def _max_eps(metrics: dict) -> tuple[float | None, str]:
 
 def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
                          title: str = "Membership inference") -> Table:
-    """One row per target: setting (and dataset, when the targets span more than one),
+    """One row per target: setting (and model, dataset and seed, when the targets span more than one),
     accountant ε, test accuracy, the paper's shadow attack, the strongest attack (highest TPR
     at 0.1 % FPR, then AUC, as in the HTML report) and the empirical ε lower bounds. Only the
     attacks in each result's metrics are considered (the CLI passes those that were asked)."""
@@ -49,11 +49,12 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
             continue
     datasets = {cfg.data.dataset for cfg, *_ in rows}
     models = {cfg.model.name for cfg, *_ in rows}
+    seeds = {cfg.seed for cfg, *_ in rows}
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
                   caption="shadow: AUC of the paper's attack; strongest: highest TPR at 0.1 % FPR (TPR.1%); "
                           "ε lb: empirical lower bounds (95 %, rounded down); member = positive class")
     columns = (["model"] if len(models) > 1 else []) + (["dataset"] if len(datasets) > 1 else []) + [
-        "setting", "ε acct", "test acc", "shadow", "strongest", "AUC", "TPR.1%", "ε lb", "1-run ε"]
+        "setting"] + (["seed"] if len(seeds) > 1 else []) + ["ε acct", "test acc", "shadow", "strongest", "AUC", "TPR.1%", "ε lb", "1-run ε"]
     for col in columns:
         table.add_column(col, justify="left" if col in ("model", "dataset", "setting", "strongest") else "right",
                          no_wrap=col != "strongest", overflow="fold", min_width=10 if col == "strongest" else None)
@@ -63,8 +64,36 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
         s = metrics.get(strongest, {})
         eps, _ = _max_eps(metrics)
         lead = ([cfg.model.name] if len(models) > 1 else []) + ([cfg.data.dataset] if len(datasets) > 1 else [])
-        table.add_row(*lead, setting_text(cfg, tm), sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
+        table.add_row(*lead, setting_text(cfg, tm), *([str(cfg.seed)] if len(seeds) > 1 else []), sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
                       fixed(tm.get("test_accuracy")), fixed(metrics.get("shadow", {}).get("auc")), strongest or "—",
                       fixed(s.get("auc")), fixed(s.get("tpr_at_0p1pct_fpr")), lower_bound(eps),
                       lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
+    return table
+
+
+def verdict_table(summary) -> Table | None:
+    """The report's verdicts (:mod:`privaudit.report.summary`): per model and dataset, DP-SGD
+    − MG noise at equal test accuracy with its 95 % interval, and what it decides; None when
+    nothing was compared."""
+    v = summary.verdicts if summary is not None else None
+    if v is None or v.empty:
+        return None
+    table = Table(title="At equal test accuracy, which defence leaks less?", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True, caption="DP − MG > 0: DP-SGD leaks more; a defence is named only when the "
+                                                 "95 % interval excludes 0")
+    many = v[["model", "dataset"]].drop_duplicates().shape[0] > 1
+    for col in (["model · dataset"] if many else []) + ["attack", "measure", "test acc", "DP − MG [95 %]", "verdict"]:
+        table.add_column(col, justify="right" if col in ("test acc", "DP − MG [95 %]") else "left",
+                         overflow="fold")
+    measures = {"auc": "AUC", "tpr_at_0p1pct_fpr": "TPR@0.1%", "eps_lower_bound": "ε lb"}
+    for _, r in v.iterrows():
+        gap = "—" if not math.isfinite(r["gap"]) else f"{r['gap']:+.3f}"
+        if math.isfinite(r["gap_lo"]):
+            gap += f" [{r['gap_lo']:+.3f}, {r['gap_hi']:+.3f}]"
+        acc = f"{r['acc_low']:.3f}–{r['acc_high']:.3f}" if math.isfinite(r["acc_low"]) else "—"
+        verdict = r["verdict"] + (f" ({r['interval']})" if r["interval"] else "") + (
+            f": {r['reason']}" if r["reason"] else "")
+        lead = [f"{r['model']} · {r['dataset']}"] if many else []
+        table.add_row(*lead, f"{r['attack']} ({r['comparison']})", measures.get(r["metric"], r["metric"]), acc, gap,
+                      verdict)
     return table

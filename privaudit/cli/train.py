@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, SeedOpt, WorkdirOpt, emit_json, fmt,
-                                  handle_errors, info_console, number, training_progress)
+from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, SeedOpt, SeedsOpt, WorkdirOpt, emit_json,
+                                  fmt, handle_errors, info_console, number, parse_seeds, training_progress)
 from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, EpochsOpt, LrOpt,
                                    MaxGradNormOpt, ModelOpt, NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt,
                                    TargetEpsilonOpt, WeightDecayOpt, WidthOpt)
@@ -35,18 +35,20 @@ def train_cmd(
     width: WidthOpt = None,
     part_size: PartSizeOpt = None,
     seed: SeedOpt = 0,
+    seeds: SeedsOpt = None,
     device: DeviceOpt = "auto",
     workdir: WorkdirOpt = ".",
     as_json: JsonOpt = False,
 ) -> None:
-    """Train one target model and save it under WORKDIR/models (reused when it exists)."""
+    """Train one target model (one per seed of --seeds) and save it under WORKDIR/models (reused when it exists)."""
     from privaudit.config import make_config
 
-    cfg = make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa,
+    seed_list = parse_seeds(seeds, seed)
+    cfgs = [make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa,
                       dp=dp or defense is not None, noise_multiplier=noise_multiplier,
                       target_epsilon=target_epsilon, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
                       batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
-                      augment=augment, mechanism=defense, seed=seed)  # validated
+                      augment=augment, mechanism=defense, seed=s) for s in seed_list]  # validated
 
     from privaudit import runs
     from privaudit.training import resolve_device
@@ -56,20 +58,23 @@ def train_cmd(
     ws = Workspace(workdir).ensure_writable()
     data = runs.DataCache(data_dir, download)
     with training_progress() as bars:
-        run = runs.ensure_model(cfg, ws, data, dev, on_start=bars.start, on_epoch=bars.on_epoch)
+        done = [runs.ensure_model(c, ws, data, dev, on_start=bars.start, on_epoch=bars.on_epoch) for c in cfgs]
     if as_json:
-        emit_json({"run": run.name, "path": str(run.path), "reused": run.reused, "config": cfg.to_dict(),
-                   "metrics": {k: v for k, v in run.metrics.items() if k != "loss_history"}})
+        docs = [{"run": run.name, "path": str(run.path), "reused": run.reused, "config": c.to_dict(),
+                 "metrics": {k: v for k, v in run.metrics.items() if k != "loss_history"}} for c, run in zip(cfgs, done)]
+        emit_json(docs[0] if seeds is None else {"runs": docs})
         return
     from rich.table import Table
 
     console = info_console(as_json)
     table = Table(show_header=True)
     table.add_column("metric")
-    table.add_column("value", justify="right")
+    for c in cfgs:
+        table.add_column("value" if seeds is None else f"seed {c.seed}", justify="right")
     for key in ("train_accuracy", "test_accuracy", "generalisation_gap", "noise_multiplier", "epsilon", "delta",
                 "accountant", "gdp_mu", "train_seconds"):
-        if key in run.metrics:
-            table.add_row(key, fmt(run.metrics[key], 4))
+        if key in done[0].metrics:
+            table.add_row(key, *(fmt(run.metrics.get(key), 4) for run in done))
     console.print(table)
-    console.print(f"{'reused' if run.reused else 'saved'}: {run.path}", soft_wrap=True)
+    for run in done:
+        console.print(f"{'reused' if run.reused else 'saved'}: {run.path}", soft_wrap=True)

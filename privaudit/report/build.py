@@ -20,6 +20,7 @@ from privaudit.atomic import read_json, write_text
 from privaudit.errors import ArtifactError, DamagedArtifactError
 from privaudit.integrity import verify_folder
 from privaudit.metrics import roc
+from privaudit.report.summary import Summary, summarise
 from privaudit.timing import timed
 from privaudit.workspace import Workspace
 
@@ -27,7 +28,7 @@ COLUMNS = [
     "target_run", "shadow_run", "model", "width", "dataset", "defence", "kappa", "dp", "noise_multiplier",
     "epsilon", "delta", "accountant", "epsilon_replace_one", "epsilon_replace_one_sigma_half", "seed", "part_size",
     "epochs", "train_accuracy",
-    "test_accuracy", "attack", "auc", "accuracy", "precision", "recall", "threshold", "advantage",
+    "test_accuracy", "attack", "auc", "auc_lo", "auc_hi", "accuracy", "precision", "recall", "threshold", "advantage",
     "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members", "n_nonmembers",
     # empirical privacy (issue: strongest attacks); thresholds chosen on other models
     "source", "eps_lower_bound", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo",
@@ -46,6 +47,7 @@ class ReportResult:
     table: pd.DataFrame
     skipped: list[str]
     warnings: list[str] = field(default_factory=list)  # one line per skipped folder: which one, why
+    summary: Summary | None = None  # privaudit.report.summary: what every view shows
 
 
 def collect_table(workspace: Workspace, warnings: list[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
@@ -184,6 +186,7 @@ def build_reports(workspace: Workspace) -> ReportResult:
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     extras = {t: read_extras(workspace.attacks / t) for t in (table["target_run"].unique() if len(table) else [])}
     papers = papers_section(workspace.reports.joinpath(*THEORY_FOLDER[1:]))
+    summary = summarise(table)
     write_text(html_path, render_report(table, roc_curves(workspace, table), generated=generated, extras=extras,
-                                        papers_html=papers))
-    return ReportResult(csv_path, html_path, table, skipped, warnings)
+                                        papers_html=papers, summary=summary))
+    return ReportResult(csv_path, html_path, table, skipped, warnings, summary)

@@ -18,26 +18,16 @@ import numpy as np
 import pandas as pd
 
 from privaudit.formatting import lower_bound, sig3
+from privaudit.report.build import COLUMNS
 from privaudit.report.defences import noisycgd_comparison
 from privaudit.report.iso import as_bool, iso_accuracy, iso_summary, split_curves
+from privaudit.report.summary import Summary, compare, summarise
 from privaudit.report.svg import line_plot
 
 __all__ = ["render_report", "TABLE_COLUMNS", "setting_label"]
 
-#: The trade-off table's columns, in order.
-TABLE_COLUMNS = [
-    "target_run", "shadow_run", "model", "dataset", "defence", "kappa", "dp",
-    "noise_multiplier", "epsilon", "delta", "accountant", "seed", "part_size", "epochs",
-    "train_accuracy", "test_accuracy", "attack", "auc", "accuracy", "precision", "recall",
-    "threshold", "advantage", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members",
-    "n_nonmembers",
-    # strongest attacks and empirical privacy
-    "source", "eps_lower_bound", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi",
-    "tpr_at_0p1pct_fpr_lo", "tpr_at_0p1pct_fpr_hi", "loo_n_targets", "loo_auc_mean",
-    "loo_auc_std", "loo_tpr_at_1pct_fpr_mean", "loo_tpr_at_1pct_fpr_std",
-    "loo_tpr_at_0p1pct_fpr_mean", "loo_tpr_at_0p1pct_fpr_std", "loo_eps_lower_bound_mean",
-    "loo_eps_lower_bound_std", "one_run_eps_lower_bound",
-]
+#: The trade-off table's columns, in order (the CSV's, privaudit.report.build).
+TABLE_COLUMNS = COLUMNS
 _TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "accountant", "attack",
                  "source"]
 _NUMERIC_COLUMNS = [c for c in TABLE_COLUMNS if c not in _TEXT_COLUMNS and c != "dp"]
@@ -212,18 +202,18 @@ def _verdict(g: pd.DataFrame) -> str:
                 'were audited.')
     a = g[g["attack"] == attack]
     name = f"{_esc(attack)} attack"
-    iso = iso_accuracy(a, "auc")
-    if not iso.empty:
-        s = iso_summary(iso).iloc[0]
-        diff = float(s["mean_dp_minus_mg"])
-        rng = f"acc range {s['acc_low']:.3f}–{s['acc_high']:.3f}"
-        if abs(diff) < 0.0005:
-            return (f"At equal test accuracy ({rng}), DP-SGD's and MG noise's {name} AUC are "
-                    f"on average the same (difference {diff:+.4f}) → neither leaks clearly less.")
-        word = "higher" if diff > 0 else "lower"
-        winner = "MG noise" if diff > 0 else "DP-SGD"
-        return (f"At equal test accuracy ({rng}), DP-SGD's {name} AUC is on average "
-                f"{abs(diff):.3f} {word} than MG noise's → <strong>{winner} leaks less</strong>.")
+    c = compare(a, "auc")
+    if _fin(c["gap"]):
+        rng = f"acc range {c['acc_low']:.3f}–{c['acc_high']:.3f}"
+        ci = (f"95% interval {c['gap_lo']:+.3f} to {c['gap_hi']:+.3f}, {c['interval']}" if _fin(c["gap_lo"])
+              else "no interval")
+        verdict = c["verdict"]
+        if verdict in _VERDICT_CSS and verdict != "no significant difference at 95 %":
+            verdict = f"<strong>{_esc(verdict)}</strong>"
+        else:
+            verdict = _esc(verdict)
+        return (f"At equal test accuracy ({rng}), DP-SGD − MG noise in {name} AUC is {c['gap']:+.3f} "
+                f"({ci}) → {verdict}.")
     # why no comparison is possible
     if a["auc"].notna().sum() == 0:
         return f"No iso-accuracy comparison: the {name} has no AUC values."
@@ -272,6 +262,63 @@ def _name_dp(fragment: str, g: pd.DataFrame) -> str:
     for DP-SGD, the mechanism of every group but ``convex-relu``'s)."""
     family = _dp_family(g)
     return fragment if family == "DP-SGD" else fragment.replace("DP-SGD", family)
+
+
+_MEASURES = {"auc": "AUC", "tpr_at_0p1pct_fpr": "TPR at 0.1% FPR", "eps_lower_bound": "empirical ε lower bound"}
+_VERDICT_CSS = {"MG noise leaks less": "mg", "DP-SGD leaks less": "dp", "no significant difference at 95 %": "tie"}
+_FAMILY_CSS = {"baseline": "fam0", "MG noise": "fam1", "DP-SGD": "fam2", "MG + DP-SGD": "fam3"}
+_METHOD_NOTE = (
+    "Intervals are 95 %. With two or more seeds (--seeds), every number is the mean over seeds with "
+    "Student's t interval over seeds; each seed re-draws the data split and all training randomness. "
+    "With one seed, a number's interval covers only the sampling of the audited records: DeLong for AUC, "
+    "Clopper–Pearson for test accuracy and TPR, none for the ε lower bound (itself a one-sided 95 % "
+    "bound). The verdict compares DP-SGD with MG noise at equal test accuracy: both curves interpolated "
+    "on the overlap of their accuracy ranges, DP − MG averaged over it (per seed, then a t interval "
+    "over seeds; with one seed, a bootstrap over the sampling of every point). It names a defence "
+    "only when the interval excludes 0; higher = more leakage, so DP − MG > 0 means MG noise leaks less.")
+
+
+def _ci(lo: Any, hi: Any, fmt: Callable[[Any], str]) -> str:
+    return f"[{fmt(lo)}, {fmt(hi)}]" if _fin(lo) and _fin(hi) else ""
+
+
+def _first_screen(summary: Summary) -> str:
+    """The verdict and one row per setting (templates/first_screen.html.j2)."""
+    from privaudit.report.templates import render
+
+    groups = []
+    st, vd = summary.settings, summary.verdicts
+    for (model, dataset), g in st.groupby(["model", "dataset"], sort=True):
+        v = vd[(vd["model"] == model) & (vd["dataset"] == dataset)] if len(vd) else vd
+        strongest = next((a for a in v["attack"][v["comparison"] == "strongest attack"]), None) if len(v) else None
+        verdicts = []
+        for _, r in v.iterrows():
+            verdicts.append({
+                "comparison": r["comparison"], "attack": r["attack"], "measure": _MEASURES.get(r["metric"], r["metric"]),
+                "accuracy": f"{_f3(r['acc_low'])}–{_f3(r['acc_high'])}" if _fin(r["acc_low"]) else _DASH,
+                "gap": f"{r['gap']:+.3f}" if _fin(r["gap"]) else _DASH,
+                "interval": (f"[{r['gap_lo']:+.3f}, {r['gap_hi']:+.3f}] {r['interval']}" if _fin(r["gap_lo"])
+                             else r["interval"]),
+                "verdict": r["verdict"], "css": _VERDICT_CSS.get(r["verdict"], "none"), "reason": r["reason"]})
+        rows = []
+        paper = g[g["attack"] == "shadow"].set_index("setting")
+        best = g[g["attack"] == strongest].set_index("setting") if strongest else g.iloc[0:0].set_index("setting")
+        per_setting = g.drop_duplicates("setting").set_index("setting")  # accuracy: one value per setting
+        for name, s in per_setting.iterrows():
+            def cell(frame: pd.DataFrame, metric: str, fmt: Callable[[Any], str] = _f3) -> dict:
+                if name not in frame.index:
+                    return {"value": _DASH, "ci": ""}
+                r = frame.loc[name]
+                ci_fmt = (lambda v: f"{_num(v):.2f}") if metric == "eps_lower_bound" else fmt
+                return {"value": fmt(r[metric]), "ci": _ci(r[f"{metric}_lo"], r[f"{metric}_hi"], ci_fmt)}
+            rows.append({"name": name, "css": _FAMILY_CSS.get(s["family"], "fam0"), "seeds": int(s["n_seeds"]),
+                         "cells": [cell(per_setting, "test_accuracy"), cell(paper, "auc"),
+                                   cell(best, "tpr_at_0p1pct_fpr", _pct), cell(best, "eps_lower_bound", _lb)],
+                         "epsilon": _sig3(s["epsilon"])})
+        groups.append({"model": model, "dataset": dataset, "slug": _slug("v", model, dataset), "verdicts": verdicts,
+                       "no_verdict": "No comparison: only one defence family was audited.",
+                       "strongest": strongest or _DASH, "settings": rows})
+    return render("first_screen.html.j2", groups=groups, method=_METHOD_NOTE)
 
 
 def _key_findings(df: pd.DataFrame, groups: list[tuple[str, str, pd.DataFrame]],
@@ -413,9 +460,11 @@ def _points_table(attack: str, mg: pd.DataFrame, dp: pd.DataFrame) -> str:
 def _iso_block(g: pd.DataFrame) -> str:
     iso = pd.concat([iso_accuracy(g, m) for m in _ISO_METRICS], ignore_index=True)
     summ = iso_summary(iso) if not iso.empty else iso_summary(None)
-    intro = ('<p class="muted">Both curves interpolated linearly on 25 accuracies spanning the '
-             'overlap of their test-accuracy ranges; DP − MG &gt; 0 means DP-SGD leaks more '
-             'at equal accuracy; the label names the defence that leaks less.</p>')
+    intro = ('<p class="muted">Per seed, both curves interpolated linearly on 25 accuracies spanning the '
+             'overlap of their test-accuracy ranges, DP − MG averaged over it; then the mean over seeds with '
+             'a 95 % interval (t over seeds, or with one seed a bootstrap over the sampling of each point). '
+             'DP − MG &gt; 0 means DP-SGD leaks more at equal accuracy; a defence is named only when the '
+             'interval excludes 0.</p>')
     if summ.empty:
         return (f'<h3>Iso-accuracy comparison</h3>{intro}<p class="note">No comparison '
                 f'possible: {_verdict(g).removeprefix("No iso-accuracy comparison: ")}</p>')
@@ -428,19 +477,20 @@ def _iso_block(g: pd.DataFrame) -> str:
         cells = [f'<td class="txt">{_esc(attack)}</td>',
                  f'<td class="num">{first["acc_low"]:.3f}–{first["acc_high"]:.3f}</td>']
         for m in metrics:
-            sm = sa[sa["metric"] == m]
-            if sm.empty:
+            if not (sa["metric"] == m).any():
                 cells.append(f'<td class="num missing">{_DASH}</td>')
                 continue
-            s_ = sm.iloc[0]
-            d = float(s_["mean_dp_minus_mg"])
-            cls = "mg" if d > 0 else ("dp" if d < 0 else "")
-            tip = (f"{_METRIC_NAMES.get(m, m)}: mean DP − MG {d:+.4f} over test accuracy "
-                   f"{s_['acc_low']:.3f}–{s_['acc_high']:.3f}")
-            cells.append(f'<td class="num" title="{_esc(tip)}">{d:+.3f} '
-                         f'<span class="pill {cls}">{_esc(s_["leaks_less"])}</span></td>')
+            c = compare(g[g["attack"] == attack], m)
+            if not _fin(c["gap"]):
+                cells.append(f'<td class="num missing">{_DASH}</td>')
+                continue
+            ci = f" [{c['gap_lo']:+.3f}, {c['gap_hi']:+.3f}]" if _fin(c["gap_lo"]) else ""
+            tip = (f"{_METRIC_NAMES.get(m, m)}: mean DP − MG {c['gap']:+.4f}{ci} ({c['interval']}) over test "
+                   f"accuracy {c['acc_low']:.3f}–{c['acc_high']:.3f}")
+            cells.append(f'<td class="num" title="{_esc(tip)}">{c["gap"]:+.3f}{_esc(ci)} '
+                         f'<span class="pill {_VERDICT_CSS.get(c["verdict"], "none")}">{_esc(c["verdict"])}</span></td>')
         rows.append(f'<tr>{"".join(cells)}</tr>')
-    head = "".join(f'<th class="num">{_esc(_METRIC_NAMES.get(m, m))}: mean DP − MG</th>'
+    head = "".join(f'<th class="num">{_esc(_METRIC_NAMES.get(m, m))}: DP − MG [95 %]</th>'
                    for m in metrics)
     return (f'<h3>Iso-accuracy comparison</h3>{intro}'
             '<div class="tablewrap fit"><table class="data compact iso"><thead><tr>'
@@ -1125,6 +1175,17 @@ table.exposure td.bar{width:130px;padding-right:12px}
 table.exposure td.bar span{display:block;height:9px;background:#0072B2;border-radius:2px;
 min-width:1px}
 table.exposure tr.top td{font-weight:600}
+.verdict{background:var(--soft);border:1px solid #cfe2f1;border-left:4px solid var(--accent);
+border-radius:6px;padding:4px 18px 10px;margin-top:8px}
+.verdict h2{border:0;margin:10px 0 4px;font-size:1.2rem}.verdict h3{margin:14px 0 4px}
+.verdict table.data td .sub,.verdict table.data th .sub{display:block;font-size:.74rem;font-weight:400;
+color:var(--muted);line-height:1.3}
+.verdict table.data .sub.wrap{white-space:normal;max-width:26em}
+.verdict .tablewrap{background:#fff;margin-right:12px}
+.pill.tie{background:#ececec;color:#333}.pill.none{background:#fff;border:1px dashed #bbb;color:#666}
+span.fam{display:inline-block;width:4px;height:1em;margin-right:6px;vertical-align:-2px;background:#888}
+span.fam.fam1{background:#0072B2}span.fam.fam2{background:#D55E00}span.fam.fam3{background:#CC79A7}
+p.small{font-size:.8rem}
 code{background:#f0f2f5;padding:0 4px;border-radius:3px;font-size:.9em}
 footer{margin-top:36px;color:var(--muted);font-size:.8rem}
 @media print{main{box-shadow:none}figure{break-inside:avoid}}
@@ -1167,7 +1228,8 @@ def _defences_section(table: pd.DataFrame) -> str:
 
 def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | None = None, *,
                   title: str = "privaudit report", generated: str = "",
-                  extras: Mapping[str, Mapping] | None = None, papers_html: str = "") -> str:
+                  extras: Mapping[str, Mapping] | None = None, papers_html: str = "",
+                  summary: Summary | None = None) -> str:
     """The complete, self-contained HTML5 report page as a string.
 
     ``table``: the trade-off table (columns in :data:`TABLE_COLUMNS`; missing columns are
@@ -1182,6 +1244,7 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
     """
     rocs = rocs if isinstance(rocs, Mapping) else {}
     extras = extras if isinstance(extras, Mapping) else {}
+    summary = summary if summary is not None else summarise(table)
     df = _prepare(table)
     groups = [(str(m), str(d), g) for (m, d), g in df.groupby(["model", "dataset"], sort=True)]
 
@@ -1205,6 +1268,7 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
                      'attack results to report. Train targets and shadows, run the attacks, '
                      'then rebuild this report.</p></section>')
     else:
+        parts.append(_first_screen(summary))
         parts.append(_key_findings(df, groups, extras))
         n_targets = df["_run"].nunique()
         parts.append(f'<section id="table"><h2>Trade-off table</h2>'

@@ -1,0 +1,199 @@
+"""The summary layer (privaudit.report.summary): intervals, the strongest attack, verdicts.
+
+Verdicts are checked on constructed tables whose answer is known: DP-SGD clearly leakier,
+MG noise clearly leakier, and a tie (no true difference, noise only), with seeds and with
+one seed; the intervals against SciPy and a slow reference, and their coverage by simulation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from privaudit.metrics import auc_interval
+from privaudit.report.iso import iso_accuracy
+from privaudit.report.summary import (VERDICT_DP, VERDICT_MG, VERDICT_TIE, binomial_interval, compare, iso_gap,
+                                      read_verdict, settings, strongest_attack, summarise, t_interval, verdicts)
+
+# (setting, kappa, sigma, test accuracy): MG noise and DP-SGD with overlapping accuracy ranges
+SETTINGS = [("base", 0.0, math.nan, 0.80), ("k1", 1.0, math.nan, 0.74), ("k2", 2.0, math.nan, 0.66),
+            ("k4", 4.0, math.nan, 0.58), ("s1", 0.0, 1.0, 0.72), ("s2", 0.0, 2.0, 0.62)]
+
+
+def _auc_of(kappa: float, sigma: float, dp_excess: float) -> float:
+    """True AUC: falls with accuracy alike for both defences, plus ``dp_excess`` for DP rows."""
+    acc = dict((s[0], s[3]) for s in SETTINGS)
+    name = f"k{kappa:g}" if kappa else (f"s{sigma:g}" if math.isfinite(sigma) else "base")
+    return 0.5 + (acc[name] - 0.5) * 0.8 + (dp_excess if math.isfinite(sigma) else 0.0)
+
+
+def table(dp_excess: float, seeds=(0, 1, 2), noise: float = 0.004, acc_noise: float = 0.004, seed: int = 0,
+          ci: float = 0.01, attacks=("shadow", "lira")) -> pd.DataFrame:
+    """Rows per (setting, seed, attack); AUC and accuracy with seed-to-seed noise, and a
+    per-model interval of half-width ``ci`` around each AUC (as DeLong would give)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in seeds:
+        for name, kappa, sigma, acc in SETTINGS:
+            a = acc + acc_noise * rng.standard_normal()
+            dp = math.isfinite(sigma)
+            for j, attack in enumerate(attacks):
+                auc = _auc_of(kappa, sigma, dp_excess) + 0.05 * j + noise * rng.standard_normal()
+                tpr = max(0.0, (auc - 0.5) * 0.2)
+                rows.append(dict(target_run=f"{name}-{s}", model="mlp", dataset="cifar10", width=512, part_size=10520,
+                                 epochs=30, defence="dpsgd" if dp else ("mg" if kappa else "none"), kappa=kappa, dp=dp,
+                                 noise_multiplier=sigma, epsilon=3.0 / sigma if dp else math.nan, seed=s,
+                                 test_accuracy=a, attack=attack, auc=auc, auc_lo=auc - ci, auc_hi=auc + ci,
+                                 tpr_at_0p1pct_fpr=tpr, tpr_at_0p1pct_fpr_lo=max(0.0, tpr - ci / 5),
+                                 tpr_at_0p1pct_fpr_hi=tpr + ci / 5, eps_lower_bound=tpr * 10, n_nonmembers=10520))
+    return pd.DataFrame(rows)
+
+
+# -- intervals ----------------------------------------------------------------------------
+
+def test_t_interval_is_scipys():
+    v = [0.61, 0.64, 0.60, 0.66]
+    mean, lo, hi, n = t_interval(v)
+    ref = stats.t.interval(0.95, len(v) - 1, loc=np.mean(v), scale=stats.sem(v))
+    assert n == 4 and mean == pytest.approx(np.mean(v)) and (lo, hi) == pytest.approx(ref)
+    assert math.isnan(t_interval([0.5])[1]) and t_interval([])[3] == 0
+    assert t_interval([0.5, math.nan, 0.7])[3] == 2          # NaN is a missing value, not a number
+
+
+def test_binomial_interval_is_clopper_pearson():
+    lo, hi = binomial_interval(0.42, 1000)
+    ref = stats.binomtest(420, 1000).proportion_ci(0.95, method="exact")
+    assert (lo, hi) == pytest.approx((ref.low, ref.high))
+    assert binomial_interval(0.0, 50)[0] == 0.0 and binomial_interval(1.0, 50)[1] == 1.0
+
+
+def test_delong_interval_matches_a_slow_reference_and_sklearn():
+    rng = np.random.default_rng(3)
+    labels = np.r_[np.ones(70), np.zeros(90)].astype(int)
+    scores = np.round(rng.normal(labels * 0.8, 1.0), 1)       # rounded: ties, where ψ counts ½
+    x, y = scores[labels == 1], scores[labels == 0]
+    psi = (x[:, None] > y[None, :]) + 0.5 * (x[:, None] == y[None, :])
+    v10, v01 = psi.mean(1), psi.mean(0)
+    sd = math.sqrt(v10.var(ddof=1) / len(x) + v01.var(ddof=1) / len(y))
+    auc, lo, hi = auc_interval(labels, scores)
+    assert auc == pytest.approx(psi.mean()) and hi - lo == pytest.approx(2 * 1.959964 * sd, rel=1e-5)
+    from sklearn.metrics import roc_auc_score
+    assert auc == pytest.approx(roc_auc_score(labels, scores))
+
+
+def test_delong_interval_covers_the_true_auc():
+    """Binormal scores with a known AUC Φ(d/√2): the 95 % interval covers it about 95 % of
+    the time (600 trials: the count lies in [0.92, 0.98] unless the interval is wrong)."""
+    rng = np.random.default_rng(0)
+    d = 0.6
+    true = stats.norm.cdf(d / math.sqrt(2))
+    labels = np.r_[np.ones(150), np.zeros(150)].astype(int)
+    hits = 0
+    for _ in range(600):
+        _, lo, hi = auc_interval(labels, rng.normal(labels * d, 1.0))
+        hits += lo <= true <= hi
+    assert 0.92 <= hits / 600 <= 0.98
+
+
+# -- iso gap, strongest attack ------------------------------------------------------------
+
+def test_iso_gap_equals_the_mean_of_iso_accuracy():
+    t = table(0.03, seeds=(0,))
+    rows = t[t["attack"] == "shadow"]
+    ref = iso_accuracy(rows, "auc")["dp_minus_mg"].mean()
+    mg, dp = rows[~rows["dp"]], rows[rows["dp"] | (rows["kappa"] == 0) & ~rows["dp"]]
+    gap, lo, hi = iso_gap(mg["test_accuracy"].to_numpy(), mg["auc"].to_numpy(), dp["test_accuracy"].to_numpy(),
+                          dp["auc"].to_numpy())
+    assert gap == pytest.approx(ref) and lo < hi
+    assert math.isnan(iso_gap(np.array([0.5, 0.6]), np.array([1, 2.]), np.array([0.7, 0.8]), np.array([1, 2.]))[0])
+
+
+def test_the_strongest_attack_is_the_highest_tpr_at_low_fpr():
+    t = table(0.0, seeds=(0,))
+    assert strongest_attack(t) == "lira"                     # lira's AUC and TPR sit 0.05 above shadow's
+
+
+# -- verdicts: known answers --------------------------------------------------------------
+
+@pytest.mark.parametrize("excess, expected", [(0.04, VERDICT_MG), (-0.04, VERDICT_DP)])
+def test_verdicts_over_seeds_give_the_known_answer(excess, expected):
+    v = verdicts(table(excess, noise=0.004))
+    paper = v[v["comparison"] == "paper's attack"].iloc[0]
+    assert paper["verdict"] == expected and paper["interval"] == "t over 3 seeds" and paper["n_seeds"] == 3
+    strongest = v[(v["comparison"] == "strongest attack") & (v["metric"] == "tpr_at_0p1pct_fpr")].iloc[0]
+    assert strongest["attack"] == "lira" and strongest["verdict"] == expected
+    # the noiseless gap (smaller than the excess: the DP curve runs to the baseline, which has none)
+    exact = verdicts(table(excess, noise=0.0, acc_noise=0.0)).iloc[0]["gap"]
+    assert 0.3 * abs(excess) < abs(exact) < abs(excess) and paper["gap"] == pytest.approx(exact, abs=0.006)
+
+
+def test_a_tie_is_called_a_tie_about_95_percent_of_the_time():
+    """No true difference: over 60 simulated 3-seed audits the verdict names a defence in
+    about 5 % of them (the interval's error rate), never in most."""
+    named = sum(verdicts(table(0.0, noise=0.004, seed=i)).iloc[0]["verdict"] != VERDICT_TIE for i in range(60))
+    assert named <= 8
+
+
+def test_a_small_difference_inside_the_noise_is_no_verdict():
+    """A true DP − MG of +0.005 with seed-to-seed noise of ±0.02: the interval holds 0."""
+    v = verdicts(table(0.005, noise=0.02, acc_noise=0.01, seed=4))
+    assert (v["verdict"] == VERDICT_TIE).all(), v[["metric", "gap", "gap_lo", "gap_hi"]]
+
+
+@pytest.mark.parametrize("ci, expected", [(0.004, VERDICT_MG), (0.2, VERDICT_TIE)])
+def test_one_seed_uses_the_per_model_intervals(ci, expected):
+    """One seed: the bootstrap over each point's sampling decides a large gap when the
+    per-model intervals are tight, and says "no significant difference" when they are wide."""
+    v = verdicts(table(0.04, seeds=(0,), noise=0.0, acc_noise=0.0, ci=ci))
+    paper = v[v["comparison"] == "paper's attack"].iloc[0]
+    assert paper["interval"] == "sampling (1 seed)" and paper["verdict"] == expected
+    eps = v[v["metric"] == "eps_lower_bound"].iloc[0]          # no per-model interval of an ε bound
+    assert eps["verdict"] == "no interval: cannot decide" and "--seeds" in eps["reason"]
+
+
+def test_coverage_of_the_interval_over_seeds():
+    """Over 200 simulated audits of 3 seeds, the 95 % t interval of DP − MG covers the true
+    gap (the DP excess) in about 95 % of them."""
+    hits = 0
+    for i in range(200):
+        c = compare(table(0.02, noise=0.01, acc_noise=0.0, seed=i, attacks=("shadow",)), "auc")
+        hits += c["gap_lo"] <= 0.02 <= c["gap_hi"]
+    assert 0.90 <= hits / 200 <= 0.99
+
+
+def test_no_overlap_says_so_and_points_to_match_accuracy():
+    t = table(0.04)
+    t.loc[t["dp"], "test_accuracy"] -= 0.3                      # DP-SGD far below every MG setting
+    t = t[~((t["kappa"] == 0) & ~t["dp"])]                      # and no baseline to join the curves
+    paper = verdicts(t).iloc[0]
+    assert paper["verdict"] == "not compared" and "--match-accuracy" in paper["reason"]
+    assert read_verdict(math.nan, 1.0) == "no interval: cannot decide"
+
+
+# -- settings -----------------------------------------------------------------------------
+
+def test_settings_rows_have_means_and_intervals():
+    t = table(0.04)
+    st = settings(t)
+    assert len(st) == len(SETTINGS) * 2                        # one row per (setting, attack)
+    assert list(st.drop_duplicates("setting")["setting"]) == ["baseline", "κ=1", "κ=2", "κ=4", "σ=1", "σ=2"]
+    row = st[(st["setting"] == "σ=1") & (st["attack"] == "shadow")].iloc[0]
+    vals = t[(t["target_run"].str.startswith("s1-")) & (t["attack"] == "shadow")]["auc"]
+    mean, lo, hi, _ = t_interval(vals)
+    assert row["n_seeds"] == 3 and row["auc"] == pytest.approx(mean) and row["auc_lo"] == pytest.approx(lo)
+    one = settings(table(0.04, seeds=(0,)))
+    r = one[(one["setting"] == "baseline") & (one["attack"] == "shadow")].iloc[0]
+    assert r["interval"] == "sampling (1 seed)" and r["auc_hi"] - r["auc_lo"] == pytest.approx(0.02)
+    assert (r["test_accuracy_lo"], r["test_accuracy_hi"]) == pytest.approx(binomial_interval(r["test_accuracy"], 10520))
+
+
+def test_summary_json_has_no_nan():
+    import json
+
+    doc = summarise(table(0.0, seeds=(0,))).to_json()
+    text = json.dumps(doc, allow_nan=False)                    # raises on NaN
+    assert '"verdicts"' in text and len(doc["settings"]) == 12
