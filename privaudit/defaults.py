@@ -9,8 +9,12 @@ from __future__ import annotations
 
 DATA_DIR_ENV = "PRIVAUDIT_DATA_DIR"
 
-# ``privaudit audit``'s default grids (besides the undefended baseline).
+# ``privaudit audit``'s default grids (besides the undefended baseline). On CIFAR-10 the κ grid
+# reaches the accuracy of the lowest DP-SGD row: measured on the MLP (parts of 10,520, 30
+# epochs, 3 seeds), DP-SGD at σ = 2 gives 0.344 and MG noise falls to 0.340 at κ = 5.19, so the
+# two accuracy ranges overlap over the whole DP-SGD range.
 DEFAULT_KAPPAS = (0.25, 0.5, 1.0, 2.0)
+CIFAR10_KAPPAS = (0.5, 1.0, 2.0, 4.0, 6.0)
 DEFAULT_SIGMAS = (0.5, 1.0, 2.0)
 
 # Attacks the command line can ask for, and the reference-pool size of lira, rmia and the

@@ -13,7 +13,7 @@ from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, Devic
                                   training_progress)
 from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
                                    ModelOpt, PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
-from privaudit.defaults import DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
+from privaudit.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 from privaudit.errors import ConfigError
 
 
@@ -27,7 +27,7 @@ def audit_cmd(
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    kappas: Annotated[Optional[str], typer.Option("--kappas", help=f"Comma-separated MG-noise kappas (>= 0) to audit besides the undefended baseline ('none' for no MG rows); default {_grid_text(DEFAULT_KAPPAS)}, none for convex-relu.")] = None,
+    kappas: Annotated[Optional[str], typer.Option("--kappas", help=f"Comma-separated MG-noise kappas (>= 0) to audit besides the undefended baseline ('none' for no MG rows); default {_grid_text(CIFAR10_KAPPAS)} on cifar10 (down to the lowest DP-SGD accuracy), {_grid_text(DEFAULT_KAPPAS)} on digits, none for convex-relu.")] = None,
     sigmas: Annotated[Optional[str], typer.Option("--sigmas", help=f"Comma-separated noise multipliers (> 0) of DP-SGD (NoisyCGD for convex-relu); 'none' for no DP rows; default {_grid_text(DEFAULT_SIGMAS)}.")] = None,
     target_epsilons: Annotated[Optional[str], typer.Option("--target-epsilons", help="Comma-separated target epsilons (> 0) for the DP rows instead of --sigmas (sigma calibrated per value).")] = None,
     attacks: AttacksOpt = DEFAULT_ATTACKS,
@@ -58,7 +58,8 @@ def audit_cmd(
     if sigmas is not None and target_epsilons is not None:
         raise ConfigError("give --sigmas or --target-epsilons, not both (both set the DP rows)")
     if kappas is None:
-        kappas = "none" if model == "convex-relu" else _grid_text(DEFAULT_KAPPAS)
+        kappas = "none" if model == "convex-relu" else _grid_text(CIFAR10_KAPPAS if dataset == "cifar10"
+                                                                  else DEFAULT_KAPPAS)
     k_grid = parse_grid(kappas, "--kappas", low=0.0, high=100.0)
     eps_grid = parse_grid(target_epsilons or "", "--target-epsilons", low=0.0, low_open=True, high=1e4)
     s_grid = [] if target_epsilons is not None else parse_grid(

@@ -1,4 +1,5 @@
-"""The summary layer: every derived number the report, the terminal and ``--json`` show.
+"""The summary layer: every derived number the report, the terminal and ``--json`` show
+(docs/methods.md E).
 
 Pure pandas/NumPy/SciPy over the tidy trade-off table of :mod:`privaudit.report.build` (one
 row per target, defence setting, seed and attack). It computes, once:
