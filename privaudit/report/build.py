@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from privaudit.atomic import read_json, write_text
+from privaudit.atomic import read_json, write_bytes, write_text
 from privaudit.errors import ArtifactError, DamagedArtifactError
 from privaudit.integrity import verify_folder
 from privaudit.metrics import roc
@@ -175,6 +175,7 @@ def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str,
 @timed("report")
 def build_reports(workspace: Workspace) -> ReportResult:
     """Write ``reports/tradeoff.csv`` and ``reports/index.html`` (atomically) and return them."""
+    from privaudit.report.figures import group_figures
     from privaudit.report.html import render_report
     from privaudit.theory.page import THEORY_FOLDER, papers_section
 
@@ -187,6 +188,10 @@ def build_reports(workspace: Workspace) -> ReportResult:
     extras = {t: read_extras(workspace.attacks / t) for t in (table["target_run"].unique() if len(table) else [])}
     papers = papers_section(workspace.reports.joinpath(*THEORY_FOLDER[1:]))
     summary = summarise(table)
+    figures = group_figures(summary)
+    for fig in figures:  # for papers and slides: reports/figures/verdict-<model>-<dataset>.{pdf,png}
+        write_bytes(workspace.reports / "figures" / f"{fig.stem}.pdf", fig.pdf)
+        write_bytes(workspace.reports / "figures" / f"{fig.stem}.png", fig.png)
     write_text(html_path, render_report(table, roc_curves(workspace, table), generated=generated, extras=extras,
-                                        papers_html=papers, summary=summary))
+                                        papers_html=papers, summary=summary, figures=figures))
     return ReportResult(csv_path, html_path, table, skipped, warnings, summary)

@@ -282,9 +282,14 @@ def _ci(lo: Any, hi: Any, fmt: Callable[[Any], str]) -> str:
     return f"[{fmt(lo)}, {fmt(hi)}]" if _fin(lo) and _fin(hi) else ""
 
 
-def _first_screen(summary: Summary) -> str:
-    """The verdict and one row per setting (templates/first_screen.html.j2)."""
+def _first_screen(summary: Summary, figures: list) -> str:
+    """The verdict, its figure (:mod:`privaudit.report.figures`, inline SVG) and one row per
+    setting (templates/first_screen.html.j2)."""
+    from markupsafe import Markup
+
     from privaudit.report.templates import render
+
+    svgs = {f.stem: f for f in figures}
 
     groups = []
     st, vd = summary.settings, summary.verdicts
@@ -315,7 +320,10 @@ def _first_screen(summary: Summary) -> str:
                          "cells": [cell(per_setting, "test_accuracy"), cell(paper, "auc"),
                                    cell(best, "tpr_at_0p1pct_fpr", _pct), cell(best, "eps_lower_bound", _lb)],
                          "epsilon": _sig3(s["epsilon"])})
+        fig = svgs.get(_slug("verdict", model, dataset))
         groups.append({"model": model, "dataset": dataset, "slug": _slug("v", model, dataset), "verdicts": verdicts,
+                       "figure": Markup(fig.svg) if fig else None,  # matplotlib's own SVG: no script, no link
+                       "figure_files": f"reports/figures/{fig.stem}.pdf and .png" if fig else "",
                        "no_verdict": "No comparison: only one defence family was audited.",
                        "strongest": strongest or _DASH, "settings": rows})
     return render("first_screen.html.j2", groups=groups, method=_METHOD_NOTE)
@@ -1229,7 +1237,7 @@ def _defences_section(table: pd.DataFrame) -> str:
 def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | None = None, *,
                   title: str = "privaudit report", generated: str = "",
                   extras: Mapping[str, Mapping] | None = None, papers_html: str = "",
-                  summary: Summary | None = None) -> str:
+                  summary: Summary | None = None, figures: list | None = None) -> str:
     """The complete, self-contained HTML5 report page as a string.
 
     ``table``: the trade-off table (columns in :data:`TABLE_COLUMNS`; missing columns are
@@ -1268,7 +1276,7 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
                      'attack results to report. Train targets and shadows, run the attacks, '
                      'then rebuild this report.</p></section>')
     else:
-        parts.append(_first_screen(summary))
+        parts.append(_first_screen(summary, figures or []))
         parts.append(_key_findings(df, groups, extras))
         n_targets = df["_run"].nunique()
         parts.append(f'<section id="table"><h2>Trade-off table</h2>'
