@@ -78,7 +78,7 @@ def matmul_peak(device: torch.device) -> dict:
     n = 2048
     a, b = torch.randn(n, n), torch.randn(n, n)
     out = {"mkl_sgemm": _rate(lambda: a @ b, 2 * n ** 3) / 1e9}
-    from privaudit.training.fast_linear import onednn_enabled, onednn_matmul_nt
+    from privaudit.models.fast_linear import onednn_enabled, onednn_matmul_nt
     if onednn_enabled():
         bt = b.t().contiguous()
         out["onednn_matmul"] = _rate(lambda: onednn_matmul_nt(a, bt), 2 * n ** 3) / 1e9

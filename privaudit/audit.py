@@ -4,7 +4,7 @@ For one architecture and dataset the plan is the undefended baseline, one MG-noi
 per κ of the grid and one DP-SGD target per σ (or per target ε) of the grid. Every target
 gets its shadow model with the identical recipe, every target is attacked, and the reports
 are rebuilt from the whole workspace. With a reference pool the strongest attacks (LiRA,
-RMIA, many shadows) and the empirical ε lower bounds are added (:mod:`privaudit.attacks.run`).
+RMIA, many shadows) and the empirical ε lower bounds are added (:mod:`privaudit.attacking`).
 The audit is a graph of jobs (:mod:`privaudit.executor`) run in this process or on Ray;
 each job is the cached get-or-train of :mod:`privaudit.runs`, so an interrupted audit
 resumes where it stopped.
@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from privaudit.attacks.run import AttackPlan, AttackResult
+from privaudit.attacking import AttackPlan, AttackResult
 from privaudit.config import RunConfig
 from privaudit.errors import ConfigError
 from privaudit.executor import Job, LocalExecutor, audit_jobs

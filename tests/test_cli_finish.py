@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
-import privaudit.attacks.run
+import privaudit.attacking
 import privaudit.audit
 import privaudit.runs
 from privaudit.cli import app
@@ -70,7 +70,7 @@ def _accept(*args, **kwargs):
 @pytest.fixture
 def stubbed(monkeypatch, tmp_path):
     from privaudit.theory import experiments
-    for mod, name in ((privaudit.runs, "ensure_model"), (privaudit.attacks.run, "attack_target"),
+    for mod, name in ((privaudit.runs, "ensure_model"), (privaudit.attacking, "attack_target"),
                       (privaudit.audit, "run_audit")):
         monkeypatch.setattr(mod, name, _accept)
     for name in ("run_smoothing", "run_convergence", "run_federated", "run_masked_neurons", "run_all"):

@@ -19,7 +19,7 @@ from privaudit.errors import ConfigError
 from privaudit.training import train_model
 from privaudit.training.dp_engine import (DenseDPSGD, GaussianNoise, poisson_batch,
                                           supports_ghost_dense)
-from privaudit.training.fast_linear import FastLinear, fast_layers, linear, onednn_enabled
+from privaudit.models.fast_linear import FastLinear, fast_layers, linear, onednn_enabled
 from privaudit.training.stacked import can_stack, train_many, train_stacked
 from privaudit.training.trainer import resolve_engine
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from privaudit.attacks.run import AttackPlan
+from privaudit.attacking import AttackPlan
 from privaudit.audit import AuditHooks, audit_plan, run_audit
 from privaudit.cli import app
 from privaudit.config import make_config

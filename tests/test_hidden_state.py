@@ -158,7 +158,7 @@ def test_replace_one_without_subsampling_is_the_gaussian_mechanism_of_sensitivit
     moves by up to 2C, with noise σC, so T steps are exactly (2√T/σ)-GDP (add/remove: √T/σ),
     whose ε has a closed form (gdp_epsilon). The PLD accountant must agree up to its
     discretisation, and Opacus's add/remove ε with the add/remove closed form."""
-    from privaudit.training.dpsgd import epsilon_from_history, replace_one_epsilon
+    from privaudit.accounting import epsilon_from_history, replace_one_epsilon
 
     eps, accountant = replace_one_epsilon(sigma, 1.0, steps, 1e-5)
     assert accountant.startswith("pld")
@@ -174,7 +174,7 @@ def test_replace_one_epsilon_of_a_cifar_recipe():
     import dp_accounting
     from dp_accounting import pld
 
-    from privaudit.training.dpsgd import epsilon_from_history, replace_one_epsilon, replace_one_epsilon_sigma_half
+    from privaudit.accounting import epsilon_from_history, replace_one_epsilon, replace_one_epsilon_sigma_half
 
     for sigma, exact in ((1.0, 6.906), (2.0, 2.860)):
         eps, _ = replace_one_epsilon(sigma, 1 / 106, 5300, 1e-5)
@@ -191,7 +191,7 @@ def test_replace_one_epsilon_of_a_cifar_recipe():
 
 
 def test_replace_one_falls_back_to_the_sigma_half_bound_past_prv_range():
-    from privaudit.training.dpsgd import REPLACE_ONE_MAX_BOUND, replace_one_epsilon
+    from privaudit.accounting import REPLACE_ONE_MAX_BOUND, replace_one_epsilon
 
     eps, accountant = replace_one_epsilon(0.2, 0.5, 2000, 1e-5)
     assert eps > REPLACE_ONE_MAX_BOUND and "upper bound" in accountant

@@ -9,7 +9,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from privaudit.attacks.run import AttackPlan, attack_target
+from privaudit.attacking import AttackPlan, attack_target
 from privaudit.cli import app
 from privaudit.data import split_parts
 from privaudit.data.splits import member_indices, pool_keep

@@ -135,7 +135,7 @@ def test_theory_page_loads_clean(workspace, tmp_path):
 
 
 def test_a_script_planted_in_a_figure_does_not_run(tmp_path):
-    from privaudit.theory.page import build_page
+    from privaudit.report.papers import build_page
 
     folder = tmp_path / "theory"
     folder.mkdir()

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                  PoolSizeOpt, SeedsOpt, WorkdirOpt, emit_json, handle_errors, info_console,
+                                  PoolSizeOpt, WorkdirOpt, emit_json, handle_errors, info_console,
                                   one_of, parse_attacks, parse_seeds, refresh_reports, require_workspace, training_progress)
 from privaudit.config import DATASETS, MODELS
 from privaudit.defaults import DEFAULT_POOL_SIZE
@@ -37,7 +37,7 @@ def attack_cmd(
     plan = parse_attacks(attacks, pool_size)
     root = require_workspace(workdir, with_content=False)  # no models: resolve_targets says so
 
-    from privaudit.attacks.run import attack_target
+    from privaudit.attacking import attack_target
     from privaudit.cli.summary import attack_summary_table
     from privaudit.runs import DataCache
     from privaudit.training import resolve_device

@@ -238,7 +238,7 @@ def fmt(value, digits: int = 3) -> str:
 
 def parse_attacks(values: list[str] | str, pool_size: int):
     """``--attacks lira --attacks rmia`` or ``--attacks lira,rmia`` → an AttackPlan."""
-    from privaudit.attacks.run import AttackPlan
+    from privaudit.attacking import AttackPlan
 
     items = values.split(",") if isinstance(values, str) else [v for item in values for v in item.split(",")]
     return AttackPlan.from_choices([v.strip() for v in items if v.strip()], pool_size)

@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 import torch
 
-from privaudit.attacks.run import attack_target
+from privaudit.attacking import attack_target
 from privaudit.executor.plan import Job
 from privaudit.integrity import verify_folder
 from privaudit.pools import ensure_pool

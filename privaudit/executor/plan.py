@@ -8,7 +8,7 @@ Each job is one unit of the audit that an executor may run anywhere:
   run uses, so the numbers are the same);
 * ``logits:<pool>``: the logits of every model of one reference pool on the pool samples
   and the population (:func:`privaudit.pools.ensure_pool`, once the pool's models exist);
-* ``attack:<target>``: every attack of one target (:func:`privaudit.attacks.run.attack_target`),
+* ``attack:<target>``: every attack of one target (:func:`privaudit.attacking.attack_target`),
   once its target, shadow, pool logits and canary model exist;
 * ``report``: the reports, from the whole workspace, after every attack.
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from privaudit.attacks.run import AttackPlan
+from privaudit.attacking import AttackPlan
 from privaudit.config import RunConfig
 from privaudit.pools import POOLS_FOLDER, pool_name
 from privaudit.training.stacked import stack_groups

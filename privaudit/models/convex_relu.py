@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from privaudit.training.fast_linear import linear
+from privaudit.models.fast_linear import linear
 
 
 class ConvexReLU(nn.Module):

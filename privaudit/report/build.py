@@ -140,7 +140,7 @@ def _replace_one_epsilon(defence, metrics: dict, sigma_half: bool = False) -> fl
                    float(defence.delta))
     except (KeyError, TypeError, ValueError):
         return math.nan
-    from privaudit.training.dpsgd import replace_one_epsilon, replace_one_epsilon_sigma_half
+    from privaudit.accounting import replace_one_epsilon, replace_one_epsilon_sigma_half
 
     return (replace_one_epsilon_sigma_half if sigma_half else replace_one_epsilon)(*setting)[0]
 
@@ -177,7 +177,7 @@ def build_reports(workspace: Workspace) -> ReportResult:
     """Write ``reports/tradeoff.csv`` and ``reports/index.html`` (atomically) and return them."""
     from privaudit.report.figures import group_figures
     from privaudit.report.html import render_report
-    from privaudit.theory.page import THEORY_FOLDER, papers_section
+    from privaudit.report.papers import THEORY_FOLDER, papers_section
 
     warnings: list[str] = []
     table, skipped = collect_table(workspace, warnings)

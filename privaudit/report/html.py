@@ -1248,7 +1248,7 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
     any part may be missing. A (model, dataset) group with pool attacks, empirical ε or
     one-run values gets a "Strongest attacks and empirical ε" part. An empty table gives a
     page saying nothing has been audited yet. ``papers_html``: the "Papers' figures" section
-    (:func:`privaudit.theory.page.papers_section`), placed before "How to read this".
+    (:func:`privaudit.report.papers.papers_section`), placed before "How to read this".
     """
     rocs = rocs if isinstance(rocs, Mapping) else {}
     extras = extras if isinstance(extras, Mapping) else {}

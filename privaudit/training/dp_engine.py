@@ -7,7 +7,7 @@ probability q, clips every per-sample gradient to norm C and adds Gaussian noise
     ĝ = ( Σ_{i∈B} g_i · min(1, C / (‖g_i‖ + 1e-6)) + N(0, σ²C² I) ) / E|B|,
 
 with E|B| = ⌊n q⌋ as Opacus divides, and q, σ and the step count are what the accountant
-(:func:`privaudit.training.dpsgd.epsilon_from_history`) is given. Only the computation
+(:func:`privaudit.accounting.epsilon_from_history`) is given. Only the computation
 differs from Opacus's default per-sample hooks, which materialise every g_i:
 
 * For a dense layer z = a Wᵀ + b the per-sample gradient is the outer product
@@ -36,7 +36,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from privaudit.training.fast_linear import linear, matmul_tn
+from privaudit.models.fast_linear import linear, matmul_tn
 
 PAD_TO = 8
 PER_SAMPLE_MODULES = (nn.Flatten, nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.Identity)

@@ -27,7 +27,7 @@ from torch.nn import functional as F
 
 from privaudit.models.convex_relu import ConvexReLU, logits_and_gates, to_working
 from privaudit.training.dp_engine import GaussianNoise, dp_compute_threads
-from privaudit.training.fast_linear import matmul_tn
+from privaudit.models.fast_linear import matmul_tn
 
 
 def from_working(w: torch.Tensor, gates: int) -> torch.Tensor:

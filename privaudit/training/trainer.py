@@ -7,7 +7,7 @@ with Adam over shuffled full passes.
 Two engines give the same models (the tests check that they agree):
 
 * ``fast`` (default): dense layers through oneDNN on x86 CPUs
-  (:mod:`privaudit.training.fast_linear`), fused Adam, and DP-SGD for dense models by
+  (:mod:`privaudit.models.fast_linear`), fused Adam, and DP-SGD for dense models by
   :class:`privaudit.training.dp_engine.DenseDPSGD` (ghost norms, one backward pass, own
   Poisson sampler over the in-memory tensors). DP-SGD for convolutional models goes
   through Opacus as in ``reference``.
@@ -48,8 +48,8 @@ from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
 from privaudit.training.dp_engine import (DenseDPSGD, GaussianNoise, dp_compute_threads, poisson_batch,
                                           supports_ghost_dense)
-from privaudit.training.dpsgd import calibrate_noise_multiplier, epsilon_from_history
-from privaudit.training.fast_linear import fast_layers
+from privaudit.accounting import calibrate_noise_multiplier, epsilon_from_history
+from privaudit.models.fast_linear import fast_layers
 from privaudit.training.augment import random_flip
 from privaudit.training.mg_noise import apply_mg_noise
 from privaudit.training.noisycgd import train_noisycgd

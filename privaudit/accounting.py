@@ -1,4 +1,4 @@
-"""DP-SGD through Opacus: noise calibration and ε accounting (docs/methods.md A.5).
+"""DP-SGD accounting through Opacus and dp_accounting: noise calibration and ε (docs/methods.md A.5).
 
 Opacus owns the mechanism (Poisson sampling, per-sample clipping with ghost clipping, noise)
 and the accountants. privaudit reports ε from the PRV accountant, Opacus's default and the

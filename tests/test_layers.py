@@ -1,0 +1,95 @@
+"""The package's layer order, enforced: every import (lazy ones inside functions included)
+goes to the same layer or one below it, and every module belongs to a layer.
+
+Bottom to top: maths and accounting; data; models; training; the attacks' maths; workspace
+and pipeline steps (get-or-train, pools, canaries, attacking a target); the report; the
+theory experiments (which draw with the report's plots); orchestration (the audit's job
+graph and its executors); the command line.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "privaudit"
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("maths and accounting", ("privaudit", "errors", "defaults", "seeding", "atomic", "locks", "formatting",
+                              "timing", "provenance", "metrics", "empirical", "integrity", "hidden_state",
+                              "accounting", "matching", "config")),
+    ("data", ("data",)),
+    ("models", ("models",)),
+    ("training", ("training",)),
+    ("attacks", ("attacks",)),
+    ("workspace and pipeline steps", ("workspace", "runs", "pools", "canary", "attacking")),
+    ("report", ("report",)),
+    ("theory", ("theory",)),
+    ("orchestration", ("audit", "executor")),
+    ("command line", ("cli", "__main__")),
+]
+
+
+def layer_of(module: str) -> int:
+    """Index in :data:`LAYERS` of a dotted module name (``privaudit.report.html`` → report)."""
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "privaudit"
+    for i, (_, names) in enumerate(LAYERS):
+        if top in names:
+            return i
+    raise KeyError(f"{module} is in no layer of tests/test_layers.py: place it")
+
+
+def imports_of(source: str, module: str) -> list[tuple[int, str]]:
+    """(line, imported privaudit module) for every import in ``source``, at any depth;
+    relative imports resolved against ``module``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            name = node.module or ""
+            if node.level:
+                base = module.split(".")[: -node.level]
+                name = ".".join(base + ([name] if name else []))
+            if name.split(".")[0] == "privaudit":
+                out.append((node.lineno, name))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "privaudit"]
+    return out
+
+
+def upward_imports(files: dict[str, str]) -> list[str]:
+    """``module:line imports target (layer → layer)`` for each import that goes up."""
+    bad = []
+    for module, source in sorted(files.items()):
+        here = layer_of(module)
+        for line, target in imports_of(source, module):
+            there = layer_of(target)
+            if there > here:
+                bad.append(f"{module}:{line} imports {target} ({LAYERS[here][0]} → {LAYERS[there][0]})")
+    return bad
+
+
+def package_files() -> dict[str, str]:
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        files[module] = path.read_text()
+    return files
+
+
+def test_every_import_goes_down_or_sideways():
+    files = package_files()
+    assert len(files) > 50
+    assert upward_imports(files) == []
+
+
+def test_every_module_has_a_layer():
+    for module in package_files():
+        layer_of(module)
+
+
+def test_the_check_catches_an_upward_import():
+    planted = {"privaudit.models.evil": "def f():\n    from privaudit.report.html import render_report\n",
+               "privaudit.report.fine": "from privaudit.models import build_model\nfrom . import html\n"}
+    assert upward_imports(planted) == ["privaudit.models.evil:2 imports privaudit.report.html (models → report)"]
