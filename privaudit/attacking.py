@@ -35,7 +35,7 @@ from privaudit.defaults import ATTACK_CHOICES, DEFAULT_POOL_SIZE
 from privaudit.errors import ArtifactError, ConfigError
 from privaudit.integrity import verify_folder
 from privaudit.locks import artifact_lock
-from privaudit.metrics import attack_metrics
+from privaudit.metrics import attack_metrics, strongest_attack
 from privaudit.provenance import provenance
 from privaudit.runs import DataCache, ensure_model
 from privaudit.training.trainer import EpochCallback, predict_logits, role_data
@@ -210,8 +210,7 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
             arrays[f"score_{name}"] = s
         arrays["labels"] = labels
         extras["loo"] = {"pool": pool.name, "pool_size": pool.size, "summary": summarise(per_target)}
-        # the strongest attack: highest TPR at 0.1 % FPR, then AUC (the report's definition)
-        strongest = max(scores, key=lambda n: (metrics[n]["tpr_at_0p1pct_fpr"], metrics[n]["auc"]))
+        strongest = strongest_attack({n: metrics[n] for n in scores})
         extras["exposure"] = {"attack": strongest,
                               **exposure(labels, scores[strongest], pool.labels, pool.indices)}
     if todo_one_run:

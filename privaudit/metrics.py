@@ -8,6 +8,8 @@ caller states (predict member iff score >= threshold).
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import numpy as np
 from scipy.stats import norm, rankdata
 from sklearn.metrics import roc_auc_score, roc_curve
@@ -107,6 +109,32 @@ def attack_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float) -> 
     for name, level in LOW_FPRS.items():
         out[name] = float(tpr[fpr <= level + 1e-12].max())
     return out
+
+
+STRONGEST_KEY = ("tpr_at_0p1pct_fpr", "auc")
+
+
+def strongest_attack(metrics: Mapping[str, Mapping[str, float]]) -> str | None:
+    """The strongest of several attacks on the same targets, the one rule of every view:
+    the highest TPR at 0.1 % FPR, then the highest AUC (a missing or NaN value counts as
+    −∞; ties go to the first attack). ``metrics`` maps attack → its metrics; None when no
+    attack has either value."""
+    best, best_key = None, None
+    for name, m in metrics.items():
+        key = tuple(_finite_or_minus_inf(m.get(k)) for k in STRONGEST_KEY)
+        if all(v == -np.inf for v in key):
+            continue
+        if best_key is None or key > best_key:
+            best, best_key = name, key
+    return best
+
+
+def _finite_or_minus_inf(v) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return -np.inf
+    return f if np.isfinite(f) else -np.inf
 
 
 def advantage_threshold(labels: np.ndarray, scores: np.ndarray) -> float:

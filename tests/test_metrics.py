@@ -167,3 +167,17 @@ def test_invalid_inputs_raise_value_error(case, labels, scores):
         advantage(labels, scores)
     with pytest.raises(ValueError):
         roc(labels, scores)
+
+
+def test_strongest_attack_one_rule():
+    """TPR at 0.1 % FPR first, AUC breaks ties, NaN and missing count as −∞, first wins a full tie."""
+    from privaudit.metrics import strongest_attack
+
+    assert strongest_attack({"a": {"tpr_at_0p1pct_fpr": 0.01, "auc": 0.9},
+                             "b": {"tpr_at_0p1pct_fpr": 0.02, "auc": 0.6}}) == "b"
+    assert strongest_attack({"a": {"tpr_at_0p1pct_fpr": 0.02, "auc": 0.7},
+                             "b": {"tpr_at_0p1pct_fpr": 0.02, "auc": 0.8}}) == "b"
+    assert strongest_attack({"a": {"tpr_at_0p1pct_fpr": float("nan"), "auc": 0.99},
+                             "b": {"tpr_at_0p1pct_fpr": 0.0, "auc": 0.5}}) == "b"
+    assert strongest_attack({"a": {"auc": 0.6}, "b": {"auc": 0.6}}) == "a"
+    assert strongest_attack({"a": {}, "b": {"auc": None}}) is None

@@ -396,7 +396,8 @@ def test_setting_labels():
     assert setting_label(False, 0.5, np.nan) == "κ=0.5"
     assert setting_label(True, 0.0, 1.0, 21.04) == "σ=1 (ε=21.0)"
     assert setting_label(True, 0.0, 1.5, np.nan) == "σ=1.5"
-    assert setting_label(True, 0.2, 1.0, 3.0, with_epsilon=False) == "κ=0.2, σ=1"
+    assert setting_label(True, 0.2, 1.0) == "κ=0.2, σ=1"
+    assert setting_label(True, 0.2, 1.0, 3.0) == "κ=0.2, σ=1 (ε=3.00)"
 
 
 # ---------------------------------------------------------------------------------------

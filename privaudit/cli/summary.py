@@ -13,17 +13,15 @@ from rich.table import Table
 
 from privaudit.errors import ArtifactError
 from privaudit.formatting import fixed, lower_bound, sig3
+from privaudit.metrics import strongest_attack
+from privaudit.report.summary import setting_label
 from privaudit.workspace import Workspace
 
 
 def setting_text(cfg, metrics: dict) -> str:
-    """``baseline``, ``κ=0.5``, ``σ=1`` or ``κ=0.5 σ=1``."""
-    bits = []
-    if cfg.defence.kappa > 0:
-        bits.append(f"κ={cfg.defence.kappa:g}")
-    if cfg.defence.dp:
-        bits.append(f"σ={metrics.get('noise_multiplier', float('nan')):.3g}")
-    return " ".join(bits) or "baseline"
+    """``baseline``, ``κ=0.5``, ``σ=1`` or ``κ=0.5, σ=1`` (σ as trained: calibrated to a target ε
+    when the run asked for one)."""
+    return setting_label(cfg.defence.dp, cfg.defence.kappa, metrics.get("noise_multiplier", float("nan")))
 
 
 def _max_eps(metrics: dict) -> tuple[float | None, str]:
@@ -59,8 +57,7 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
         table.add_column(col, justify="left" if col in ("model", "dataset", "setting", "strongest") else "right",
                          no_wrap=col != "strongest", overflow="fold", min_width=10 if col == "strongest" else None)
     for cfg, tm, metrics, extras in rows:
-        strongest = max(metrics, key=lambda a: (metrics[a].get("tpr_at_0p1pct_fpr") or 0.0,
-                                                metrics[a].get("auc") or 0.0)) if metrics else ""
+        strongest = strongest_attack(metrics) or ""
         s = metrics.get(strongest, {})
         eps, _ = _max_eps(metrics)
         lead = ([cfg.model.name] if len(models) > 1 else []) + ([cfg.data.dataset] if len(datasets) > 1 else [])

@@ -21,7 +21,8 @@ from privaudit.formatting import lower_bound, sig3
 from privaudit.report.build import COLUMNS
 from privaudit.report.defences import noisycgd_comparison
 from privaudit.report.iso import as_bool, iso_accuracy, iso_summary, split_curves
-from privaudit.report.summary import Summary, compare, summarise
+from privaudit.metrics import strongest_attack
+from privaudit.report.summary import Summary, compare, setting_label, summarise
 from privaudit.report.svg import line_plot
 
 __all__ = ["render_report", "TABLE_COLUMNS", "setting_label"]
@@ -113,23 +114,6 @@ def _slug(*parts: Any) -> str:
     return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "group"
 
 
-def setting_label(dp: bool, kappa: Any, sigma: Any, epsilon: Any = float("nan"),
-                  with_epsilon: bool = True) -> str:
-    """How a defence setting is named in the report: "baseline", "κ=0.5", "σ=1 (ε=21.3)",
-    "κ=0.5, σ=1 (ε=21.3)"."""
-    k = _num(kappa)
-    if not dp:
-        return "baseline" if not math.isfinite(k) or k == 0 else f"κ={k:g}"
-    parts = []
-    if math.isfinite(k) and k > 0:
-        parts.append(f"κ={k:g}, ")
-    s = _num(sigma)
-    parts.append(f"σ={s:g}" if math.isfinite(s) else "σ=?")
-    if with_epsilon and _fin(epsilon):
-        parts.append(f" (ε={_sig3(epsilon)})")
-    return "".join(parts)
-
-
 def _prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     """A copy of the table with every expected column, typed, plus helper columns."""
     df = pd.DataFrame(columns=TABLE_COLUMNS) if table is None else table.copy()
@@ -147,7 +131,7 @@ def _prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     df["_rank"] = np.where(df["dp"], np.where(kappa > 0, 3, 2), np.where(kappa > 0, 1, 0))
     df["_baseline"] = (~df["dp"]) & (kappa == 0)
     df["_attack_rank"] = df["attack"].map(_ATTACK_ORDER).fillna(9)
-    df["_key"] = [setting_label(d, k, s, with_epsilon=False)
+    df["_key"] = [setting_label(d, k, s)
                   for d, k, s in zip(df["dp"], df["kappa"], df["noise_multiplier"])]
     df["_run"] = df["target_run"].map(_text)
     src = df["source"].where(df["source"].notna(), df["shadow_run"])
@@ -445,8 +429,7 @@ def _points_table(attack: str, mg: pd.DataFrame, dp: pd.DataFrame) -> str:
     rows = []
     for curve, pts in (("MG noise", mg), ("DP-SGD", dp)):
         for _, p in pts.iterrows():
-            label = setting_label(bool(p["dp"]), p["kappa"], p["noise_multiplier"],
-                                  with_epsilon=False)
+            label = setting_label(bool(p["dp"]), p["kappa"], p["noise_multiplier"])
             rows.append(
                 f'<tr><td class="txt">{curve}</td><td class="txt">{_esc(label)}</td>'
                 f'<td class="num">{_esc(_sig3(p["epsilon"]))}</td>'
@@ -634,23 +617,10 @@ def _has_empirical(g: pd.DataFrame, extras: Any) -> bool:
                for k in ("loo", "exposure", "one_run"))
 
 
-def _best(values: Mapping[str, tuple[float, ...]]) -> str | None:
-    """The key with the largest tuple, NaNs counting as −∞; None when all are NaN. Ties go
-    to the first key."""
-    best, best_key = None, None
-    for name, vals in values.items():
-        k = tuple(v if math.isfinite(v) else -math.inf for v in vals)
-        if all(v == -math.inf for v in k):
-            continue
-        if best_key is None or k > best_key:
-            best, best_key = name, k
-    return best
-
-
 def _setting_name(rank: int, dp: bool, kappa: Any, sigma: Any) -> str:
     if rank == 0:
         return "baseline"
-    return f"{_FAMILY.get(rank, '?')} {setting_label(dp, kappa, sigma, with_epsilon=False)}"
+    return f"{_FAMILY.get(rank, '?')} {setting_label(dp, kappa, sigma)}"
 
 
 def _settings(g: pd.DataFrame, extras: Any) -> list[dict]:
@@ -673,9 +643,9 @@ def _settings(g: pd.DataFrame, extras: Any) -> list[dict]:
                 one_run.append(float(v.iloc[0]))
             elif _fin(ex.get("eps_lower_bound")):
                 one_run.append(_num(ex.get("eps_lower_bound")))
-        strongest = _best({a: (_num(r["tpr_at_0p1pct_fpr"]), _num(r["auc"]))
-                           for a, r in att.iterrows()})
-        eps_attack = _best({a: (_num(r["eps_lower_bound"]),) for a, r in att.iterrows()})
+        strongest = strongest_attack(att.to_dict("index"))
+        eps = att["eps_lower_bound"].dropna()
+        eps_attack = str(eps.idxmax()) if len(eps) else None  # the largest bound (first on ties)
         per_run = s.drop_duplicates("_run")
         rank = int(first["_rank"])
         out.append({

@@ -36,9 +36,12 @@ import numpy as np
 import pandas as pd
 from scipy.stats import beta, norm, t as student_t
 
+from privaudit.formatting import sig3
+from privaudit.metrics import STRONGEST_KEY
+from privaudit.metrics import strongest_attack as strongest_of
+
 CONFIDENCE = 0.95
 PAPER_ATTACK = "shadow"
-STRONGEST_KEY = ("tpr_at_0p1pct_fpr", "auc")
 SUMMARISED = ("test_accuracy", "auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "eps_lower_bound")
 #: the columns that make a setting: the recipe and the defence (the seed replicates it)
 SETTING_KEYS = ("model", "dataset", "width", "part_size", "epochs", "defence", "kappa", "dp", "noise_multiplier")
@@ -76,14 +79,16 @@ def binomial_interval(p: float, n: float, confidence: float = CONFIDENCE) -> tup
 
 # -- settings -----------------------------------------------------------------------------
 
-def setting_label(dp: Any, kappa: Any, sigma: Any) -> str:
-    """How a defence setting is named everywhere: ``baseline``, ``κ=0.5``, ``σ=1``, ``κ=0.5, σ=1``."""
+def setting_label(dp: Any, kappa: Any, sigma: Any, epsilon: Any = math.nan) -> str:
+    """How a defence setting is named everywhere: ``baseline``, ``κ=0.5``, ``σ=1``,
+    ``κ=0.5, σ=1``; with a finite ``epsilon`` (DP rows) ``σ=1 (ε=21.0)``."""
     k, s = _num(kappa), _num(sigma)
     mg = f"κ={k:g}" if math.isfinite(k) and k > 0 else ""
     if not _truthy(dp):
         return mg or "baseline"
     sig = f"σ={s:.3g}" if math.isfinite(s) else "σ=?"
-    return f"{mg}, {sig}" if mg else sig
+    eps = f" (ε={sig3(epsilon)})" if math.isfinite(_num(epsilon)) else ""
+    return (f"{mg}, {sig}" if mg else sig) + eps
 
 
 def _num(v: Any) -> float:
@@ -179,13 +184,12 @@ def _sampling_interval(r: pd.Series, metric: str, confidence: float) -> tuple[fl
 # -- the strongest attack -----------------------------------------------------------------
 
 def strongest_attack(group: pd.DataFrame) -> str | None:
-    """The attack of a (model, dataset) group with the highest mean TPR at 0.1 % FPR over its
-    rows, then the highest mean AUC; None when the group has no attack values."""
-    g = group.dropna(subset=["tpr_at_0p1pct_fpr"])
-    if g.empty:
+    """The strongest attack of a (model, dataset) group by :func:`privaudit.metrics.strongest_attack`
+    on each attack's means over its rows; None when the group has no attack values."""
+    if group.empty or group["tpr_at_0p1pct_fpr"].isna().all():
         return None
-    means = g.groupby("attack")[list(STRONGEST_KEY)].mean().fillna(-1.0)
-    return str(max(means.index, key=lambda a: (tuple(means.loc[a]), a == PAPER_ATTACK)))
+    means = group.groupby("attack", sort=True)[list(STRONGEST_KEY)].mean()
+    return strongest_of(means.to_dict("index"))
 
 
 # -- verdicts -----------------------------------------------------------------------------
