@@ -15,7 +15,7 @@ import pytest
 
 from privaudit.report.html import TABLE_COLUMNS, render_report, setting_label
 from privaudit.report.iso import iso_accuracy, iso_summary
-from privaudit.report.svg import line_plot, nice_linear_ticks, thin_points
+from privaudit.report.plots import line_plot
 
 PLOTS_PER_GROUP = 7  # acc-vs-kappa, auc-vs-kappa, precision/recall/auc-vs-acc, 2 ROC
 ATTACKS = ("shadow", "loss", "confidence")
@@ -169,110 +169,57 @@ def test_iso_accuracy_no_overlap_or_too_few_points_gives_no_rows():
 # svg
 
 
+def _colours(root) -> set[str]:
+    return {m.group(1).lower() for e in root.iter() for m in re.finditer(r"stroke: ?(#[0-9a-fA-F]{6})",
+                                                                          e.get("style", ""))}
+
+
 def test_line_plot_is_valid_svg_with_accessibility_and_escaping():
     svg = line_plot([{"label": "a<b & c", "x": [0, 1, 2], "y": [0.1, 0.5, 0.3]},
                      {"label": "second", "x": [0, 1, np.nan, np.inf], "y": [1, 0.2, 3, 4]}],
                     title='<script>x</script> & "t"', xlabel="x <unit>", ylabel="y")
-    root = ET.fromstring(svg)
-    assert root.tag == "svg"
-    assert root.get("role") == "img"
-    assert root.get("viewBox", "").startswith("0 0 560 ")
+    root = ET.fromstring(svg)                                  # one well-formed element, no namespace needed
+    assert root.tag == "svg" and root.get("role") == "img"
     assert root.get("aria-label") == '<script>x</script> & "t"'
-    assert root.find("title").text == '<script>x</script> & "t"'
-    assert "<script>" not in svg
-    texts = [t.text for t in root.iter("text")]
-    assert "a<b & c" in texts and "x <unit>" in texts
-    assert len(root.findall(".//polyline")) == 2
-    # the NaN/inf points of the second series are dropped: 3 + 2 markers
-    assert len(root.findall(".//circle")) == 3 + 2 + 2  # + one legend marker per series
-    # 2-decimal coordinates
-    for c in root.iter("circle"):
-        for attr in ("cx", "cy"):
-            assert re.fullmatch(r"-?\d+(\.\d{1,2})?", c.get(attr))
-    # two series, two different colours
-    strokes = {p.get("stroke") for p in root.findall(".//polyline")}
-    assert len(strokes) == 2
+    assert root[0].tag == "title" and root[0].text == '<script>x</script> & "t"'
+    assert "<script" not in svg and "http" not in svg          # no metadata links, no xlink namespace
+    texts = "".join(t.text or "" for t in root.iter("text"))
+    assert "a<b & c" in texts and "x <unit>" in texts          # text kept as text
+    assert {"#0072b2", "#d55e00"} <= _colours(root)            # two series, two palette colours
 
 
-def test_line_plot_log_axes_drop_nonpositive_and_tick_at_decades():
-    svg = line_plot([{"label": "s", "x": [-1, 0, 0.001, 0.01, 0.1, 1.0],
-                      "y": [0.5, 0.5, 0.002, 0.02, 0.2, 0.9]}],
-                    title="log", xlabel="x", ylabel="y", log_x=True, log_y=True)
-    root = ET.fromstring(svg)
-    data_markers = [c for c in root.iter("circle") if c.get("r") == "3.6"]
-    assert len(data_markers) == 4 + 1  # 4 positive points + the legend marker
-    ticks = [t.text for t in root.iter("text") if t.get("class") == "tick"]
-    # x decades 1e-3..1 and y decades 1e-3..1, written as decimals
-    assert ticks.count("0.001") == 2 and ticks.count("0.01") == 2
-    assert ticks.count("0.1") == 2 and ticks.count("1") == 2
-    assert len(ticks) == 8
+def test_line_plot_drops_nonpositive_points_on_log_axes_and_draws_error_bars():
+    def markers(svg):  # data and legend markers are <use> of one marker definition each
+        return len(ET.fromstring(svg).findall(".//use"))
 
-    svg2 = line_plot([{"label": "roc", "x": [0, 1e-4, 1e-2, 1], "y": [0, 1e-3, 0.1, 1]}],
-                     title="roc", xlabel="fpr", ylabel="tpr", log_x=True, log_y=True,
-                     x_range=(1e-4, 1), y_range=(1e-4, 1), diagonal=True)
-    root2 = ET.fromstring(svg2)
-    ticks2 = [t.text for t in root2.iter("text") if t.get("class") == "tick"]
-    for e in ("10⁻⁴", "10⁻³", "10⁻²", "10⁻¹", "10⁰"):
-        assert ticks2.count(e) == 2
-    # the diagonal (chance line) is drawn dashed
-    assert any(ln.get("stroke-dasharray") == "4 4" for ln in root2.iter("line"))
+    axes = dict(title="log", xlabel="x", ylabel="y", log_x=True, log_y=True, x_range=(1e-3, 1), y_range=(1e-3, 1))
+    kept = line_plot([{"label": "s", "x": [-1, 0, 0.001, 0.01, 0.1, 1.0], "y": [0.5, 0.5, 0.002, 0.02, 0.2, 0.9]}],
+                     **axes)
+    every = line_plot([{"label": "s", "x": [0.002, 0.005, 0.001, 0.01, 0.1, 1.0],
+                        "y": [0.5, 0.5, 0.002, 0.02, 0.2, 0.9]}], **axes)
+    assert markers(every) - markers(kept) == 2                 # the two points at x <= 0 are dropped (same ticks)
+    plain = line_plot([{"label": "s", "x": [1, 2, 3], "y": [0.5, 0.6, 0.7]}], title="e", xlabel="x", ylabel="y")
+    bars = line_plot([{"label": "s", "x": [1, 2, 3], "y": [0.5, 0.6, 0.7], "y_lo": [0.4, 0.55, np.nan],
+                       "y_hi": [0.6, 0.65, np.nan]}], title="e", xlabel="x", ylabel="y")
+    assert markers(bars) > markers(plain)                      # the error bars' caps
+    assert len(bars) > len(plain)
 
 
-def test_nice_linear_ticks_are_1_2_5_steps():
-    for lo, hi in [(0.613, 0.7049), (0, 1), (-3.2, 17.9), (0.5, 0.5), (1234, 98765)]:
-        a, b, ticks, dec = nice_linear_ticks(lo, hi)
-        assert a <= min(lo, hi) and b >= max(lo, hi)
-        steps = np.diff(ticks)
-        assert np.allclose(steps, steps[0])
-        mant = steps[0] / 10 ** math.floor(math.log10(steps[0]) + 1e-9)
-        assert round(mant, 6) in (1.0, 2.0, 5.0)
-        assert 3 <= len(ticks) <= 12
-        labels = [f"{t:.{dec}f}" for t in ticks]
-        assert len(set(labels)) == len(labels)
-
-
-def test_empty_input_gives_frame_with_no_data_note():
-    for series in ([], [{"label": "empty", "x": [], "y": []}],
-                   [{"label": "nan", "x": [np.nan], "y": [1.0]}]):
-        svg = line_plot(series, title="t", xlabel="x", ylabel="y", log_x=True)
-        root = ET.fromstring(svg)
+def test_empty_input_gives_a_no_data_note():
+    for series in ([], [{"label": "empty", "x": [], "y": []}], [{"label": "nan", "x": [np.nan], "y": [1.0]}]):
+        root = ET.fromstring(line_plot(series, title="t", xlabel="x", ylabel="y", log_x=True))
         assert any(t.text == "no data" for t in root.iter("text"))
-        assert root.find(".//polyline") is None
-    svg = line_plot([{"label": "e", "x": [], "y": []}, {"label": "f", "x": [1, 2], "y": [1, 2]}],
-                    title="t", xlabel="x", ylabel="y")
-    texts = [t.text for t in ET.fromstring(svg).iter("text")]
-    assert "e (no data)" in texts and "no data" not in texts
 
 
-def test_thinning_keeps_shape_ends_and_point_budget():
+def test_long_roc_curves_stay_small_and_plots_are_reproducible():
     fpr, tpr = synthetic_roc(0.8, n=20_000)
-    svg = line_plot([{"label": "roc", "x": fpr, "y": tpr, "markers": False}], title="ROC",
-                    xlabel="fpr", ylabel="tpr", x_range=(0, 1), y_range=(0, 1), diagonal=True)
-    root = ET.fromstring(svg)
-    (poly,) = root.findall(".//polyline")
-    pts = np.array([[float(v) for v in p.split(",")] for p in poly.get("points").split()])
-    assert 10 <= len(pts) <= 400
-    # first point at the bottom-left corner (0, 0), last at the top-right (1, 1)
-    frame = [r for r in root.iter("rect") if r.get("fill") == "none"][0]
-    x0, y0 = float(frame.get("x")), float(frame.get("y"))
-    w, h = float(frame.get("width")), float(frame.get("height"))
-    np.testing.assert_allclose(pts[0], [x0, y0 + h], atol=0.01)
-    np.testing.assert_allclose(pts[-1], [x0 + w, y0], atol=0.01)
-    assert len(svg) < 20_000
-
-    # the thinned polyline stays within a few pixels of every original point
-    px, py = fpr * 478, (1 - tpr) * 292
-    keep = thin_points(px, py, max_points=400)
-    assert keep[0] == 0 and keep[-1] == len(px) - 1 and len(keep) <= 400
-    assert np.all(np.diff(keep) > 0)
-    kx, ky = px[keep], py[keep]
-    ax, ay, bx, by = kx[:-1], ky[:-1], kx[1:], ky[1:]
-    worst = 0.0
-    for x, y in zip(px[::50], py[::50]):
-        dx, dy = bx - ax, by - ay
-        t = np.clip(((x - ax) * dx + (y - ay) * dy) / np.maximum(dx * dx + dy * dy, 1e-12), 0, 1)
-        worst = max(worst, float(np.min(np.hypot(ax + t * dx - x, ay + t * dy - y))))
-    assert worst < 2.0
+    args = dict(title="ROC", xlabel="fpr", ylabel="tpr", x_range=(0, 1), y_range=(0, 1), diagonal=True)
+    svg = line_plot([{"label": "roc", "x": fpr, "y": tpr, "markers": False}], **args)
+    assert len(svg) < 40_000                                   # 20,000 points simplified to the visible bends
+    assert svg == line_plot([{"label": "roc", "x": fpr, "y": tpr, "markers": False}], **args)
+    other = line_plot([{"label": "roc", "x": fpr, "y": tpr, "markers": False}], **{**args, "title": "ROC 2"})
+    ids = set(re.findall(r'id="([^"]+)"', svg)) & set(re.findall(r'id="([^"]+)"', other))
+    assert not ids                                             # two plots on one page share no element id
 
 
 # ---------------------------------------------------------------------------------------
@@ -463,6 +410,16 @@ def make_pool_rocs(table):
     return rocs
 
 
+def n_series(svg) -> int:
+    return sum(bool(re.search(r"series-\d+$", g.get("id") or "")) for g in svg.iter("g"))
+
+
+def series_points(svg, i: int) -> list[tuple[float, float]]:
+    """The (x, y) markers of series ``i`` of a :func:`line_plot` (SVG user units, y down)."""
+    (group,) = [g for g in svg.iter("g") if (g.get("id") or "").endswith(f"series-{i}")]
+    return [(float(u.get("x")), float(u.get("y"))) for u in group.iter("use")]
+
+
 def _svg_by_title(doc, title):
     found = [s for s in svgs_of(doc) if f"<title>{title}</title>" in s]
     assert len(found) == 1, title
@@ -513,15 +470,14 @@ def test_empirical_section_appears_with_pool_rows():
     eps_acc = _svg_by_title(doc, "Empirical ε lower bound vs test accuracy")
     legend = [t.text for t in eps_acc.iter("text")]
     assert "MG noise (κ)" in legend and "DP-SGD (σ)" in legend
-    # MG: baseline + 3 kappas, DP: baseline + 2 sigmas (+ 2 legend markers)
-    assert len([c for c in eps_acc.iter("circle")]) == 4 + 3 + 2
+    # MG: baseline + 3 kappas, DP: baseline + 2 sigmas
+    assert (len(series_points(eps_acc, 0)), len(series_points(eps_acc, 1))) == (4, 3)
     roc = _svg_by_title(doc, "ROC of every attack, baseline (log-log)")
     labels = [t.text for t in roc.iter("text")]
     for a in ATTACKS + POOL:
         assert any(lab and lab.startswith(f"{a} (AUC") for lab in labels), a
-    assert len(roc.findall(".//polyline")) == len(ATTACKS + POOL)
-    ticks = [t.text for t in roc.iter("text") if t.get("class") == "tick"]
-    assert "10⁻⁴" in ticks  # FPR from max(1e-4, 1/10520)
+    assert n_series(roc) == len(ATTACKS + POOL)
+    assert "log-log axes from FPR 0.0001" in doc  # FPR from max(1e-4, 1/10520)
     # the main table: eps-lb column with tooltips for the TPR intervals
     table_html = doc[doc.index('id="table"'):doc.index('id="g-')]
     assert ">ε lb<" in table_html and ">2.34<" in table_html
@@ -579,13 +535,8 @@ def test_accountant_vs_empirical_plot_for_dp_rows():
     for lab in ("accountant ε (upper bound)", "empirical ε (lower bound)",
                 "one-run ε (lower bound)", "σ (noise multiplier)"):
         assert lab in texts
-    polys = svg.findall(".//polyline")
-    assert len(polys) == 2  # the one-run bounds 0.1 and 0 leave a single point on a log axis
-
-    def ys(poly):
-        return [float(p.split(",")[1]) for p in poly.get("points").split()]
-
-    accountant, empirical = ys(polys[0]), ys(polys[1])
+    accountant, empirical = ([y for _, y in series_points(svg, i)] for i in (0, 1))
+    assert len(accountant) == len(empirical) == 2
     # svg y grows downwards: the lower bound sits below the accountant's epsilon
     assert all(e > a for a, e in zip(accountant, empirical))
     assert "exceeds the accountant" not in doc
@@ -596,7 +547,7 @@ def test_accountant_vs_empirical_plot_for_dp_rows():
     close = table.assign(epsilon=table["epsilon"] / 10)
     lin = _svg_by_title(render_report(close, {}), "DP-SGD: accountant ε vs empirical ε")
     assert not any("(log scale)" in (t.text or "") for t in lin.iter("text"))
-    assert len(lin.findall(".//polyline")) == 3
+    assert n_series(lin) == 3
     # no DP rows: no such plot
     mg_only = table[~table["dp"]].reset_index(drop=True)
     assert "DP-SGD: accountant ε vs empirical ε" not in render_report(mg_only, {})

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from privaudit.report.plots import svg_element
 from privaudit.report.summary import PAPER_ATTACK, Summary
 
 COLOURS = {"MG noise": "#0072B2", "DP-SGD": "#D55E00", "baseline": "#555555"}  # Okabe–Ito, colour-blind safe
@@ -108,7 +109,7 @@ def group_figures(summary: Summary) -> list[Figure]:
             title = (f"{model} on {dataset}: leakage vs test accuracy, 95 % intervals "
                      f"({'t over ' + str(n) + ' seeds' if n > 1 else 'one seed: sampling only'})")
             fig.suptitle(title, fontsize=10)
-            out.append(Figure(_slug("verdict", model, dataset), title, _render(fig, "svg").decode(),
+            out.append(Figure(_slug("verdict", model, dataset), title, svg_element(_render(fig, "svg").decode(), title),
                               _render(fig, "pdf"), _render(fig, "png")))
     return out
 
@@ -117,8 +118,4 @@ def _render(fig, fmt: str) -> bytes:
     buf = io.BytesIO()
     meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}.get(fmt)
     fig.savefig(buf, format=fmt, dpi=160 if fmt == "png" else None, metadata=meta)
-    data = buf.getvalue()
-    if fmt == "svg":  # inline: drop the XML prolog and doctype, keep the <svg> element
-        text = data.decode()
-        data = text[text.index("<svg"):].encode()
-    return data
+    return buf.getvalue()

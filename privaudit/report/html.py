@@ -2,7 +2,7 @@
 
 :func:`render_report` turns the trade-off table (one row per target, defence setting and
 attack) and the attacks' ROC curves into one HTML5 document that opens from disk with no
-network: CSS is inline, plots are inline SVG (:mod:`privaudit.report.svg`), there is no
+network: CSS is inline, plots are inline SVG drawn by matplotlib (:mod:`privaudit.report.plots`), there is no
 JavaScript, no font, no image and no link to anything outside the page (only ``#``
 anchors). Every string that comes from the table or the ROC mapping is HTML-escaped.
 """
@@ -23,7 +23,8 @@ from privaudit.report.defences import noisycgd_comparison
 from privaudit.report.iso import as_bool, iso_accuracy, iso_summary, split_curves
 from privaudit.metrics import strongest_attack
 from privaudit.report.summary import Summary, compare, setting_label, summarise
-from privaudit.report.svg import line_plot
+from privaudit.report.summary import settings as setting_rows
+from privaudit.report.plots import line_plot
 
 __all__ = ["render_report", "TABLE_COLUMNS", "setting_label"]
 
@@ -542,16 +543,22 @@ def _group_section(model: str, dataset: str, g: pd.DataFrame, rocs: Mapping[str,
         by_attack, title="Attack AUC vs MG noise κ", xlabel="κ (MG noise std)",
         ylabel="attack AUC"), "Leakage over κ, one curve per attack (0.5 = chance)."))
 
-    # (c)-(e) leakage vs test accuracy, MG curve vs DP curve
+    # (c)-(e) leakage vs test accuracy, MG curve vs DP curve, with 95 % intervals (summary layer)
     mg_pts, dp_pts = _curve_points(a)
+    st = setting_rows(a)
+    mg_st = st[st["family"].isin(["baseline", "MG noise"])].sort_values("test_accuracy") if len(mg_pts) else st[:0]
+    dp_st = st[st["family"].isin(["baseline", "DP-SGD"])].sort_values("test_accuracy") if len(dp_pts) else st[:0]
     for metric, name in (("precision", "precision"), ("recall", "recall"), ("auc", "AUC")):
         figs.append(_figure(line_plot(
-            [{"label": "MG noise (κ)", "x": mg_pts["test_accuracy"], "y": mg_pts[metric]},
-             {"label": "DP-SGD (σ)", "x": dp_pts["test_accuracy"], "y": dp_pts[metric]}],
+            [{"label": "MG noise (κ)", "x": mg_st["test_accuracy"], "y": mg_st[metric],
+              "y_lo": mg_st[f"{metric}_lo"], "y_hi": mg_st[f"{metric}_hi"]},
+             {"label": "DP-SGD (σ)", "x": dp_st["test_accuracy"], "y": dp_st[metric],
+              "y_lo": dp_st[f"{metric}_lo"], "y_hi": dp_st[f"{metric}_hi"]}],
             title=f"Attack {name} vs test accuracy", xlabel="target test accuracy",
             ylabel=f"{attack} attack {name}"),
             f"Privacy-utility trade-off ({_esc(attack)} attack); both curves end at the "
-            f"undefended baseline when it has been audited. Points are listed below."))
+            f"undefended baseline when it has been audited; bars: 95 % intervals (over seeds; with one "
+            f"seed, AUC's DeLong interval). Points are listed below."))
 
     # (g) ROC curves of the primary attack
     roc = _roc_series(g, attack, rocs)

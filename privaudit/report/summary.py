@@ -42,7 +42,8 @@ from privaudit.metrics import strongest_attack as strongest_of
 
 CONFIDENCE = 0.95
 PAPER_ATTACK = "shadow"
-SUMMARISED = ("test_accuracy", "auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "eps_lower_bound")
+SUMMARISED = ("test_accuracy", "auc", "precision", "recall", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr",
+              "eps_lower_bound")
 #: the columns that make a setting: the recipe and the defence (the seed replicates it)
 SETTING_KEYS = ("model", "dataset", "width", "part_size", "epochs", "defence", "kappa", "dp", "noise_multiplier")
 GRID_POINTS = 25

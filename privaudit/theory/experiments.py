@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from privaudit.report.heatmap import heatmap
-from privaudit.report.svg import line_plot
+from privaudit.report.plots import heatmap
+from privaudit.report.plots import line_plot
 from privaudit.theory.convergence import KAPPAS, convergence_experiment
 from privaudit.theory.federated import federated_gd
 from privaudit.theory.masked_neurons import (BERNOULLI_PS, BERNOULLI_XIS, CATEGORICAL_PS, CATEGORICAL_STEPS,

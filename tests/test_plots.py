@@ -1,0 +1,57 @@
+"""The matplotlib plots of privaudit.report.plots: the heatmap and the SVG clean-up (the
+line plot is tested with the report in test_report_html.py)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from privaudit.report.plots import format_sig, heatmap, svg_element
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def _texts(svg: str) -> list[str]:
+    root = ET.fromstring(svg)
+    return ["".join(t.itertext()) for t in root.iter() if t.tag in ("text", NS + "text")]
+
+
+def test_heatmap_writes_every_cell_and_its_labels():
+    z = np.array([[0.5, 12.0, 3.25], [1e-3, 2.0, 7.5]])
+    svg = heatmap(z, x_labels=["a", "b", "c"], y_labels=[0.25, 0.5], title="heat & <t>", xlabel="x",
+                  ylabel="y", value_label="loss", standalone=True)
+    root = ET.fromstring(svg)
+    assert root.tag == NS + "svg" and root[0].text == "heat & <t>"
+    texts = _texts(svg)
+    for cell in ("0.5", "12", "3.25", "0.001", "2", "7.5", "a", "b", "c", "0.25", "loss"):
+        assert cell in texts, cell
+
+
+def test_log_colour_heatmap_marks_nonpositive_cells_and_refuses_bad_shapes():
+    svg = heatmap(np.array([[1.0, 0.0], [np.nan, 100.0]]), x_labels=["1", "2"], y_labels=["1", "2"], title="t",
+                  xlabel="x", ylabel="y", value_label="v", log_color=True)
+    assert _texts(svg).count("n/a") == 2
+    with pytest.raises(ValueError, match="shape"):
+        heatmap(np.ones((2, 3)), x_labels=["a", "b"], y_labels=["c", "d"], title="t", xlabel="x", ylabel="y",
+                value_label="v")
+    assert "no data" in _texts(heatmap(np.empty((0, 0)), x_labels=[], y_labels=[], title="t", xlabel="x",
+                                       ylabel="y", value_label="v"))
+
+
+def test_format_sig():
+    assert [format_sig(v) for v in (0.0, 1234.5, 0.000123456, 1.5e7, float("nan"), 2.0)] == \
+        ["0", "1230", "0.000123", "1.5e+07", "n/a", "2"]
+
+
+def test_svg_element_strips_metadata_and_prefixes_ids():
+    raw = ('<?xml version="1.0"?>\n<!DOCTYPE svg>\n<svg xmlns:xlink="http://www.w3.org/1999/xlink" '
+           'xmlns="http://www.w3.org/2000/svg"><metadata><rdf:RDF>http://x</rdf:RDF></metadata>'
+           '<defs><path id="m1" d="M0 0"/></defs><use xlink:href="#m1"/><g clip-path="url(#m1)"/></svg>')
+    inline = svg_element(raw, "T", salt="s")
+    assert inline.startswith('<svg role="img" aria-label="T" class="plot">') and "http" not in inline
+    root = ET.fromstring(inline)
+    pid = root.find("defs/path").get("id")
+    assert pid.endswith("-m1") and root.find("use").get("href") == "#" + pid and pid in root.find("g").get("clip-path")
+    assert 'xmlns="http://www.w3.org/2000/svg"' in svg_element(raw, "T", standalone=True)
