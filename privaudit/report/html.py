@@ -2,7 +2,10 @@
 
 :func:`render_report` turns the trade-off table (one row per target, defence setting and
 attack) and the attacks' ROC curves into one HTML5 document that opens from disk with no
-network: CSS is inline, plots are inline SVG drawn by matplotlib (:mod:`privaudit.report.plots`), there is no
+network. The page skeleton, its first screen (the verdict, from :mod:`privaudit.report.summary`)
+and "How to read this" are Jinja2 templates with autoescaping (``templates/``); the stylesheet
+``templates/report.css`` is inlined; plots are inline SVG drawn by matplotlib
+(:mod:`privaudit.report.plots`); the other sections are still built here. There is no
 JavaScript, no font, no image and no link to anything outside the page (only ``#``
 anchors). Every string that comes from the table or the ROC mapping is HTML-escaped.
 """
@@ -1026,155 +1029,7 @@ def _empirical_sentence(g: pd.DataFrame, extras: Any) -> str:
     return " ".join(parts)
 
 
-_HOW_TO_READ = """
-<section id="howto" class="howto"><h2>How to read this</h2>
-<ul>
-<li><strong>Membership inference.</strong> An attack guesses, for each record, whether it
-was in the target model's training set. <em>Member</em> is the positive class.</li>
-<li><strong>Threshold metrics.</strong> Attack accuracy, precision and recall are measured at
-the attack's own decision threshold (column <code>threshold</code>); precision = share of
-the records flagged as members that really are members, recall = share of the members that
-are flagged.</li>
-<li><strong>Threshold-free metrics.</strong> AUC (0.5 = chance), advantage (max TPR − FPR)
-and TPR at 1% / 0.1% FPR summarise the whole ROC curve; the low-FPR numbers say how many
-members can be identified with few false alarms.</li>
-<li><strong>Test accuracy</strong> is the target's accuracy on its held-out non-member
-part.</li>
-<li><strong>Defences.</strong> MG noise multiplies the inputs by Gaussian noise with mean 1
-and standard deviation κ; DP-SGD clips per-example gradients and adds Gaussian noise with
-multiplier σ. κ = 0 without DP-SGD is the undefended baseline, which also ends both
-trade-off curves.</li>
-<li><strong>ε</strong> is the Opacus privacy accountant's bound at the stated δ (PRV
-accountant, RDP as fallback; the one used is in the <code>accountant</code> column, hover an
-ε value to see it) and exists for DP-SGD rows only; MG noise has no formal ε.</li>
-<li><strong>NoisyCGD</strong> (model <code>convex-relu</code>, the convex two-layer ReLU
-approximation) is the other DP mechanism: fixed cyclic batches, clipping and noise σ, and only
-the last model released, so its ε comes from the hidden-state bound (accountant
-<code>hidden-state GDP</code>), not from DP-SGD's accountant.</li>
-<li><strong>Stronger attacks.</strong> <em>LiRA</em> (Carlini et al. 2022) trains a
-reference pool of models like the target, half of them on each sample, fits Gaussians to a
-sample's scaled confidence in the pool models that trained on it (IN) and in those that did
-not (OUT), and runs a likelihood-ratio test on the target's confidence: "online" uses both
-Gaussians, "offline" only the OUT one; "-global" variants use one variance for all
-samples. <em>RMIA</em> (Zarifzadeh et al. 2024)
-compares a sample's probability ratio target / reference models against population samples.
-<em>shadow-pool</em> is the shadow-model attack trained on every pool model instead of one
-shadow. <em>loss</em> and <em>confidence</em> are threshold baselines. The pool models are
-never the audited target.</li>
-<li><strong>Leave-one-out (LOO).</strong> Each reference-pool model in turn plays the target,
-the other pool models the references; the mean ± std over these runs shows how stable an
-attack's AUC, TPR and ε bound are across training runs.</li>
-<li><strong>Empirical ε lower bounds.</strong> A (ε, δ)-DP training run forces every attack
-to have FPR + e<sup>ε</sup>·FNR ≥ 1 − δ. Bounding the attack's FPR and FNR from above with
-Clopper–Pearson at 95% confidence turns its errors into a lower bound on ε ("ε ≥"), at the
-run's δ (10<sup>−5</sup> by default). The decision threshold is chosen on other models
-than the audited one, so nothing is tuned on the target. Counting each sample as an
-independent trial is a common heuristic, not a proof; the <em>one-run canary audit</em>
-(Steinke, Nasr &amp; Jagielski 2023), which trains one extra model with canaries included at
-random, gives the rigorous bound from a single training run. Lower bounds are rounded down.
-An empirical bound is what an attack <em>proves</em>; the accountant's ε is what DP-SGD
-<em>guarantees</em>: the truth lies between them, and an empirical bound above the
-accountant's would signal a problem.</li>
-<li><strong>MG noise has no formal ε</strong>: for it (and for the undefended baseline)
-only these empirical lower bounds exist.</li>
-<li><strong>Exposure.</strong> The strongest pool attack's AUC per class, and the members it
-is most sure about (their indices in the data set).</li>
-<li><strong>Iso-accuracy.</strong> Defences are compared at equal test accuracy: both
-curves are interpolated over the overlap of their accuracy ranges and DP − MG is averaged.
-A positive value means DP-SGD leaks more at the same utility.</li>
-</ul></section>
-"""
 
-_CSS = """
-:root{--fg:#1f2328;--muted:#5c6570;--line:#d9dde2;--stripe:#f6f7f9;--accent:#0072B2;
---bg:#fff;--soft:#eef5fb}
-*{box-sizing:border-box}
-body{margin:0;background:#fafbfc;color:var(--fg);font:15px/1.5 system-ui,-apple-system,
-"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
-main{max-width:1240px;margin:0 auto;padding:24px 28px 48px;background:var(--bg);
-min-height:100vh;box-shadow:0 0 0 1px #eceef1}
-header h1{margin:0 0 2px;font-size:1.8rem;letter-spacing:-.01em}
-.generated{color:var(--muted);margin:0 0 14px;font-size:.9rem}
-nav.toc{font-size:.9rem;margin:6px 0 18px;color:var(--muted)}
-nav.toc a{margin-right:14px}
-a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
-h2{font-size:1.35rem;margin:34px 0 8px;padding-bottom:4px;border-bottom:1px solid var(--line)}
-h3{font-size:1.05rem;margin:22px 0 8px}
-.findings{background:var(--soft);border:1px solid #cfe2f1;border-left:4px solid var(--accent);
-border-radius:6px;padding:4px 18px 8px}
-.findings h2{border:0;margin:10px 0 4px;font-size:1.1rem}
-.findings ul{margin:4px 0;padding-left:18px}.findings li{margin:6px 0}
-span.emp{display:block;margin-top:3px}
-.muted{color:var(--muted)}
-.note,.empty{background:#fff8e6;border:1px solid #f0dca4;border-radius:6px;padding:10px 14px}
-.tablewrap{overflow-x:auto;border:1px solid var(--line);border-radius:6px;margin:8px 0 12px}
-table.data{border-collapse:collapse;width:100%;font-size:.84rem;
-font-variant-numeric:tabular-nums}
-table.data th,table.data td{padding:5px 9px;white-space:nowrap;text-align:left}
-table.data thead th{position:sticky;top:0;background:#f0f2f5;border-bottom:1px solid var(--line);
-font-weight:600}
-table.data .num{text-align:right}
-table.data tr.alt td{background:var(--stripe)}
-table.data tr.first td{border-top:1px solid #e6e8eb}
-table.data tr.grouphead th{background:#e8eef5;font-size:.9rem;padding:6px 9px;
-border-top:2px solid #c9d6e3}
-table.data td.missing{color:#a0a7b0}
-table.compact{width:auto}
-.tablewrap.fit{display:inline-block;max-width:100%;vertical-align:top}
-table.compact tbody tr:nth-child(even) td{background:var(--stripe)}
-.pill{display:inline-block;padding:0 8px;border-radius:10px;font-size:.8rem;background:#eee}
-.pill.mg{background:#dcecf7;color:#005a8c}.pill.dp{background:#fbe3d3;color:#9a4300}
-.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,470px),1fr));gap:16px}
-figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:8px 8px 4px;background:#fff}
-figure svg,figure img{display:block;width:100%;height:auto}
-figcaption{font-size:.82rem;color:var(--muted);padding:2px 6px 4px}
-details.points summary{cursor:pointer;color:var(--muted);font-size:.9rem;margin-top:10px}
-.howto li{margin:6px 0}
-.sub{font-weight:400;font-size:.76rem;color:var(--muted)}
-table.strongest th[scope=row]{font-weight:600;white-space:normal;min-width:6.5em}
-.nw{white-space:nowrap}
-table.strongest{font-size:.8rem}
-table.strongest th,table.strongest td{padding:4px 5px}
-table.strongest thead th{line-height:1.25;vertical-align:bottom;white-space:normal;
-max-width:8em}
-table.strongest thead th.att{white-space:normal;min-width:4.2em;max-width:6.5em}
-table.strongest td.att span,table.strongest td .sub{display:block;line-height:1.3}
-table.strongest td.att span.tpr{color:var(--muted);font-size:.92em}
-table.strongest td.best span.tpr{color:#7a4a00}
-table.strongest td.best,.best-key{background:#fde9c8 !important;font-weight:600;
-box-shadow:inset 0 0 0 1px #e6b35c}
-.best-key{padding:0 4px;border-radius:3px}
-table.strongest tr.fam1 th[scope=row]{box-shadow:inset 3px 0 0 #0072B2}
-table.strongest tr.fam2 th[scope=row]{box-shadow:inset 3px 0 0 #D55E00}
-table.strongest tr.fam3 th[scope=row]{box-shadow:inset 3px 0 0 #CC79A7}
-table.strongest tr.fam0 th[scope=row]{box-shadow:inset 3px 0 0 #888}
-table.strongest td.eps strong{color:#7a2e00}
-h4{font-size:.98rem;margin:18px 0 4px}
-details.exposure{margin:6px 0;border:1px solid var(--line);border-radius:6px;padding:4px 10px}
-details.exposure summary{cursor:pointer;font-weight:600}
-.exposure-pair{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start;margin:6px 0}
-table.exposure caption{text-align:left;font-weight:600;font-size:.85rem;padding:2px 0 4px;
-color:var(--muted)}
-table.exposure{border:1px solid var(--line)}
-table.exposure td.bar{width:130px;padding-right:12px}
-table.exposure td.bar span{display:block;height:9px;background:#0072B2;border-radius:2px;
-min-width:1px}
-table.exposure tr.top td{font-weight:600}
-.verdict{background:var(--soft);border:1px solid #cfe2f1;border-left:4px solid var(--accent);
-border-radius:6px;padding:4px 18px 10px;margin-top:8px}
-.verdict h2{border:0;margin:10px 0 4px;font-size:1.2rem}.verdict h3{margin:14px 0 4px}
-.verdict table.data td .sub,.verdict table.data th .sub{display:block;font-size:.74rem;font-weight:400;
-color:var(--muted);line-height:1.3}
-.verdict table.data .sub.wrap{white-space:normal;max-width:26em}
-.verdict .tablewrap{background:#fff;margin-right:12px}
-.pill.tie{background:#ececec;color:#333}.pill.none{background:#fff;border:1px dashed #bbb;color:#666}
-span.fam{display:inline-block;width:4px;height:1em;margin-right:6px;vertical-align:-2px;background:#888}
-span.fam.fam1{background:#0072B2}span.fam.fam2{background:#D55E00}span.fam.fam3{background:#CC79A7}
-p.small{font-size:.8rem}
-code{background:#f0f2f5;padding:0 4px;border-radius:3px;font-size:.9em}
-footer{margin-top:36px;color:var(--muted);font-size:.8rem}
-@media print{main{box-shadow:none}figure{break-inside:avoid}}
-"""
 
 
 def _defences_section(table: pd.DataFrame) -> str:
@@ -1233,43 +1088,24 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
     df = _prepare(table)
     groups = [(str(m), str(d), g) for (m, d), g in df.groupby(["model", "dataset"], sort=True)]
 
+    from markupsafe import Markup
+
+    from privaudit.report.templates import render, stylesheet
+
     defences = _defences_section(df) if groups else ""
-    parts = [f'<header><h1>{_esc(title)}</h1>']
-    if generated:
-        parts.append(f'<p class="generated">Generated {_esc(generated)}</p>')
+    toc, sections = [], []
     if groups:
-        toc = "".join(f'<a href="#{_slug("g", m, d)}">{_esc(m)} · {_esc(d)}</a>'
-                      for m, d, _ in groups)
-        if defences:
-            toc += '<a href="#defences">NoisyCGD vs DP-SGD</a>'
-        if papers_html:
-            toc += '<a href="#papers">Papers\' figures</a>'
-        parts.append(f'<nav class="toc"><a href="#table">Trade-off table</a>{toc}'
-                     f'<a href="#howto">How to read this</a></nav>')
-    parts.append("</header>")
-
-    if not groups:
-        parts.append('<section><p class="empty">Nothing has been audited yet: there are no '
-                     'attack results to report. Train targets and shadows, run the attacks, '
-                     'then rebuild this report.</p></section>')
-    else:
-        parts.append(_first_screen(summary, figures or []))
-        parts.append(_key_findings(df, groups, extras))
+        toc = [("table", "Trade-off table"), *((_slug("g", m, d), f"{m} · {d}") for m, d, _ in groups)]
+        toc += [("defences", "NoisyCGD vs DP-SGD")] if defences else []
+        toc += [("papers", "Papers' figures")] if papers_html else []
+        toc += [("howto", "How to read this")]
         n_targets = df["_run"].nunique()
-        parts.append(f'<section id="table"><h2>Trade-off table</h2>'
-                     f'<p class="muted">{len(df)} rows: {n_targets} target run(s) × attacks, '
-                     f'grouped by model and dataset. Hover a target run, an ε, an ε lower '
-                     f'bound (ε lb) or a TPR for details; {_DASH} = not available.</p>'
-                     f'{_tradeoff_table(groups)}</section>')
-        for m, d, g in groups:
-            parts.append(_name_dp(_group_section(m, d, g, rocs, extras), g))
-        parts.append(defences)
-    parts.append(papers_html)
-    parts.append(_HOW_TO_READ)
-    parts.append('<footer>Generated by privaudit. This page is self-contained: it loads '
-                 'nothing from the network.</footer>')
-
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<title>{_esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"
-            + "\n".join(parts) + "\n</main>\n</body>\n</html>\n")
+        sections = [_first_screen(summary, figures or []), _key_findings(df, groups, extras),
+                    f'<section id="table"><h2>Trade-off table</h2>'
+                    f'<p class="muted">{len(df)} rows: {n_targets} target run(s) × attacks, '
+                    f'grouped by model and dataset. Hover a target run, an ε, an ε lower '
+                    f'bound (ε lb) or a TPR for details; {_DASH} = not available.</p>'
+                    f'{_tradeoff_table(groups)}</section>',
+                    *(_name_dp(_group_section(m, d, g, rocs, extras), g) for m, d, g in groups), defences]
+    return render("page.html.j2", title=title, generated=generated, toc=toc, css=Markup(stylesheet()),
+                  sections=[Markup(x) for x in sections if x], papers=Markup(papers_html)) + "\n"

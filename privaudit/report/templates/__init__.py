@@ -17,3 +17,9 @@ def _environment():
 def render(name: str, **context) -> str:
     """The template ``name`` of this folder rendered with ``context``."""
     return _environment().get_template(name).render(**context)
+
+
+@functools.lru_cache(maxsize=1)
+def stylesheet() -> str:
+    """``report.css``, the one stylesheet of every page (inlined: the pages load nothing)."""
+    return (Path(__file__).parent / "report.css").read_text(encoding="utf-8")
