@@ -2,10 +2,11 @@
 
 :func:`render_report` turns the trade-off table (one row per target, defence setting and
 attack) and the attacks' ROC curves into one HTML5 document that opens from disk with no
-network. The page skeleton, its first screen (the verdict, from :mod:`privaudit.report.summary`)
-and "How to read this" are Jinja2 templates with autoescaping (``templates/``); the stylesheet
-``templates/report.css`` is inlined; plots are inline SVG drawn by matplotlib
-(:mod:`privaudit.report.plots`); the other sections are still built here. There is no
+network. The page skeleton, its first screen (the verdict, from :mod:`privaudit.report.summary`),
+the long per-attack table, the NoisyCGD comparison and "How to read this" are Jinja2 templates
+with autoescaping (``templates/``); the stylesheet ``templates/report.css`` is inlined; plots are
+inline SVG drawn by matplotlib (:mod:`privaudit.report.plots`). The key findings, the per-group
+plot sections and the strongest-attacks part are still written here as escaped strings. There is no
 JavaScript, no font, no image and no link to anything outside the page (only ``#``
 anchors). Every string that comes from the table or the ROC mapping is HTML-escaped.
 """
@@ -376,45 +377,42 @@ def _eps_tip(r: Mapping[str, Any]) -> str:
     return tip
 
 
+def _cell_tip(r: pd.Series, col: str) -> str:
+    """The tooltip of one cell of the long table (empty: none)."""
+    if col == "epsilon" and _fin(r["epsilon"]):
+        return f"δ={_short(r['delta'])}, accountant: {_text(r['accountant'])}"
+    if col == "target_run":
+        return f"part size {_int(r['part_size'])}, {_text(r['defence']) if r['dp'] else 'no DP'}"
+    if col == "auc" and _fin(r["auc_lo"]) and _fin(r["auc_hi"]):
+        return f"95% CI {_f3(r['auc_lo'])}–{_f3(r['auc_hi'])} (DeLong)"
+    if col in ("tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr"):
+        return _ci_text(r[f"{col}_lo"], r[f"{col}_hi"])
+    if col == "eps_lower_bound" and _fin(r["eps_lower_bound"]):
+        return _eps_tip(r)
+    return ""
+
+
 def _tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]]) -> str:
-    head = "".join(f'<th scope="col" class="{cls}">{_esc(h)}</th>' for h, _, _, cls in _TABLE_SPEC)
-    bodies = []
-    ncol = len(_TABLE_SPEC)
+    """The long table (templates/tradeoff_table.html.j2): rows of one target striped alike."""
+    from privaudit.report.templates import render
+
+    out = []
     for model, dataset, g in groups:
-        rows = [f'<tr class="grouphead"><th colspan="{ncol}" scope="rowgroup">'
-                f'<a href="#{_slug("g", model, dataset)}">{_esc(model)} · {_esc(dataset)}</a>'
-                f'</th></tr>']
-        prev_run, alt = None, True
+        rows, prev_run, alt = [], None, True
         for _, r in g.iterrows():
-            run = r["_run"]
-            first = run != prev_run
+            first = r["_run"] != prev_run
             if first:
-                alt = not alt
-                prev_run = run
-            cls = " ".join(c for c in ("alt" if alt else "", "first" if first else "") if c)
+                alt, prev_run = not alt, r["_run"]
             cells = []
             for _, col, fmt, ccls in _TABLE_SPEC:
                 text = fmt(r[col])
-                extra = ""
-                if col == "epsilon" and _fin(r["epsilon"]):
-                    tip = f"δ={_short(r['delta'])}, accountant: {_text(r['accountant'])}"
-                    extra = f' title="{_esc(tip)}"'
-                elif col == "target_run":
-                    tip = (f"part size {_int(r['part_size'])}, "
-                           f"{_text(r['defence']) if r['dp'] else 'no DP'}")
-                    extra = f' title="{_esc(tip)}"'
-                elif col in ("tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr"):
-                    tip = _ci_text(r[f"{col}_lo"], r[f"{col}_hi"])
-                    extra = f' title="{_esc(tip)}"' if tip else ""
-                elif col == "eps_lower_bound" and _fin(r["eps_lower_bound"]):
-                    extra = f' title="{_esc(_eps_tip(r))}"'
-                mcls = f"{ccls} missing" if text == _DASH else ccls
-                cells.append(f'<td class="{mcls}"{extra}>{_esc(text)}</td>')
-            rows.append(f'<tr class="{cls}">{"".join(cells)}</tr>' if cls
-                        else f'<tr>{"".join(cells)}</tr>')
-        bodies.append(f'<tbody>{"".join(rows)}</tbody>')
-    return (f'<div class="tablewrap"><table class="data"><thead><tr>{head}</tr></thead>'
-            f'{"".join(bodies)}</table></div>')
+                cells.append({"text": text, "cls": f"{ccls} missing" if text == _DASH else ccls,
+                              "title": _cell_tip(r, col)})
+            rows.append({"cls": " ".join(c for c in ("alt" if alt else "", "first" if first else "") if c),
+                         "cells": cells})
+        out.append({"slug": _slug("g", model, dataset), "model": model, "dataset": dataset, "rows": rows})
+    head = [{"text": h, "cls": cls} for h, _, _, cls in _TABLE_SPEC]
+    return render("tradeoff_table.html.j2", head=head, groups=out)
 
 
 def _figure(svg: str, caption: str) -> str:
@@ -1037,33 +1035,18 @@ def _defences_section(table: pd.DataFrame) -> str:
     comp = noisycgd_comparison(table)
     if comp.empty:
         return ""
-    head = ("<tr><th>dataset</th><th>attack</th><th>P</th><th>mlp width</th><th>NoisyCGD σ</th><th>ε</th>"
-            "<th>NoisyCGD test acc</th><th>DP-SGD test acc</th>"
-            "<th>NoisyCGD AUC</th><th>DP-SGD AUC</th><th>MG AUC</th>"
-            "<th>NoisyCGD TPR@0.1%</th><th>DP-SGD TPR@0.1%</th><th>MG TPR@0.1%</th></tr>")
+    from privaudit.report.templates import render
+
+    head = ["dataset", "attack", "P", "mlp width", "NoisyCGD σ", "ε", "NoisyCGD test acc", "DP-SGD test acc",
+            "NoisyCGD AUC", "DP-SGD AUC", "MG AUC", "NoisyCGD TPR@0.1%", "DP-SGD TPR@0.1%", "MG TPR@0.1%"]
     comp = comp.assign(_rank=comp["attack"].map(_ATTACK_ORDER).fillna(9)).sort_values(
         ["dataset", "_rank", "attack", "noise_multiplier"], kind="stable")
-    body = "".join(
-        f"<tr><td class=\"txt\">{_esc(r['dataset'])}</td><td class=\"txt\">{_esc(r['attack'])}</td>"
-        f"<td class=\"num\">{_int(r['width'])}</td><td class=\"num\">{_esc(r['mlp_width'])}</td>"
-        f"<td class=\"num\">{_short(r['noise_multiplier'])}</td><td class=\"num\">{_sig3(r['epsilon'])}</td>"
-        f"<td class=\"num\">{_f3(r['ncgd_test_accuracy'])}</td><td class=\"num\">{_f3(r['dpsgd_test_accuracy'])}</td>"
-        f"<td class=\"num\">{_f3(r['ncgd_auc'])}</td><td class=\"num\">{_f3(r['dpsgd_auc'])}</td>"
-        f"<td class=\"num\">{_f3(r['mg_auc'])}</td>"
-        f"<td class=\"num\">{_pct(r['ncgd_tpr_at_0p1pct_fpr'])}</td>"
-        f"<td class=\"num\">{_pct(r['dpsgd_tpr_at_0p1pct_fpr'])}</td>"
-        f"<td class=\"num\">{_pct(r['mg_tpr_at_0p1pct_fpr'])}</td></tr>"
-        for _, r in comp.iterrows())
-    return ('<section id="defences"><h2>NoisyCGD vs DP-SGD and MG noise</h2>'
-            '<p class="muted">Each NoisyCGD setting (convex-relu) beside DP-SGD on the mlp '
-            '<em>at the same ε</em> (interpolated in log ε between the mlp\'s DP-SGD settings) '
-            'and MG noise on the mlp <em>at the same test accuracy</em> (interpolated between '
-            f'its κ settings). {_DASH} = outside the range the other defence was audited '
-            'over (no extrapolation). ε is under replace-one adjacency on both sides: '
-            'NoisyCGD\'s hidden-state bound, and DP-SGD\'s exact replace-one ε from the PLD '
-            'accountant of dp_accounting (column epsilon_replace_one of the table; the paper\'s '
-            'looser comparator, Opacus at noise multiplier σ/2, is epsilon_replace_one_sigma_half).</p>'
-            f'<div class="tablewrap"><table class="data"><thead>{head}</thead><tbody>{body}</tbody></table></div></section>')
+    rows = [[_text(r["dataset"]), _text(r["attack"]), _int(r["width"]), _text(r["mlp_width"]),
+             _short(r["noise_multiplier"]), _sig3(r["epsilon"]), _f3(r["ncgd_test_accuracy"]),
+             _f3(r["dpsgd_test_accuracy"]), _f3(r["ncgd_auc"]), _f3(r["dpsgd_auc"]), _f3(r["mg_auc"]),
+             _pct(r["ncgd_tpr_at_0p1pct_fpr"]), _pct(r["dpsgd_tpr_at_0p1pct_fpr"]), _pct(r["mg_tpr_at_0p1pct_fpr"])]
+            for _, r in comp.iterrows()]
+    return render("defences.html.j2", head=head, rows=rows, dash=_DASH)
 
 
 def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | None = None, *,
