@@ -55,3 +55,17 @@ def test_svg_element_strips_metadata_and_prefixes_ids():
     pid = root.find("defs/path").get("id")
     assert pid.endswith("-m1") and root.find("use").get("href") == "#" + pid and pid in root.find("g").get("clip-path")
     assert 'xmlns="http://www.w3.org/2000/svg"' in svg_element(raw, "T", standalone=True)
+
+
+def test_thinning_keeps_the_ends_and_every_visible_cell():
+    from privaudit.report.plots import _thin
+
+    x = np.linspace(0, 1, 50_000)
+    y = np.sqrt(x)
+    idx = _thin(x, y, False, False)
+    assert idx[0] == 0 and idx[-1] == len(x) - 1 and len(idx) < 6000
+    # every dropped point lies in the grid cell of the kept point before it: nothing visible is lost
+    cell = np.floor(x * 1999) * 2000 + np.floor(y * 1999)
+    last_kept = idx[np.searchsorted(idx, np.arange(len(x)), side="right") - 1]
+    assert np.array_equal(cell, cell[last_kept])
+    assert len(_thin(x[:100], y[:100], False, False)) == 100   # short lines are left alone
