@@ -55,6 +55,9 @@ def test_svg_element_strips_metadata_and_prefixes_ids():
     pid = root.find("defs/path").get("id")
     assert pid.endswith("-m1") and root.find("use").get("href") == "#" + pid and pid in root.find("g").get("clip-path")
     assert 'xmlns="http://www.w3.org/2000/svg"' in svg_element(raw, "T", standalone=True)
+    styled = raw.replace("<defs>", '<defs><style type="text/css">*{stroke-linejoin: round}</style>')
+    assert "<style" not in svg_element(styled, "T")                   # inline: no page-wide CSS from a figure
+    assert "<style" in svg_element(styled, "T", standalone=True)
 
 
 def test_thinning_keeps_the_ends_and_every_visible_cell():

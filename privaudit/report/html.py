@@ -287,12 +287,14 @@ def _first_screen(summary: Summary, figures: list) -> str:
         strongest = next((a for a in v["attack"][v["comparison"] == "strongest attack"]), None) if len(v) else None
         verdicts = []
         for _, r in v.iterrows():
+            # TPR at 0.1 % FPR in percentage points: its gaps are a few hundredths of a percent
+            scale, unit = (100.0, " pp") if r["metric"] == "tpr_at_0p1pct_fpr" else (1.0, "")
             verdicts.append({
                 "comparison": r["comparison"], "attack": r["attack"], "measure": _MEASURES.get(r["metric"], r["metric"]),
                 "accuracy": f"{_f3(r['acc_low'])}–{_f3(r['acc_high'])}" if _fin(r["acc_low"]) else _DASH,
-                "gap": f"{r['gap']:+.3f}" if _fin(r["gap"]) else _DASH,
-                "interval": (f"[{r['gap_lo']:+.3f}, {r['gap_hi']:+.3f}] {r['interval']}" if _fin(r["gap_lo"])
-                             else r["interval"]),
+                "gap": f"{scale * r['gap']:+.3f}{unit}" if _fin(r["gap"]) else _DASH,
+                "interval": (f"[{scale * r['gap_lo']:+.3f}, {scale * r['gap_hi']:+.3f}] {r['interval']}"
+                             if _fin(r["gap_lo"]) else r["interval"]),
                 "verdict": r["verdict"], "css": _VERDICT_CSS.get(r["verdict"], "none"), "reason": r["reason"]})
         rows = []
         paper = g[g["attack"] == "shadow"].set_index("setting")
@@ -307,7 +309,7 @@ def _first_screen(summary: Summary, figures: list) -> str:
                 return {"value": fmt(r[metric]), "ci": _ci(r[f"{metric}_lo"], r[f"{metric}_hi"], ci_fmt)}
             rows.append({"name": name, "css": _FAMILY_CSS.get(s["family"], "fam0"), "seeds": int(s["n_seeds"]),
                          "cells": [cell(per_setting, "test_accuracy"), cell(paper, "auc"),
-                                   cell(best, "tpr_at_0p1pct_fpr", _pct), cell(best, "eps_lower_bound", _lb)],
+                                   cell(best, "tpr_at_0p1pct_fpr", lambda x: _pct(x, 2)), cell(best, "eps_lower_bound", _lb)],
                          "epsilon": _sig3(s["epsilon"])})
         fig = svgs.get(_slug("verdict", model, dataset))
         groups.append({"model": model, "dataset": dataset, "slug": _slug("v", model, dataset), "verdicts": verdicts,

@@ -63,8 +63,9 @@ def svg_element(raw: str, title: str, standalone: bool = False, salt: str | None
     text = text.replace("xlink:href=", "href=")
     head_end = text.index(">") + 1
     head = re.sub(r'\sxmlns:xlink="[^"]*"', "", text[:head_end])
-    if not standalone:
+    if not standalone:  # matplotlib's document-wide <style> would leak into the page: report.css scopes it
         head = re.sub(r'\sxmlns="[^"]*"', "", head)
+        text = re.sub(r'<style type="text/css">[^<]*</style>', "", text)
     head = head.replace("<svg", f'<svg role="img" aria-label="{html.escape(title)}" class="plot"', 1)
     return head + f"<title>{html.escape(title)}</title>" + text[head_end:]
 
