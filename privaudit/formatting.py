@@ -11,6 +11,7 @@ One rule for each kind of number, so that the terminal and the page never disagr
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 DASH = "—"
@@ -22,6 +23,12 @@ def number(v: Any) -> float:
         return float(v)
     except (TypeError, ValueError):
         return float("nan")
+
+
+def slug(*parts: Any) -> str:
+    """An HTML id or file stem from ``parts``: lower case, runs of other characters as ``-``."""
+    s = "-".join(str(p) for p in parts).lower()
+    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "group"
 
 
 def _special(f: float) -> str | None:

@@ -12,13 +12,13 @@ papers and slides.
 from __future__ import annotations
 
 import io
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from privaudit.report.plots import svg_element
+from privaudit.formatting import slug as _slug
+from privaudit.report.plots import error_bars, svg_element
 from privaudit.report.summary import PAPER_ATTACK, Summary
 
 COLOURS = {"MG noise": "#0072B2", "DP-SGD": "#D55E00", "baseline": "#555555"}  # Okabe–Ito, colour-blind safe
@@ -36,16 +36,9 @@ class Figure:
     png: bytes
 
 
-def _slug(*parts: object) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", "-".join(map(str, parts)).lower()).strip("-") or "group"
-
-
 def _errors(rows: pd.DataFrame, metric: str) -> np.ndarray:
-    """(2, n) distances from each value down to its interval's lower and up to its upper end
-    (0 where a point has no interval)."""
-    v = rows[metric].to_numpy(float)
-    lo, hi = rows[f"{metric}_lo"].to_numpy(float), rows[f"{metric}_hi"].to_numpy(float)
-    return np.nan_to_num(np.vstack([v - lo, hi - v]), nan=0.0).clip(min=0.0)
+    """:func:`privaudit.report.plots.error_bars` of a metric's column and its interval columns."""
+    return error_bars(rows[metric], rows[f"{metric}_lo"], rows[f"{metric}_hi"])
 
 
 def _panel(ax, rows: pd.DataFrame, metric: str, label: str, percent: bool) -> None:

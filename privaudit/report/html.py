@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from privaudit.formatting import lower_bound, sig3
+from privaudit.formatting import lower_bound, sig3, slug
 from privaudit.report.build import COLUMNS
 from privaudit.report.defences import noisycgd_comparison
 from privaudit.report.iso import as_bool, iso_accuracy, iso_summary, split_curves
@@ -114,9 +114,7 @@ def _text(v: Any) -> str:
     return s if s else _DASH
 
 
-def _slug(*parts: Any) -> str:
-    s = "-".join(str(p) for p in parts).lower()
-    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "group"
+_slug = slug
 
 
 def _prepare(table: pd.DataFrame | None) -> pd.DataFrame:

@@ -70,6 +70,13 @@ def svg_element(raw: str, title: str, standalone: bool = False, salt: str | None
     return head + f"<title>{html.escape(title)}</title>" + text[head_end:]
 
 
+def error_bars(values: Any, lo: Any, hi: Any) -> np.ndarray:
+    """(2, n) distances from each value down to its interval's lower and up to its upper end,
+    as matplotlib's ``xerr``/``yerr`` take them (0 where a point has no interval)."""
+    v = _floats(values)
+    return np.nan_to_num(np.vstack([v - _floats(lo), _floats(hi) - v]), nan=0.0).clip(min=0.0)
+
+
 def _floats(values: Any) -> np.ndarray:
     try:
         return np.asarray(values, dtype=float).ravel()
@@ -129,8 +136,7 @@ def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, y
             style = dict(color=colour, label=str(s.get("label", "")), linestyle=dash if line else "none",
                          marker="o" if (markers or not line) else None, markersize=4, linewidth=1.6)
             if "y_lo" in s and "y_hi" in s:
-                lo, hi = _floats(s["y_lo"])[:n][ok], _floats(s["y_hi"])[:n][ok]
-                err = np.nan_to_num(np.vstack([y[ok] - lo, hi - y[ok]]), nan=0.0).clip(min=0.0)
+                err = error_bars(y[ok], _floats(s["y_lo"])[:n][ok], _floats(s["y_hi"])[:n][ok])
                 ax.errorbar(x[ok], y[ok], yerr=err, elinewidth=0.9, capsize=2.5, **style).lines[0].set_gid(
                     f"series-{i}")
             else:

@@ -34,11 +34,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta, norm, t as student_t
+from scipy.stats import norm, t as student_t
 
+from privaudit.empirical import clopper_pearson
+from privaudit.formatting import number as _num
 from privaudit.formatting import sig3
 from privaudit.metrics import STRONGEST_KEY
 from privaudit.metrics import strongest_attack as strongest_of
+from privaudit.report.iso import as_bool
 
 CONFIDENCE = 0.95
 PAPER_ATTACK = "shadow"
@@ -68,14 +71,11 @@ def t_interval(values: Any, confidence: float = CONFIDENCE) -> tuple[float, floa
 
 
 def binomial_interval(p: float, n: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Two-sided Clopper–Pearson interval of a proportion ``p`` observed on ``n`` trials."""
+    """Two-sided Clopper–Pearson interval (:func:`privaudit.empirical.clopper_pearson`) of a
+    proportion ``p`` observed on ``n`` trials; NaNs when either is missing."""
     if not (np.isfinite(p) and np.isfinite(n) and n >= 1):
         return math.nan, math.nan
-    k = round(p * n)
-    a = (1 - confidence) / 2
-    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
-    return lo, hi
+    return clopper_pearson(round(p * n), round(n), confidence)
 
 
 # -- settings -----------------------------------------------------------------------------
@@ -85,28 +85,11 @@ def setting_label(dp: Any, kappa: Any, sigma: Any, epsilon: Any = math.nan) -> s
     ``κ=0.5, σ=1``; with a finite ``epsilon`` (DP rows) ``σ=1 (ε=21.0)``."""
     k, s = _num(kappa), _num(sigma)
     mg = f"κ={k:g}" if math.isfinite(k) and k > 0 else ""
-    if not _truthy(dp):
+    if not as_bool([dp]).iloc[0]:
         return mg or "baseline"
     sig = f"σ={s:.3g}" if math.isfinite(s) else "σ=?"
     eps = f" (ε={sig3(epsilon)})" if math.isfinite(_num(epsilon)) else ""
     return (f"{mg}, {sig}" if mg else sig) + eps
-
-
-def _num(v: Any) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return math.nan
-    return x
-
-
-def _truthy(v: Any) -> bool:
-    if isinstance(v, str):
-        return v.strip().lower() in ("true", "1", "yes", "y", "t")
-    try:
-        return bool(v) and not pd.isna(v)
-    except (TypeError, ValueError):
-        return bool(v)
 
 
 def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
@@ -118,7 +101,7 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
               *SUMMARISED):
         if c not in df.columns:
             df[c] = np.nan
-    df["dp"] = df["dp"].map(_truthy).astype(bool)
+    df["dp"] = as_bool(df["dp"]).to_numpy()
     for c in ("kappa", "noise_multiplier", "seed", "n_nonmembers", "epsilon", *SUMMARISED, "auc_lo", "auc_hi",
               "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo", "tpr_at_0p1pct_fpr_hi"):
         df[c] = pd.to_numeric(df[c], errors="coerce")
@@ -216,10 +199,16 @@ def iso_gap(mg_acc: np.ndarray, mg_val: np.ndarray, dp_acc: np.ndarray, dp_val: 
     return float(np.mean(np.interp(grid, da, dv) - np.interp(grid, ma, mv))), float(lo), float(hi)
 
 
+def _curve_masks(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows make the MG curve (not DP: baseline and MG noise) and which the DP curve
+    (DP-SGD without MG, and the baseline)."""
+    dp, plain = rows["dp"].to_numpy(bool), (rows["kappa"] == 0).to_numpy()
+    return ~dp, plain
+
+
 def _curves(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """MG rows (not DP: baseline and MG noise) and DP rows (DP-SGD without MG, and the baseline)."""
-    base = (~rows["dp"]) & (rows["kappa"] == 0)
-    return rows[~rows["dp"]], rows[(rows["dp"] & (rows["kappa"] == 0)) | base]
+    mg, dp = _curve_masks(rows)
+    return rows[mg], rows[dp]
 
 
 def _gap_of(rows: pd.DataFrame, metric: str) -> tuple[float, float, float]:
@@ -241,8 +230,7 @@ def _bootstrap_gap(rows: pd.DataFrame, metric: str, confidence: float, draws: in
     z = 2 * float(norm.ppf(0.5 + confidence / 2))
     sd_v = (hi - lo) / z
     sd_a = np.sqrt(np.clip(acc * (1 - acc), 0, None) / n)
-    base = ((~rows["dp"]) & (rows["kappa"] == 0)).to_numpy()
-    mg_rows, dp_rows = ~rows["dp"].to_numpy(), (rows["dp"].to_numpy() & (rows["kappa"].to_numpy() == 0)) | base
+    mg_rows, dp_rows = _curve_masks(rows)
     gaps = []
     for _ in range(draws):
         a = acc + sd_a * rng.standard_normal(len(acc))
