@@ -16,8 +16,9 @@ from scipy import stats
 
 from privaudit.metrics import auc_interval
 from privaudit.report.iso import iso_accuracy
-from privaudit.report.summary import (VERDICT_DP, VERDICT_MG, VERDICT_TIE, binomial_interval, compare, iso_gap,
-                                      read_verdict, settings, strongest_attack, summarise, t_interval, verdicts)
+from privaudit.report.summary import (VERDICT_DP, VERDICT_MG, VERDICT_TIE, binomial_interval, compare, comparisons,
+                                      iso_gap, iso_gaps, overview, read_verdict, settings, strongest_attack, summarise,
+                                      t_interval, verdicts)
 
 # (setting, kappa, sigma, test accuracy): MG noise and DP-SGD with overlapping accuracy ranges
 SETTINGS = [("base", 0.0, math.nan, 0.80), ("k1", 1.0, math.nan, 0.74), ("k2", 2.0, math.nan, 0.66),
@@ -112,6 +113,24 @@ def test_iso_gap_equals_the_mean_of_iso_accuracy():
     assert math.isnan(iso_gap(np.array([0.5, 0.6]), np.array([1, 2.]), np.array([0.7, 0.8]), np.array([1, 2.]))[0])
 
 
+def test_iso_gaps_is_iso_gap_row_by_row():
+    """The bootstrap's vectorised gaps against the one-curve-pair reference, on random curves
+    of 2 to 5 points, with overlapping and disjoint ranges, and with rows the fast path must
+    hand to the reference (equal accuracies, NaNs)."""
+    rng = np.random.default_rng(11)
+    for n_mg, n_dp in ((2, 2), (4, 3), (5, 5)):
+        ma, da = rng.uniform(0.3, 0.8, (400, n_mg)), rng.uniform(0.3, 0.8, (400, n_dp))
+        mv, dv = rng.uniform(0.5, 0.9, (400, n_mg)), rng.uniform(0.5, 0.9, (400, n_dp))
+        ma[:40, 1] = ma[:40, 0]                                  # equal accuracies: averaged
+        mv[40:50, 0] = np.nan                                    # a missing value: dropped
+        da[50:60] = da[50:60] * 0.1                              # no overlap: NaN
+        fast = iso_gaps(ma, mv, da, dv)
+        slow = np.array([iso_gap(ma[d], mv[d], da[d], dv[d])[0] for d in range(400)])
+        assert np.array_equal(np.isnan(fast), np.isnan(slow)) and np.isnan(fast[50:60]).all()
+        assert np.isfinite(fast).sum() > 150                    # most rows are compared
+        np.testing.assert_allclose(fast[np.isfinite(fast)], slow[np.isfinite(slow)], rtol=1e-12, atol=1e-12)
+
+
 def test_the_strongest_attack_is_the_highest_tpr_at_low_fpr():
     t = table(0.0, seeds=(0,))
     assert strongest_attack(t) == "lira"                     # lira's AUC and TPR sit 0.05 above shadow's
@@ -191,9 +210,55 @@ def test_settings_rows_have_means_and_intervals():
     assert (r["test_accuracy_lo"], r["test_accuracy_hi"]) == pytest.approx(binomial_interval(r["test_accuracy"], 10520))
 
 
+def test_overview_has_one_row_per_setting_with_its_strongest_attack():
+    t = table(0.04)
+    t.loc[(t["target_run"] == "k2-1") & (t["attack"] == "shadow"), "eps_lower_bound"] = 9.0
+    t["one_run_eps_lower_bound"] = np.where(t["kappa"] == 2, 0.4, np.nan)
+    st = settings(t)
+    ov = overview(st)
+    assert list(ov["setting"]) == ["baseline", "κ=1", "κ=2", "κ=4", "σ=1", "σ=2"]
+    assert (ov["strongest"] == "lira").all() and (ov["n_seeds"] == 3).all()
+    k2 = ov[ov["setting"] == "κ=2"].iloc[0]
+    shadow_eps = st[(st["setting"] == "κ=2") & (st["attack"] == "shadow")]["eps_lower_bound"].iloc[0]
+    assert k2["eps_attack"] == "shadow" and k2["eps_max"] == pytest.approx(shadow_eps) and shadow_eps > 3
+    assert k2["one_run_eps_lower_bound"] == pytest.approx(0.4) and math.isnan(ov.iloc[0]["one_run_eps_lower_bound"])
+    assert k2["runs"] == ["k2-0", "k2-1", "k2-2"]
+    acc = st[st["setting"] == "κ=2"]["test_accuracy"].iloc[0]
+    assert k2["test_accuracy"] == acc == pytest.approx(t[t["target_run"].str.startswith("k2")]
+                                                      .drop_duplicates("target_run")["test_accuracy"].mean())
+
+
+def test_verdicts_are_the_comparisons_that_answer_the_question():
+    t = table(0.04, seeds=(0,))
+    comp = comparisons(t)
+    assert len(comp) == 2 * 5                                  # two attacks x five measures
+    v = verdicts(t, compared=comp)
+    for _, r in v.iterrows():
+        c = comp[(comp["attack"] == r["attack"]) & (comp["metric"] == r["metric"])].iloc[0]
+        np.testing.assert_equal((r["gap"], r["gap_lo"], r["verdict"]), (c["gap"], c["gap_lo"], c["verdict"]))
+    # a comparison does not depend on which others were computed (its own seeded bootstrap)
+    alone = comparisons(t[t["attack"] == "shadow"])
+    pd.testing.assert_frame_equal(alone.reset_index(drop=True),
+                                  comp[comp["attack"] == "shadow"].reset_index(drop=True))
+    assert v.equals(verdicts(t))                               # and the same seed, the same numbers
+
+
+@pytest.mark.parametrize("keep, reason", [
+    (lambda t: (t["kappa"] == 0) & ~t["dp"], "only the undefended baseline"),
+    (lambda t: ~t["dp"], "no DP-SGD runs"),
+    (lambda t: t["dp"], "no MG-noise runs"),
+    (lambda t: t["dp"] | t["target_run"].str.startswith("k1"), "MG-noise curve has fewer than two"),
+])
+def test_why_no_comparison_was_made(keep, reason):
+    t = table(0.04, seeds=(0,))
+    v = verdicts(t[keep(t)])
+    assert v.iloc[0]["verdict"] == "not compared" and reason in v.iloc[0]["reason"], v.iloc[0]["reason"]
+
+
 def test_summary_json_has_no_nan():
     import json
 
     doc = summarise(table(0.0, seeds=(0,))).to_json()
     text = json.dumps(doc, allow_nan=False)                    # raises on NaN
     assert '"verdicts"' in text and len(doc["settings"]) == 12
+    assert len(doc["overview"]) == 6 and len(doc["comparisons"]) == 10

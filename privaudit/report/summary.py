@@ -11,12 +11,17 @@ row per target, defence setting, seed and attack). It computes, once:
   re-draws both); with one seed it is the per-model sampling interval: DeLong for AUC,
   Clopper–Pearson for accuracy and TPR at low FPR, and none for the ε lower bound, which is
   already a one-sided 95 % bound;
+* **overview**: one row per setting (all attacks together): accuracy with its interval, the
+  accountant's and the one-run ε, the setting's strongest attack and its largest empirical ε
+  lower bound (and which attack proves it);
 * **strongest attack** of each (model, dataset): the attack with the highest mean TPR at
   0.1 % FPR over its settings, then the highest mean AUC (the one rule of every view);
-* **verdicts**: at equal test accuracy, DP-SGD − MG noise for the paper's attack (shadow
-  AUC) and the strongest attack (TPR at 0.1 % FPR and the ε lower bound), each with a 95 %
-  interval, read as "MG noise leaks less" (interval above 0), "DP-SGD leaks less" (below 0)
-  or "no significant difference at 95 %" (it contains 0).
+* **comparisons**: for every attack and leakage measure (AUC, precision, recall, TPR at
+  0.1 % FPR, ε lower bound), DP-SGD − MG noise at equal test accuracy with a 95 % interval,
+  read as "MG noise leaks less" (interval above 0), "DP-SGD leaks less" (below 0) or "no
+  significant difference at 95 %" (it contains 0), or the reason no comparison was made;
+* **verdicts**: the comparisons that answer the question: the paper's attack (shadow AUC)
+  and the strongest attack (TPR at 0.1 % FPR and the ε lower bound).
 
 The iso-accuracy gap of one seed follows :mod:`privaudit.report.iso`: the MG curve (baseline
 and MG-noise settings) and the DP curve (baseline and DP-SGD settings) are interpolated
@@ -45,8 +50,14 @@ from privaudit.report.iso import as_bool
 
 CONFIDENCE = 0.95
 PAPER_ATTACK = "shadow"
-SUMMARISED = ("test_accuracy", "auc", "precision", "recall", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr",
-              "eps_lower_bound")
+SUMMARISED = ("test_accuracy", "train_accuracy", "auc", "precision", "recall", "tpr_at_1pct_fpr",
+              "tpr_at_0p1pct_fpr", "eps_lower_bound")
+#: averaged over seeds without an interval: the setting's δ, the one-run bound (itself a 95 %
+#: bound) and the leave-one-out statistics of the reference pool (already a spread over models)
+AVERAGED = ("delta", "one_run_eps_lower_bound", "loo_n_targets", "loo_auc_mean", "loo_auc_std",
+            "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std")
+#: the leakage measures compared at equal accuracy (higher = more leakage)
+COMPARED = ("auc", "precision", "recall", "tpr_at_0p1pct_fpr", "eps_lower_bound")
 #: the columns that make a setting: the recipe and the defence (the seed replicates it)
 SETTING_KEYS = ("model", "dataset", "width", "part_size", "epochs", "defence", "kappa", "dp", "noise_multiplier")
 GRID_POINTS = 25
@@ -96,14 +107,14 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     """The table with the setting columns present and typed, plus ``setting`` (its label)
     and ``family`` (baseline, MG noise, DP-SGD, MG + DP-SGD)."""
     df = pd.DataFrame() if table is None else table.copy().reset_index(drop=True)
-    for c in (*SETTING_KEYS, "seed", "attack", "n_nonmembers", "epsilon", "auc_lo", "auc_hi",
-              "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo", "tpr_at_0p1pct_fpr_hi",
-              *SUMMARISED):
+    numeric = ("kappa", "noise_multiplier", "seed", "n_members", "n_nonmembers", "epsilon", *SUMMARISED, *AVERAGED,
+               "auc_lo", "auc_hi", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo",
+               "tpr_at_0p1pct_fpr_hi")
+    for c in (*SETTING_KEYS, "attack", "target_run", *numeric):
         if c not in df.columns:
             df[c] = np.nan
     df["dp"] = as_bool(df["dp"]).to_numpy()
-    for c in ("kappa", "noise_multiplier", "seed", "n_nonmembers", "epsilon", *SUMMARISED, "auc_lo", "auc_hi",
-              "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo", "tpr_at_0p1pct_fpr_hi"):
+    for c in numeric:
         df[c] = pd.to_numeric(df[c], errors="coerce")
     df["kappa"] = df["kappa"].fillna(0.0)
     for c in ("model", "dataset", "attack", "defence"):
@@ -125,7 +136,8 @@ def _key_frame(df: pd.DataFrame) -> pd.DataFrame:
 def settings(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """One row per (setting, attack): ``n_seeds``, ``seeds`` and, per summarised metric M,
     ``M`` (mean over seeds), ``M_lo``, ``M_hi`` and ``interval`` (``t over n seeds`` or
-    ``sampling (1 seed)``), plus the accountant ε (mean) and the setting's label and family."""
+    ``sampling (1 seed)``); the means of :data:`AVERAGED`; the accountant ε (mean), the
+    setting's label and family, and ``runs``, the target runs it averages (in table order)."""
     df = prepare(table)
     if df.empty:
         return pd.DataFrame(columns=["model", "dataset", "setting", "family", "attack", "n_seeds"])
@@ -136,7 +148,10 @@ def settings(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> pd.D
         row = {k: first[k] for k in SETTING_KEYS}
         row.update(attack=first["attack"], setting=first["setting"], family=first["family"],
                    n_seeds=int(g["seed"].nunique()), seeds=",".join(str(int(s)) for s in sorted(g["seed"].dropna().unique())),
-                   epsilon=float(g["epsilon"].mean()) if g["epsilon"].notna().any() else math.nan)
+                   epsilon=float(g["epsilon"].mean()) if g["epsilon"].notna().any() else math.nan,
+                   runs=list(dict.fromkeys(r for r in g["target_run"] if isinstance(r, str))))
+        for m in AVERAGED:
+            row[m] = float(g[m].mean()) if g[m].notna().any() else math.nan
         one = len(g) == 1
         row["interval"] = "sampling (1 seed)" if one else f"t over {len(g)} seeds"
         for m in SUMMARISED:
@@ -160,12 +175,14 @@ def _sampling_interval(r: pd.Series, metric: str, confidence: float) -> tuple[fl
     """The one-model interval of ``metric`` (see the module docstring)."""
     if metric == "test_accuracy":
         return binomial_interval(r["test_accuracy"], r["n_nonmembers"], confidence)
+    if metric == "train_accuracy":
+        return binomial_interval(r["train_accuracy"], r["n_members"], confidence)
     if metric in ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr"):
         return r[f"{metric}_lo"], r[f"{metric}_hi"]
     return math.nan, math.nan
 
 
-# -- the strongest attack -----------------------------------------------------------------
+# -- the strongest attack, one row per setting ---------------------------------------------
 
 def strongest_attack(group: pd.DataFrame) -> str | None:
     """The strongest attack of a (model, dataset) group by :func:`privaudit.metrics.strongest_attack`
@@ -176,7 +193,37 @@ def strongest_attack(group: pd.DataFrame) -> str | None:
     return strongest_of(means.to_dict("index"))
 
 
-# -- verdicts -----------------------------------------------------------------------------
+def overview(setting_rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per setting of :func:`settings` (its rows of every attack together), in its
+    order: the setting keys, ``setting``, ``family``, ``n_seeds``, ``runs``, ``epsilon``,
+    ``delta``, test and train accuracy with their intervals (``interval``), the one-run bound
+    ``one_run_eps_lower_bound``, ``strongest`` (the setting's strongest attack by
+    :func:`privaudit.metrics.strongest_attack` on the attacks' means; None without values),
+    ``eps_max`` (the largest mean empirical ε lower bound of any attack; NaN without one) and
+    ``eps_attack`` (the attack that gives it, the first on ties)."""
+    cols = [*SETTING_KEYS, "setting", "family", "n_seeds", "runs", "epsilon", "delta", "test_accuracy",
+            "test_accuracy_lo", "test_accuracy_hi", "train_accuracy", "train_accuracy_lo", "train_accuracy_hi",
+            "interval", "one_run_eps_lower_bound", "strongest", "eps_max", "eps_attack"]
+    if setting_rows.empty:
+        return pd.DataFrame(columns=cols)
+    keyed = pd.concat([_key_frame(setting_rows).add_prefix("_k_"), setting_rows], axis=1)
+    out = []
+    for _, g in keyed.groupby([f"_k_{k}" for k in SETTING_KEYS], sort=False, dropna=False):
+        first = g.loc[g["n_seeds"].idxmax()]  # accuracy: the attack rows of the most seeds
+        row = {c: first[c] for c in cols if c in first.index}
+        row["n_seeds"] = int(g["n_seeds"].max())
+        row["runs"] = list(dict.fromkeys(r for runs in g["runs"] for r in runs))
+        one_run = g["one_run_eps_lower_bound"].dropna()
+        row["one_run_eps_lower_bound"] = float(one_run.iloc[0]) if len(one_run) else math.nan
+        row["strongest"] = strongest_of(g.set_index("attack")[list(STRONGEST_KEY)].to_dict("index"))
+        eps = g.set_index("attack")["eps_lower_bound"].dropna()
+        row["eps_attack"] = str(eps.idxmax()) if len(eps) else None
+        row["eps_max"] = float(eps.max()) if len(eps) else math.nan
+        out.append(row)
+    return pd.DataFrame(out, columns=cols)
+
+
+# -- iso-accuracy gaps ----------------------------------------------------------------------
 
 def iso_gap(mg_acc: np.ndarray, mg_val: np.ndarray, dp_acc: np.ndarray, dp_val: np.ndarray,
             grid_points: int = GRID_POINTS) -> tuple[float, float, float]:
@@ -199,6 +246,44 @@ def iso_gap(mg_acc: np.ndarray, mg_val: np.ndarray, dp_acc: np.ndarray, dp_val: 
     return float(np.mean(np.interp(grid, da, dv) - np.interp(grid, ma, mv))), float(lo), float(hi)
 
 
+def _interp_rows(q: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row-wise ``np.interp(q[d], x[d], y[d])`` for ``x`` sorted strictly ascending in each row
+    and ``q`` inside each row's range. Shapes: q (D, G), x and y (D, n) with n ≥ 2."""
+    idx = np.clip((x[:, None, :] <= q[:, :, None]).sum(-1), 1, x.shape[1] - 1)
+    x0, x1 = np.take_along_axis(x, idx - 1, 1), np.take_along_axis(x, idx, 1)
+    y0, y1 = np.take_along_axis(y, idx - 1, 1), np.take_along_axis(y, idx, 1)
+    return y0 + (q - x0) / (x1 - x0) * (y1 - y0)
+
+
+def iso_gaps(mg_acc: np.ndarray, mg_val: np.ndarray, dp_acc: np.ndarray, dp_val: np.ndarray,
+             grid_points: int = GRID_POINTS) -> np.ndarray:
+    """:func:`iso_gap`'s gap for many pairs of curves at once: row d of the (D, n_mg) MG arrays
+    and the (D, n_dp) DP arrays is one pair; returns (D,). Rows whose points are all finite
+    and distinct (the bootstrap's draws) are interpolated together; any other row goes
+    through :func:`iso_gap` itself."""
+    curves = []
+    for acc, val in ((mg_acc, mg_val), (dp_acc, dp_val)):
+        a, v = np.atleast_2d(np.asarray(acc, float)), np.atleast_2d(np.asarray(val, float))
+        order = np.argsort(a, axis=1, kind="stable")
+        curves.append((np.take_along_axis(a, order, 1), np.take_along_axis(v, order, 1)))
+    (ma, mv), (da, dv) = curves
+    out = np.full(len(ma), math.nan)
+    if ma.shape[1] < 2 or da.shape[1] < 2:
+        return out
+    simple = np.ones(len(ma), bool)
+    for a, v in curves:
+        simple &= np.isfinite(a).all(1) & np.isfinite(v).all(1) & (np.diff(a, axis=1) > 0).all(1)
+    lo, hi = np.maximum(ma[:, 0], da[:, 0]), np.minimum(ma[:, -1], da[:, -1])
+    ok = simple & (hi > lo)
+    if ok.any():
+        grid = lo[ok, None] + (hi - lo)[ok, None] * np.linspace(0.0, 1.0, grid_points)[None, :]
+        gap = _interp_rows(grid, da[ok], dv[ok]) - _interp_rows(grid, ma[ok], mv[ok])
+        out[ok] = gap.mean(1)
+    for d in np.flatnonzero(~simple):
+        out[d] = iso_gap(ma[d], mv[d], da[d], dv[d], grid_points)[0]
+    return out
+
+
 def _curve_masks(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Which rows make the MG curve (not DP: baseline and MG noise) and which the DP curve
     (DP-SGD without MG, and the baseline)."""
@@ -217,32 +302,37 @@ def _gap_of(rows: pd.DataFrame, metric: str) -> tuple[float, float, float]:
                    dp["test_accuracy"].to_numpy(float), dp[metric].to_numpy(float))
 
 
+def _has_interval(rows: pd.DataFrame, metric: str) -> bool:
+    """Whether every row has a per-model interval of ``metric`` and a sample count."""
+    cols = [f"{metric}_lo", f"{metric}_hi", "n_nonmembers"]
+    return all(c in rows.columns for c in cols) and bool(np.isfinite(rows[cols].to_numpy(float)).all())
+
+
 def _bootstrap_gap(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
                    rng: np.random.Generator) -> tuple[float, float]:
-    """Percentile interval of the one-seed gap under the sampling noise of every point."""
+    """Percentile interval of the one-seed gap under the sampling noise of every point: each
+    of ``draws`` draws moves every accuracy by its binomial standard error and every value by
+    the standard error its interval implies ((hi − lo) / 2z), all at once (:func:`iso_gaps`)."""
     rows = rows.reset_index(drop=True)
-    if f"{metric}_lo" not in rows.columns:
+    if not _has_interval(rows, metric) or not (rows["n_nonmembers"] >= 1).all():
         return math.nan, math.nan
     acc, n = rows["test_accuracy"].to_numpy(float), rows["n_nonmembers"].to_numpy(float)
     val, lo, hi = (rows[c].to_numpy(float) for c in (metric, f"{metric}_lo", f"{metric}_hi"))
-    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(n >= 1)):
-        return math.nan, math.nan
     z = 2 * float(norm.ppf(0.5 + confidence / 2))
     sd_v = (hi - lo) / z
     sd_a = np.sqrt(np.clip(acc * (1 - acc), 0, None) / n)
     mg_rows, dp_rows = _curve_masks(rows)
-    gaps = []
-    for _ in range(draws):
-        a = acc + sd_a * rng.standard_normal(len(acc))
-        v = val + sd_v * rng.standard_normal(len(val))
-        g, _, _ = iso_gap(a[mg_rows], v[mg_rows], a[dp_rows], v[dp_rows])
-        if np.isfinite(g):
-            gaps.append(g)
+    a = acc + sd_a * rng.standard_normal((draws, len(acc)))
+    v = val + sd_v * rng.standard_normal((draws, len(val)))
+    gaps = iso_gaps(a[:, mg_rows], v[:, mg_rows], a[:, dp_rows], v[:, dp_rows])
+    gaps = gaps[np.isfinite(gaps)]
     if len(gaps) < draws / 2:  # the ranges overlap in too few draws to say anything
         return math.nan, math.nan
     q = (1 - confidence) / 2
     return float(np.quantile(gaps, q)), float(np.quantile(gaps, 1 - q))
 
+
+# -- comparisons and verdicts ---------------------------------------------------------------
 
 def read_verdict(lo: float, hi: float) -> str:
     """The verdict of a 95 % interval of DP − MG (higher = more leakage)."""
@@ -255,40 +345,86 @@ def read_verdict(lo: float, hi: float) -> str:
     return VERDICT_TIE
 
 
-def verdicts(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: int = 1000,
-             seed: int = 0) -> pd.DataFrame:
-    """One row per (model, dataset, comparison): the paper's attack by AUC, the strongest
-    attack by TPR at 0.1 % FPR and by ε lower bound. Columns: model, dataset, comparison,
-    attack, metric, n_seeds (seeds whose curves overlap), acc_low, acc_high (mean compared
-    accuracy range), gap (mean DP − MG), gap_lo, gap_hi, interval, verdict, reason (why no
-    verdict, when there is none). Only rows of the MG-noise and DP-SGD families (and the
-    baseline) enter; the bootstrap is seeded with ``seed``."""
+COMPARISON_COLUMNS = ["model", "dataset", "attack", "metric", "n_seeds", "acc_low", "acc_high", "gap", "gap_lo",
+                      "gap_hi", "interval", "verdict", "reason"]
+
+
+def comparisons(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: int = 1000,
+                seed: int = 0) -> pd.DataFrame:
+    """One row per (model, dataset, attack, measure of :data:`COMPARED`): DP-SGD − MG noise
+    at equal test accuracy, with the columns of :func:`compare` (n_seeds, acc_low, acc_high,
+    gap, gap_lo, gap_hi, interval, verdict, reason). Only rows of the MG-noise and DP-SGD
+    families and the baseline enter; groups trained with NoisyCGD are left out (compared with
+    DP-SGD at equal ε in :mod:`privaudit.report.defences`). Each comparison's bootstrap has its
+    own generator seeded with ``seed``, so a row does not depend on which others were asked."""
     df = prepare(table)
-    cols = ["model", "dataset", "comparison", "attack", "metric", "n_seeds", "acc_low", "acc_high", "gap",
-            "gap_lo", "gap_hi", "interval", "verdict", "reason"]
     out = []
-    rng = np.random.default_rng(seed)
     for (model, dataset), g in df.groupby(["model", "dataset"], sort=True):
         if (g["defence"] == "noisycgd").any():
-            continue  # NoisyCGD is compared with DP-SGD at equal ε elsewhere (report.defences)
+            continue
+        for attack, rows in g[g["family"] != "MG + DP-SGD"].groupby("attack", sort=True):
+            for metric in COMPARED:
+                out.append({"model": model, "dataset": dataset, "attack": attack, "metric": metric,
+                            **_verdict_of(rows, metric, confidence, draws, np.random.default_rng(seed))})
+    return pd.DataFrame(out, columns=COMPARISON_COLUMNS)
+
+
+def verdicts(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: int = 1000, seed: int = 0,
+             compared: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The comparisons that answer the question, one row per (model, dataset, comparison):
+    the paper's attack by AUC, the strongest attack by TPR at 0.1 % FPR and by ε lower bound.
+    Columns: model, dataset, comparison, attack, metric, n_seeds (seeds whose curves overlap),
+    acc_low, acc_high (mean compared accuracy range), gap (mean DP − MG), gap_lo, gap_hi,
+    interval, verdict, reason (why no verdict, when there is none). ``compared``: the
+    :func:`comparisons` of the same table, when already computed."""
+    df = prepare(table)
+    compared = comparisons(df, confidence, draws, seed) if compared is None else compared
+    cols = ["model", "dataset", "comparison", *COMPARISON_COLUMNS[2:]]
+    out = []
+    for (model, dataset), g in df.groupby(["model", "dataset"], sort=True):
+        if (g["defence"] == "noisycgd").any():
+            continue
         strongest = strongest_attack(g)
         asks = [("paper's attack", PAPER_ATTACK, "auc")]
         if strongest is not None:
-            asks += [("strongest attack", strongest, "tpr_at_0p1pct_fpr"), ("strongest attack", strongest,
-                                                                            "eps_lower_bound")]
+            asks += [("strongest attack", strongest, "tpr_at_0p1pct_fpr"),
+                     ("strongest attack", strongest, "eps_lower_bound")]
         for comparison, attack, metric in asks:
-            rows = g[(g["attack"] == attack) & (g["family"] != "MG + DP-SGD")]
-            out.append({"model": model, "dataset": dataset, "comparison": comparison, "attack": attack,
-                        "metric": metric, **_verdict_of(rows, metric, confidence, draws, rng)})
+            hit = compared[(compared["model"] == model) & (compared["dataset"] == dataset)
+                           & (compared["attack"] == attack) & (compared["metric"] == metric)]
+            found = (hit.iloc[0].to_dict() if len(hit) else
+                     {"model": model, "dataset": dataset, "attack": attack, "metric": metric,
+                      **_verdict_of(g.iloc[0:0], metric, confidence, draws, np.random.default_rng(seed))})
+            out.append({"comparison": comparison, **found})
     return pd.DataFrame(out, columns=cols)
 
 
 def compare(rows: pd.DataFrame, metric: str, confidence: float = CONFIDENCE, draws: int = 1000,
             seed: int = 0) -> dict:
-    """The verdict fields of :func:`verdicts` (n_seeds … reason) for the rows of one attack of
-    one (model, dataset) group, on any leakage ``metric`` of the table."""
+    """The verdict fields of :func:`comparisons` (n_seeds … reason) for the rows of one attack
+    of one (model, dataset) group, on any leakage ``metric`` of the table."""
     df = prepare(rows)
     return _verdict_of(df[df["family"] != "MG + DP-SGD"], metric, confidence, draws, np.random.default_rng(seed))
+
+
+def _no_comparison(rows: pd.DataFrame, metric: str) -> str:
+    """Why the rows of one attack give no iso-accuracy gap in any seed."""
+    has = {f: bool((rows["family"] == f).any()) for f in ("baseline", "MG noise", "DP-SGD")}
+    if not has["MG noise"] and not has["DP-SGD"]:
+        return "only the undefended baseline has been audited"
+    if not has["DP-SGD"]:
+        return "there are no DP-SGD runs to compare MG noise with"
+    if not has["MG noise"]:
+        return "there are no MG-noise runs to compare DP-SGD with"
+    if rows[metric].notna().sum() == 0:
+        return "the attack has no values of this measure"
+    mg, dp = _curves(rows[rows[metric].notna()])
+    for side, c in (("MG-noise", mg), ("DP-SGD", dp)):
+        if all(s.nunique() < 2 for _, s in c.groupby("seed", dropna=False)["test_accuracy"]):
+            return f"the {side} curve has fewer than two distinct test accuracies"
+    return (f"the accuracy ranges do not overlap (MG noise {mg['test_accuracy'].min():.3f}–"
+            f"{mg['test_accuracy'].max():.3f}, DP-SGD {dp['test_accuracy'].min():.3f}–"
+            f"{dp['test_accuracy'].max():.3f}): try --match-accuracy")
 
 
 def _verdict_of(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
@@ -297,18 +433,13 @@ def _verdict_of(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
             "gap_hi": math.nan, "interval": "", "verdict": "not compared"}
     if rows.empty:
         return {**none, "reason": "the attack did not run on these targets"}
-    if not (rows["family"] == "DP-SGD").any() or not (rows["family"] == "MG noise").any():
-        return {**none, "reason": "needs both MG-noise and DP-SGD settings"}
     per_seed = []
-    for s, rs in rows.groupby("seed", sort=True):
+    for s, rs in rows.groupby("seed", sort=True, dropna=False):
         gap, lo, hi = _gap_of(rs, metric)
         if np.isfinite(gap):
             per_seed.append((s, gap, lo, hi, rs))
-    if not per_seed:
-        mg, dp = _curves(rows)
-        return {**none, "reason": (f"the accuracy ranges do not overlap (MG noise {mg['test_accuracy'].min():.3f}–"
-                                   f"{mg['test_accuracy'].max():.3f}, DP-SGD {dp['test_accuracy'].min():.3f}–"
-                                   f"{dp['test_accuracy'].max():.3f}): try --match-accuracy")}
+    if not per_seed or not (rows["family"] == "DP-SGD").any() or not (rows["family"] == "MG noise").any():
+        return {**none, "reason": _no_comparison(rows, metric)}
     gaps = [p[1] for p in per_seed]
     res = {"n_seeds": len(per_seed), "acc_low": float(np.mean([p[2] for p in per_seed])),
            "acc_high": float(np.mean([p[3] for p in per_seed])), "reason": ""}
@@ -319,8 +450,9 @@ def _verdict_of(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
         lo, hi = _bootstrap_gap(per_seed[0][4], metric, confidence, draws, rng)
         res.update(gap=gaps[0], gap_lo=lo, gap_hi=hi, interval="sampling (1 seed)")
         if not np.isfinite(lo):
-            res["reason"] = ("one seed and no per-model interval for this metric: replicate with --seeds"
-                             if metric == "eps_lower_bound" else "one seed and too little overlap to bootstrap")
+            res["reason"] = ("one seed and no per-model interval for this measure: replicate with --seeds"
+                             if not _has_interval(per_seed[0][4], metric)
+                             else "one seed and too little overlap to bootstrap")
     res["verdict"] = read_verdict(res["gap_lo"], res["gap_hi"])
     return res
 
@@ -329,20 +461,29 @@ def _verdict_of(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
 
 @dataclass(frozen=True)
 class Summary:
-    """What every view reads: the per-setting table and the verdicts."""
+    """What every view reads: the per-(setting, attack) table, one row per setting, every
+    iso-accuracy comparison and the verdicts among them."""
 
     settings: pd.DataFrame
     verdicts: pd.DataFrame
+    comparisons: pd.DataFrame
+    overview: pd.DataFrame
 
     def to_json(self) -> dict:
         """Plain JSON-able lists (NaN → None)."""
+        def plain(v: Any) -> Any:
+            if isinstance(v, float) and not math.isfinite(v):
+                return None
+            return v.item() if isinstance(v, np.generic) else v
+
         def records(frame: pd.DataFrame) -> list[dict]:
-            return [{k: (None if isinstance(v, float) and not math.isfinite(v) else
-                         (v.item() if isinstance(v, np.generic) else v)) for k, v in r.items()}
-                    for r in frame.to_dict("records")]
-        return {"settings": records(self.settings), "verdicts": records(self.verdicts)}
+            return [{k: plain(v) for k, v in r.items()} for r in frame.to_dict("records")]
+        return {"settings": records(self.settings), "overview": records(self.overview),
+                "verdicts": records(self.verdicts), "comparisons": records(self.comparisons)}
 
 
 def summarise(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> Summary:
-    """:func:`settings` and :func:`verdicts` of one table."""
-    return Summary(settings(table, confidence), verdicts(table, confidence))
+    """Every derived number of one table, each computed once."""
+    per_setting = settings(table, confidence)
+    compared = comparisons(table, confidence)
+    return Summary(per_setting, verdicts(table, confidence, compared=compared), compared, overview(per_setting))
