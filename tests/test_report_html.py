@@ -647,5 +647,43 @@ def test_empirical_part_escapes_user_strings():
     rocs = make_pool_rocs(table)
     doc = render_report(table, rocs, extras=extras)
     assert bad not in doc
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in doc
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in doc  # markupsafe writes " as &#34;
     _assert_self_contained(doc)
+
+
+def test_the_page_shows_the_summary_layers_numbers():
+    """Means, intervals and verdicts on the page are the summary layer's (privaudit.report.summary),
+    not averaged again: two seeds per setting, so every interval is a t interval over seeds."""
+    from privaudit.report.summary import summarise
+
+    one = make_pool_table()
+    two = one.copy()
+    two["seed"] = 1
+    two["target_run"] = two["target_run"] + "-s1"
+    two["test_accuracy"] = two["test_accuracy"] - 0.01
+    two["auc"] = two["auc"] + 0.004
+    two["eps_lower_bound"] = two["eps_lower_bound"] * 0.5
+    table = pd.concat([one, two], ignore_index=True)
+    summary = summarise(table)
+    doc = render_report(table, {}, summary=summary)
+    ov = summary.overview.set_index("setting")
+    # the strongest-attacks table: accuracy mean with its t interval, the largest mean eps bound
+    rows = _emp_part(doc).split("<tbody>")[1].split("<tr")[1:]
+    base = ov.loc["baseline"]
+    assert f'{base["test_accuracy"]:.3f}<span class="sub">[{base["test_accuracy_lo"]:.3f}, ' \
+           f'{base["test_accuracy_hi"]:.3f}]</span>' in rows[0]
+    assert base["eps_max"] == pytest.approx((2.345 + 2.345 / 2) / 2)
+    assert f"<strong>{math.floor(base['eps_max'] * 100) / 100:.2f}</strong>" in rows[0]
+    assert "(2 runs)" in rows[0]
+    # the verdict sentence and the per-attack iso table: the summary's comparisons
+    comp = summary.comparisons.set_index(["attack", "metric"])
+    c = comp.loc[("shadow", "auc")]
+    kf = _plain(doc[doc.index("Key findings"):doc.index('id="table"')])
+    assert f"AUC is {c['gap']:+.3f} (95% interval {c['gap_lo']:+.3f} to {c['gap_hi']:+.3f}, t over 2 seeds)" in kf
+    iso = doc[doc.index("<h3>Iso-accuracy comparison</h3>"):doc.index("<h3>ROC curves</h3>")]
+    r = comp.loc[("rmia", "precision")]
+    assert f"{r['gap']:+.3f} [{r['gap_lo']:+.3f}, {r['gap_hi']:+.3f}]" in iso
+    # one seed: precision has no per-model interval, so no verdict is read from it
+    single = render_report(one, {})
+    iso1 = single[single.index("<h3>Iso-accuracy comparison</h3>"):single.index("<h3>ROC curves</h3>")]
+    assert "no interval: cannot decide" in iso1 and "replicate with --seeds" in iso1

@@ -137,15 +137,17 @@ def settings(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> pd.D
     """One row per (setting, attack): ``n_seeds``, ``seeds`` and, per summarised metric M,
     ``M`` (mean over seeds), ``M_lo``, ``M_hi`` and ``interval`` (``t over n seeds`` or
     ``sampling (1 seed)``); the means of :data:`AVERAGED`; the accountant ε (mean), the
-    setting's label and family, and ``runs``, the target runs it averages (in table order)."""
+    setting's label and family, ``setting_id`` (the same number on every attack's row of one
+    setting) and ``runs``, the target runs it averages (in table order)."""
     df = prepare(table)
     if df.empty:
         return pd.DataFrame(columns=["model", "dataset", "setting", "family", "attack", "n_seeds"])
     keyed = pd.concat([_key_frame(df).add_prefix("_k_"), df], axis=1)
-    rows = []
-    for _, g in keyed.groupby([f"_k_{k}" for k in SETTING_KEYS] + ["attack"], sort=False, dropna=False):
+    rows, ids = [], {}
+    for key, g in keyed.groupby([f"_k_{k}" for k in SETTING_KEYS] + ["attack"], sort=False, dropna=False):
         first = g.iloc[0]
         row = {k: first[k] for k in SETTING_KEYS}
+        row["setting_id"] = ids.setdefault(key[:-1], len(ids))
         row.update(attack=first["attack"], setting=first["setting"], family=first["family"],
                    n_seeds=int(g["seed"].nunique()), seeds=",".join(str(int(s)) for s in sorted(g["seed"].dropna().unique())),
                    epsilon=float(g["epsilon"].mean()) if g["epsilon"].notna().any() else math.nan,
@@ -201,14 +203,13 @@ def overview(setting_rows: pd.DataFrame) -> pd.DataFrame:
     :func:`privaudit.metrics.strongest_attack` on the attacks' means; None without values),
     ``eps_max`` (the largest mean empirical ε lower bound of any attack; NaN without one) and
     ``eps_attack`` (the attack that gives it, the first on ties)."""
-    cols = [*SETTING_KEYS, "setting", "family", "n_seeds", "runs", "epsilon", "delta", "test_accuracy",
+    cols = [*SETTING_KEYS, "setting_id", "setting", "family", "n_seeds", "runs", "epsilon", "delta", "test_accuracy",
             "test_accuracy_lo", "test_accuracy_hi", "train_accuracy", "train_accuracy_lo", "train_accuracy_hi",
             "interval", "one_run_eps_lower_bound", "strongest", "eps_max", "eps_attack"]
     if setting_rows.empty:
         return pd.DataFrame(columns=cols)
-    keyed = pd.concat([_key_frame(setting_rows).add_prefix("_k_"), setting_rows], axis=1)
     out = []
-    for _, g in keyed.groupby([f"_k_{k}" for k in SETTING_KEYS], sort=False, dropna=False):
+    for _, g in setting_rows.groupby("setting_id", sort=False):
         first = g.loc[g["n_seeds"].idxmax()]  # accuracy: the attack rows of the most seeds
         row = {c: first[c] for c in cols if c in first.index}
         row["n_seeds"] = int(g["n_seeds"].max())

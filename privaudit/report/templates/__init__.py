@@ -19,6 +19,12 @@ def render(name: str, **context) -> str:
     return _environment().get_template(name).render(**context)
 
 
+def macro(name: str, macro_name: str, *args, **kwargs) -> str:
+    """The macro ``macro_name`` of the template ``name`` called with the arguments (escaped
+    like the template itself)."""
+    return str(getattr(_environment().get_template(name).module, macro_name)(*args, **kwargs))
+
+
 @functools.lru_cache(maxsize=1)
 def stylesheet() -> str:
     """``report.css``, the one stylesheet of every page (inlined: the pages load nothing)."""
