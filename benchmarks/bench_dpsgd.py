@@ -2,8 +2,8 @@
 
 Same model, same images, same batch size (expected 128 under Poisson sampling), σ = 1, C = 1.
 
-- privaudit: ``train_model`` with DP-SGD (the fast engine: ghost norms in one backward for
-  dense models; Opacus ghost clipping for convolutional ones);
+- privaudit: ``train_model`` with DP-SGD (the fast engine: one backward pass, ghost norms
+  for dense layers, per-sample gradients of convolutions formed in one product per layer);
 - Opacus defaults: ``PrivacyEngine().make_private(...)`` with nothing but the required
   arguments (per-sample gradient hooks, Poisson sampling) over a ``DataLoader`` of the
   same in-memory tensors, Adam, timed over a fixed number of steps after warm-up steps
@@ -63,7 +63,7 @@ def opacus_defaults(model_name: str, data, n: int, batch: int, device: torch.dev
 
 
 def run(data, source: str, device: torch.device, quick: bool = False) -> list[dict]:
-    models = ("mlp",) if quick else ("mlp", "cnn")
+    models = ("mlp",) if quick else ("mlp", "cnn", "cnn-improved")
     n = 1024 if quick else 10_520
     batch = 128
     rows = []

@@ -17,8 +17,7 @@ from torch.nn import functional as F
 
 from privaudit.errors import ConfigError
 from privaudit.training import train_model
-from privaudit.training.dp_engine import (DenseDPSGD, GaussianNoise, poisson_batch,
-                                          supports_ghost_dense)
+from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, poisson_batch, supports_ghost_dense
 from privaudit.models.fast_linear import FastLinear, fast_layers, linear, onednn_enabled
 from privaudit.training.stacked import can_stack, train_many, train_stacked
 from privaudit.training.trainer import resolve_engine
@@ -80,7 +79,7 @@ def test_dense_dpsgd_clipped_sum_matches_per_sample_reference(batch):
     y = torch.randint(0, 10, (batch,), generator=g)
     clip = 6.0  # about the median per-sample norm here: binds for some samples only
     expected = 16
-    dp = DenseDPSGD(model, clip, 0.0, expected, GaussianNoise(0, CPU))
+    dp = GhostDPSGD(model, clip, 0.0, expected, GaussianNoise(0, CPU))
     losses = dp.compute_grads(x, y)
     fast = [p.grad.clone() for p in model.parameters()]
     ref = _per_sample_reference(model, x, y, clip)
@@ -96,7 +95,7 @@ def test_dense_dpsgd_norms_bind_some_samples_only():
     g = torch.Generator().manual_seed(2)
     x = torch.randn(64, 3, 4, 4, generator=g) * 2
     y = torch.randint(0, 10, (64,), generator=g)
-    dp = DenseDPSGD(model, 6.0, 0.0, 16, GaussianNoise(0, CPU))
+    dp = GhostDPSGD(model, 6.0, 0.0, 16, GaussianNoise(0, CPU))
     _, inputs, grads = dp.per_sample_terms(x, y)
     norms = dp.per_sample_norms(inputs, grads)
     assert (norms > 6.0).sum() >= 10 and (norms < 6.0).sum() >= 10
@@ -106,7 +105,7 @@ def test_dense_dpsgd_noise_scale_and_empty_batch():
     """An empty Poisson batch gives pure noise N(0, σ²C²)/E|B| per coordinate."""
     model = _mlp(d=300, width=200)
     sigma, clip, expected = 1.5, 0.7, 10
-    dp = DenseDPSGD(model, clip, sigma, expected, GaussianNoise(3, CPU))
+    dp = GhostDPSGD(model, clip, sigma, expected, GaussianNoise(3, CPU))
     dp.compute_grads(torch.zeros(0, 3, 10, 10), torch.zeros(0, dtype=torch.long))
     flat = torch.cat([p.grad.ravel() for p in model.parameters()])
     want = sigma * clip / expected
@@ -254,7 +253,7 @@ def test_dense_dpsgd_ignores_caller_padding_rows():
     g = torch.Generator().manual_seed(4)
     x = torch.randn(45, 3, 4, 4, generator=g)
     y = torch.randint(0, 10, (45,), generator=g)
-    dp = DenseDPSGD(model, 2.0, 0.0, 16, GaussianNoise(0, CPU))
+    dp = GhostDPSGD(model, 2.0, 0.0, 16, GaussianNoise(0, CPU))
     assert dp.padded_size(45) == 48 and dp.padded_size(48) == 48
     dp.compute_grads(x, y)
     plain = [p.grad.clone() for p in model.parameters()]

@@ -7,9 +7,10 @@ with Adam over shuffled full passes.
 Two engines give the same models (the tests check that they agree):
 
 * ``fast`` (default): dense layers through oneDNN on x86 CPUs
-  (:mod:`privaudit.models.fast_linear`), fused Adam, and DP-SGD for dense models by
-  :class:`privaudit.training.dp_engine.DenseDPSGD` (ghost norms, one backward pass, own
-  Poisson sampler over the in-memory tensors). DP-SGD for convolutional models goes
+  (:mod:`privaudit.models.fast_linear`), fused Adam, and DP-SGD for the MLP and both CNNs by
+  :class:`privaudit.training.dp_engine.GhostDPSGD` (ghost norms of dense layers, per-sample
+  gradients of convolutions and GroupNorm formed in one batched product each, one backward
+  pass, own Poisson sampler over the in-memory tensors). Models it does not support go
   through Opacus as in ``reference``.
 * ``reference``: plain PyTorch layers and Adam; DP-SGD through Opacus's
   ``PrivacyEngine.make_private`` with Poisson sampling and ghost clipping
@@ -46,8 +47,7 @@ from privaudit.errors import ConfigError
 from privaudit.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
-from privaudit.training.dp_engine import (DenseDPSGD, GaussianNoise, dp_compute_threads, poisson_batch,
-                                          supports_ghost_dense)
+from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, poisson_batch, supports_ghost
 from privaudit.accounting import calibrate_noise_multiplier, epsilon_from_history
 from privaudit.models.fast_linear import fast_layers
 from privaudit.training.augment import random_flip
@@ -170,8 +170,8 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
                  if cfg.train.augment == "flip" else None)
         if cfg.model.name == "convex-relu":  # its own optimiser: (noisy) cyclic gradient descent
             history, dp_metrics = _train_convex(cfg, model, rd, g, noise_seed, on_epoch)
-        elif cfg.defence.dp and engine == "fast" and supports_ghost_dense(model):
-            history, dp_metrics = _train_dense_dpsgd(cfg, model, make_optimizer(model, cfg, engine), rd, g,
+        elif cfg.defence.dp and engine == "fast" and supports_ghost(model):
+            history, dp_metrics = _train_ghost_dpsgd(cfg, model, make_optimizer(model, cfg, engine), rd, g,
                                                      noise_seed, on_epoch, g_aug)
         elif cfg.defence.dp:
             history, dp_metrics = _train_dpsgd(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch,
@@ -291,14 +291,14 @@ def _dp_metrics(cfg: RunConfig, n: int, sigma: float, sample_rate: float,
     }
 
 
-def _train_dense_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
+def _train_ghost_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
                        g: torch.Generator, noise_seed: int, on_epoch: EpochCallback | None,
                        g_aug: torch.Generator | None = None) -> tuple[list[float], dict]:
-    """DP-SGD with :class:`DenseDPSGD`: Poisson batches drawn from the in-memory members."""
+    """DP-SGD with :class:`GhostDPSGD`: Poisson batches drawn from the in-memory members."""
     n = len(rd.y_in)
     sample_rate, per_epoch, sigma, calibrated_with = _dp_schedule(cfg, n)
     noise = GaussianNoise(noise_seed, rd.x_in.device)
-    dp = DenseDPSGD(model, cfg.defence.max_grad_norm, sigma, int(n * sample_rate), noise)
+    dp = GhostDPSGD(model, cfg.defence.max_grad_norm, sigma, int(n * sample_rate), noise)
     history = []
     try:
         with dp_compute_threads(rd.x_in.device):
