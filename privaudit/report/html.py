@@ -282,8 +282,9 @@ def _cell_tip(r: pd.Series, col: str) -> str:
     return ""
 
 
-def _tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]]) -> str:
-    """The long table (templates/tradeoff_table.html.j2): rows of one target striped alike."""
+def _tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]], n_rows: int, n_targets: int) -> str:
+    """The "Trade-off table" section, the long table (templates/tradeoff_table.html.j2): rows
+    of one target striped alike."""
     from privaudit.report.templates import render
 
     out = []
@@ -302,7 +303,7 @@ def _tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]]) -> str:
                          "cells": cells})
         out.append({"slug": _slug("g", model, dataset), "model": model, "dataset": dataset, "rows": rows})
     head = [{"text": h, "cls": cls} for h, _, _, cls in _TABLE_SPEC]
-    return render("tradeoff_table.html.j2", head=head, groups=out)
+    return render("tradeoff_table.html.j2", head=head, groups=out, n_rows=n_rows, n_targets=n_targets, dash=_DASH)
 
 
 def _attack_key(a: str) -> tuple[int, str]:
@@ -888,13 +889,8 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
         toc += [("defences", "NoisyCGD vs DP-SGD")] if defences else []
         toc += [("papers", "Papers' figures")] if papers_html else []
         toc += [("howto", "How to read this")]
-        n_targets = df["_run"].nunique()
         sections = [_first_screen(summary, figures or []), _key_findings(groups, summary, extras),
-                    f'<section id="table"><h2>Trade-off table</h2>'
-                    f'<p class="muted">{len(df)} rows: {n_targets} target run(s) × attacks, '
-                    f'grouped by model and dataset. Hover a target run, an ε, an ε lower '
-                    f'bound (ε lb) or a TPR for details; {_DASH} = not available.</p>'
-                    f'{_tradeoff_table(groups)}</section>',
+                    _tradeoff_table(groups, n_rows=len(df), n_targets=df["_run"].nunique()),
                     *(_name_dp(_group_section(m, d, g, summary, rocs, extras), g) for m, d, g in groups),
                     defences]
     return render("page.html.j2", title=title, generated=generated, toc=toc, css=Markup(stylesheet()),
