@@ -38,6 +38,7 @@ from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
+from privaudit.training.mg_noise import mg_mask
 from privaudit.training.trainer import EpochCallback, TrainResult, evaluate, resolve_engine, role_data, train_model
 
 # Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): measured on a 2-core
@@ -135,10 +136,11 @@ def train_stacked(cfgs: Sequence[RunConfig], data: ImageData, device: torch.devi
             torch.manual_seed(derive_seed(c.seed, c.role, "train", *member))
             models.append(build_model(c.model.name, data.input_shape, data.num_classes, width=c.model.width))
         gens.append(generator(derive_seed(c.seed, c.role, "mask", *member), device))
-    lin1 = [m[1] for m in models]
-    lin2 = [m[3] for m in models]
-    params = [nn.Parameter(torch.stack([getattr(l, a).detach() for l in layer]).to(device))
-              for layer in (lin1, lin2) for a in ("weight", "bias")]
+    dense = [[layer for layer in m if isinstance(layer, nn.Linear)] for m in models]  # [K][2]
+    if any(len(d) != 2 for d in dense):
+        raise ValueError("stacked training needs MLPs of exactly two dense layers")
+    params = [nn.Parameter(torch.stack([getattr(d[i], a).detach() for d in dense]).to(device))
+              for i in range(2) for a in ("weight", "bias")]
     w1, b1, w2, b2 = params
     opt = torch.optim.Adam(params, lr=cfg0.train.lr, weight_decay=cfg0.train.weight_decay,
                            **({"fused": True} if device.type in ("cpu", "cuda") else {}))
@@ -150,9 +152,8 @@ def train_stacked(cfgs: Sequence[RunConfig], data: ImageData, device: torch.devi
         for start in range(0, n, bs):
             pos = member_pos.gather(1, perms[:, start:start + bs])          # (K, b)
             xb = (x_raw[pos] - mean) / std                                   # (K, b, d)
-            if kappa:
-                masks = [torch.randn(xb.shape[1:], generator=g, device=device) for g in gens]
-                xb = xb * torch.stack(masks).mul_(kappa).add_(1.0)
+            if kappa:  # each model's mask from its own generator, as train_model draws it
+                xb = xb * torch.stack([mg_mask(xb.shape[1:], kappa, g, device=device) for g in gens])
             yb = y_pool[pos]
             h = torch.relu(torch.baddbmm(b1.unsqueeze(1), xb, w1.transpose(1, 2)))
             z = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2))
@@ -170,7 +171,7 @@ def train_stacked(cfgs: Sequence[RunConfig], data: ImageData, device: torch.devi
     results = []
     for k, (c, model) in enumerate(zip(cfgs, models)):
         with torch.no_grad():
-            for target, stacked in zip((model[1].weight, model[1].bias, model[3].weight, model[3].bias), params):
+            for target, stacked in zip((p for layer in dense[k] for p in (layer.weight, layer.bias)), params):
                 target.copy_(stacked[k])
         metrics = evaluate(model.to(device), role_data(c, data, device, normaliser=norms[k]))
         metrics.update(train_seconds=seconds, engine="fast", stacked_models=k_models)
