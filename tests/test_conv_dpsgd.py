@@ -46,11 +46,10 @@ def test_conv_per_sample_gradients_match_torch_func(c_in, stride, dilation, padd
     out_shape = model(x).shape
     model.append(nn.Linear(out_shape[1], 4))
     y = torch.randint(0, 4, (7,))
-    a = x
-    z = conv(a)
+    z = conv(x)
     b = torch.autograd.grad(F.cross_entropy(model[1:](z), y, reduction="sum"), z)[0]
     ref = _func_per_sample(model, x, y)["0.weight"]
-    assert torch.allclose(conv_weight_per_sample(conv, a, b), ref, rtol=1e-4, atol=1e-6)
+    assert torch.allclose(conv_weight_per_sample(conv, x, b), ref, rtol=1e-4, atol=1e-6)
 
 
 def _clipped_reference(model, x, y, clip):

@@ -126,10 +126,7 @@ def _prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     kappa = df["kappa"].fillna(0.0)
     # defence rank: 0 baseline, 1 MG, 2 DP-SGD, 3 both
     df["_rank"] = np.where(df["dp"], np.where(kappa > 0, 3, 2), np.where(kappa > 0, 1, 0))
-    df["_baseline"] = (~df["dp"]) & (kappa == 0)
     df["_attack_rank"] = df["attack"].map(_ATTACK_ORDER).fillna(9)
-    df["_key"] = [setting_label(d, k, s)
-                  for d, k, s in zip(df["dp"], df["kappa"], df["noise_multiplier"])]
     df["_run"] = df["target_run"].map(_text)
     src = df["source"].where(df["source"].notna(), df["shadow_run"])
     df["_source"] = src.map(_text)
@@ -591,15 +588,23 @@ def _iso_view(g: pd.DataFrame, comps: pd.DataFrame, verdict: dict) -> dict:
     return {"rows": rows, "metrics": [_METRIC_NAMES.get(m, m) for m in metrics], "none": ""}
 
 
-def _group_section(model: str, dataset: str, g: pd.DataFrame, summary: Summary, rocs: Mapping[str, Any],
-                   extras: Any) -> str:
+def _group_view(model: str, dataset: str, g: pd.DataFrame, summary: Summary, extras: Any) -> dict:
+    """One (model, dataset) group as both its key finding and its section read it: its rows of
+    the table (``g``) and of the summary (``st``, ``ov``, ``comps``), and its sentences (the
+    verdict, the baseline, the strongest attack and empirical ε), each worked out once."""
+    st, ov, comps = (_of(f, model, dataset) for f in (summary.settings, summary.overview, summary.comparisons))
+    return {"model": model, "dataset": dataset, "g": g, "st": st, "ov": ov, "comps": comps,
+            "verdict": _verdict(g, comps), "baseline": _baseline_sentence(g, st, ov),
+            "empirical": _empirical_sentence(g, st, ov, extras)}
+
+
+def _group_section(view: dict, rocs: Mapping[str, Any], extras: Any) -> str:
     from markupsafe import Markup
 
     from privaudit.report.templates import render
 
-    st, ov, comps = (_of(f, model, dataset) for f in (summary.settings, summary.overview, summary.comparisons))
+    model, dataset, g, st, ov = (view[k] for k in ("model", "dataset", "g", "st", "ov"))
     attack = _primary_attack(g) or "shadow"
-    verdict = _verdict(g, comps)
     roc = _roc_series(g, attack, rocs)
     fpr_lo = _fpr_floor(g["n_nonmembers"])
     roc_figs = [
@@ -615,27 +620,21 @@ def _group_section(model: str, dataset: str, g: pd.DataFrame, summary: Summary, 
     strongest = _empirical_section(model, dataset, g, st, ov, rocs, extras)
     return render("group.html.j2", g={
         "slug": _slug("g", model, dataset), "model": model, "dataset": dataset, "attack": attack,
-        "verdict": verdict, "baseline": _baseline_sentence(g, st, ov),
-        "empirical": _empirical_sentence(g, st, ov, extras),
+        "verdict": view["verdict"], "baseline": view["baseline"], "empirical": view["empirical"],
         "strongest_part": Markup(strongest) if strongest else "",
         "figures": _tradeoff_figures(g, st, ov, attack), "points": _points(st, attack),
-        "iso": _iso_view(g, comps, verdict), "roc_figures": roc_figs})
+        "iso": _iso_view(g, view["comps"], view["verdict"]), "roc_figures": roc_figs})
 
 
-def _key_findings(groups: list[tuple[str, str, pd.DataFrame]], summary: Summary, extras: Any) -> str:
-    from privaudit.report.templates import render
-
+def _key_findings(views: list[dict]) -> str:
     from markupsafe import Markup
 
-    from privaudit.report.templates import macro
+    from privaudit.report.templates import macro, render
 
-    items = []
-    for model, dataset, g in groups:
-        st, ov, comps = (_of(f, model, dataset) for f in (summary.settings, summary.overview, summary.comparisons))
-        items.append(Markup(_name_dp(macro("sentences.html.j2", "finding", {
-            "slug": _slug("g", model, dataset), "emp_slug": _slug("e", model, dataset), "model": model,
-            "dataset": dataset, "verdict": _verdict(g, comps), "baseline": _baseline_sentence(g, st, ov),
-            "empirical": _empirical_sentence(g, st, ov, extras)}), g)))
+    items = [Markup(_name_dp(macro("sentences.html.j2", "finding", {
+        "slug": _slug("g", v["model"], v["dataset"]), "emp_slug": _slug("e", v["model"], v["dataset"]),
+        **{k: v[k] for k in ("model", "dataset", "verdict", "baseline", "empirical")}}), v["g"]))
+        for v in views]
     return render("findings.html.j2", items=items)
 
 
@@ -889,9 +888,10 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
         toc += [("defences", "NoisyCGD vs DP-SGD")] if defences else []
         toc += [("papers", "Papers' figures")] if papers_html else []
         toc += [("howto", "How to read this")]
-        sections = [_first_screen(summary, figures or []), _key_findings(groups, summary, extras),
+        views = [_group_view(m, d, g, summary, extras) for m, d, g in groups]
+        sections = [_first_screen(summary, figures or []), _key_findings(views),
                     _tradeoff_table(groups, n_rows=len(df), n_targets=df["_run"].nunique()),
-                    *(_name_dp(_group_section(m, d, g, summary, rocs, extras), g) for m, d, g in groups),
+                    *(_name_dp(_group_section(v, rocs, extras), v["g"]) for v in views),
                     defences]
     return render("page.html.j2", title=title, generated=generated, toc=toc, css=Markup(stylesheet()),
                   sections=[Markup(x) for x in sections if x], papers=Markup(papers_html)) + "\n"
