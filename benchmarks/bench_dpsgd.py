@@ -23,6 +23,7 @@ from torch import nn
 from benchmarks.bench_training import privaudit_trainer
 from benchmarks.common import PeakMemory, sync
 from privaudit.data import Normaliser
+from privaudit.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
 
 
@@ -35,7 +36,8 @@ def opacus_defaults(model_name: str, data, n: int, batch: int, device: torch.dev
     x = torch.from_numpy(Normaliser.fit(data.x[:n])(data.x[:n])).to(device)
     y = torch.from_numpy(data.y[:n]).to(device)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=batch)
-    model = build_model(model_name, data.input_shape, data.num_classes, dp=True).to(device)
+    model = build_model(model_name, data.input_shape, data.num_classes, width=DEFAULT_WIDTHS[model_name],
+                        dp=True).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

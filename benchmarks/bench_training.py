@@ -20,6 +20,7 @@ from torch import nn
 
 from benchmarks.common import EpochClock, PeakMemory, matmul_peak, sync, train_step_flops
 from privaudit.config import make_config
+from privaudit.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
 from privaudit.training import train_model
 
@@ -51,12 +52,12 @@ def torchvision_cifar(root: Path, train: bool = True):
 
 
 def dataloader_loop(model_name: str, root: Path, n: int, epochs: int, batch: int, device: torch.device,
-                    seed: int = 0, width: int = 512) -> float:
+                    seed: int = 0, width: int | None = None) -> float:
     """Steady-state samples/s of the standard loop on the first ``n`` training images."""
     torch.manual_seed(seed)
     dataset = torch.utils.data.Subset(torchvision_cifar(root), range(n))
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch, shuffle=True, num_workers=0)
-    model = build_model(model_name, (3, 32, 32), 10, width=width).to(device)
+    model = build_model(model_name, (3, 32, 32), 10, width=width or DEFAULT_WIDTHS[model_name]).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     clock = EpochClock(n)
@@ -74,7 +75,7 @@ def dataloader_loop(model_name: str, root: Path, n: int, epochs: int, batch: int
 
 
 def privaudit_trainer(model_name: str, data, n: int, epochs: int, batch: int, device: torch.device,
-                      width: int = 512, engine: str | None = None, **defence) -> tuple[float, dict]:
+                      width: int | None = None, engine: str | None = None, **defence) -> tuple[float, dict]:
     """Steady-state samples/s of ``privaudit.training.train_model`` (part size ``n``)."""
     cfg = make_config(model=model_name, dataset="cifar10", part_size=n, epochs=epochs, batch_size=batch,
                       width=width, **defence)
@@ -96,7 +97,7 @@ def run(data, source: str, root: Path, device: torch.device, peak: float, quick:
     batch = 128
     rows = []
     for name in models:
-        flops = train_step_flops(build_model(name, (3, 32, 32), 10), (3, 32, 32))
+        flops = train_step_flops(build_model(name, (3, 32, 32), 10, width=DEFAULT_WIDTHS[name]), (3, 32, 32))
         # The peak again, right before and right after this row: a shared machine's speed
         # drifts over minutes, and a fraction of peak means something only against the peak
         # of the same moment (the higher of the two, to stay conservative).

@@ -20,9 +20,10 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from privaudit.defaults import DEFAULT_WIDTHS
 from privaudit.errors import ConfigError
 
-MODELS = ("mlp", "cnn", "cnn-improved", "convex-relu")
+MODELS = ("mlp", "cnn", "cnn-improved", "cnn-improved-small", "convex-relu")
 MECHANISMS = ("dpsgd", "noisycgd")
 DATASETS = ("cifar10", "digits")
 ROLES = ("target", "shadow", "reference", "canary")
@@ -41,7 +42,7 @@ def default_weight_decay(model: str) -> float:
     """Adam weight decay of the authors' code: 1e-5 for the improved CNN, else 1e-7; for
     ``convex-relu`` the L2 coefficient λ of NoisyCGD, 0.174 (with η = 3.1e-4, the
     ηλ = 5.4e-5 of docs/methods.md B.3's reference values)."""
-    return {"cnn-improved": 1e-5, "convex-relu": 0.174}.get(model, 1e-7)
+    return {"cnn-improved": 1e-5, "cnn-improved-small": 1e-5, "convex-relu": 0.174}.get(model, 1e-7)
 
 
 # convex-relu trains by (noisy) cyclic gradient descent, docs/methods.md B.2: its own recipe.
@@ -71,8 +72,10 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Architecture: ``mlp`` (one hidden ReLU layer of ``width`` units), ``cnn`` (ML-Leaks),
-    ``cnn-improved`` (BatchNorm + dropout; GroupNorm under DP-SGD), ``convex-relu`` (the
+    """Architecture: ``mlp`` (one hidden ReLU layer of ``width`` units), ``cnn`` (ML-Leaks,
+    a dense tanh layer of ``width`` units), ``cnn-improved`` and ``cnn-improved-small`` (three
+    or two conv blocks with BatchNorm + dropout, GroupNorm under DP-SGD; a dense ReLU layer
+    of ``width`` units), ``convex-relu`` (the
     convex two-layer ReLU approximation with ``width`` gate vectors, docs/methods.md B.1)."""
 
     name: str = "mlp"
@@ -334,7 +337,7 @@ def make_config(
     ``None`` (``convex-relu``: :data:`CONVEX_DEFAULTS`, NoisyCGD as its DP mechanism)."""
     if dataset not in DATASET_DEFAULTS:
         raise ConfigError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
-    defaults = dict(DATASET_DEFAULTS[dataset], lr=1e-3, width=512)
+    defaults = dict(DATASET_DEFAULTS[dataset], lr=1e-3, width=DEFAULT_WIDTHS.get(model, 512))
     if model == "convex-relu":
         defaults.update(CONVEX_DEFAULTS[dataset])
     mechanism = mechanism or ("noisycgd" if model == "convex-relu" else "dpsgd")

@@ -13,6 +13,12 @@ DATA_DIR_ENV = "PRIVAUDIT_DATA_DIR"
 # reaches the accuracy of the lowest DP-SGD row: measured on the MLP (parts of 10,520, 30
 # epochs, 3 seeds), DP-SGD at σ = 2 gives 0.344 and MG noise falls to 0.340 at κ = 5.19, so the
 # two accuracy ranges overlap over the whole DP-SGD range.
+# Hidden units of each model's dense layer when --width is not given (docs/methods.md A.3):
+# the mlp's one hidden layer, the Standard CNN's tanh layer (n_hidden = 100 in the MG-noise
+# paper's attack pipeline), the improved CNNs' ReLU layer (256 in the three-block variant of
+# its Figures 9-10, 100 in the two-block variant of its Figure 4), convex-relu's gate vectors.
+DEFAULT_WIDTHS = {"mlp": 512, "cnn": 100, "cnn-improved": 256, "cnn-improved-small": 100, "convex-relu": 100}
+
 DEFAULT_KAPPAS = (0.25, 0.5, 1.0, 2.0)
 CIFAR10_KAPPAS = (0.5, 1.0, 2.0, 4.0, 6.0)
 DEFAULT_SIGMAS = (0.5, 1.0, 2.0)

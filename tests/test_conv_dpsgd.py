@@ -127,10 +127,12 @@ def test_supported_models():
     assert not supports_ghost_dense(build_model("cnn", (3, 32, 32), 10))
 
 
-@pytest.mark.parametrize("model", ["cnn", "cnn-improved"])
-def test_trainer_runs_cnn_dpsgd_on_the_fast_engine(digits, tiny, model):
+@pytest.mark.parametrize("model,learns", [("cnn", 0.35), ("cnn-improved", None), ("cnn-improved-small", 0.15)])
+def test_trainer_runs_cnn_dpsgd_on_the_fast_engine(digits, tiny, model, learns):
     """CNNs under DP-SGD train on the one-backward engine: the same ε as Opacus's path (same q,
-    steps and σ), the same weights for the same seed, and a model that learns."""
+    steps and σ), the same weights for the same seed, and a model that learns (the
+    three-block cnn-improved does not learn on 300 digits in 15 epochs under σ 0.8, on
+    Opacus's path either: both stay at chance)."""
     short = tiny(model=model, dp=True, noise_multiplier=0.8, epochs=2, part_size=300, batch_size=50)
     fast = train_model(short, digits, CPU, engine="fast")
     ref = train_model(short, digits, CPU, engine="reference")
@@ -140,10 +142,12 @@ def test_trainer_runs_cnn_dpsgd_on_the_fast_engine(digits, tiny, model):
     again = train_model(short, digits, CPU, engine="fast")
     for p, q in zip(fast.model.parameters(), again.model.parameters()):
         assert torch.equal(p, q)
-    longer = train_model(tiny(model=model, dp=True, noise_multiplier=0.8, epochs=15, part_size=300, batch_size=50),
-                         digits, CPU, engine="fast")
-    # Opacus's path reaches 0.42-0.43 here (10 classes: chance is 0.1)
-    assert longer.metrics["test_accuracy"] > 0.25 and longer.loss_history[-1] < longer.loss_history[0]
+    if learns is None:
+        return
+    longer = train_model(tiny(model=model, dp=True, noise_multiplier=0.8, epochs=15, part_size=300, batch_size=50,
+                              width=100), digits, CPU, engine="fast")
+    # Opacus's path reaches 0.49 (cnn) and 0.31 (cnn-improved-small) here (10 classes: chance is 0.1)
+    assert longer.metrics["test_accuracy"] > learns and longer.loss_history[-1] < longer.loss_history[0]
 
 
 def test_cnns_train_channels_last_and_come_back_in_the_standard_layout(digits, tiny):

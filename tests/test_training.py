@@ -33,36 +33,58 @@ def test_mlp_width_and_cnn_layers():
     mlp = build_model("mlp", (3, 32, 32), 10, width=37)
     linears = [m for m in mlp.modules() if isinstance(m, nn.Linear)]
     assert [(l.in_features, l.out_features) for l in linears] == [(3072, 37), (37, 10)]
-    cnn = build_model("cnn", (3, 32, 32), 10)
+    cnn = build_model("cnn", (3, 32, 32), 10, width=100)
     convs = [m for m in cnn.modules() if isinstance(m, nn.Conv2d)]
-    assert [(c.out_channels, c.kernel_size) for c in convs] == [(32, (5, 5)), (32, (5, 5))]
+    assert [(c.out_channels, c.kernel_size, c.padding) for c in convs] == [(32, (5, 5), (2, 2)), (32, (5, 5), (0, 0))]
     assert any(isinstance(m, nn.Tanh) for m in cnn.modules())
+    # the authors' shapes: 32 -> pool 16 -> unpadded 5x5: 12 -> pool 6, so 32 * 6 * 6 features, then n_hidden 100
+    assert [(l.in_features, l.out_features) for l in cnn.modules() if isinstance(l, nn.Linear)] == [(1152, 100), (100, 10)]
+    # on 8x8 digits the second convolution is padded (4x4 would vanish): the documented deviation
+    small = build_model("cnn", (1, 8, 8), 10, width=100)
+    assert [c.padding for c in small.modules() if isinstance(c, nn.Conv2d)] == [(2, 2), (2, 2)]
+    assert small(torch.zeros(2, 1, 8, 8)).shape == (2, 10)
     with pytest.raises(ConfigError, match="resnet"):
         build_model("resnet", (1, 8, 8), 10)
 
 
 def test_cnn_improved_uses_groupnorm_under_dp_and_batchnorm_otherwise():
-    plain = build_model("cnn-improved", (3, 32, 32), 10, dp=False)
-    private = build_model("cnn-improved", (3, 32, 32), 10, dp=True)
+    plain = build_model("cnn-improved", (3, 32, 32), 10, width=256, dp=False)
+    private = build_model("cnn-improved", (3, 32, 32), 10, width=256, dp=True)
     bn = [m for m in plain.modules() if isinstance(m, nn.BatchNorm2d)]
     gn = [m for m in private.modules() if isinstance(m, nn.GroupNorm)]
-    assert len(bn) == 4 and not any(isinstance(m, nn.GroupNorm) for m in plain.modules())
-    assert len(gn) == 4 and not any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in private.modules())
-    assert [m.num_channels for m in gn] == [32, 32, 64, 64]
+    assert len(bn) == 6 and not any(isinstance(m, nn.GroupNorm) for m in plain.modules())
+    assert len(gn) == 6 and not any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in private.modules())
+    assert [m.num_channels for m in gn] == [32, 32, 64, 64, 128, 128]
     assert ModuleValidator.validate(private, strict=False) == []
     assert ModuleValidator.validate(plain, strict=False) != []
-    # dropout 0.2, 0.3, 0.5 as in the authors' code
-    assert [m.p for m in plain.modules() if isinstance(m, nn.Dropout)] == [0.2, 0.3, 0.5]
+    # the attack and DP sweeps' variant: a third block of 128 filters, dropout 0.2, 0.3, 0.4, dense 256, dropout 0.5
+    assert [m.p for m in plain.modules() if isinstance(m, nn.Dropout)] == [0.2, 0.3, 0.4, 0.5]
+    assert [(l.in_features, l.out_features) for l in plain.modules() if isinstance(l, nn.Linear)] == [(2048, 256),
+                                                                                                      (256, 10)]
+    # Figure 4's two-block variant: dense 100 after 64 filters at 8x8
+    small = build_model("cnn-improved-small", (3, 32, 32), 10, width=100)
+    assert [m.p for m in small.modules() if isinstance(m, nn.Dropout)] == [0.2, 0.3, 0.5]
+    assert [(l.in_features, l.out_features) for l in small.modules() if isinstance(l, nn.Linear)] == [(4096, 100),
+                                                                                                      (100, 10)]
+
+
+def test_default_widths_follow_the_paper():
+    from privaudit.config import make_config
+
+    assert {m: make_config(model=m, dataset="cifar10").model.width
+            for m in ("mlp", "cnn", "cnn-improved", "cnn-improved-small")} == {
+        "mlp": 512, "cnn": 100, "cnn-improved": 256, "cnn-improved-small": 100}
+    assert make_config(model="cnn-improved-small", dataset="cifar10").train.weight_decay == 1e-5
 
 
 def test_dp_cnn_improved_trains_with_groupnorm(digits, tiny):
     cfg = tiny(model="cnn-improved", part_size=40, epochs=1, dp=True, noise_multiplier=1.0)
     result = train_model(cfg, digits)
     assert not any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in result.model.modules())
-    assert sum(isinstance(m, nn.GroupNorm) for m in result.model.modules()) == 4
+    assert sum(isinstance(m, nn.GroupNorm) for m in result.model.modules()) == 6
     assert result.metrics["steps"] == 2 and result.metrics["epsilon"] > 0
     plain = train_model(tiny(model="cnn-improved", part_size=40, epochs=1), digits)
-    assert sum(isinstance(m, nn.BatchNorm2d) for m in plain.model.modules()) == 4
+    assert sum(isinstance(m, nn.BatchNorm2d) for m in plain.model.modules()) == 6
 
 
 def test_train_metrics_are_consistent(digits, tiny):

@@ -72,7 +72,7 @@ def test_save_load_round_trip_with_buffers(model, digits, tiny, tmp_path):
 
     torch.manual_seed(0)
     cfg = tiny(model=model)
-    net = build_model(model, (1, 8, 8), 10)
+    net = build_model(model, (1, 8, 8), 10, width=cfg.model.width)
     net.train()
     net(torch.randn(16, 1, 8, 8))            # move the BatchNorm running statistics
     net.eval()

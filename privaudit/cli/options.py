@@ -14,16 +14,16 @@ from privaudit.cli.common import number, one_of
 from privaudit.config import AUGMENTS, DATASETS, MECHANISMS, MODELS, PRECISIONS
 from privaudit.defaults import MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_WIDTH
 
-ModelOpt = Annotated[str, typer.Option("--model", callback=one_of(*MODELS), help="Architecture: mlp (one hidden layer), cnn (ML-Leaks CNN), cnn-improved (BatchNorm/GroupNorm + dropout) or convex-relu (convex two-layer ReLU approximation, trained by cyclic gradient descent).")]
+ModelOpt = Annotated[str, typer.Option("--model", callback=one_of(*MODELS), help="Architecture: mlp (one hidden layer), cnn (ML-Leaks Standard CNN), cnn-improved (three conv blocks, BatchNorm/GroupNorm + dropout), cnn-improved-small (its two-block variant) or convex-relu (convex two-layer ReLU approximation, trained by cyclic gradient descent).")]
 DatasetOpt = Annotated[str, typer.Option("--dataset", callback=one_of(*DATASETS), help="cifar10 (needs the data, see --data-dir) or digits (scikit-learn's bundled 8x8 digits, no download).")]
-WidthOpt = Annotated[Optional[int], typer.Option("--width", callback=number(1, MAX_WIDTH), help="Hidden units of the mlp's one hidden layer (default 512), or convex-relu's number of gate vectors (default 100).")]
+WidthOpt = Annotated[Optional[int], typer.Option("--width", callback=number(1, MAX_WIDTH), help="Hidden units of the dense layer: the mlp's hidden layer (default 512), the cnn's tanh layer (100), cnn-improved's (256) and cnn-improved-small's (100) ReLU layer; or convex-relu's number of gate vectors (100).")]
 PartSizeOpt = Annotated[Optional[int], typer.Option("--part-size", callback=number(2, MAX_PART_SIZE), help="Size of each of the four ML-Leaks parts (target/shadow members/non-members); default 10520 for cifar10, 449 for digits.")]
 MaxGradNormOpt = Annotated[float, typer.Option("--max-grad-norm", callback=number(0, 1e6, low_open=True), help="DP per-sample clipping norm C.")]
 DeltaOpt = Annotated[float, typer.Option("--delta", callback=number(0, 1, low_open=True), help="The delta at which epsilon is computed and calibrated.")]
 EpochsOpt = Annotated[Optional[int], typer.Option("--epochs", callback=number(1, MAX_EPOCHS), help="Training epochs; default 50 for cifar10, 60 for digits.")]
 BatchSizeOpt = Annotated[Optional[int], typer.Option("--batch-size", callback=number(1, MAX_BATCH_SIZE), help="Batch size (expected Poisson batch size under DP-SGD); default 100 for cifar10, 64 for digits.")]
 LrOpt = Annotated[Optional[float], typer.Option("--lr", callback=number(0, 100, low_open=True), help="Adam learning rate (default 1e-3), or convex-relu's gradient-descent step (default 3.1e-4).")]
-WeightDecayOpt = Annotated[Optional[float], typer.Option("--weight-decay", "--l2", callback=number(0, 1e6), help="Adam weight decay (default 1e-7, 1e-5 for cnn-improved), or convex-relu's L2 coefficient lambda (default 0.174).")]
+WeightDecayOpt = Annotated[Optional[float], typer.Option("--weight-decay", "--l2", callback=number(0, 1e6), help="Adam weight decay (default 1e-7, 1e-5 for the improved CNNs), or convex-relu's L2 coefficient lambda (default 0.174).")]
 DefenseOpt = Annotated[Optional[str], typer.Option("--defense", "--defence", callback=one_of(*MECHANISMS), help="DP mechanism: dpsgd (same as --dp) or noisycgd (convex-relu only, hidden-state accounting); default: noisycgd for convex-relu, else dpsgd.")]
 PrecisionOpt = Annotated[str, typer.Option("--precision", callback=one_of(*PRECISIONS), help="fp32, or bf16 for bfloat16 mixed-precision training of non-private models (DP-SGD always trains in fp32).")]
 NoiseMultiplierOpt = Annotated[Optional[float], typer.Option("--noise-multiplier", callback=number(0, 1e6, low_open=True), help="DP noise multiplier sigma (noise std sigma*C); give this or --target-epsilon.")]
