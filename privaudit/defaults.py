@@ -31,6 +31,12 @@ DEFAULT_POOL_SIZE = 8
 # Targets of the theory experiments (privaudit.theory.twolayer).
 THEORY_LABELS = ("teacher", "gaussian", "sign")
 
+# ``privaudit reproduce mg-noise``: its scales, the architectures it can be limited to
+# (cnn-improved stands for both improved variants) and its experiments.
+REPRODUCE_SCALES = ("full", "reduced")
+REPRODUCE_FAMILIES = ("mlp", "cnn", "cnn-improved")
+REPRODUCE_EXPERIMENTS = ("accuracy", "sweep", "epochs")
+
 # Upper bounds of the command line's sizes: beyond them a run would not fit in memory or
 # finish in any reasonable time on one machine, so the command refuses at once.
 MAX_EPOCHS = 100_000

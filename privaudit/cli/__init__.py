@@ -11,7 +11,7 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from privaudit.cli import attack, audit, epsilon, report, theory, train
+from privaudit.cli import attack, audit, epsilon, report, reproduce, theory, train
 
 
 def _click_exceptions():
@@ -83,6 +83,7 @@ app.command("attack", help="Attack trained targets: the paper's shadow-model att
 app.command("report", help="Rebuild reports/tradeoff.csv and reports/index.html from the whole workspace.")(report.report_cmd)
 app.command("audit", help="The main job: baseline, MG-noise grid and DP-SGD grid for one model: train, attack, report.")(audit.audit_cmd)
 app.add_typer(theory.app, name="theory")
+app.add_typer(reproduce.app, name="reproduce")
 app.command("epsilon", help="The epsilon a NoisyCGD or DP-SGD setting will cost (or the noise for a target epsilon), without training.")(epsilon.epsilon_cmd)
 
 

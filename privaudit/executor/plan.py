@@ -51,7 +51,8 @@ def _model_folder(cfg: RunConfig) -> str:
     return f"models/{cfg.run_name}"
 
 
-def _train_job(configs: Sequence[RunConfig]) -> Job:
+def train_job(configs: Sequence[RunConfig]) -> Job:
+    """The job that trains (or reuses) ``configs`` (one model, or one stacked group)."""
     return Job(id=f"train:{configs[0].run_name}", kind="train", configs=tuple(configs),
                outputs=tuple(_model_folder(c) for c in configs))
 
@@ -68,17 +69,17 @@ def audit_jobs(targets: Sequence[RunConfig], attacks: AttackPlan,
 
     attack_ids = []
     for target in (t.validated() for t in targets):
-        deps = [add(_train_job([target]))]
+        deps = [add(train_job([target]))]
         inputs = [_model_folder(target), f"attacks/{target.run_name}"]
         if attacks.shadow:
             shadow = target.as_shadow().validated()
-            deps.append(add(_train_job([shadow])))
+            deps.append(add(train_job([shadow])))
             inputs.append(_model_folder(shadow))
         if attacks.pool_attacks:
             recipe = target.recipe
             members = [recipe.as_reference(attacks.pool_size, i).validated() for i in range(attacks.pool_size)]
             groups = stack_groups(members, input_shape) or [[m] for m in members]
-            train_ids = [add(_train_job(g)) for g in groups]
+            train_ids = [add(train_job(g)) for g in groups]
             pool = pool_name(recipe, attacks.pool_size)
             pool_folder = f"attacks/{POOLS_FOLDER}/{pool}"
             deps.append(add(Job(id=f"logits:{pool}", kind="logits", configs=(target,), deps=tuple(train_ids),
@@ -87,7 +88,7 @@ def audit_jobs(targets: Sequence[RunConfig], attacks: AttackPlan,
             inputs.append(pool_folder)
         if attacks.one_run:
             canary = target.recipe.as_canary().validated()
-            deps.append(add(_train_job([canary])))
+            deps.append(add(train_job([canary])))
             inputs.append(_model_folder(canary))
         attack_ids.append(add(Job(id=f"attack:{target.run_name}", kind="attack", configs=(target,), deps=tuple(deps),
                                   inputs=tuple(inputs), outputs=(f"attacks/{target.run_name}",), attacks=attacks)))

@@ -61,7 +61,7 @@ def collect_table(workspace: Workspace, warnings: list[str] | None = None) -> tu
                      if p.is_dir() and not p.name.startswith(".") and p.name != "pools")
     for folder in folders:
         try:
-            rows.extend(_rows_for(workspace, folder))
+            rows.extend(attack_rows(workspace, folder))
         except DamagedArtifactError as exc:
             skipped.append(folder.name)
             what = "the attacks of" if exc.kind == "model" else "attack folder"
@@ -76,7 +76,9 @@ def collect_table(workspace: Workspace, warnings: list[str] | None = None) -> tu
     return table, skipped
 
 
-def _rows_for(workspace: Workspace, folder: Path) -> list[dict]:
+def attack_rows(workspace: Workspace, folder: Path) -> list[dict]:
+    """The trade-off table's rows of one attack folder (one per attack), joined with its
+    target's config and metrics."""
     verify_folder(folder, "attack")
     attack_cfg = read_json(folder / "config.json")
     metrics = read_json(folder / "metrics.json")
