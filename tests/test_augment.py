@@ -16,7 +16,7 @@ from privaudit.data import ImageData
 from privaudit.errors import ConfigError
 from privaudit.pools import augmentations, pool_name
 from privaudit.seeding import generator
-from privaudit.training import trainer
+from privaudit.training import loop, trainer
 from privaudit.training.augment import random_flip
 
 
@@ -73,14 +73,14 @@ def test_training_sees_mirrored_batches_only_with_flip(monkeypatch, model, dp):
     mirror of a member image; without, none is; the model differs."""
     data = _cifar_like()
     seen = []
-    real = trainer.training_view
+    real = loop.training_view
 
-    def spy(x, cfg, g, g_aug):
-        out = real(x, cfg, g, g_aug)
+    def spy(x, kappa, g, g_aug=None):
+        out = real(x, kappa, g, g_aug)
         seen.append((x.clone(), out.clone()))
         return out
 
-    monkeypatch.setattr(trainer, "training_view", spy)
+    monkeypatch.setattr(trainer, "training_view", spy)  # where the one loop's view takes it from
     results = {}
     for augment in ("none", "flip"):
         seen.clear()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import privaudit.training.loop as loop
 import privaudit.training.trainer as trainer
 from privaudit.seeding import generator
 from privaudit.training import train_model
@@ -104,7 +105,7 @@ def test_mask_is_applied_in_training_with_the_configured_kappa_never_in_predict(
     the normalised member inputs; predict_logits (and so every reported metric) never does."""
     calls: list[tuple[float, torch.Tensor]] = []
     in_predict = {"depth": 0}
-    real_apply, real_predict = trainer.apply_mg_noise, trainer.predict_logits
+    real_apply, real_predict = loop.apply_mg_noise, trainer.predict_logits
 
     def spy_apply(x, kappa, g):
         assert in_predict["depth"] == 0, "apply_mg_noise called while predicting"
@@ -118,7 +119,7 @@ def test_mask_is_applied_in_training_with_the_configured_kappa_never_in_predict(
         finally:
             in_predict["depth"] -= 1
 
-    monkeypatch.setattr(trainer, "apply_mg_noise", spy_apply)
+    monkeypatch.setattr(loop, "apply_mg_noise", spy_apply)  # the one place a mask is applied
     monkeypatch.setattr(trainer, "predict_logits", spy_predict)
     extra = {"dp": True, "noise_multiplier": 1.0} if dp else {}
     cfg = tiny(kappa=0.37, part_size=60, batch_size=20, epochs=3, **extra)

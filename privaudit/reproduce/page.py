@@ -30,6 +30,8 @@ from privaudit.reproduce.protocol import Protocol
 from privaudit.reproduce.run import Frames
 
 FOLDER = ("reproduce", "mg-noise")  # under the workspace's reports/
+SECTION_ORDER = ("Figure 4", "Figure 5", "Figure 6", "Figure 7", "Epoch sweep (Figures 5–7)", "Figure 9",
+                 "Figure 10", "Figures 9–10")
 PAPER = ("Kolomvaki, Liao, Dramko, Guang, Kyrillidis, Convergence Analysis of Two-Layer Neural Networks under "
          "Gaussian Input Masking, arXiv:2602.17423")
 
@@ -50,14 +52,21 @@ class Figure:
     name: str        # file stem
     title: str
     svg: str
+    section: str     # the page's section (the claims' ``figure``) it is shown in
 
 
-def _series(means: pd.DataFrame, group: str, x: str, labels: dict | None = None, x_from_mean: bool = False) -> list:
+def _bars(means: pd.DataFrame) -> dict:
+    """Error bars of a plotted rate (accuracy, AUC, precision, recall): the t interval drawn
+    within [0, 1], where every such rate lies (the CSVs keep the interval as computed)."""
+    return {"y_lo": means["lo"].clip(0, 1).to_numpy(), "y_hi": means["hi"].clip(0, 1).to_numpy()}
+
+
+def _series(means: pd.DataFrame, group: str, x: str, labels: dict | None = None) -> list:
     out = []
     for key, g in means.groupby(group, sort=False):
-        g = g.sort_values("x_mean" if x_from_mean else x)
-        out.append({"label": (labels or {}).get(key, str(key)), "x": g["x_mean" if x_from_mean else x].to_numpy(),
-                    "y": g["mean"].to_numpy(), "y_lo": g["lo"].to_numpy(), "y_hi": g["hi"].to_numpy()})
+        g = g.sort_values(x)
+        out.append({"label": (labels or {}).get(key, str(key)), "x": g[x].to_numpy(),
+                    "y": g["mean"].to_numpy(), **_bars(g)})
     return out
 
 
@@ -72,7 +81,7 @@ def figures(frames: Frames) -> list[Figure]:
         title = "Figure 4: test accuracy against κ"
         out.append(Figure("figure-4-accuracy", title, line_plot(
             _series(m, "model", "kappa", MODEL_NAMES), title=title, xlabel="κ (MG-noise mask std)",
-            ylabel="test accuracy", standalone=True)))
+            ylabel="test accuracy", standalone=True), "Figure 4"))
     mg = frames.sweep[~frames.sweep["dp"].astype(bool)] if len(frames.sweep) else frames.sweep
     for metric, num, word in (("auc", 5, "AUC"), ("precision", 6, "precision"), ("recall", 7, "recall")):
         if not len(mg):
@@ -81,13 +90,13 @@ def figures(frames: Frames) -> list[Figure]:
         title = f"Figure {num}: attack {word} against κ"
         out.append(Figure(f"figure-{num}-{metric}", title, line_plot(
             _series(m, "model", "kappa", MODEL_NAMES), title=title, xlabel="κ (MG-noise mask std)",
-            ylabel=f"shadow-model attack {word}", standalone=True)))
+            ylabel=f"shadow-model attack {word}", standalone=True), f"Figure {num}"))
     if len(frames.epochs):
         m = _means(frames.epochs, ["kappa", "epochs"], "auc")
         title = "Epoch sweep: attack AUC against epochs (Standard CNN)"
         out.append(Figure("figure-epochs-auc", title, line_plot(
             _series(m, "kappa", "epochs", {k: f"κ = {k:g}" for k in m["kappa"].unique()}), title=title,
-            xlabel="epochs trained", ylabel="shadow-model attack AUC", standalone=True)))
+            xlabel="epochs trained", ylabel="shadow-model attack AUC", standalone=True), "Epoch sweep (Figures 5–7)"))
     sweep = frames.sweep
     for model in (sweep["model"].unique() if len(sweep) else []):
         g = sweep[sweep["model"] == model]
@@ -102,12 +111,11 @@ def figures(frames: Frames) -> list[Figure]:
                 m = _means(rows.assign(setting=rows["noise_multiplier"].fillna(0).astype(float) * 1000
                                        + rows["kappa"].astype(float)), ["setting"], metric)
                 m = m.sort_values("x_mean")
-                series.append({"label": label, "x": m["x_mean"].to_numpy(), "y": m["mean"].to_numpy(),
-                               "y_lo": m["lo"].to_numpy(), "y_hi": m["hi"].to_numpy()})
+                series.append({"label": label, "x": m["x_mean"].to_numpy(), "y": m["mean"].to_numpy(), **_bars(m)})
             title = f"Figure {num}: attack {metric} against test accuracy, {MODEL_NAMES.get(model, model)}"
             out.append(Figure(f"figure-{num}-{metric}-{model}", title, line_plot(
                 series, title=title, xlabel="test accuracy", ylabel=f"shadow-model attack {metric}",
-                standalone=True)))
+                standalone=True), f"Figure {num}"))
     return out
 
 
@@ -151,15 +159,19 @@ def write_outputs(reports: Path, protocol: Protocol, frames: Frames, *, wall_sec
                "claims": [c.to_dict() for c in claims], "figures": [f"{f.name}.svg" for f in figs],
                "tables": [*tables, "claims.csv"]}
     write_json(folder / "summary.json", summary)
-    by_figure: dict[str, list[dict]] = {}
+    sections: dict[str, dict] = {}
+    for name in SECTION_ORDER:
+        sections[name] = {"claims": [], "images": []}
     for c in claims:
-        by_figure.setdefault(c.figure, []).append({**c.to_dict(), "model_name": MODEL_NAMES.get(c.model, c.model),
-                                                   "value_text": _fmt(c.value), "lo_text": _fmt(c.lo),
-                                                   "hi_text": _fmt(c.hi), "css": _verdict_class(c.verdict)})
-    images = [{"title": f.title, "file": f"{f.name}.svg",
-               "data": base64.b64encode(f.svg.encode("utf-8")).decode("ascii")} for f in figs]
+        sections.setdefault(c.figure, {"claims": [], "images": []})["claims"].append(
+            {**c.to_dict(), "model_name": MODEL_NAMES.get(c.model, c.model), "value_text": _fmt(c.value),
+             "lo_text": _fmt(c.lo), "hi_text": _fmt(c.hi), "css": _verdict_class(c.verdict)})
+    for f in figs:
+        sections.setdefault(f.section, {"claims": [], "images": []})["images"].append(
+            {"title": f.title, "file": f"{f.name}.svg", "data": base64.b64encode(f.svg.encode("utf-8")).decode("ascii")})
+    sections = {k: v for k, v in sections.items() if v["claims"] or v["images"]}
     page = render("reproduce.html.j2", css=stylesheet(), paper=PAPER, protocol=protocol.describe(),
-                  claims=by_figure, counts=counts, images=images, missing=frames.missing[:20],
+                  sections=sections, counts=counts, missing=frames.missing[:20],
                   n_missing=len(frames.missing), wall=wall_seconds, command=command,
                   generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   tables=summary["tables"])

@@ -27,6 +27,7 @@ from torch.nn import functional as F
 
 from privaudit.models.convex_relu import ConvexReLU, logits_and_gates, to_working
 from privaudit.training.dp_engine import GaussianNoise, dp_compute_threads
+from privaudit.training.loop import Batch, cyclic, run_epochs
 from privaudit.models.fast_linear import matmul_tn
 
 
@@ -73,20 +74,17 @@ def train_noisycgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, noise
     u = model.u
     std = noise_multiplier * max_grad_norm / batch_size if noise_multiplier > 0 else 0.0
     noise = GaussianNoise(noise_seed, device)
-    history: list[float] = []
+
+    def step(batch: Batch) -> tuple[torch.Tensor, int]:
+        grad, losses = clipped_mean_gradient(batch.x, batch.y, w, u, max_grad_norm, classes)
+        w.mul_(1.0 - lr * l2).add_(grad, alpha=-lr)
+        if std > 0:
+            w.add_(noise.draw(w.numel()).view_as(w), alpha=-lr * std)
+        return losses.sum(), batch.size
+
     try:
         with dp_compute_threads(device):
-            for epoch in range(epochs):
-                total = torch.zeros((), device=device)
-                for idx in batches:
-                    grad, losses = clipped_mean_gradient(x[idx], y[idx], w, u, max_grad_norm, classes)
-                    w.mul_(1.0 - lr * l2).add_(grad, alpha=-lr)
-                    if std > 0:
-                        w.add_(noise.draw(w.numel()).view_as(w), alpha=-lr * std)
-                    total += losses.sum()
-                history.append(float(total) / (batches_per_epoch * batch_size))
-                if on_epoch:
-                    on_epoch(epoch + 1, epochs, history[-1])
+            history = run_epochs(epochs, cyclic(x, y, batches), step, on_epoch=on_epoch)
     finally:
         noise.close()
     with torch.no_grad():

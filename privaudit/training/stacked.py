@@ -26,7 +26,7 @@ convolutional models train one by one.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -38,7 +38,7 @@ from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
-from privaudit.training.mg_noise import mg_mask
+from privaudit.training.loop import Batch, run_epochs, training_view
 from privaudit.training.trainer import EpochCallback, TrainResult, evaluate, resolve_engine, role_data, train_model
 
 # Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): measured on a 2-core
@@ -145,28 +145,28 @@ def train_stacked(cfgs: Sequence[RunConfig], data: ImageData, device: torch.devi
     opt = torch.optim.Adam(params, lr=cfg0.train.lr, weight_decay=cfg0.train.weight_decay,
                            **({"fused": True} if device.type in ("cpu", "cuda") else {}))
     bs, kappa = cfg0.train.batch_size, cfg0.defence.kappa
-    histories: list[list[float]] = [[] for _ in cfgs]
-    for epoch in range(cfg0.train.epochs):
+
+    def batches() -> Iterator[Batch]:  # K models' shuffles, each from its own generator
         perms = torch.stack([torch.randperm(n, generator=g, device=device) for g in gens])
-        total = torch.zeros(k_models, device=device)
         for start in range(0, n, bs):
             pos = member_pos.gather(1, perms[:, start:start + bs])          # (K, b)
-            xb = (x_raw[pos] - mean) / std                                   # (K, b, d)
-            if kappa:  # each model's mask from its own generator, as train_model draws it
-                xb = xb * torch.stack([mg_mask(xb.shape[1:], kappa, g, device=device) for g in gens])
-            yb = y_pool[pos]
-            h = torch.relu(torch.baddbmm(b1.unsqueeze(1), xb, w1.transpose(1, 2)))
-            z = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2))
-            losses = F.cross_entropy(z.reshape(-1, z.shape[-1]), yb.reshape(-1),
-                                     reduction="none").view(k_models, -1).mean(1)
-            opt.zero_grad(set_to_none=True)
-            losses.sum().backward()
-            opt.step()
-            total += losses.detach() * pos.shape[1]
-        for k, value in enumerate((total / n).tolist()):
-            histories[k].append(value)
-        if on_epoch:
-            on_epoch(epoch + 1, cfg0.train.epochs, float(np.mean([h[-1] for h in histories])))
+            yield Batch((x_raw[pos] - mean) / std, y_pool[pos], pos.shape[1])  # (K, b, d), normalised
+
+    def view(xb: torch.Tensor) -> torch.Tensor:  # each model's mask from its own generator
+        return torch.stack([training_view(xb[k], kappa, g) for k, g in enumerate(gens)]) if kappa else xb
+
+    def step(batch: Batch) -> tuple[torch.Tensor, int]:
+        h = torch.relu(torch.baddbmm(b1.unsqueeze(1), batch.x, w1.transpose(1, 2)))
+        z = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2))
+        losses = F.cross_entropy(z.reshape(-1, z.shape[-1]), batch.y.reshape(-1),
+                                 reduction="none").view(k_models, -1).mean(1)
+        opt.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        opt.step()
+        return losses.detach() * batch.size, batch.size
+
+    per_epoch = run_epochs(cfg0.train.epochs, batches, step, view=view, on_epoch=on_epoch)  # [epoch][K]
+    histories = [[float(epoch[k]) for epoch in per_epoch] for k in range(k_models)]
     seconds = (time.perf_counter() - t0) / k_models
     results = []
     for k, (c, model) in enumerate(zip(cfgs, models)):

@@ -1,8 +1,10 @@
-"""The training loop for target and shadow models.
+"""Training a target, shadow, reference or canary model from its config.
 
-Data lives on the device as one normalised float tensor; batches are taken by index from a
-seeded permutation (no per-sample Python, no DataLoader). Non-private models are trained
-with Adam over shuffled full passes.
+Data lives on the device as one normalised float tensor; batches are taken by index (no
+per-sample Python, no DataLoader). Every recipe runs through the one epoch loop of
+:mod:`privaudit.training.loop`, which applies the flip and the MG mask in one place; this
+module only picks the batch source and the step: Adam over shuffled full passes, DP-SGD over
+Poisson batches (privaudit's step or Opacus's), NoisyCGD over fixed cyclic batches.
 
 Two engines give the same models (the tests check that they agree):
 
@@ -49,14 +51,12 @@ from privaudit.errors import ConfigError
 from privaudit.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
-from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, poisson_batch, supports_ghost
+from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, supports_ghost
 from privaudit.accounting import calibrate_noise_multiplier, epsilon_from_history
 from privaudit.models.fast_linear import fast_layers
-from privaudit.training.augment import random_flip
-from privaudit.training.mg_noise import apply_mg_noise
+from privaudit.training.loop import (Batch, EpochCallback, from_loader, poisson, run_epochs, shuffled,
+                                     training_view)
 from privaudit.training.noisycgd import train_noisycgd
-
-EpochCallback = Callable[[int, int, float], None]
 ENGINES = ("fast", "reference")
 ENGINE_ENV = "PRIVAUDIT_ENGINE"
 
@@ -200,14 +200,6 @@ def evaluate(model: nn.Module, rd: RoleData) -> dict:
             "n_train": int(len(rd.y_in)), "n_test": int(len(rd.y_out))}
 
 
-def training_view(x: torch.Tensor, cfg: RunConfig, g: torch.Generator, g_aug: torch.Generator | None) -> torch.Tensor:
-    """What one step trains on: the batch, mirrored per sample when the recipe augments
-    (``--augment flip``, draws from ``g_aug``), then masked by MG noise (draws from ``g``)."""
-    if g_aug is not None:
-        x = random_flip(x, g_aug)
-    return apply_mg_noise(x, cfg.defence.kappa, g)
-
-
 @contextlib.contextmanager
 def channels_last(model: nn.Module, device: torch.device) -> Iterator[torch.memory_format | None]:
     """Convolutional models train in the channels-last layout on the CPU (oneDNN's
@@ -224,33 +216,37 @@ def channels_last(model: nn.Module, device: torch.device) -> Iterator[torch.memo
         model.to(memory_format=torch.contiguous_format)
 
 
+def _view(cfg: RunConfig, g: torch.Generator, g_aug: torch.Generator | None,
+          layout: torch.memory_format | None = None) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The run's training view (flip, then MG mask: :func:`privaudit.training.loop.training_view`),
+    in the memory layout the model trains in."""
+    kappa = cfg.defence.kappa
+
+    def view(x: torch.Tensor) -> torch.Tensor:
+        x = training_view(x, kappa, g, g_aug)
+        return x if layout is None else x.contiguous(memory_format=layout)
+
+    return view
+
+
 def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
                  g: torch.Generator, on_epoch: EpochCallback | None, g_aug: torch.Generator | None = None,
                  layout: torch.memory_format | None = None) -> list[float]:
-    n, bs = len(rd.y_in), cfg.train.batch_size
+    """Adam on the mean cross-entropy of shuffled full passes (bf16 autocast when asked)."""
     loss_fn = nn.CrossEntropyLoss()
-    history = []
     device_type = rd.x_in.device.type
     bf16 = cfg.train.precision == "bf16"
-    for epoch in range(cfg.train.epochs):
-        model.train()
-        perm = torch.randperm(n, generator=g, device=rd.x_in.device)
-        total = torch.zeros((), device=rd.x_in.device)
-        for start in range(0, n, bs):
-            idx = perm[start:start + bs]
-            xb = training_view(rd.x_in[idx], cfg, g, g_aug)
-            if layout is not None:
-                xb = xb.contiguous(memory_format=layout)
-            with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
-                loss = loss_fn(model(xb), rd.y_in[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            total += loss.detach() * len(idx)
-        history.append(float(total) / n)
-        if on_epoch:
-            on_epoch(epoch + 1, cfg.train.epochs, history[-1])
-    return history
+
+    def step(batch: Batch) -> tuple[torch.Tensor, int]:
+        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
+            loss = loss_fn(model(batch.x), batch.y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss.detach() * batch.size, batch.size
+
+    return run_epochs(cfg.train.epochs, shuffled(rd.x_in, rd.y_in, cfg.train.batch_size, g), step,
+                      view=_view(cfg, g, g_aug, layout), on_epoch=on_epoch, before_epoch=model.train)
 
 
 def _train_convex(cfg: RunConfig, model: nn.Module, rd: RoleData, g: torch.Generator, noise_seed: int,
@@ -321,25 +317,16 @@ def _train_ghost_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.
     sample_rate, per_epoch, sigma, calibrated_with = _dp_schedule(cfg, n)
     noise = GaussianNoise(noise_seed, rd.x_in.device)
     dp = GhostDPSGD(model, cfg.defence.max_grad_norm, sigma, int(n * sample_rate), noise)
-    history = []
+
+    def step(batch: Batch) -> tuple[torch.Tensor, int]:
+        losses = dp.compute_grads(batch.x, batch.y, batch.size)
+        optimizer.step()
+        return losses.sum(), len(losses)
+
     try:
         with dp_compute_threads(rd.x_in.device):
-            for epoch in range(cfg.train.epochs):
-                model.train()
-                total, count = torch.zeros((), device=rd.x_in.device), 0
-                for _ in range(per_epoch):
-                    idx = poisson_batch(n, sample_rate, g, rd.x_in.device)
-                    size = len(idx)
-                    if size:  # pad by repeating row 0 (padding rows get clip factor 0)
-                        idx = torch.cat([idx, idx.new_zeros(dp.padded_size(size) - size)])
-                    xb = training_view(rd.x_in[idx], cfg, g, g_aug)
-                    losses = dp.compute_grads(xb, rd.y_in[idx], size)
-                    optimizer.step()
-                    total += losses.sum()
-                    count += len(losses)
-                history.append(float(total) / max(count, 1))
-                if on_epoch:
-                    on_epoch(epoch + 1, cfg.train.epochs, history[-1])
+            history = run_epochs(cfg.train.epochs, poisson(rd.x_in, rd.y_in, sample_rate, per_epoch, g, dp.padded_size),
+                                 step, view=_view(cfg, g, g_aug), on_epoch=on_epoch, before_epoch=model.train)
     finally:
         noise.close()
     model.eval()
@@ -366,11 +353,18 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
             noise_multiplier=sigma, max_grad_norm=d.max_grad_norm, poisson_sampling=True,
             grad_sample_mode="ghost",
         )
-    history = []
+    def step(batch: Batch) -> tuple[float, int]:
+        dp_optimizer.zero_grad(set_to_none=True)
+        loss = criterion(dp_model(batch.x), batch.y)
+        loss.backward()
+        dp_optimizer.step()
+        return float(loss.detach()) * batch.size, batch.size
+
     with warnings.catch_warnings():
         # Opacus warns on every ghost-clipping backward that inputs need no gradient.
         warnings.simplefilter("ignore")
-        _dp_epochs(cfg, dp_model, dp_optimizer, criterion, dp_loader, g, on_epoch, history, g_aug)
+        history = run_epochs(cfg.train.epochs, from_loader(dp_loader), step, view=_view(cfg, g, g_aug),
+                             on_epoch=on_epoch, before_epoch=dp_model.train)
     accountant_history = list(engine.accountant.history)
     dp_model.eval()
     metrics = _dp_metrics(cfg, n, sigma, sample_rate, accountant_history, calibrated_with)
@@ -378,23 +372,3 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
     if hasattr(dp_model, "_close"):
         dp_model._close()
     return history, metrics
-
-
-def _dp_epochs(cfg: RunConfig, dp_model: nn.Module, dp_optimizer, criterion, dp_loader: DataLoader,
-               g: torch.Generator, on_epoch: EpochCallback | None, history: list[float],
-               g_aug: torch.Generator | None = None) -> None:
-    """The DP-SGD epochs: Poisson batches from Opacus's loader, flip and MG mask, clipped noisy step."""
-    for epoch in range(cfg.train.epochs):
-        dp_model.train()
-        total, count = 0.0, 0
-        for xb, yb in dp_loader:
-            xb = training_view(xb, cfg, g, g_aug)
-            dp_optimizer.zero_grad(set_to_none=True)
-            loss = criterion(dp_model(xb), yb)
-            loss.backward()
-            dp_optimizer.step()
-            total += float(loss.detach()) * len(yb)
-            count += len(yb)
-        history.append(total / max(count, 1))
-        if on_epoch:
-            on_epoch(epoch + 1, cfg.train.epochs, history[-1])
