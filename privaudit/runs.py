@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -105,3 +105,49 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
                     if config.run_name in missing:
                         save_trained(workspace, config, result, device, seconds)
     return [ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs]
+
+
+def epoch_series(configs: list[RunConfig]) -> bool:
+    """Whether ``configs`` are one non-private recipe trained for different numbers of epochs
+    (which one run can give: :func:`ensure_epochs`)."""
+    if len(configs) < 2 or any(c.defence.dp or c.model.name == "convex-relu" for c in configs):
+        return False
+    base = {replace(c, train=replace(c.train, epochs=1)).config_hash for c in configs}
+    return len(base) == 1 and len({c.train.epochs for c in configs}) == len(configs)
+
+
+def ensure_epochs(configs: list[RunConfig], workspace: Workspace, data: DataCache, device: torch.device,
+                  on_start: Callable[[RunConfig], None] | None = None,
+                  on_epoch: EpochCallback | None = None) -> list[RunResult]:
+    """:func:`ensure_model` for one recipe at several epoch counts (an epoch sweep): the
+    longest missing one trains once, and the shorter missing ones are saved from it as it
+    passes their epoch (:func:`privaudit.training.trainer.train_model`'s snapshots, bit for
+    bit the models their own runs make); each is an ordinary cached model."""
+    configs = [c.validated() for c in configs]
+    if not epoch_series(configs):
+        raise ValueError("ensure_epochs needs one non-private recipe at distinct epoch counts")
+    missing = sorted((c for c in configs if not workspace.has_model(c)), key=lambda c: c.train.epochs)
+    trained: set[str] = set()
+    if missing:
+        longest = missing[-1]
+        with artifact_lock(workspace.models, longest.run_name, "work"):
+            if not workspace.has_model(longest):
+                t0 = time.perf_counter()
+                images = data.get(longest.data.dataset)
+                if on_start:
+                    on_start(longest)
+
+                def saver(cfg: RunConfig):
+                    def save(result: TrainResult) -> None:
+                        if not workspace.has_model(cfg):
+                            save_trained(workspace, cfg, result, device, time.perf_counter() - t0)
+                            trained.add(cfg.run_name)
+                    return save
+
+                with phase("train"):
+                    result = train_model(longest, images, device, on_epoch=on_epoch,
+                                         snapshots={c.train.epochs: saver(c) for c in missing[:-1]})
+                save_trained(workspace, longest, result, device, time.perf_counter() - t0)
+                trained.add(longest.run_name)
+    return [replace(r, reused=r.name not in trained)
+            for r in (ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs)]

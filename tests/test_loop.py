@@ -110,3 +110,56 @@ def test_cyclic_batches_repeat_in_order():
     order = torch.tensor([[4, 1], [0, 5], [3, 2]])
     epochs = [[b.y.tolist() for b in loop.cyclic(x, y, order)()] for _ in range(2)]
     assert epochs[0] == epochs[1] == [[4, 1], [0, 5], [3, 2]]
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn-improved-small"])  # dropout and BatchNorm in the second
+def test_a_snapshot_is_the_shorter_run(digits, tiny, model):
+    """The model after e epochs of a longer run is, bit for bit, the model of a run of e
+    epochs, with the same metrics and loss history."""
+    got = {}
+    train_model(tiny(model=model, kappa=0.5, epochs=5), digits, CPU,
+                snapshots={2: lambda r: got.setdefault(2, r), 4: lambda r: got.setdefault(4, r)})
+    for e in (2, 4):
+        alone = train_model(tiny(model=model, kappa=0.5, epochs=e), digits, CPU)
+        assert _same(alone.model, got[e].model) and alone.loss_history == got[e].loss_history
+        for key in ("train_accuracy", "test_accuracy", "train_loss", "test_loss"):
+            assert alone.metrics[key] == got[e].metrics[key], key
+        assert got[e].metrics["snapshot_of_epochs"] == 5
+        assert all(type(m) is nn.Linear for m in got[e].model.modules() if isinstance(m, nn.Linear))
+    with pytest.raises(Exception, match="non-private"):
+        train_model(tiny(dp=True, noise_multiplier=1.0, epochs=3), digits, CPU, snapshots={1: print})
+
+
+def test_an_epoch_series_trains_once_and_resumes(digits, tiny, tmp_path, monkeypatch):
+    from privaudit import runs
+    from privaudit.workspace import Workspace
+
+    calls = []
+    real = runs.train_model
+    monkeypatch.setattr(runs, "train_model", lambda cfg, *a, **k: calls.append(cfg.train.epochs) or real(cfg, *a, **k))
+    ws = Workspace(tmp_path).ensure_writable()
+    series = [tiny(kappa=0.5, epochs=e) for e in (4, 2, 6)]
+    assert runs.epoch_series(series) and not runs.epoch_series(series[:1])
+    assert not runs.epoch_series([tiny(epochs=2), tiny(epochs=4, kappa=0.1)])
+    first = runs.ensure_epochs(series, ws, runs.DataCache(), CPU)
+    assert calls == [6] and [r.reused for r in first] == [False, False, False]
+    again = runs.ensure_epochs(series, ws, runs.DataCache(), CPU)
+    assert calls == [6] and all(r.reused for r in again)
+    alone = train_model(tiny(kappa=0.5, epochs=4), digits, CPU)
+    assert first[0].metrics["test_accuracy"] == alone.metrics["test_accuracy"]
+    loaded = ws.load_model(series[0].run_name, digits.input_shape)
+    assert _same(loaded.model, alone.model)
+
+
+def test_the_reproductions_epoch_sweep_trains_each_recipe_once():
+    from privaudit.reproduce import protocol
+    from privaudit.reproduce.run import reproduce_jobs
+
+    p = protocol("full", "cifar10", seeds=[0], families=["cnn"], experiments=["epochs"])
+    jobs = reproduce_jobs(p, (3, 32, 32))
+    trains = [j for j in jobs if j.kind == "train"]
+    assert len(trains) == 8 and all(j.epochs_series for j in trains)        # 4 kappas x target and shadow
+    assert sorted(c.train.epochs for c in trains[0].configs) == [20, 40, 60, 80, 100, 120]
+    position = {j.id: i for i, j in enumerate(jobs)}
+    assert all(d in position and position[d] < position[j.id] for j in jobs for d in j.deps)
+    assert len([j for j in jobs if j.kind == "attack"]) == 24

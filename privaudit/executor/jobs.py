@@ -20,7 +20,7 @@ from privaudit.executor.plan import Job
 from privaudit.integrity import verify_folder
 from privaudit.pools import ensure_pool
 from privaudit.report.build import build_reports
-from privaudit.runs import DataCache, ensure_model, ensure_models
+from privaudit.runs import DataCache, ensure_epochs, ensure_model, ensure_models
 from privaudit.training.trainer import EpochCallback
 from privaudit.workspace import Workspace
 
@@ -83,6 +83,8 @@ def run_job(job: Job, workspace: Workspace, data: DataCache, device: torch.devic
         torch.set_num_threads(threads)
     on_epoch = _fault_on_epoch(job, on_epoch)
     if job.kind == "train":
+        if job.epochs_series:
+            return ensure_epochs(list(job.configs), workspace, data, device, on_start=on_start, on_epoch=on_epoch)
         if len(job.configs) > 1:
             return ensure_models(list(job.configs), workspace, data, device, on_start=on_start, on_epoch=on_epoch)
         return [ensure_model(job.configs[0], workspace, data, device, on_start=on_start, on_epoch=on_epoch)]

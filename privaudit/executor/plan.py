@@ -37,12 +37,15 @@ class Job:
     outputs: tuple[str, ...] = ()         # workspace-relative folders written
     pool_size: int = 0
     attacks: AttackPlan | None = field(default=None, compare=False)
+    epochs_series: bool = False           # train: one recipe at several epoch counts, in one run
 
     @property
     def label(self) -> str:
         if self.kind == "train":
             c = self.configs[0]
-            many = f" ×{len(self.configs)}" if len(self.configs) > 1 else ""
+            many = (f" to {max(x.train.epochs for x in self.configs)} epochs, saved at "
+                    f"{', '.join(str(x.train.epochs) for x in self.configs)}" if self.epochs_series
+                    else f" ×{len(self.configs)}" if len(self.configs) > 1 else "")
             return f"train {c.role} {c.model.name} {c.defence.label}{many}"
         return self.id.replace(":", " ", 1)
 
@@ -55,6 +58,14 @@ def train_job(configs: Sequence[RunConfig]) -> Job:
     """The job that trains (or reuses) ``configs`` (one model, or one stacked group)."""
     return Job(id=f"train:{configs[0].run_name}", kind="train", configs=tuple(configs),
                outputs=tuple(_model_folder(c) for c in configs))
+
+
+def epochs_job(configs: Sequence[RunConfig]) -> Job:
+    """The job that trains one recipe once to its longest epoch count and saves the shorter
+    ones on the way (:func:`privaudit.runs.ensure_epochs`)."""
+    configs = sorted(configs, key=lambda c: c.train.epochs)
+    return Job(id=f"train:{configs[-1].run_name}+epochs", kind="train", configs=tuple(configs),
+               outputs=tuple(_model_folder(c) for c in configs), epochs_series=True)
 
 
 def audit_jobs(targets: Sequence[RunConfig], attacks: AttackPlan,

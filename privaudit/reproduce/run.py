@@ -10,7 +10,7 @@ trained with the same recipe are reused.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import pandas as pd
@@ -20,7 +20,7 @@ from privaudit.attacking import AttackPlan
 from privaudit.config import RunConfig
 from privaudit.executor import Job, LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
-from privaudit.executor.plan import train_job
+from privaudit.executor.plan import epochs_job, train_job
 from privaudit.report.build import attack_rows
 from privaudit.reproduce.protocol import Protocol
 from privaudit.runs import DataCache
@@ -37,15 +37,32 @@ ATTACKED_COLUMNS = ["target_run", "model", "defence", "kappa", "dp", "noise_mult
 
 def reproduce_jobs(protocol: Protocol, input_shape: tuple[int, int, int]) -> list[Job]:
     """Figure 4's train jobs, then the audit graph of every attacked target (without the
-    audit's report job: the reproduction writes its own page)."""
+    audit's report job: the reproduction writes its own page). The epoch sweep's models of
+    one recipe (each κ, seed and role) train once to the longest epoch count and are saved at
+    the shorter ones on the way (:func:`privaudit.executor.plan.epochs_job`)."""
     jobs: dict[str, Job] = {}
     for cfg in protocol.accuracy_configs():
         job = train_job([cfg.validated()])
         jobs.setdefault(job.id, job)
     attacked = protocol.sweep_configs() + protocol.epoch_configs()
-    for job in audit_jobs(attacked, AttackPlan.from_choices([PAPER_ATTACK]), input_shape) if attacked else []:
-        if job.kind != "report":
+    graph = [j for j in audit_jobs(attacked, AttackPlan.from_choices([PAPER_ATTACK]), input_shape)
+             if j.kind != "report"] if attacked else []
+    series: dict[str, list[RunConfig]] = {}  # recipe without its epochs -> the models it trains
+    for job in graph:
+        if job.kind == "train" and len(job.configs) == 1 and not job.configs[0].defence.dp:
+            c = job.configs[0]
+            series.setdefault(replace(c, train=replace(c.train, epochs=1)).config_hash, []).append(c)
+    renamed: dict[str, str] = {}
+    for members in series.values():
+        if len(members) > 1:
+            job = epochs_job(members)
             jobs.setdefault(job.id, job)
+            renamed.update({f"train:{c.run_name}": job.id for c in members})
+    for job in graph:
+        if job.id in renamed:
+            continue
+        deps = tuple(dict.fromkeys(renamed.get(d, d) for d in job.deps))
+        jobs.setdefault(job.id, replace(job, deps=deps) if deps != job.deps else job)
     return list(jobs.values())
 
 

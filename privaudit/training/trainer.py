@@ -32,12 +32,13 @@ config, seed, engine and device give the same model.
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import os
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 import torch
@@ -146,18 +147,28 @@ def _accuracy_and_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tu
 
 
 def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "cpu",
-                on_epoch: EpochCallback | None = None, engine: str | None = None) -> TrainResult:
+                on_epoch: EpochCallback | None = None, engine: str | None = None,
+                snapshots: Mapping[int, Callable[[TrainResult], None]] | None = None) -> TrainResult:
     """Train the model described by ``cfg`` on its member part and evaluate it.
 
     Returns the model (on the CPU, eval mode), its normaliser, and metrics: train accuracy
     (members, clean inputs), test accuracy (its non-member part, never seen in training),
     losses, and for DP-SGD σ, sampling rate, steps, ε at δ and the accountant used.
     ``engine`` is ``fast`` or ``reference`` (module docstring; default :func:`resolve_engine`).
+
+    ``snapshots`` maps an epoch e < ``cfg.train.epochs`` to a function that receives the model
+    as it stands after e epochs, as the :class:`TrainResult` that training ``cfg`` with e
+    epochs returns: non-private training consumes its generators epoch by epoch whatever the
+    number of epochs, so the first e epochs of a longer run are that run (the tests check the
+    weights bit for bit). DP-SGD and NoisyCGD take none (their ε depends on the steps).
     """
     engine = resolve_engine(engine)
     device = torch.device(device)
     t0 = time.perf_counter()
     rd = role_data(cfg, data, device)
+    if snapshots and (cfg.defence.dp or cfg.model.name == "convex-relu"):
+        raise ConfigError("epoch snapshots are for non-private mlp and CNN training")
+
     member = [cfg.data.pool_index] if cfg.role == "reference" else []  # each pool model its own seed
     train_seed = derive_seed(cfg.seed, cfg.role, "train", *member)
     devices = [device.index or 0] if device.type == "cuda" else []
@@ -165,6 +176,8 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         torch.manual_seed(train_seed)
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
                             width=cfg.model.width, dp=cfg.defence.dp).to(device)
+        if snapshots:
+            on_epoch = _snapshotting(cfg, model, rd, engine, t0, snapshots, on_epoch)
         g = generator(derive_seed(cfg.seed, cfg.role, "mask", *member), device)
         noise_seed = derive_seed(cfg.seed, cfg.role, "dp-noise", *member)
         # flips from their own stream, so that --augment none draws exactly what it always drew
@@ -188,6 +201,30 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
                                                g_aug), {}
     metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "engine": engine, **dp_metrics}
     return TrainResult(model.cpu(), rd.normaliser, metrics, history)
+
+
+def _snapshotting(cfg: RunConfig, model: nn.Module, rd: RoleData, engine: str, t0: float,
+                  snapshots: Mapping[int, Callable[[TrainResult], None]],
+                  on_epoch: EpochCallback | None) -> EpochCallback:
+    """An epoch callback that hands ``snapshots[e]`` a copy of the model after epoch e, in the
+    standard layout and with plain layers, evaluated as :func:`train_model` evaluates."""
+    history: list[float] = []
+
+    def hook(epoch: int, epochs: int, loss: float) -> None:
+        history.append(loss)
+        if epoch in snapshots and epoch < epochs:
+            snap = copy.deepcopy(model)
+            for m in snap.modules():
+                if isinstance(m, nn.Linear) and type(m) is not nn.Linear:
+                    m.__class__ = nn.Linear  # the fast layers' class swap undone on the copy
+            snap.to(memory_format=torch.contiguous_format)
+            metrics = {**evaluate(snap, rd), "train_seconds": time.perf_counter() - t0, "engine": engine,
+                       "snapshot_of_epochs": cfg.train.epochs}
+            snapshots[epoch](TrainResult(snap.cpu(), rd.normaliser, metrics, list(history)))
+        if on_epoch:
+            on_epoch(epoch, epochs, loss)
+
+    return hook
 
 
 def evaluate(model: nn.Module, rd: RoleData) -> dict:
