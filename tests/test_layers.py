@@ -4,7 +4,7 @@ goes to the same layer or one below it, and every module belongs to a layer.
 Bottom to top: maths and accounting; data; models; training; the attacks' maths; workspace
 and pipeline steps (get-or-train, pools, canaries, attacking a target); the report; the
 theory experiments (which draw with the report's plots); orchestration (the audit's job
-graph and its executors); the command line.
+graph and its executors, the papers' reproductions on it); the command line.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("workspace and pipeline steps", ("workspace", "runs", "pools", "canary", "attacking")),
     ("report", ("report",)),
     ("theory", ("theory",)),
-    ("orchestration", ("audit", "executor")),
+    ("orchestration", ("audit", "executor", "reproduce")),
     ("command line", ("cli", "__main__")),
 ]
 
