@@ -226,3 +226,13 @@ def test_reproduce_refuses_bad_input_in_one_line(tmp_path):
     assert len(bad.output.strip().splitlines()) == 1
     scale = runner.invoke(app, ["reproduce", "mg-noise", "--scale", "huge"])
     assert scale.exit_code == 2 and "huge" in scale.output
+
+
+def test_trend_uses_only_seeds_that_give_a_slope():
+    """A seed with one setting so far (a run under way) gives no slope: the others decide."""
+    x = np.linspace(0, 3, 6)
+    rows = [{"seed": 0, "k": xi, "y": 0.5 - 0.05 * xi + 0.01 * (-1) ** i} for i, xi in enumerate(x)]
+    rows.append({"seed": 1, "k": 0.0, "y": 0.6})
+    est = trend(pd.DataFrame(rows), "k", "y")
+    ref = linregress(x, [r["y"] for r in rows[:-1]])
+    assert est.n == 1 and est.value == pytest.approx(ref.slope) and math.isfinite(est.lo)

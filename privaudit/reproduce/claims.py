@@ -92,6 +92,8 @@ def trend(frame: pd.DataFrame, x: str, y: str, confidence: float = CONFIDENCE) -
     """The slope of ``y`` on ``x`` with its interval (per-seed slopes and t over seeds, or,
     with one seed, the slope's own t interval). ``frame`` has a ``seed`` column."""
     df = frame[[x, y, "seed"]].apply(pd.to_numeric, errors="coerce").dropna()
+    # only seeds with at least two distinct x give a slope (a run still under way may not)
+    df = df[df.groupby("seed")[x].transform("nunique") >= 2]
     seeds = sorted(df["seed"].unique())
     if len(seeds) >= 2:
         slopes = [_slope(g[x].to_numpy(), g[y].to_numpy())[0] for _, g in df.groupby("seed")]
