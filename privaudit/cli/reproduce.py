@@ -32,7 +32,7 @@ def _words(text: Optional[str], option: str, choices: tuple[str, ...]) -> list[s
 @app.command("mg-noise")
 @handle_errors
 def mg_noise_cmd(
-    scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES), help="full: the paper's settings (parts of 10,520, 50-80 epochs, its κ and σ grids, 20-120 epochs in the epoch sweep); reduced: every figure and claim at a size that fits in under an hour on a 2-core CPU (the page says what it reduces).")] = "reduced",
+    scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES), help="full: the paper's settings (parts of 10,520, 50-80 epochs, its κ and σ grids, 20-120 epochs in the epoch sweep); reduced: every figure and claim at a reduced size, about 1.5 hours on a 2-core CPU (the page says what it reduces).")] = "reduced",
     dataset: Annotated[str, typer.Option("--dataset", callback=one_of("cifar10", "digits"), help="cifar10 (the paper's data; see --data-dir), or the bundled digits for a quick run anywhere.")] = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
