@@ -133,9 +133,8 @@ def paired_difference(frame: pd.DataFrame, key: str, a: float, b: float, y: str,
 
 
 def reading(est: Estimate, sign: int, margin: float = 0.0) -> str:
-    """agrees / disagrees / undecided for a claim that the value is above ``margin``
-    (``sign`` +1) or below ``-margin`` ... more precisely: sign +1 claims value > margin,
-    sign −1 claims value < margin."""
+    """agrees / disagrees / undecided: ``sign`` +1 claims the value lies above ``margin``,
+    −1 that it lies below; the interval decides (undecided when it contains ``margin``)."""
     if not (math.isfinite(est.lo) and math.isfinite(est.hi)):
         return UNDECIDED
     if sign > 0:

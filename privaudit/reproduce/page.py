@@ -108,8 +108,9 @@ def figures(frames: Frames) -> list[Figure]:
         for metric, num in (("precision", 9), ("recall", 10)):
             series = []
             for label, rows in curves.items():
-                m = _means(rows.assign(setting=rows["noise_multiplier"].fillna(0).astype(float) * 1000
-                                       + rows["kappa"].astype(float)), ["setting"], metric)
+                # one point per setting (κ, σ); the baseline and MG rows have no σ
+                m = _means(rows.assign(noise_multiplier=rows["noise_multiplier"].fillna(0.0)),
+                           ["kappa", "noise_multiplier"], metric)
                 m = m.sort_values("x_mean")
                 series.append({"label": label, "x": m["x_mean"].to_numpy(), "y": m["mean"].to_numpy(), **_bars(m)})
             title = f"Figure {num}: attack {metric} against test accuracy, {MODEL_NAMES.get(model, model)}"
