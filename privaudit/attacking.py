@@ -29,6 +29,7 @@ from privaudit.atomic import read_json, write_bytes, write_json
 from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, empirical_privacy, evaluate_scores,
                                             exposure, leave_one_out, pool_scores, summarise)
 from privaudit.attacks.scores import confidence_scores, loss_scores
+from privaudit.empirical import epsilon_lower_bound, tpr_at_fpr_with_ci
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.config import RunConfig
 from privaudit.defaults import ATTACK_CHOICES, DEFAULT_POOL_SIZE
@@ -43,7 +44,11 @@ from privaudit.timing import timed
 from privaudit.workspace import Workspace
 
 ATTACK_SCHEMA = 3  # 3: AUC intervals (metrics.auc_interval) in every attack's metrics
-SHADOW_ATTACKS = ("shadow", "loss", "confidence")
+SHADOW_ATTACKS = ("shadow", "loss", "confidence", "data-free")
+# ML-Leaks adversary 3 (Salem et al., NDSS 2019, Section VI): the top posterior, thresholded
+# at this percentile of the top posteriors of as many uniformly random images (no data needed).
+DATA_FREE_QUERIES = 1000
+DATA_FREE_PERCENTILE = 90.0
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,8 @@ class AttackPlan:
         if pool and (not isinstance(pool_size, int) or pool_size < 4 or pool_size % 2):
             raise ConfigError(f"--pool-size must be an even number >= 4 for lira, rmia and the many-shadow attack "
                               f"(got {pool_size})")
-        shown = (["shadow"] if "shadow" in chosen else []) + (["loss", "confidence"] if "loss" in chosen else [])
+        shown = (["shadow"] if "shadow" in chosen else []) + (["loss", "confidence", "data-free"]
+                                                                if "loss" in chosen else [])
         pool_attacks = tuple(a for a in POOL_ATTACKS if a in pool)
         return cls(shadow=bool(chosen & {"shadow", "loss"}), pool_attacks=pool_attacks,
                    pool_size=pool_size if pool else 0, one_run="one-run" in chosen,
@@ -111,7 +117,7 @@ def model_outputs(workspace: Workspace, name: str, data: DataCache,
     normalisation is used. Returns (logits_in, y_in, logits_out, y_out), float64 / int64.
     """
     cfg = workspace.read_model_config(name)
-    images = data.get(cfg.data.dataset)
+    images = data.images(cfg)
     loaded = workspace.load_model(name, images.input_shape, images.num_classes)
     rd = role_data(cfg, images, device, normaliser=loaded.normaliser)
     model = loaded.model.to(device)
@@ -119,12 +125,33 @@ def model_outputs(workspace: Workspace, name: str, data: DataCache,
             predict_logits(model, rd.x_out).double().numpy(), rd.y_out.cpu().numpy())
 
 
-def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5) -> tuple[dict[str, dict[str, float]], dict[str, np.ndarray]]:
-    """The ML-Leaks shadow attack and the two shadow-free baselines on a target.
+def data_free_threshold(workspace: Workspace, name: str, data: DataCache, device: torch.device) -> float:
+    """ML-Leaks adversary 3's threshold for the saved model ``name``: the
+    :data:`DATA_FREE_PERCENTILE` th percentile of its top posterior on
+    :data:`DATA_FREE_QUERIES` images of uniformly random pixels (over the dataset's raw value
+    range, normalised as the model's inputs are), seeded by the model's own seed. The
+    attacker needs no data at all, only queries."""
+    from privaudit.seeding import derive_seed
 
-    shadow: ML-Leaks logistic regression on top-3 posteriors, threshold 0.5.
+    cfg = workspace.read_model_config(name)
+    images = data.images(cfg)
+    loaded = workspace.load_model(name, images.input_shape, images.num_classes)
+    rng = np.random.default_rng(derive_seed(cfg.seed, "data-free"))
+    noise = rng.integers(0, int(images.x.max()) + 1, size=(DATA_FREE_QUERIES, *images.input_shape), dtype=np.uint8)
+    logits = predict_logits(loaded.model.to(device), torch.from_numpy(loaded.normaliser(noise)).to(device))
+    return float(np.percentile(confidence_scores(logits.double().numpy()), DATA_FREE_PERCENTILE))
+
+
+def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5,
+                data_free: float | None = None) -> tuple[dict[str, dict[str, float]], dict[str, np.ndarray]]:
+    """The ML-Leaks shadow attack and the shadow-free baselines on a target.
+
+    shadow: ML-Leaks logistic regression on top-3 posteriors, threshold 0.5 (adversary 1).
     loss: score −loss, threshold −(mean loss over the target's members) (Yeom et al.).
     confidence: score top-1 posterior, threshold = mean top-1 posterior over its members.
+    data-free: score top-1 posterior, threshold ``data_free`` (:func:`data_free_threshold`;
+    ML-Leaks adversary 3), when given; its ε bound is taken at that same threshold, which
+    no member or non-member chose.
     Returns (metrics per attack, arrays: labels and one score vector per attack).
     """
     t_in, ty_in, t_out, ty_out = target_out
@@ -147,7 +174,18 @@ def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5) -> tu
              "confidence": confidence_scores(s_logits)}
     for name, (s, _) in scores.items():
         metrics[name].update(empirical_privacy(labels, s, s_labels, calib[name], delta=delta))
+    if data_free is not None:
+        conf = scores["confidence"][0]
+        m = attack_metrics(labels, conf, data_free)
+        m["eps_threshold"] = data_free
+        m["eps_lower_bound"] = float(epsilon_lower_bound(labels, conf, data_free, delta=delta))
+        for key, level in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0p1pct_fpr", 0.001)):
+            ci = tpr_at_fpr_with_ci(labels, conf, level)
+            m[f"{key}_lo"], m[f"{key}_hi"] = float(ci["lo"]), float(ci["hi"])
+        metrics["data-free"] = m
     arrays = {"labels": labels, **{f"score_{name}": s for name, (s, _) in scores.items()}}
+    if data_free is not None:
+        arrays["score_data-free"] = scores["confidence"][0]
     return metrics, arrays
 
 
@@ -188,12 +226,13 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
     if todo_shadow:
         shadow_run = ensure_model(cfg.as_shadow(), workspace, data, device, on_start=on_start, on_epoch=on_epoch)
         m, a = run_attacks(model_outputs(workspace, target, data, device),
-                           model_outputs(workspace, shadow_run.name, data, device), delta=cfg.defence.delta)
+                           model_outputs(workspace, shadow_run.name, data, device), delta=cfg.defence.delta,
+                           data_free=data_free_threshold(workspace, target, data, device))
         metrics.update({k: {**v, "source": shadow_run.name} for k, v in m.items()})
         arrays.update(a)
     if todo_pool:
         pool = ensure_pool(cfg, plan.pool_size, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-        images = data.get(cfg.data.dataset)
+        images = data.images(cfg)
         t_logits = model_logits(workspace, target, images, pool.indices, pool.queries, device)
         t_pop = model_logits(workspace, target, images, pool.pop_indices, pool.queries, device)
         attacks = plan.pool_attacks + BASELINE_ATTACKS

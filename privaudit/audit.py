@@ -115,7 +115,7 @@ def run_audit(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, 
     attacks = attacks or AttackPlan()
     workspace.ensure_writable()
     targets = [cfg.validated() for cfg in plan]
-    input_shape = data.get(targets[0].data.dataset).input_shape if attacks.pool_attacks and targets else (0, 0, 0)
+    input_shape = data.images(targets[0]).input_shape if attacks.pool_attacks and targets else (0, 0, 0)
     jobs = audit_jobs(targets, attacks, input_shape)
     if hooks.on_plan:
         hooks.on_plan(jobs)

@@ -36,7 +36,7 @@ def one_run_audit(recipe: RunConfig, workspace: Workspace, data: DataCache, devi
     at the recipe's δ, with the guesses behind it."""
     cfg = recipe.recipe.as_canary().validated()
     run = ensure_model(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-    images = data.get(cfg.data.dataset)
+    images = data.images(cfg)
     split = split_parts(len(images.y), cfg.data.part_size, cfg.data.seed)
     canaries = split.target_out
     included = canary_inclusion(len(canaries), canary_seed(cfg.data.seed))

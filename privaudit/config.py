@@ -20,20 +20,24 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from privaudit.defaults import DEFAULT_WIDTHS
+from privaudit.defaults import CUSTOM_DATASET_PREFIXES, CUSTOM_MODEL_PREFIXES, DEFAULT_WIDTHS, NAMED_DATASETS
 from privaudit.errors import ConfigError
 
 MODELS = ("mlp", "cnn", "cnn-improved", "cnn-improved-small", "convex-relu")
 MECHANISMS = ("dpsgd", "noisycgd")
-DATASETS = ("cifar10", "digits")
+DATASETS = NAMED_DATASETS  # and the user's own data: npz:PATH, folder:PATH (privaudit.data.custom)
 ROLES = ("target", "shadow", "reference", "canary")
 PRECISIONS = ("fp32", "bf16")
 AUGMENTS = ("none", "flip")  # privaudit.training.augment
+FLIP_DATASETS = ("cifar10", "cifar100")  # natural images, mirror-symmetric classes (and the user's own)
 CONFIG_SCHEMA = 1
 
 # Dataset-specific defaults used when a setting is not given.
+# CIFAR-10's (the paper's) serve every dataset of 40,000 images or more; the user's own data
+# get them too, with parts capped at a quarter of its images.
+PAPER_DEFAULTS = {"part_size": 10_520, "epochs": 50, "batch_size": 100}
 DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
-    "cifar10": {"part_size": 10_520, "epochs": 50, "batch_size": 100},
+    **{name: dict(PAPER_DEFAULTS) for name in NAMED_DATASETS},
     "digits": {"part_size": 449, "epochs": 60, "batch_size": 64},
 }
 
@@ -52,13 +56,49 @@ CONVEX_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+def is_custom_dataset(name: str) -> bool:
+    """The user's own data (``npz:PATH`` or ``folder:PATH``), not a dataset known by name."""
+    return isinstance(name, str) and name.startswith(CUSTOM_DATASET_PREFIXES)
+
+
+def is_custom_model(name: str) -> bool:
+    """The user's own architecture (``torchvision:NAME`` or ``module:MODULE:CALLABLE``)."""
+    return isinstance(name, str) and name.startswith(CUSTOM_MODEL_PREFIXES)
+
+
+def model_tag(name: str) -> str:
+    """An architecture's name as it appears in folder names: itself, or ``tv-<name>`` /
+    ``mod-<callable>`` for the user's own (letters, digits, ``-``, ``_`` only)."""
+    if not is_custom_model(name):
+        return name
+    kind, _, rest = name.partition(":")
+    tail = rest.rsplit(":", 1)[-1]
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in tail)[:40]
+    return f"{'tv' if kind == 'torchvision' else 'mod'}-{safe or 'model'}"
+
+
+def dataset_tag(name: str) -> str:
+    """A dataset's name as it appears in folder names: itself, or for the user's own data
+    ``npz-<file stem>`` / ``folder-<folder name>`` (letters, digits, ``-``, ``_`` only)."""
+    if not is_custom_dataset(name):
+        return name
+    kind, _, path = name.partition(":")
+    stem = path.rstrip("/").rsplit("/", 1)[-1]
+    if kind == "npz" and stem.lower().endswith(".npz"):
+        stem = stem[:-4]
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in stem)[:40]
+    return f"{kind}-{safe or 'data'}"
+
+
 @dataclass(frozen=True)
 class DataConfig:
     """Which data a model sees.
 
     ``part_size`` is the size of each of the four disjoint ML-Leaks parts (target members,
     target non-members, shadow members, shadow non-members); ``seed`` shuffles the pooled
-    train+test images before they are cut. ``pool_size`` and ``pool_index`` place a
+    train+test images before they are cut. ``dataset`` is a name (:data:`DATASETS`) or the
+    user's own data, ``npz:PATH`` / ``folder:PATH`` with an absolute path, whose contents'
+    SHA-256 prefix is ``fingerprint`` (empty for a dataset known by name). ``pool_size`` and ``pool_index`` place a
     reference model in a pool of that many models (role ``reference``; see
     :mod:`privaudit.pools`); they are 0 for every other role.
     """
@@ -68,6 +108,7 @@ class DataConfig:
     seed: int = 0
     pool_size: int = 0
     pool_index: int = 0
+    fingerprint: str = ""
 
 
 @dataclass(frozen=True)
@@ -76,10 +117,14 @@ class ModelConfig:
     a dense tanh layer of ``width`` units), ``cnn-improved`` and ``cnn-improved-small`` (three
     or two conv blocks with BatchNorm + dropout, GroupNorm under DP-SGD; a dense ReLU layer
     of ``width`` units), ``convex-relu`` (the
-    convex two-layer ReLU approximation with ``width`` gate vectors, docs/methods.md B.1)."""
+    convex two-layer ReLU approximation with ``width`` gate vectors, docs/methods.md B.1); or
+    the user's own, ``torchvision:NAME`` or ``module:MODULE:CALLABLE`` (width 0, unused),
+    built with ``args``, the canonical JSON of its ``--model-arg`` pairs
+    (:mod:`privaudit.models.custom`)."""
 
     name: str = "mlp"
     width: int = 512
+    args: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,7 +213,8 @@ class RunConfig:
         do not use them
         keep their hash and name."""
         raw = {"schema": CONFIG_SCHEMA, **asdict(self)}
-        for section, key, default in (("data", "pool_size", 0), ("data", "pool_index", 0),
+        for section, key, default in (("data", "pool_size", 0), ("data", "pool_index", 0), ("data", "fingerprint", ""),
+                                      ("model", "args", ""),
                                       ("train", "precision", "fp32"), ("train", "augment", "none"),
                                       ("defence", "mechanism", "dpsgd")):
             if raw[section][key] == default:
@@ -202,7 +248,7 @@ class RunConfig:
         """Readable, unique folder name: ``<role>-<model>-<dataset>-<defence>-<hash>``
         (reference models add ``-p<pool size>i<index>`` before the hash)."""
         pool = f"-p{self.data.pool_size}i{self.data.pool_index}" if self.role == "reference" else ""
-        return (f"{self.role}-{self.model.name}-{self.data.dataset}-"
+        return (f"{self.role}-{model_tag(self.model.name)}-{dataset_tag(self.data.dataset)}-"
                 f"{self.defence.label}{pool}-{self.config_hash}")
 
     def as_shadow(self) -> "RunConfig":
@@ -228,11 +274,23 @@ class RunConfig:
         d, m, f, t = self.data, self.model, self.defence, self.train
         if self.role not in ROLES:
             raise ConfigError(f"unknown role {self.role!r}; expected one of {', '.join(ROLES)}")
-        if d.dataset not in DATASETS:
-            raise ConfigError(f"unknown dataset {d.dataset!r}; expected one of {', '.join(DATASETS)}")
-        if m.name not in MODELS:
-            raise ConfigError(f"unknown model {m.name!r}; expected one of {', '.join(MODELS)}")
-        _require(isinstance(m.width, int) and m.width >= 1, "--width must be a positive integer")
+        if is_custom_dataset(d.dataset):
+            _require(isinstance(d.fingerprint, str) and len(d.fingerprint) == 16,
+                     f"dataset {d.dataset!r} needs the fingerprint of its contents (privaudit.data.custom)")
+        elif d.dataset not in DATASETS:
+            raise ConfigError(f"unknown dataset {d.dataset!r}; expected one of {', '.join(DATASETS)}, npz:PATH or "
+                              "folder:PATH")
+        elif d.fingerprint:
+            raise ConfigError(f"a fingerprint is for the user's own data, not {d.dataset}")
+        if is_custom_model(m.name):
+            _require(m.width == 0, "--width is for the built-in models: give your model's own sizes with --model-arg")
+            _require(isinstance(m.args, str), "model args must be canonical JSON")
+        else:
+            if m.name not in MODELS:
+                raise ConfigError(f"unknown model {m.name!r}; expected one of {', '.join(MODELS)}, torchvision:NAME or "
+                                  "module:MODULE:CALLABLE")
+            _require(isinstance(m.width, int) and m.width >= 1, "--width must be a positive integer")
+            _require(not m.args, "--model-arg is for torchvision: and module: models")
         _require(isinstance(d.part_size, int) and d.part_size >= 2, "--part-size must be at least 2")
         if self.role == "reference":
             _require(isinstance(d.pool_size, int) and d.pool_size >= 2 and d.pool_size % 2 == 0,
@@ -279,8 +337,9 @@ class RunConfig:
                 contraction(t.lr, t.weight_decay)  # the hidden-state bound's assumptions, or an error
         if t.augment not in AUGMENTS:
             raise ConfigError(f"unknown --augment {t.augment!r}; expected one of {', '.join(AUGMENTS)}")
-        if t.augment == "flip" and d.dataset != "cifar10":
-            raise ConfigError("--augment flip is for cifar10: digits are not mirror-symmetric (a mirrored 2 is no 2)")
+        if t.augment == "flip" and d.dataset not in FLIP_DATASETS and not is_custom_dataset(d.dataset):
+            raise ConfigError(f"--augment flip is for natural images (cifar10, cifar100, or your own): {d.dataset} "
+                              "holds digits or letters-like shapes, which are not mirror-symmetric (a mirrored 2 is no 2)")
         if t.augment == "flip" and m.name == "convex-relu":
             raise ConfigError("--augment flip is for mlp and the CNNs: convex-relu trains by cyclic gradient descent "
                               "over fixed batches")
@@ -332,23 +391,43 @@ def make_config(
     augment: str = "none",
     mechanism: str | None = None,
     seed: int = 0,
+    fingerprint: str = "",
+    dataset_size: int | None = None,
+    model_args: dict | None = None,
 ) -> RunConfig:
     """Build a validated :class:`RunConfig`, filling dataset- and model-specific defaults for
-    ``None`` (``convex-relu``: :data:`CONVEX_DEFAULTS`, NoisyCGD as its DP mechanism)."""
-    if dataset not in DATASET_DEFAULTS:
-        raise ConfigError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
-    defaults = dict(DATASET_DEFAULTS[dataset], lr=1e-3, width=DEFAULT_WIDTHS.get(model, 512))
+    ``None`` (``convex-relu``: :data:`CONVEX_DEFAULTS`, NoisyCGD as its DP mechanism).
+
+    The user's own data (``npz:PATH``, ``folder:PATH``) needs its ``fingerprint`` and, for
+    the default part size (a quarter of its images, at most CIFAR-10's 10,520), its
+    ``dataset_size``: :meth:`privaudit.runs.DataCache.config_kwargs` gives both. The user's
+    own architecture takes ``model_args`` (JSON values) and no ``width``."""
+    custom = is_custom_dataset(dataset)
+    if not custom and dataset not in DATASET_DEFAULTS:
+        raise ConfigError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}, npz:PATH or "
+                          "folder:PATH")
+    defaults = dict(PAPER_DEFAULTS if custom else DATASET_DEFAULTS[dataset], lr=1e-3,
+                    width=DEFAULT_WIDTHS.get(model, 512))
+    if custom and dataset_size is not None:
+        defaults["part_size"] = max(2, min(defaults["part_size"], dataset_size // 4))
     if model == "convex-relu":
-        defaults.update(CONVEX_DEFAULTS[dataset])
+        defaults.update(CONVEX_DEFAULTS.get(dataset, CONVEX_DEFAULTS["cifar10"]))
     mechanism = mechanism or ("noisycgd" if model == "convex-relu" else "dpsgd")
+    if is_custom_model(model):
+        if width is not None:
+            raise ConfigError("--width is for the built-in models: give your model's own sizes with --model-arg")
+        width = 0
+    elif model_args:
+        raise ConfigError("--model-arg is for torchvision: and module: models")
     width = defaults["width"] if width is None else width
     lr = defaults["lr"] if lr is None else lr
     cfg = RunConfig(
         role=role,
         data=DataConfig(dataset=dataset,
                         part_size=defaults["part_size"] if part_size is None else part_size,
-                        seed=seed),
-        model=ModelConfig(name=model, width=width),
+                        seed=seed, fingerprint=fingerprint),
+        model=ModelConfig(name=model, width=width,
+                          args=json.dumps(model_args, sort_keys=True, separators=(",", ":")) if model_args else ""),
         defence=DefenceConfig(kappa=float(kappa), dp=dp,
                               noise_multiplier=None if noise_multiplier is None else float(noise_multiplier),
                               target_epsilon=None if target_epsilon is None else float(target_epsilon),

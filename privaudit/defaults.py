@@ -9,6 +9,13 @@ from __future__ import annotations
 
 DATA_DIR_ENV = "PRIVAUDIT_DATA_DIR"
 
+# Datasets by name (privaudit.data: cifar10 and digits in loaders, the rest of torchvision's
+# small image sets in formats), and the prefixes of the user's own data (privaudit.data.custom).
+NAMED_DATASETS = ("cifar10", "digits", "cifar100", "mnist", "fashion-mnist", "svhn")
+CUSTOM_DATASET_PREFIXES = ("npz:", "folder:")
+# The user's own architectures (privaudit.models.custom).
+CUSTOM_MODEL_PREFIXES = ("torchvision:", "module:")
+
 # ``privaudit audit``'s default grids (besides the undefended baseline). On CIFAR-10 the κ grid
 # reaches the accuracy of the lowest DP-SGD row: measured on the MLP (parts of 10,520, 30
 # epochs, 3 seeds), DP-SGD at σ = 2 gives 0.344 and MG noise falls to 0.340 at κ = 5.19, so the

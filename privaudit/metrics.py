@@ -82,15 +82,25 @@ def auc_interval(labels: np.ndarray, scores: np.ndarray, confidence: float = 0.9
     return auc, max(0.0, auc - half), min(1.0, auc + half)
 
 
-def attack_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float) -> dict[str, float]:
+def attack_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float, *,
+                   predicted: np.ndarray | None = None) -> dict[str, float]:
     """AUC (with its 95 % DeLong interval ``auc_lo``/``auc_hi``), accuracy, precision, recall
     (at ``threshold``), advantage and TPR at low FPR.
+
+    ``predicted`` (N,) bool, when given, are the attack's decisions in place of
+    ``scores >= threshold`` (decisions made with a threshold per cross-validation fold;
+    ``threshold`` is then reported as given, e.g. NaN).
 
     Precision is 0 when the attack predicts no member at all (scikit-learn's convention
     with ``zero_division=0``).
     """
     labels, scores = check_scores(labels, scores)
-    pred = scores >= threshold
+    if predicted is None:
+        pred = scores >= threshold
+    else:
+        pred = np.asarray(predicted, dtype=bool).ravel()
+        if pred.shape != labels.shape:
+            raise ValueError(f"predicted {pred.shape} and labels {labels.shape} differ in shape")
     tp = int(np.sum(pred & (labels == 1)))
     fp = int(np.sum(pred & (labels == 0)))
     n_pos = int(labels.sum())

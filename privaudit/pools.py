@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from privaudit.atomic import read_json, write_bytes, write_json
-from privaudit.config import RunConfig
+from privaudit.config import RunConfig, dataset_tag, model_tag
 from privaudit.data import ImageData, split_parts
 from privaudit.data.splits import pool_keep, pool_seed
 from privaudit.errors import ArtifactError
@@ -89,7 +89,7 @@ class Pool:
 
 def pool_name(recipe: RunConfig, size: int) -> str:
     digest = hashlib.sha256(f"{recipe.recipe.config_hash}:{size}:{POOL_SCHEMA}".encode()).hexdigest()[:10]
-    return f"pool-{recipe.model.name}-{recipe.data.dataset}-{recipe.defence.label}-n{size}-{digest}"
+    return f"pool-{model_tag(recipe.model.name)}-{dataset_tag(recipe.data.dataset)}-{recipe.defence.label}-n{size}-{digest}"
 
 
 def _pool_plan(recipe: RunConfig, size: int, workspace: Workspace) -> tuple[str, Path, list[RunConfig], dict]:
@@ -135,7 +135,7 @@ def ensure_pool(recipe: RunConfig, size: int, workspace: Workspace, data: DataCa
 def _build_pool(recipe: RunConfig, size: int, name: str, folder: Path, configs: list[RunConfig], meta: dict,
                 workspace: Workspace, data: DataCache, device: torch.device, on_start, on_epoch) -> Pool:
     runs = ensure_models(configs, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-    images = data.get(recipe.data.dataset)
+    images = data.images(recipe)
     split = split_parts(len(images.y), recipe.data.part_size, recipe.data.seed)
     indices, pop = split.pool, split.population
     keep = pool_keep(size, len(indices), pool_seed(recipe.data.seed, size))

@@ -9,8 +9,9 @@ from typing import Callable
 
 import torch
 
-from privaudit.config import RunConfig
+from privaudit.config import RunConfig, is_custom_dataset
 from privaudit.data import ImageData, load_dataset
+from privaudit.errors import DataError
 from privaudit.locks import artifact_lock
 from privaudit.provenance import provenance
 from privaudit.timing import phase
@@ -33,6 +34,25 @@ class DataCache:
             with phase("data"):
                 self._cache[name] = load_dataset(name, self.data_dir, download=self.download)
         return self._cache[name]
+
+    def images(self, config: RunConfig) -> ImageData:
+        """The images ``config`` was (or will be) trained on; for the user's own data, a
+        :class:`~privaudit.errors.DataError` when its contents are no longer those whose
+        fingerprint the config holds (the file changed since the model was trained)."""
+        images = self.get(config.data.dataset)
+        if config.data.fingerprint and images.fingerprint != config.data.fingerprint:
+            raise DataError(f"{config.data.dataset} has changed since {config.run_name} was trained (contents "
+                            f"{images.fingerprint}, the model's {config.data.fingerprint}): restore the data, or train "
+                            "anew on it (a new config)")
+        return images
+
+    def config_kwargs(self, dataset: str) -> dict:
+        """What :func:`~privaudit.config.make_config` needs to know of ``dataset`` beyond its
+        name: for the user's own data (loaded here, once) its fingerprint and size."""
+        if not is_custom_dataset(dataset):
+            return {}
+        images = self.get(dataset)
+        return {"fingerprint": images.fingerprint, "dataset_size": int(len(images.y))}
 
 
 @dataclass
@@ -57,7 +77,7 @@ def ensure_model(config: RunConfig, workspace: Workspace, data: DataCache, devic
         if workspace.has_model(config):
             return RunResult(name, workspace.model_dir(name), workspace.read_model_metrics(name), True)
         t0 = time.perf_counter()
-        images = data.get(config.data.dataset)
+        images = data.images(config)
         if on_start:
             on_start(config)
         with phase("train"):
@@ -69,6 +89,10 @@ def save_trained(workspace: Workspace, config: RunConfig, result: TrainResult, d
                  wall_seconds: float) -> RunResult:
     """Save a freshly trained model with its metrics and provenance."""
     prov = {**provenance(device), "wall_seconds": wall_seconds}
+    if config.model.name.startswith("module:"):  # the user's factory: which source built it
+        from privaudit.models.custom import source_hash
+
+        prov["model_source_sha256"] = source_hash(config.model.name)
     path = workspace.save_model(config, result.model, result.normaliser,
                                 {**result.metrics, "loss_history": result.loss_history}, prov)
     return RunResult(config.run_name, path, workspace.read_model_metrics(config.run_name), False)
@@ -87,7 +111,7 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
     bit for bit as an uninterrupted run makes them (``test_kill_9_…`` checks the table)."""
     configs = [c.validated() for c in configs]
     if not all(workspace.has_model(c) for c in configs):
-        images = data.get(configs[0].data.dataset)
+        images = data.images(configs[0])
         for group in stack_groups(configs, images.input_shape):
             if all(workspace.has_model(c) for c in group):
                 continue
@@ -133,7 +157,7 @@ def ensure_epochs(configs: list[RunConfig], workspace: Workspace, data: DataCach
         with artifact_lock(workspace.models, longest.run_name, "work"):
             if not workspace.has_model(longest):
                 t0 = time.perf_counter()
-                images = data.get(longest.data.dataset)
+                images = data.images(longest)
                 if on_start:
                     on_start(longest)
 

@@ -111,7 +111,8 @@ def load_weights(path: Path, config: RunConfig, input_shape: tuple[int, int, int
         raise ArtifactError(f"weights file {path} is corrupted or not a privaudit weights file ({exc})") from exc
     if not all(k in arrays for k in NORM_KEYS):
         raise ArtifactError(f"weights file {path} is not a privaudit weights file (no normalisation)")
-    model = build_model(config.model.name, input_shape, num_classes, width=config.model.width, dp=config.defence.dp)
+    model = build_model(config.model.name, input_shape, num_classes, width=config.model.width, dp=config.defence.dp,
+                        args=config.model.args)
     expected = model.state_dict()
     state = {k[len(STATE_PREFIX):]: v for k, v in arrays.items() if k.startswith(STATE_PREFIX)}
     if set(state) != set(expected):

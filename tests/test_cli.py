@@ -69,8 +69,8 @@ def test_audit_writes_models_attacks_and_reports(audited):
         assert not (ws / "models" / shadow).exists()  # the shadow's hash differs: its role is part of the config
     assert len(list((ws / "models").glob("shadow-*"))) == 4
     table = pd.read_csv(ws / "reports" / "tradeoff.csv")
-    assert len(table) == 4 * 3
-    assert set(table["attack"]) == {"shadow", "loss", "confidence"}
+    assert len(table) == 4 * 4
+    assert set(table["attack"]) == {"shadow", "loss", "confidence", "data-free"}
     dp_rows = table[table["dp"]]
     assert (dp_rows["epsilon"] > 0).all() and (dp_rows["delta"] == 1e-5).all()
     assert table[~table["dp"]]["epsilon"].isna().all()
@@ -117,7 +117,7 @@ def test_attack_by_architecture_and_report(audited):
     assert len(doc["attacks"]) == 4 and all(a["reused"] for a in doc["attacks"])
     result = invoke("report", "--workdir", str(ws), "--json")
     assert result.exit_code == 0
-    assert json.loads(result.stdout)["rows"] == 12
+    assert json.loads(result.stdout)["rows"] == 16
 
 
 def test_train_then_attack_one_run_by_name(tmp_path):
@@ -132,7 +132,7 @@ def test_train_then_attack_one_run_by_name(tmp_path):
     target_cfg = json.loads((tmp_path / "models" / run / "config.json").read_text())
     for key in ("data", "model", "defence", "train", "seed"):
         assert shadow_cfg[key] == target_cfg[key]  # identical recipe, defence included
-    assert set(attack["metrics"]) == {"shadow", "loss", "confidence"}
+    assert set(attack["metrics"]) == {"shadow", "loss", "confidence", "data-free"}
 
 
 def _one_line_error(result, *needles: str) -> None:
@@ -211,7 +211,7 @@ def test_convex_relu_noisycgd_audit_end_to_end(tmp_path):
     assert [t["run"].split("-")[3:5] for t in doc["targets"]] == [["digits", "plain"], ["digits", "ncgd"]]
     table = pd.read_csv(tmp_path / "reports" / "tradeoff.csv")
     ncgd = table[table["defence"] == "noisycgd"]
-    assert len(ncgd) == 3 and (ncgd["accountant"] == "hidden-state GDP").all() and (ncgd["epsilon"] > 0).all()
+    assert len(ncgd) == 4 and (ncgd["accountant"] == "hidden-state GDP").all() and (ncgd["epsilon"] > 0).all()
     html = (tmp_path / "reports" / "index.html").read_text()
     assert "NoisyCGD σ=5" in html
     bad = invoke("train", "--model", "convex-relu", "--dataset", "digits", "--kappa", "0.5", "--workdir", str(tmp_path))

@@ -170,7 +170,7 @@ def test_make_config_fills_dataset_defaults():
     ({"dp": True, "noise_multiplier": -1.0}, "--noise-multiplier"),
     ({"dp": True, "target_epsilon": 0.0}, "--target-epsilon"),
     ({"model": "resnet"}, "model"),
-    ({"dataset": "mnist"}, "dataset"),
+    ({"dataset": "imagenet"}, "dataset"),
     ({"dp": True}, "--dp"),
     ({"dp": True, "noise_multiplier": 1.0, "target_epsilon": 2.0}, "--dp"),
     ({"target_epsilon": 2.0}, "--target-epsilon"),

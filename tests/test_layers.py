@@ -3,8 +3,9 @@ goes to the same layer or one below it, and every module belongs to a layer.
 
 Bottom to top: maths and accounting; data; models; training; the attacks' maths; workspace
 and pipeline steps (get-or-train, pools, canaries, attacking a target); the report; the
-theory experiments (which draw with the report's plots); orchestration (the audit's job
-graph and its executors, the papers' reproductions on it); the command line.
+theory experiments (which draw with the report's plots); the audit of a model from its
+outputs (``scan``: the attacks, the report's pages, the workspace's export); orchestration
+(the audit's job graph and its executors, the papers' reproductions on it); the command line.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("workspace and pipeline steps", ("workspace", "runs", "pools", "canary", "attacking")),
     ("report", ("report",)),
     ("theory", ("theory",)),
+    ("audits from outputs", ("scan",)),
     ("orchestration", ("audit", "executor", "reproduce")),
     ("command line", ("cli", "__main__")),
 ]

@@ -88,7 +88,7 @@ def test_pool_outputs_are_saved_once_and_match_the_models(pooled, data_cache):
 
 def test_every_attack_and_the_leave_one_out_summary(pooled):
     ws, cfg, target, result = pooled
-    expected = {"shadow", "loss", "confidence", "lira-online", "lira-online-global", "lira-offline",
+    expected = {"shadow", "loss", "confidence", "data-free", "lira-online", "lira-online-global", "lira-offline",
                 "lira-offline-global", "rmia", "shadow-pool"}
     assert set(result.metrics) == expected
     for name, m in result.metrics.items():

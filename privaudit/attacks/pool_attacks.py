@@ -55,7 +55,7 @@ def pool_scores(target_logits: np.ndarray, target_pop_logits: np.ndarray, labels
 def scores_from_features(target: Features, target_pop: Features, target_plain_logits: np.ndarray,
                          labels: np.ndarray, refs: Features, ref_pop: Features, ref_keep: np.ndarray, *,
                          attacks: tuple[str, ...] = POOL_ATTACKS + BASELINE_ATTACKS,
-                         gamma: float = 1.0) -> dict[str, np.ndarray]:
+                         gamma: float = 1.0, ref_pop_keep: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Scores (n,) of each attack from precomputed statistics (:mod:`privaudit.attacks.features`).
 
     LiRA uses the logit-scaled confidence of every query (the plain image; also its mirror
@@ -63,6 +63,13 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
     reference models alone; the many-shadow attack fits the ML-Leaks logistic regression on
     every reference model's members vs non-members; loss and confidence use the target's
     plain-query logits ``target_plain_logits`` (n, C).
+
+    ``ref_pop_keep`` (M, z) bool: which reference models trained on each population sample,
+    when the population is not held out from every reference (``privaudit scan`` without
+    population arrays uses the audited samples themselves; RMIA's Pr(z) then averages the
+    OUT references only, as for x, and ``a`` is calibrated on each pseudo-target's
+    non-members). With γ = 1 an RMIA score is the rank of LR(x) among the LR(z), so this
+    choice of population does not change its ROC curve.
     """
     out: dict[str, np.ndarray] = {}
     for name in attacks:
@@ -70,9 +77,9 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
             out[name] = lira_scores(target.phi, refs.phi, ref_keep, online="online" in name,
                                     global_variance=name.endswith("global"))
     if "rmia" in attacks:
-        a = _calibrate_rmia_a(refs.p_y, ref_keep, ref_pop.p_y, gamma)
+        a = _calibrate_rmia_a(refs.p_y, ref_keep, None if ref_pop_keep is not None else ref_pop.p_y, gamma)
         out["rmia"] = rmia_scores(target.p_y, refs.p_y, target_pop.p_y, ref_pop.p_y,
-                                  a=a, gamma=gamma, ref_keep_x=ref_keep)
+                                  a=a, gamma=gamma, ref_keep_x=ref_keep, ref_keep_z=ref_pop_keep)
     if "shadow-pool" in attacks:
         members, nonmembers = (_at_most(refs.top3[sel], SHADOW_POOL_FIT_ROWS) for sel in (ref_keep, ~ref_keep))
         out["shadow-pool"] = ShadowAttack().fit_features(members, nonmembers).scores_features(target.top3)
@@ -84,7 +91,7 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
     return {name: out[name] for name in attacks if name in out}
 
 
-def _calibrate_rmia_a(p_ref_x: np.ndarray, ref_keep: np.ndarray, p_ref_z: np.ndarray, gamma: float) -> float:
+def _calibrate_rmia_a(p_ref_x: np.ndarray, ref_keep: np.ndarray, p_ref_z: np.ndarray | None, gamma: float) -> float:
     """RMIA's ``a`` from the reference models alone (the audited target plays no part).
 
     The references come in complementary pairs (0, 1), (2, 3), ...; pseudo-target j is
@@ -92,18 +99,21 @@ def _calibrate_rmia_a(p_ref_x: np.ndarray, ref_keep: np.ndarray, p_ref_z: np.nda
     the first :data:`RMIA_PSEUDO_TARGETS` pairs, and the a chosen for each (by
     :func:`privaudit.attacks.rmia.calibrate_a`) is averaged: a vote per pair, so that one
     model's noise does not set a. With fewer than two pairs there is nothing to calibrate on
-    and a = 1 (no offline correction: Pr(x) is the OUT models' mean).
+    and a = 1 (no offline correction: Pr(x) is the OUT models' mean); so too when no reference
+    trained on an audited sample (``privaudit audit-model``'s offline references). ``p_ref_z`` None: each
+    pseudo-target's population is its own non-members (:func:`~privaudit.attacks.rmia.calibrate_a`).
 
     This is not the authors' procedure: ``tune_offline_a`` in ml_privacy_meter tunes a once,
     on the audited model's paired model, attacked with one reference model per sample.
     """
     m = len(ref_keep)
-    if m < 4:
+    if m < 4 or not np.asarray(ref_keep).any():  # too few, or offline references: nothing to calibrate on
         return 1.0
     votes = []
     for j in range(0, min(2 * RMIA_PSEUDO_TARGETS, m), 2):
         sel = np.array([j] + [i for i in range(m) if i not in (j, j + 1)])
-        votes.append(calibrate_a(p_ref_x[sel], ref_keep[sel], gamma=gamma, p_ref_z_by_model=p_ref_z[sel],
+        votes.append(calibrate_a(p_ref_x[sel], ref_keep[sel], gamma=gamma,
+                                 p_ref_z_by_model=None if p_ref_z is None else p_ref_z[sel],
                                  pseudo_targets=np.array([0])))
     return float(np.mean(votes))
 
@@ -137,29 +147,34 @@ def evaluate_scores(labels: np.ndarray, scores: np.ndarray, calib_labels: np.nda
     return {**m, **empirical_privacy(labels, scores, calib_labels, calib_scores, delta=delta, confidence=confidence)}
 
 
-def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray, keep: np.ndarray, labels: np.ndarray,
-                  pop_labels: np.ndarray, *, attacks: tuple[str, ...], delta: float,
-                  confidence: float = 0.95) -> tuple[dict[str, list[dict]], dict[str, np.ndarray]]:
+def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.ndarray, labels: np.ndarray,
+                  pop_labels: np.ndarray | None, *, attacks: tuple[str, ...], delta: float,
+                  confidence: float = 0.95, paired: bool = True) -> tuple[dict[str, list[dict]], dict[str, np.ndarray]]:
     """Each pool model in turn as the target, the other pairs as references.
 
     Pool models come in complementary pairs (2j, 2j+1). Target t's references are every
     model but t and its partner t ^ 1: then each sample is IN for exactly half of the
     references whatever its membership in t. Keeping the partner would leak t's membership
     through the reference set itself (a member of t would have one IN reference fewer), which
-    inflates scores and ε bounds. Needs M >= 4.
+    inflates scores and ε bounds. Needs M >= 4. With ``paired=False`` (references with no
+    such structure, e.g. each trained on a random half as in the LiRA authors' code) only t
+    itself is left out (and M >= 3 suffices). ``pop_logits`` None: the population is the
+    audited samples themselves (see :func:`scores_from_features`'s ``ref_pop_keep``).
 
     Returns (per attack: one metrics dict per target model, where model t's thresholds are
     chosen on model (t+2) mod M, from another pair; per attack: the scores, shape (M, n)).
     """
     m = len(keep)
-    if m < 4:
-        raise ValueError(f"leave-one-out needs a pool of at least 4 models (got {m})")
+    if m < (4 if paired else 3):
+        raise ValueError(f"leave-one-out needs a pool of at least {4 if paired else 3} models (got {m})")
     scores = {a: np.zeros(keep.shape) for a in attacks}
-    feats, pop_feats = compute_features(logits, labels), compute_features(pop_logits, pop_labels)
+    feats = compute_features(logits, labels)
+    pop_feats = feats if pop_logits is None else compute_features(pop_logits, pop_labels)
     for t in range(m):
-        others = (np.arange(m) != t) & (np.arange(m) != (t ^ 1))
+        others = (np.arange(m) != t) & (np.arange(m) != ((t ^ 1) if paired else t))
         s = scores_from_features(feats[t], pop_feats[t], logits[t][:, 0], labels, feats[others],
-                                 pop_feats[others], keep[others], attacks=attacks)
+                                 pop_feats[others], keep[others], attacks=attacks,
+                                 ref_pop_keep=keep[others] if pop_logits is None else None)
         for a in attacks:
             scores[a][t] = s[a]
     per_target: dict[str, list[dict]] = {a: [] for a in attacks}

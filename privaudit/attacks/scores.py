@@ -37,3 +37,31 @@ def loss_scores(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
 def confidence_scores(logits: np.ndarray) -> np.ndarray:
     """Score = top-1 softmax posterior (the authors' shadow-free threshold attack)."""
     return softmax(logits).max(axis=1)
+
+
+def entropy_scores(logits: np.ndarray) -> np.ndarray:
+    """Score = −H(p), the negated entropy of the softmax posteriors, H(p) = −Σ_i p_i log p_i:
+    members get more confident, lower-entropy outputs (Song & Mittal, *Systematic Evaluation
+    of Privacy Risks of Machine Learning Models*, USENIX Security 2021, arXiv:2003.10595)."""
+    lsm = log_softmax(logits)
+    return (np.exp(lsm) * lsm).sum(axis=1)
+
+
+def modified_entropy_scores(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Score = −Mentr(p, y), Song & Mittal's modified entropy (arXiv:2003.10595, eq. 5):
+
+        Mentr(p, y) = −(1 − p_y) log p_y − Σ_{i≠y} p_i log(1 − p_i),
+
+    small when the true label's posterior is near 1 and every other near 0 (unlike the
+    entropy, a confident wrong answer scores as unlikely a member). log(1 − p_i) is taken as
+    log(−expm1(log p_i)) so that it stays finite and accurate for p_i near 1."""
+    lsm = log_softmax(logits)
+    y = np.asarray(labels, dtype=int)
+    rows = np.arange(len(y))
+    p = np.exp(lsm)
+    with np.errstate(divide="ignore"):
+        log_1mp = np.log(-np.expm1(np.minimum(lsm, -1e-300)))
+    log_1mp = np.maximum(log_1mp, -745.0)  # p_i = 1 up to rounding: the smallest float64 log
+    terms = -p * log_1mp
+    terms[rows, y] = -(1.0 - p[rows, y]) * lsm[rows, y]
+    return -terms.sum(axis=1)

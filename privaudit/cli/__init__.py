@@ -11,7 +11,7 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from privaudit.cli import attack, audit, epsilon, report, reproduce, theory, train
+from privaudit.cli import attack, audit, epsilon, report, reproduce, scan, theory, train
 
 
 def _click_exceptions():
@@ -79,9 +79,12 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command("train", help="Train one target model with a defence and save it to the workspace.")(train.train_cmd)
-app.command("attack", help="Attack trained targets: the paper's shadow-model attack, the loss/confidence baselines, LiRA, RMIA and the one-run canary audit.")(attack.attack_cmd)
+app.command("attack", help="Attack trained targets: the paper's shadow-model attack, the loss/confidence/data-free baselines, LiRA, RMIA and the one-run canary audit.")(attack.attack_cmd)
 app.command("report", help="Rebuild reports/tradeoff.csv and reports/index.html from the whole workspace.")(report.report_cmd)
 app.command("audit", help="The main job: baseline, MG-noise grid and DP-SGD grid for one model: train, attack, report.")(audit.audit_cmd)
+app.command("scan", help="Audit a model from its outputs alone: arrays of logits, probabilities or losses from any framework (.npz, .npy folder or CSV), with every attack they allow.")(scan.scan_cmd)
+app.command("export-logits", help="Write a trained target's outputs (with its shadow model's and a pool's) as an .npz that privaudit scan reads.")(scan.export_cmd)
+app.command("audit-model", help="Audit a model trained elsewhere from its weights file: references trained with its recipe on data it did not see, every attack, intervals, and how well the references match.")(scan.audit_model_cmd)
 app.add_typer(theory.app, name="theory")
 app.add_typer(reproduce.app, name="reproduce")
 app.command("epsilon", help="The epsilon a NoisyCGD or DP-SGD setting will cost (or the noise for a target epsilon), without training.")(epsilon.epsilon_cmd)

@@ -7,16 +7,17 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                  PoolSizeOpt, WorkdirOpt, emit_json, handle_errors, info_console,
-                                  one_of, parse_attacks, parse_seeds, refresh_reports, require_workspace, training_progress)
+                                  PoolSizeOpt, WorkdirOpt, dataset_option, emit_json, handle_errors, info_console,
+                                  parse_attacks, parse_seeds, refresh_reports, require_workspace, training_progress)
 from privaudit.config import DATASETS, MODELS
 from privaudit.defaults import DEFAULT_POOL_SIZE
 
 TargetOpt = Annotated[str, typer.Option(
     "--target", help=f"An architecture ({', '.join(MODELS)}: every trained target of it) or one target's run name.")]
 DatasetFilterOpt = Annotated[Optional[str], typer.Option(
-    "--dataset", callback=one_of(*DATASETS),
-    help=f"Attack only the targets trained on this dataset ({' or '.join(DATASETS)}); default: every dataset.")]
+    "--dataset", callback=dataset_option,
+    help=f"Attack only the targets trained on this dataset ({', '.join(DATASETS)}, npz:PATH or folder:PATH); "
+         "default: every dataset.")]
 
 
 @handle_errors

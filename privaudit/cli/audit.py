@@ -8,11 +8,11 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                  PoolSizeOpt, SeedOpt, SeedsOpt, WorkdirOpt, emit_json, err, handle_errors,
-                                  info_console, number, one_of, parse_attacks, parse_grid, parse_seeds,
+                                  PoolSizeOpt, SeedOpt, SeedsOpt, WorkdirOpt, dataset_config, emit_json, err, handle_errors,
+                                  info_console, number, one_of, parse_attacks, parse_grid, parse_model_args, parse_seeds,
                                   training_progress)
 from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
-                                   ModelOpt, PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
+                                   ModelArgOpt, ModelOpt, PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
 from privaudit.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 from privaudit.errors import ConfigError
 
@@ -24,6 +24,7 @@ def _grid_text(values) -> str:
 @handle_errors
 def audit_cmd(
     model: ModelOpt = "mlp",
+    model_arg: ModelArgOpt = None,
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
@@ -75,9 +76,11 @@ def audit_cmd(
     from privaudit.audit import AuditHooks, audit_plan, match_accuracy as match_kappas, replicate, run_audit
     from privaudit.config import make_config
 
+    dataset_kwargs, data = dataset_config(dataset, data_dir, download)
     bases = [make_config(model=model, dataset=dataset, width=width, part_size=part_size,
                          max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
-                         lr=lr, weight_decay=weight_decay, precision=precision, augment=augment, seed=s)
+                         lr=lr, weight_decay=weight_decay, precision=precision, augment=augment, seed=s,
+                         model_args=parse_model_args(model_arg), **dataset_kwargs)
              for s in seed_list]
     plans = [audit_plan(b, k_grid, s_grid, eps_grid) for b in bases]
     attack_plan = parse_attacks(attacks, pool_size)
@@ -93,7 +96,7 @@ def audit_cmd(
     runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
     dev = resolve_device(device)
     ws = Workspace(workdir).ensure_writable()
-    data = DataCache(data_dir, download)
+    data = data or DataCache(data_dir, download)
     with training_progress() as bars:
         matches = []
         if match_accuracy:

@@ -292,6 +292,74 @@ def one_of(*choices: str):
     return check
 
 
+def dataset_option(ctx: typer.Context, param: typer.CallbackParam, value):
+    """Typer callback of ``--dataset``: a dataset known by name, or the user's own data
+    ``npz:PATH`` / ``folder:PATH``, returned with its path made absolute (the name a model's
+    config records); anything else is a usage error naming the option."""
+    from privaudit.defaults import CUSTOM_DATASET_PREFIXES, NAMED_DATASETS
+
+    if value is None or ctx.resilient_parsing or value in NAMED_DATASETS:
+        return value
+    if str(value).startswith(CUSTOM_DATASET_PREFIXES):
+        kind, _, path = str(value).partition(":")
+        if path.strip():
+            return f"{kind}:{Path(path).expanduser().resolve()}"
+    raise typer.BadParameter(f"{value!r} is not one of {', '.join(NAMED_DATASETS)}, npz:PATH or folder:PATH")
+
+
+def model_option(ctx: typer.Context, param: typer.CallbackParam, value):
+    """Typer callback of ``--model``: a built-in architecture, ``torchvision:NAME`` or
+    ``module:MODULE:CALLABLE`` (checked for its form here; built, and so checked for real,
+    when a model trains)."""
+    from privaudit.config import MODELS
+    from privaudit.defaults import CUSTOM_MODEL_PREFIXES
+
+    if value is None or ctx.resilient_parsing or value in MODELS:
+        return value
+    kind, _, rest = str(value).partition(":")
+    if (kind == "torchvision" and rest.strip()) or (kind == "module" and all(p.strip() for p in rest.rpartition(":")[::2])
+                                                   and ":" in rest):
+        return value
+    raise typer.BadParameter(f"{value!r} is not one of {', '.join(MODELS)}, "
+                             f"{' or '.join(p + '…' for p in CUSTOM_MODEL_PREFIXES)} (torchvision:NAME, "
+                             "module:MODULE:CALLABLE)")
+
+
+def parse_model_args(items: list[str] | None) -> dict:
+    """``--model-arg key=value`` pairs as a dict; a value is read as JSON when it parses
+    (``3``, ``0.5``, ``true``, ``[1, 2]``), else kept as text."""
+    import json
+
+    out: dict = {}
+    for item in items or []:
+        key, sep, value = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise ConfigError(f"--model-arg takes key=value with a Python identifier as key, got {item!r}")
+        if key in out:
+            raise ConfigError(f"--model-arg {key} is given twice")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def dataset_config(dataset: str, data_dir, download: bool):
+    """(what :func:`~privaudit.config.make_config` needs beyond the dataset's name, the
+    :class:`~privaudit.runs.DataCache` that loaded it or None). Only the user's own data is
+    read here (for its fingerprint and size); a dataset known by name loads when a model
+    trains, so that a refused setting still answers before torch is imported."""
+    from privaudit.config import is_custom_dataset
+
+    if not is_custom_dataset(dataset):
+        return {}, None
+    from privaudit.runs import DataCache
+
+    data = DataCache(data_dir, download)
+    return data.config_kwargs(dataset), data
+
+
 def refresh_reports(ws):
     """Rebuild ``reports/`` after a command wrote results it feeds, so the pages never lag
     behind the workspace; one warning line on stderr per skipped damaged folder. Returns the
@@ -321,7 +389,7 @@ SeedsOpt = Annotated[Optional[str], typer.Option(
                     "the mean and a 95% t-interval over seeds.")]
 AttacksOpt = Annotated[list[str], typer.Option(
     "--attacks", "--attack",
-    help="Comma-separated or repeated: shadow (the paper's attack), loss (loss and confidence baselines), lira, "
+    help="Comma-separated or repeated: shadow (the paper's attack), loss (loss, confidence and data-free baselines), lira, "
          "rmia, one-run (canary audit) or all. shadow and loss share one shadow model and are computed together; "
          "the summary shows what was asked. lira and rmia train a reference pool, one-run a canary model.")]
 DEFAULT_ATTACKS = ["all"]

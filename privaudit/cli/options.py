@@ -10,12 +10,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.common import number, one_of
-from privaudit.config import AUGMENTS, DATASETS, MECHANISMS, MODELS, PRECISIONS
+from privaudit.cli.common import dataset_option, model_option, number, one_of
+from privaudit.config import AUGMENTS, MECHANISMS, PRECISIONS
 from privaudit.defaults import MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_WIDTH
 
-ModelOpt = Annotated[str, typer.Option("--model", callback=one_of(*MODELS), help="Architecture: mlp (one hidden layer), cnn (ML-Leaks Standard CNN), cnn-improved (three conv blocks, BatchNorm/GroupNorm + dropout), cnn-improved-small (its two-block variant) or convex-relu (convex two-layer ReLU approximation, trained by cyclic gradient descent).")]
-DatasetOpt = Annotated[str, typer.Option("--dataset", callback=one_of(*DATASETS), help="cifar10 (needs the data, see --data-dir) or digits (scikit-learn's bundled 8x8 digits, no download).")]
+ModelOpt = Annotated[str, typer.Option("--model", callback=model_option, help="Architecture: mlp (one hidden layer), cnn (ML-Leaks Standard CNN), cnn-improved (three conv blocks, BatchNorm/GroupNorm + dropout), cnn-improved-small (its two-block variant), convex-relu (convex two-layer ReLU approximation, trained by cyclic gradient descent), or your own: torchvision:NAME (e.g. torchvision:resnet18) or module:MODULE:CALLABLE (a factory returning an nn.Module).")]
+ModelArgOpt = Annotated[Optional[list[str]], typer.Option("--model-arg", help="key=value passed to a torchvision: or module: model's factory (repeatable; values read as JSON when they parse). torchvision ResNets take small_stem=true for small images.")]
+DatasetOpt = Annotated[str, typer.Option("--dataset", callback=dataset_option, help="cifar10 (needs the data, see --data-dir), digits (scikit-learn's bundled 8x8 digits, no download), torchvision's cifar100, mnist, fashion-mnist or svhn (their standard files under --data-dir, or --download), or your own images: npz:PATH (x uint8 NHWC or NCHW, y int) or folder:PATH (one sub-folder per class).")]
 WidthOpt = Annotated[Optional[int], typer.Option("--width", callback=number(1, MAX_WIDTH), help="Hidden units of the dense layer: the mlp's hidden layer (default 512), the cnn's tanh layer (100), cnn-improved's (256) and cnn-improved-small's (100) ReLU layer; or convex-relu's number of gate vectors (100).")]
 PartSizeOpt = Annotated[Optional[int], typer.Option("--part-size", callback=number(2, MAX_PART_SIZE), help="Size of each of the four ML-Leaks parts (target/shadow members/non-members); default 10520 for cifar10, 449 for digits.")]
 MaxGradNormOpt = Annotated[float, typer.Option("--max-grad-norm", callback=number(0, 1e6, low_open=True), help="DP per-sample clipping norm C.")]

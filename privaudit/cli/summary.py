@@ -94,3 +94,20 @@ def verdict_table(summary) -> Table | None:
         table.add_row(*lead, f"{r['attack']} ({r['comparison']})", measures.get(r["metric"], r["metric"]), acc, gap,
                       verdict)
     return table
+
+
+def scan_table(result) -> Table:
+    """One row per attack of a :class:`~privaudit.scan.run.ScanResult`, strongest first:
+    AUC with its 95 % interval, TPR at 1 % and 0.1 % FPR, precision, recall, the ε lower
+    bound and how the thresholds were chosen."""
+    table = Table(title="Membership inference from the model's outputs", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True,
+                  caption="AUC [95 % DeLong]; TPR at 1 % / 0.1 % FPR; ε lb: empirical lower bound (95 %, rounded "
+                          "down); thresholds: cv = cross-validation, shadow, references = leave-one-out")
+    for col in ("attack", "AUC", "95 % CI", "TPR1%", "TPR.1%", "prec", "recall", "ε lb", "thresholds"):
+        table.add_column(col, justify="left" if col in ("attack", "thresholds") else "right", no_wrap=True)
+    for name, m in result.metrics.items():
+        table.add_row(name, fixed(m.get("auc")), f"[{fixed(m.get('auc_lo'))}, {fixed(m.get('auc_hi'))}]",
+                      fixed(m.get("tpr_at_1pct_fpr")), fixed(m.get("tpr_at_0p1pct_fpr")), fixed(m.get("precision")),
+                      fixed(m.get("recall")), lower_bound(m.get("eps_lower_bound")), str(m.get("calibration", ""))[:10])
+    return table

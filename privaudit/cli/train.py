@@ -6,16 +6,19 @@ from typing import Annotated
 
 import typer
 
-from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, SeedOpt, SeedsOpt, WorkdirOpt, emit_json,
-                                  fmt, handle_errors, info_console, number, parse_seeds, training_progress)
+from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, SeedOpt, SeedsOpt, WorkdirOpt,
+                                  dataset_config, emit_json, fmt, handle_errors, info_console, number, parse_model_args,
+                                  parse_seeds,
+                                  training_progress)
 from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, EpochsOpt, LrOpt,
-                                   MaxGradNormOpt, ModelOpt, NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt,
+                                   MaxGradNormOpt, ModelArgOpt, ModelOpt, NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt,
                                    TargetEpsilonOpt, WeightDecayOpt, WidthOpt)
 
 
 @handle_errors
 def train_cmd(
     model: ModelOpt = "mlp",
+    model_arg: ModelArgOpt = None,
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
@@ -44,11 +47,14 @@ def train_cmd(
     from privaudit.config import make_config
 
     seed_list = parse_seeds(seeds, seed)
+    dataset_kwargs, data = dataset_config(dataset, data_dir, download)
     cfgs = [make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa,
                       dp=dp or defense is not None, noise_multiplier=noise_multiplier,
                       target_epsilon=target_epsilon, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
                       batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
-                      augment=augment, mechanism=defense, seed=s) for s in seed_list]  # validated
+                      augment=augment, mechanism=defense, seed=s, model_args=parse_model_args(model_arg),
+                      **dataset_kwargs)
+            for s in seed_list]  # validated
 
     from privaudit import runs
     from privaudit.training import resolve_device
@@ -56,7 +62,7 @@ def train_cmd(
 
     dev = resolve_device(device)
     ws = Workspace(workdir).ensure_writable()
-    data = runs.DataCache(data_dir, download)
+    data = data or runs.DataCache(data_dir, download)
     with training_progress() as bars:
         done = [runs.ensure_model(c, ws, data, dev, on_start=bars.start, on_epoch=bars.on_epoch) for c in cfgs]
     if as_json:
@@ -76,5 +82,7 @@ def train_cmd(
         if key in done[0].metrics:
             table.add_row(key, *(fmt(run.metrics.get(key), 4) for run in done))
     console.print(table)
+    for note in done[0].metrics.get("model_changes", []):  # what DP-SGD changed in the user's model
+        console.print(note, soft_wrap=True, markup=False)
     for run in done:
         console.print(f"{'reused' if run.reused else 'saved'}: {run.path}", soft_wrap=True)

@@ -1,6 +1,6 @@
 """Loading the image datasets as in-memory arrays.
 
-Both loaders return the *pooled* data (for CIFAR-10: the 50,000 training and 10,000 test
+The loaders return the *pooled* data (for CIFAR-10: the 50,000 training and 10,000 test
 images concatenated, in that order) as raw values, because the ML-Leaks protocol pools
 them before cutting its four parts (docs/methods.md A.3).
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.defaults import DATA_DIR_ENV
+from privaudit.defaults import CUSTOM_DATASET_PREFIXES, DATA_DIR_ENV, NAMED_DATASETS
 from privaudit.errors import DataError
 
 CIFAR_FOLDER = "cifar-10-batches-py"
@@ -31,12 +31,15 @@ class ImageData:
 
     x: raw pixel values, shape (N, C, H, W), uint8 (0-255 for CIFAR-10, 0-16 for digits).
     y: integer labels, shape (N,), int64.
+    fingerprint: SHA-256 prefix of the contents of the user's own data (``npz:``/``folder:``),
+    "" for the datasets privaudit knows by name.
     """
 
     name: str
     x: np.ndarray
     y: np.ndarray
     num_classes: int
+    fingerprint: str = ""  # the user's own data only (privaudit.data.custom)
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
@@ -44,12 +47,23 @@ class ImageData:
 
 
 def load_dataset(name: str, data_dir: str | Path | None = None, download: bool = False) -> ImageData:
-    """Load ``digits`` (bundled with scikit-learn) or ``cifar10`` (python-pickle batches)."""
+    """Load ``digits`` (bundled with scikit-learn), ``cifar10`` (python-pickle batches), one of
+    torchvision's ``cifar100``, ``mnist``, ``fashion-mnist``, ``svhn`` (their standard files,
+    :mod:`privaudit.data.formats`), or the user's ``npz:PATH`` / ``folder:PATH``
+    (:mod:`privaudit.data.custom`)."""
     if name == "digits":
         return load_digits()
     if name == "cifar10":
         return load_cifar10(data_dir, download=download)
-    raise DataError(f"unknown dataset {name!r}; expected cifar10 or digits")
+    if name in NAMED_DATASETS:
+        from privaudit.data.formats import load_named
+
+        return load_named(name, data_dir, download=download)
+    if name.startswith(CUSTOM_DATASET_PREFIXES):
+        from privaudit.data.custom import load_custom
+
+        return load_custom(name)
+    raise DataError(f"unknown dataset {name!r}; expected one of {', '.join(NAMED_DATASETS)}, npz:PATH or folder:PATH")
 
 
 def load_digits() -> ImageData:
@@ -84,20 +98,23 @@ class _BatchUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
 
 
-def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+def _read_batch(path: Path, label_key: str = "labels", classes: int = 10,
+                what: str = "CIFAR-10 batch") -> tuple[np.ndarray, np.ndarray]:
+    """One python-pickle batch of the CIFAR datasets (``data`` rows of 3,072 bytes and the
+    labels under ``label_key``, in [0, ``classes``)), as (N, 3, 32, 32) uint8 and (N,) int64."""
     try:
         with open(path, "rb") as fh:
             batch = _BatchUnpickler(fh, encoding="latin1").load()
         data = np.asarray(batch["data"], dtype=np.uint8)
-        labels = np.asarray(batch["labels"], dtype=np.int64)
+        labels = np.asarray(batch[label_key], dtype=np.int64)
     except FileNotFoundError as exc:
-        raise DataError(f"CIFAR-10 batch {path.name} is missing in {path.parent}") from exc
+        raise DataError(f"{what} {path.name} is missing in {path.parent}") from exc
     except Exception as exc:  # damaged pickle, wrong layout
-        raise DataError(f"cannot read CIFAR-10 batch {path}: {exc}") from exc
+        raise DataError(f"cannot read {what} {path}: {exc}") from exc
     if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(labels) != len(data):
-        raise DataError(f"CIFAR-10 batch {path} has an unexpected layout {data.shape}")
-    if labels.size and (labels.min() < 0 or labels.max() > 9):
-        raise DataError(f"CIFAR-10 batch {path} has labels outside 0-9")
+        raise DataError(f"{what} {path} has an unexpected layout {data.shape}")
+    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+        raise DataError(f"{what} {path} has labels outside 0-{classes - 1}")
     return data.reshape(-1, 3, 32, 32), labels
 
 

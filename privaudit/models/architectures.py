@@ -21,7 +21,7 @@ def _conv_out(size: int, kernel: int, padding: int) -> int:
 
 
 def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, *,
-                width: int = 512, dp: bool = False) -> nn.Module:
+                width: int = 512, dp: bool = False, args: str = "") -> nn.Module:
     """Build a freshly initialised model (initialisation uses torch's global RNG).
 
     ``width`` is the hidden units of the dense layer (the config's default is
@@ -38,7 +38,13 @@ def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, 
         samples, becomes GroupNorm (min(8, channels) groups), as Opacus's
         ``ModuleValidator.fix`` does.
     convex-relu: :class:`privaudit.models.convex_relu.ConvexReLU` with ``width`` gate vectors.
+    torchvision:NAME, module:MODULE:CALLABLE: the user's own, built with ``args``
+        (:func:`privaudit.models.custom.build_custom`).
     """
+    if name.startswith(("torchvision:", "module:")):
+        from privaudit.models.custom import build_custom
+
+        return build_custom(name, input_shape, num_classes, args, dp=dp)
     c, h, w = input_shape
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(c * h * w, width), nn.ReLU(), nn.Linear(width, num_classes))

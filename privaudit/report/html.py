@@ -46,6 +46,10 @@ _CLASS_NAMES = {
     "cifar10": ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
                 "ship", "truck"),
     "digits": tuple(str(i) for i in range(10)),
+    "mnist": tuple(str(i) for i in range(10)),
+    "svhn": tuple(str(i) for i in range(10)),
+    "fashionmnist": ("T-shirt/top", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag",
+                     "ankle boot"),
 }
 _ISO_METRICS = ("auc", "precision", "recall")
 _METRIC_NAMES = {"auc": "AUC", "precision": "precision", "recall": "recall",

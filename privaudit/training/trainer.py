@@ -148,7 +148,8 @@ def _accuracy_and_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tu
 
 def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "cpu",
                 on_epoch: EpochCallback | None = None, engine: str | None = None,
-                snapshots: Mapping[int, Callable[[TrainResult], None]] | None = None) -> TrainResult:
+                snapshots: Mapping[int, Callable[[TrainResult], None]] | None = None,
+                role: RoleData | None = None) -> TrainResult:
     """Train the model described by ``cfg`` on its member part and evaluate it.
 
     Returns the model (on the CPU, eval mode), its normaliser, and metrics: train accuracy
@@ -161,11 +162,15 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
     epochs returns: non-private training consumes its generators epoch by epoch whatever the
     number of epochs, so the first e epochs of a longer run are that run (the tests check the
     weights bit for bit). DP-SGD and NoisyCGD take none (their ε depends on the steps).
+
+    ``role``: the members and non-members (normalised) to train and evaluate on, in place of
+    the ML-Leaks parts that ``cfg`` names (``privaudit audit-model`` trains its reference
+    models on data around the audited samples this way).
     """
     engine = resolve_engine(engine)
     device = torch.device(device)
     t0 = time.perf_counter()
-    rd = role_data(cfg, data, device)
+    rd = role if role is not None else role_data(cfg, data, device)
     if snapshots and (cfg.defence.dp or cfg.model.name == "convex-relu"):
         raise ConfigError("epoch snapshots are for non-private mlp and CNN training")
 
@@ -175,7 +180,7 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(train_seed)
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
-                            width=cfg.model.width, dp=cfg.defence.dp).to(device)
+                            width=cfg.model.width, dp=cfg.defence.dp, args=cfg.model.args).to(device)
         if snapshots:
             on_epoch = _snapshotting(cfg, model, rd, engine, t0, snapshots, on_epoch)
         g = generator(derive_seed(cfg.seed, cfg.role, "mask", *member), device)
@@ -200,6 +205,8 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
             history, dp_metrics = _train_plain(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch,
                                                g_aug), {}
     metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "engine": engine, **dp_metrics}
+    if getattr(model, "privaudit_notes", None):
+        metrics["model_changes"] = list(model.privaudit_notes)
     return TrainResult(model.cpu(), rd.normaliser, metrics, history)
 
 

@@ -1,0 +1,260 @@
+"""Every attack a scan input allows, with its metrics, intervals and per-group results.
+
+Which attacks run (docs/scan.md):
+
+* the audited model's logits or probabilities alone: ``loss`` (Yeom et al. 2018),
+  ``confidence``, ``entropy`` and ``modified-entropy`` (Song & Mittal 2021), and
+  ``classifier`` (gradient-boosted trees on the sorted posteriors); with losses only,
+  ``loss``. Their decision and ε thresholds are chosen by stratified K-fold
+  cross-validation on the audited samples (:mod:`privaudit.attacks.crossval`);
+* with a shadow model's outputs: the ML-Leaks ``shadow`` attack, and the loss and
+  confidence attacks thresholded as ``privaudit attack`` does (computed by the same
+  function, so the numbers are the same); entropy and modified entropy take their
+  thresholds from the shadow model;
+* with reference models: LiRA (online/offline, per-sample/global variance), RMIA and the
+  many-shadow attack, thresholds chosen by leave-one-out over the references, as
+  ``privaudit attack`` does with its pools.
+
+Every attack gets AUC with its DeLong interval, TPR at 1 % and 0.1 % FPR with
+Clopper–Pearson intervals, precision, recall, accuracy and advantage at its decision
+threshold, and the empirical ε lower bound at δ; then AUC per class and per slice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from privaudit.attacks.crossval import (DEFAULT_FOLDS, Decisions, classifier_decisions, fold_ids,
+                                        sorted_posteriors, threshold_decisions)
+from privaudit.attacks.pool_attacks import POOL_ATTACKS, evaluate_scores, leave_one_out, scores_from_features
+from privaudit.attacks.features import compute_features
+from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
+from privaudit.empirical import epsilon_lower_bound, tpr_at_fpr_with_ci
+from privaudit.errors import DataError
+from privaudit.metrics import attack_metrics, auc_interval, strongest_attack
+from privaudit.scan.inputs import ScanInput
+
+SCORE_ATTACKS = ("loss", "confidence", "entropy", "modified-entropy")
+DESCRIPTIONS = {
+    "loss": "−cross-entropy of the true label (Yeom et al. 2018)",
+    "confidence": "top-1 softmax posterior",
+    "entropy": "−entropy of the posteriors (Song & Mittal 2021)",
+    "modified-entropy": "−modified entropy, label-aware (Song & Mittal 2021)",
+    "classifier": "gradient-boosted trees on the sorted posteriors, cross-validated",
+    "shadow": "ML-Leaks shadow-model attack (logistic regression on the top-3 posteriors)",
+    "lira-online": "LiRA, IN and OUT references, per-sample variance (Carlini et al. 2022)",
+    "lira-online-global": "LiRA online, one variance for all samples",
+    "lira-offline": "LiRA, OUT references only, per-sample variance",
+    "lira-offline-global": "LiRA offline, one variance for all samples",
+    "rmia": "RMIA, offline (Zarifzadeh et al. 2024)",
+    "shadow-pool": "ML-Leaks attack with every reference model as a shadow",
+}
+CALIBRATION = {"cv": "cross-validation on the audited samples", "shadow": "the shadow model",
+               "references": "leave-one-out over the reference models"}
+
+
+@dataclass
+class ScanResult:
+    """What a scan found: ``metrics`` attack → metrics (with ``calibration``), ``groups``
+    one row per (attack, grouping, group), the ``scores`` per attack and ``membership``
+    (N,) (members first), ``skipped`` attack → why, and ``inputs`` (what was read)."""
+
+    metrics: dict[str, dict]
+    groups: pd.DataFrame
+    scores: dict[str, np.ndarray]
+    membership: np.ndarray
+    inputs: dict
+    skipped: dict[str, str] = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def strongest(self) -> str | None:
+        return strongest_attack(self.metrics)
+
+    def table(self) -> pd.DataFrame:
+        """One row per attack: every metric, the strongest first."""
+        rows = [{"attack": name, "description": DESCRIPTIONS.get(name, ""), **m} for name, m in self.metrics.items()]
+        return pd.DataFrame(rows)
+
+
+def _cv_metrics(labels: np.ndarray, d: Decisions, *, delta: float, confidence: float) -> dict:
+    m = attack_metrics(labels, d.scores, float("nan"), predicted=d.member)
+    m["eps_lower_bound"] = float(epsilon_lower_bound(labels, d.member_eps.astype(float), 0.5, delta=delta,
+                                                     confidence=confidence))
+    return {**m, **_tpr_intervals(labels, d.scores, confidence)}
+
+
+def _tpr_intervals(labels: np.ndarray, scores: np.ndarray, confidence: float) -> dict:
+    out = {}
+    for key, level in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0p1pct_fpr", 0.001)):
+        ci = tpr_at_fpr_with_ci(labels, scores, level, confidence=confidence)
+        out[f"{key}_lo"], out[f"{key}_hi"] = float(ci["lo"]), float(ci["hi"])
+    return out
+
+
+def _target_scores(inp: ScanInput) -> dict[str, np.ndarray]:
+    """The score attacks on the audited model's plain outputs, (N,) each."""
+    if inp.kind == "loss":
+        return {"loss": -np.concatenate([inp.members.loss, inp.nonmembers.loss])}
+    logits = np.concatenate([inp.members.plain, inp.nonmembers.plain])
+    y = inp.labels
+    return {"loss": loss_scores(logits, y), "confidence": confidence_scores(logits),
+            "entropy": entropy_scores(logits), "modified-entropy": modified_entropy_scores(logits, y)}
+
+
+def _shadow_scores(logits: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
+    return {"entropy": entropy_scores(logits), "modified-entropy": modified_entropy_scores(logits, labels)}
+
+
+def scan(inp: ScanInput, *, delta: float = 1e-5, folds: int = DEFAULT_FOLDS, seed: int = 0,
+         confidence: float = 0.95) -> ScanResult:
+    """Run every attack ``inp`` allows (module docstring) and evaluate each."""
+    labels = inp.membership
+    if min(inp.members.n, inp.nonmembers.n) < 2:
+        raise DataError("logits_in: a scan needs at least 2 members and 2 non-members")
+    fold = fold_ids(labels, folds, seed)
+    metrics: dict[str, dict] = {}
+    scores: dict[str, np.ndarray] = {}
+    skipped: dict[str, str] = {}
+
+    base = _target_scores(inp)
+    shadow_done = set()
+    if inp.shadow is not None:
+        shadow_done = _shadow_attacks(inp, labels, base, metrics, scores, delta, confidence)
+    for name, s in base.items():
+        if name in shadow_done:
+            continue
+        metrics[name] = {**_cv_metrics(labels, threshold_decisions(labels, s, fold, delta=delta), delta=delta,
+                                       confidence=confidence), "calibration": "cv"}
+        scores[name] = s
+    if inp.kind == "logits":
+        features = sorted_posteriors(np.concatenate([inp.members.plain, inp.nonmembers.plain]))
+        d = classifier_decisions(features, labels, fold, delta=delta, seed=seed)
+        metrics["classifier"] = {**_cv_metrics(labels, d, delta=delta, confidence=confidence), "calibration": "cv"}
+        scores["classifier"] = d.scores
+    else:
+        for name in ("confidence", "entropy", "modified-entropy", "classifier"):
+            skipped[name] = "needs logits or probabilities (the input has losses only)"
+    if inp.references is not None:
+        _reference_attacks(inp, labels, fold, metrics, scores, skipped, delta, confidence)
+    else:
+        for name in POOL_ATTACKS:
+            skipped[name] = "needs reference models (reference_logits and keep)"
+    if inp.shadow is None:
+        skipped["shadow"] = "needs a shadow model's outputs (shadow_logits_in/out)"
+
+    order = sorted(metrics, key=lambda a: (-_key(metrics[a], "tpr_at_0p1pct_fpr"), -_key(metrics[a], "auc")))
+    metrics = {a: metrics[a] for a in order}
+    groups = per_group(inp, labels, {a: scores[a] for a in order}, confidence)
+    settings = {"delta": delta, "folds": int(fold.max()) + 1, "seed": seed, "confidence": confidence}
+    return ScanResult(metrics, groups, {a: scores[a] for a in order}, labels, inp.describe(), skipped, settings)
+
+
+def _key(m: dict, k: str) -> float:
+    v = m.get(k)
+    return float(v) if v is not None and np.isfinite(v) else -np.inf
+
+
+def _shadow_attacks(inp: ScanInput, labels, base, metrics, scores, delta, confidence) -> set[str]:
+    """The ML-Leaks trio exactly as ``privaudit attack`` computes it, and entropy /
+    modified entropy thresholded on the shadow model. Returns the attacks done."""
+    from privaudit.attacking import run_attacks
+
+    s_in, s_out = inp.shadow
+    target = (inp.members.plain, inp.members.labels, inp.nonmembers.plain, inp.nonmembers.labels)
+    shadow = (s_in.plain, s_in.labels, s_out.plain, s_out.labels)
+    m, arrays = run_attacks(target, shadow, delta=delta)
+    for name, vals in m.items():
+        metrics[name] = {**vals, "calibration": "shadow"}
+        scores[name] = arrays[f"score_{name}"]
+    s_logits = np.concatenate([s_in.plain, s_out.plain])
+    s_labels = np.concatenate([np.ones(s_in.n, np.int8), np.zeros(s_out.n, np.int8)])
+    calib = _shadow_scores(s_logits, np.concatenate([s_in.labels, s_out.labels]))
+    for name, c in calib.items():
+        metrics[name] = {**evaluate_scores(labels, base[name], s_labels, c, delta=delta, confidence=confidence),
+                         "calibration": "shadow"}
+        scores[name] = base[name]
+    return set(m) | set(calib)
+
+
+def _reference_attacks(inp: ScanInput, labels, fold, metrics, scores, skipped, delta, confidence) -> None:
+    """LiRA, RMIA and the many-shadow attack, with leave-one-out calibration over the
+    references; by cross-validation when the references are offline (none trained on an
+    audited sample, as ``privaudit audit-model`` trains them) or fewer than 3 (4 in pairs)."""
+    refs = inp.references
+    y = inp.labels
+    target_logits = np.concatenate([inp.members.logits, inp.nonmembers.logits])
+    own_pop = refs.pop_logits is None
+    target = compute_features(target_logits, y)
+    ref_feats = compute_features(refs.logits, y)
+    if own_pop:
+        target_pop, ref_pop, pop_keep = target, ref_feats, refs.keep
+    else:
+        target_pop = compute_features(refs.target_pop_logits, refs.pop_labels)
+        ref_pop, pop_keep = compute_features(refs.pop_logits, refs.pop_labels), None
+    done = []
+    offline_only = not refs.keep.any()  # references that never trained on an audited sample
+    for name in POOL_ATTACKS:
+        if offline_only and (name.startswith("lira-online") or name == "shadow-pool"):
+            skipped[name] = "needs references trained on some of the audited samples (these are all OUT: offline)"
+            continue
+        try:
+            s = scores_from_features(target, target_pop, target_logits[:, 0], y, ref_feats, ref_pop, refs.keep,
+                                     attacks=(name,), ref_pop_keep=pop_keep)[name]
+        except ValueError as exc:
+            skipped[name] = " ".join(str(exc).split())
+            continue
+        scores[name] = s
+        done.append(name)
+    if not done:
+        return
+    paired = refs.paired
+    if offline_only or len(refs.keep) < (4 if paired else 3):
+        # no reference has members among the audited samples to be attacked with the others
+        # (offline references), or too few references: thresholds by cross-validation
+        for name in done:
+            d = threshold_decisions(labels, scores[name], fold, delta=delta)
+            metrics[name] = {**_cv_metrics(labels, d, delta=delta, confidence=confidence), "calibration": "cv"}
+        return
+    try:
+        _, loo = leave_one_out(refs.logits, refs.pop_logits, refs.keep, y, refs.pop_labels, attacks=tuple(done),
+                               delta=delta, confidence=confidence, paired=paired)
+    except ValueError as exc:  # a reference left out leaves a sample without OUT models
+        for name in done:
+            skipped[name] = f"leave-one-out calibration failed: {' '.join(str(exc).split())}"
+            scores.pop(name)
+        return
+    calib_labels = refs.keep.astype(int).ravel()
+    for name in done:
+        metrics[name] = {**evaluate_scores(labels, scores[name], calib_labels, loo[name].ravel(), delta=delta,
+                                           confidence=confidence), "calibration": "references"}
+
+
+def per_group(inp: ScanInput, labels: np.ndarray, scores: dict[str, np.ndarray], confidence: float) -> pd.DataFrame:
+    """AUC with its DeLong interval per class and per slice, for every attack; a group
+    with no member or no non-member is left out (its AUC is undefined)."""
+    groupings = []
+    if inp.labels is not None:
+        groupings.append(("class", inp.labels.astype(str)))
+    if inp.slices is not None:
+        groupings.append(("slice", inp.slices))
+    rows = []
+    for grouping, values in groupings:
+        for g in sorted(np.unique(values), key=_natural):
+            sel = values == g
+            n_in, n_out = int(labels[sel].sum()), int((labels[sel] == 0).sum())
+            if n_in == 0 or n_out == 0:
+                continue
+            for attack, s in scores.items():
+                auc, lo, hi = auc_interval(labels[sel], s[sel], confidence)
+                rows.append({"attack": attack, "grouping": grouping, "group": str(g), "members": n_in,
+                             "non_members": n_out, "auc": auc, "auc_lo": lo, "auc_hi": hi})
+    return pd.DataFrame(rows, columns=["attack", "grouping", "group", "members", "non_members", "auc", "auc_lo",
+                                       "auc_hi"])
+
+
+def _natural(v: str):
+    return (0, int(v), "") if v.lstrip("-").isdigit() else (1, 0, v)
