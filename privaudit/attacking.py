@@ -45,6 +45,7 @@ from privaudit.workspace import Workspace
 
 ATTACK_SCHEMA = 3  # 3: AUC intervals (metrics.auc_interval) in every attack's metrics
 SHADOW_ATTACKS = ("shadow", "loss", "confidence", "data-free")
+TRANSFER_ATTACK = "shadow-transfer"
 # ML-Leaks adversary 3 (Salem et al., NDSS 2019, Section VI): the top posterior, thresholded
 # at this percentile of the top posteriors of as many uniformly random images (no data needed).
 DATA_FREE_QUERIES = 1000
@@ -65,16 +66,19 @@ class AttackPlan:
     pool_size: int = 0
     one_run: bool = False
     shown: tuple[str, ...] = ()
+    shadow_dataset: str | None = None  # ML-Leaks adversary 2: a shadow trained on other data
 
     def asked(self, metrics: dict) -> dict:
         """``metrics`` restricted to the attacks that were asked for."""
         return {k: v for k, v in metrics.items() if not self.shown or k in self.shown}
 
     @classmethod
-    def from_choices(cls, choices: Iterable[str], pool_size: int = DEFAULT_POOL_SIZE) -> "AttackPlan":
+    def from_choices(cls, choices: Iterable[str], pool_size: int = DEFAULT_POOL_SIZE,
+                     shadow_dataset: str | None = None) -> "AttackPlan":
         """``shadow`` (the paper's attack; plus the many-shadow one with a pool), ``loss``
-        (loss and confidence baselines), ``lira`` (online/offline, per-sample/global
-        variance), ``rmia``, ``one-run`` (canary audit), ``all``."""
+        (loss, confidence and data-free baselines), ``lira`` (online/offline,
+        per-sample/global variance), ``rmia``, ``one-run`` (canary audit), ``all``;
+        ``shadow_dataset`` adds the transfer attack (``shadow-transfer``)."""
         chosen = set(choices)
         unknown = chosen - set(ATTACK_CHOICES)
         if unknown:
@@ -94,9 +98,11 @@ class AttackPlan:
         shown = (["shadow"] if "shadow" in chosen else []) + (["loss", "confidence", "data-free"]
                                                                 if "loss" in chosen else [])
         pool_attacks = tuple(a for a in POOL_ATTACKS if a in pool)
+        if shadow_dataset is not None:
+            shown.append(TRANSFER_ATTACK)
         return cls(shadow=bool(chosen & {"shadow", "loss"}), pool_attacks=pool_attacks,
                    pool_size=pool_size if pool else 0, one_run="one-run" in chosen,
-                   shown=tuple(shown) + pool_attacks)
+                   shown=tuple(shown) + pool_attacks, shadow_dataset=shadow_dataset)
 
 
 @dataclass
@@ -140,6 +146,23 @@ def data_free_threshold(workspace: Workspace, name: str, data: DataCache, device
     noise = rng.integers(0, int(images.x.max()) + 1, size=(DATA_FREE_QUERIES, *images.input_shape), dtype=np.uint8)
     logits = predict_logits(loaded.model.to(device), torch.from_numpy(loaded.normaliser(noise)).to(device))
     return float(np.percentile(confidence_scores(logits.double().numpy()), DATA_FREE_PERCENTILE))
+
+
+def transfer_shadow_config(cfg: RunConfig, dataset: str, data: DataCache) -> RunConfig:
+    """ML-Leaks adversary 2's shadow model: the target's recipe (architecture, defence,
+    training) trained on the shadow parts of *another* dataset, ``dataset``, the attacker's
+    own data (parts no larger than the target's, nor than a quarter of that dataset). Its
+    sorted top-3 posteriors do not depend on the class count, so any image dataset serves."""
+    from dataclasses import replace
+
+    extra = data.config_kwargs(dataset)
+    n = extra.get("dataset_size") or len(data.get(dataset).y)
+    part = min(cfg.data.part_size, n // 4)
+    if part < 2:
+        raise ConfigError(f"--shadow-dataset {dataset} has {n} samples: too few for a shadow model's parts")
+    shadow = cfg.as_shadow()
+    return replace(shadow, data=replace(shadow.data, dataset=dataset, part_size=part,
+                                        fingerprint=extra.get("fingerprint", ""))).validated()
 
 
 def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5,
@@ -219,7 +242,9 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
     todo_shadow = plan.shadow and any(metrics.get(a, {}).get("source") != shadow_name for a in SHADOW_ATTACKS)
     todo_pool = bool(plan.pool_attacks) and any(metrics.get(a, {}).get("source") != pool_id for a in plan.pool_attacks)
     todo_one_run = plan.one_run and extras.get("one_run", {}).get("canary_run") != cfg.as_canary().run_name
-    if not (todo_shadow or todo_pool or todo_one_run):
+    transfer = transfer_shadow_config(cfg, plan.shadow_dataset, data) if plan.shadow_dataset else None
+    todo_transfer = transfer is not None and metrics.get(TRANSFER_ATTACK, {}).get("source") != transfer.run_name
+    if not (todo_shadow or todo_pool or todo_one_run or todo_transfer):
         return AttackResult(target, shadow_name, folder, metrics, True, extras)
     _check_reused(workspace, cfg, plan, todo_shadow, todo_pool, todo_one_run)
 
@@ -254,6 +279,13 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
                               **exposure(labels, scores[strongest], pool.labels, pool.indices)}
     if todo_one_run:
         extras["one_run"] = one_run_audit(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
+    if todo_transfer:
+        run = ensure_model(transfer, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
+        m, a = run_attacks(model_outputs(workspace, target, data, device), model_outputs(workspace, run.name, data, device),
+                           delta=cfg.defence.delta)
+        metrics[TRANSFER_ATTACK] = {**m["shadow"], "source": run.name}
+        arrays[f"score_{TRANSFER_ATTACK}"] = a["score_shadow"]
+        arrays.setdefault("labels", a["labels"])
 
     attack_config = {"schema": ATTACK_SCHEMA, "target": target, "shadow": shadow_name or metrics.get("shadow", {}).get("source"),
                      "pool": pool_id or extras.get("loo", {}).get("pool"), "attacks": sorted(metrics)}

@@ -218,3 +218,25 @@ def test_flip_is_refused_for_digit_datasets():
     with pytest.raises(ConfigError, match="mirror"):
         make_config(dataset="svhn", augment="flip")
     assert make_config(dataset="cifar100", augment="flip").train.augment == "flip"
+
+
+def test_transfer_attack_trains_its_shadow_on_other_data(tmp_path, digits):
+    """ML-Leaks adversary 2: the shadow has the target's recipe but the attacker's own data
+    (here the digits transposed, 5 classes), and its attack sits beside the paper's."""
+    other = tmp_path / "other.npz"
+    np.savez(other, x=np.transpose(digits.x[:600, 0], (0, 2, 1)), y=digits.y[:600] % 5)
+    ws = tmp_path / "ws"
+    code, out, err = run_cli("train", "--dataset", "digits", "--part-size", "100", "--epochs", "30", "--width", "64",
+                             "--workdir", str(ws), "--json")
+    assert code == 0, err
+    run = json.loads(out)["run"]
+    args = ("attack", "--target", run, "--attacks", "shadow", "--shadow-dataset", f"npz:{other}", "--workdir", str(ws),
+            "--json")
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    m = json.loads(out)["attacks"][0]["metrics"]
+    assert {"shadow", "shadow-transfer"} <= set(m)
+    assert "-npz-other-" in m["shadow-transfer"]["source"] and m["shadow-transfer"]["source"] != m["shadow"]["source"]
+    assert 0.0 <= m["shadow-transfer"]["auc"] <= 1.0 and m["shadow-transfer"]["eps_lower_bound"] >= 0
+    code, out, err = run_cli(*args)
+    assert code == 0 and json.loads(out)["attacks"][0]["reused"]

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                  PoolSizeOpt, WorkdirOpt, dataset_option, emit_json, handle_errors, info_console,
+                                  PoolSizeOpt, ShadowDatasetOpt, WorkdirOpt, dataset_option, emit_json, handle_errors, info_console,
                                   parse_attacks, parse_seeds, refresh_reports, require_workspace, training_progress)
 from privaudit.config import DATASETS, MODELS
 from privaudit.defaults import DEFAULT_POOL_SIZE
@@ -25,6 +25,7 @@ def attack_cmd(
     target: TargetOpt,
     attacks: AttacksOpt = DEFAULT_ATTACKS,
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
+    shadow_dataset: ShadowDatasetOpt = None,
     dataset: DatasetFilterOpt = None,
     seeds: Annotated[Optional[str], typer.Option("--seeds", help="Attack only the targets trained with these comma-separated root seeds; default: every seed.")] = None,
     data_dir: DataDirOpt = None,
@@ -35,7 +36,7 @@ def attack_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Attack each target: shadow model, reference pool and canary model share its recipe and defence."""
-    plan = parse_attacks(attacks, pool_size)
+    plan = parse_attacks(attacks, pool_size, shadow_dataset)
     root = require_workspace(workdir, with_content=False)  # no models: resolve_targets says so
 
     from privaudit.attacking import attack_target

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                  PoolSizeOpt, SeedOpt, SeedsOpt, WorkdirOpt, dataset_config, emit_json, err, handle_errors,
+                                  PoolSizeOpt, SeedOpt, ShadowDatasetOpt, SeedsOpt, WorkdirOpt, dataset_config, emit_json, err, handle_errors,
                                   info_console, number, one_of, parse_attacks, parse_grid, parse_model_args, parse_seeds,
                                   training_progress)
 from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
@@ -33,6 +33,7 @@ def audit_cmd(
     target_epsilons: Annotated[Optional[str], typer.Option("--target-epsilons", help="Comma-separated target epsilons (> 0) for the DP rows instead of --sigmas (sigma calibrated per value).")] = None,
     attacks: AttacksOpt = DEFAULT_ATTACKS,
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
+    shadow_dataset: ShadowDatasetOpt = None,
     max_grad_norm: MaxGradNormOpt = 1.0,
     delta: DeltaOpt = 1e-5,
     epochs: EpochsOpt = None,
@@ -83,7 +84,7 @@ def audit_cmd(
                          model_args=parse_model_args(model_arg), **dataset_kwargs)
              for s in seed_list]
     plans = [audit_plan(b, k_grid, s_grid, eps_grid) for b in bases]
-    attack_plan = parse_attacks(attacks, pool_size)
+    attack_plan = parse_attacks(attacks, pool_size, shadow_dataset)
 
     from privaudit.cli.summary import attack_summary_table, verdict_table
     from privaudit.executor import make_executor

@@ -236,12 +236,12 @@ def fmt(value, digits: int = 3) -> str:
     return str(value)
 
 
-def parse_attacks(values: list[str] | str, pool_size: int):
+def parse_attacks(values: list[str] | str, pool_size: int, shadow_dataset: str | None = None):
     """``--attacks lira --attacks rmia`` or ``--attacks lira,rmia`` → an AttackPlan."""
     from privaudit.attacking import AttackPlan
 
     items = values.split(",") if isinstance(values, str) else [v for item in values for v in item.split(",")]
-    return AttackPlan.from_choices([v.strip() for v in items if v.strip()], pool_size)
+    return AttackPlan.from_choices([v.strip() for v in items if v.strip()], pool_size, shadow_dataset)
 
 
 def parse_grid(text: str, option: str, *, low: float | None = None, low_open: bool = False,
@@ -393,3 +393,7 @@ AttacksOpt = Annotated[list[str], typer.Option(
          "rmia, one-run (canary audit) or all. shadow and loss share one shadow model and are computed together; "
          "the summary shows what was asked. lira and rmia train a reference pool, one-run a canary model.")]
 DEFAULT_ATTACKS = ["all"]
+ShadowDatasetOpt = Annotated[Optional[str], typer.Option(
+    "--shadow-dataset", callback=dataset_option,
+    help="Add ML-Leaks' transfer attack (adversary 2): a shadow model with the target's recipe trained on this other "
+         "dataset (any --dataset value), the attacker's own data.")]

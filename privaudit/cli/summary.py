@@ -99,15 +99,19 @@ def verdict_table(summary) -> Table | None:
 def scan_table(result) -> Table:
     """One row per attack of a :class:`~privaudit.scan.run.ScanResult`, strongest first:
     AUC with its 95 % interval, TPR at 1 % and 0.1 % FPR, precision, recall, the ε lower
-    bound and how the thresholds were chosen."""
+    bound and how the thresholds were chosen (fits 80 columns)."""
+    short = {"cv": "cv", "shadow": "shdw", "references": "refs"}
     table = Table(title="Membership inference from the model's outputs", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True,
-                  caption="AUC [95 % DeLong]; TPR at 1 % / 0.1 % FPR; ε lb: empirical lower bound (95 %, rounded "
-                          "down); thresholds: cv = cross-validation, shadow, references = leave-one-out")
-    for col in ("attack", "AUC", "95 % CI", "TPR1%", "TPR.1%", "prec", "recall", "ε lb", "thresholds"):
-        table.add_column(col, justify="left" if col in ("attack", "thresholds") else "right", no_wrap=True)
+                  caption="AUC with its 95 % DeLong interval; TPR at 1 % / 0.1 % FPR; ε lb: empirical lower bound "
+                          "(95 %, rounded down); thr: thresholds chosen by cross-validation (cv), the shadow model "
+                          "(shdw) or leave-one-out over the references (refs)")
+    for col in ("attack", "AUC", "95 % CI", "TPR1%", "TPR.1%", "prec", "rec", "ε lb", "thr"):
+        table.add_column(col, justify="left" if col in ("attack", "thr") else "right",
+                         no_wrap=True, min_width=19 if col == "attack" else None)
     for name, m in result.metrics.items():
-        table.add_row(name, fixed(m.get("auc")), f"[{fixed(m.get('auc_lo'))}, {fixed(m.get('auc_hi'))}]",
+        table.add_row(name, fixed(m.get("auc")), f"{fixed(m.get('auc_lo'), 2)}–{fixed(m.get('auc_hi'), 2)}",
                       fixed(m.get("tpr_at_1pct_fpr")), fixed(m.get("tpr_at_0p1pct_fpr")), fixed(m.get("precision")),
-                      fixed(m.get("recall")), lower_bound(m.get("eps_lower_bound")), str(m.get("calibration", ""))[:10])
+                      fixed(m.get("recall")), lower_bound(m.get("eps_lower_bound")),
+                      short.get(m.get("calibration"), str(m.get("calibration", ""))[:4]))
     return table

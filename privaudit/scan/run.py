@@ -52,8 +52,7 @@ DESCRIPTIONS = {
     "rmia": "RMIA, offline (Zarifzadeh et al. 2024)",
     "shadow-pool": "ML-Leaks attack with every reference model as a shadow",
 }
-CALIBRATION = {"cv": "cross-validation on the audited samples", "shadow": "the shadow model",
-               "references": "leave-one-out over the reference models"}
+CALIBRATION = {"cv": "cross-validation", "shadow": "the shadow model", "references": "references (leave-one-out)"}
 
 
 @dataclass
