@@ -36,7 +36,7 @@ import torch
 from torch import nn
 
 from privaudit.atomic import read_json, write_bytes, write_json
-from privaudit.config import MODELS, RunConfig
+from privaudit.config import MODELS, RunConfig, is_custom_model, model_tag
 from privaudit.data import Normaliser
 from privaudit.errors import ArtifactError, ConfigError, DamagedArtifactError
 from privaudit.integrity import MANIFEST, check_incoming, damaged, settled, stat_key, verify_folder, write_manifest
@@ -344,13 +344,13 @@ class Workspace:
         return names
 
     def _resolve_targets(self, spec: str) -> list[str]:
-        if spec in MODELS:
+        if spec in MODELS or is_custom_model(spec):
             configs = {}
             for name in self.model_names("target"):
                 try:
                     cfg = self.read_model_config(name)
                 except DamagedArtifactError:
-                    if _architecture_of(name) == spec:  # one of the asked-for targets: say which
+                    if _architecture_of(name) == model_tag(spec):  # one of the asked-for targets: say which
                         raise
                     continue
                 except ArtifactError:
@@ -373,6 +373,8 @@ def _architecture_of(run_name: str) -> str | None:
     """The architecture in a run name ``<role>-<model>-…`` (the longest model name that fits)."""
     role, _, rest = run_name.partition("-")
     fits = [m for m in MODELS if rest.startswith(m + "-")]
+    if rest.startswith(("tv-", "mod-")):  # the user's own (config.model_tag): tv-<name>, mod-<callable>
+        return "-".join(rest.split("-")[:2])
     return max(fits, key=len) if fits else None
 
 

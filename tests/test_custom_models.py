@@ -95,9 +95,9 @@ def test_factory_module_trains_saves_and_records_its_source(factory_dir):
     saved = json.loads((folder / "ws" / "models" / doc["run"] / "config.json").read_text())
     want = hashlib.sha256((folder / f"{name}.py").read_bytes()).hexdigest()
     assert json.dumps(saved).count(want) == 1  # the factory's source hash, in the provenance
-    # reloaded through the same factory, and attacked
-    code, text = run_cli_joined("attack", "--target", doc["run"], "--attacks", "shadow", "--workdir", "ws",
-                                "--no-report")
+    # reloaded through the same factory, and attacked (named by its architecture, like a built-in one)
+    code, text = run_cli_joined("attack", "--target", f"module:{name}:make_net", "--attacks", "shadow", "--workdir",
+                                "ws", "--no-report")
     assert code == 0, text
 
 
