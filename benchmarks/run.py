@@ -15,12 +15,12 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import (bench_audit, bench_dpsgd, bench_executor, bench_pool, bench_precision, bench_scoring,
-                        bench_startup, bench_training)
+from benchmarks import (bench_audit, bench_dpsgd, bench_executor, bench_inference, bench_pool, bench_precision,
+                        bench_scoring, bench_startup, bench_training)
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from privaudit.atomic import write_json, write_text
 
-BENCHMARKS = ("startup", "training", "dpsgd", "pool", "audit", "scoring", "precision", "executor")
+BENCHMARKS = ("startup", "training", "inference", "dpsgd", "pool", "audit", "scoring", "precision", "executor")
 
 
 def targets(rows: list[dict]) -> list[dict]:
@@ -55,6 +55,9 @@ def targets(rows: list[dict]) -> list[dict]:
             add(f"pool of 16 ({r['recipe']}) vs one by one", r["speedup"], "≥ 1.5×", r["speedup"] >= 1.5)
         if b == "startup" and r["case"].startswith(("privaudit", "usage", "bad value")):
             add(f"{r['case']} (best wall)", r["best_seconds"], "< 1 s", r["best_seconds"] < 1.0)
+        if b == "inference":
+            add(f"{r['model']} inference vs its training step", r["inference_vs_training"], "≥ 3×",
+                r["inference_vs_training"] >= 3)
         if b == "scoring":
             add(f"scoring {r['samples']:,} × {r['models']} (all attacks)", r["privaudit_seconds_all_attacks"],
                 "< 5 s", r["privaudit_seconds_all_attacks"] < 5)
@@ -93,6 +96,12 @@ def table(result: dict) -> str:
           f"{100 * r['privaudit_fraction_of_peak']:.0f} % ({_f(r['peak_gflops'], 0)})",
           f"{100 * r['loop_fraction_of_peak']:.0f} %", _f(r["privaudit_memory"]["peak_rss_mb"], 0)]
          for r in of("training")])
+    lines += _md_table(
+        ["inference", "privaudit samples/s", "plain no_grad NCHW 2,048 samples/s", "speedup", "training samples/s",
+         "inference / training", "max logit difference"],
+        [[r["model"], _f(r["privaudit_samples_per_s"], 0), _f(r["plain_samples_per_s"], 0),
+          f"{_f(r['speedup_vs_plain'])}×", _f(r["train_samples_per_s"], 0), f"{_f(r['inference_vs_training'])}×",
+          f"{r['max_logit_difference']:.1e}"] for r in of("inference")])
     lines += _md_table(
         ["DP-SGD (σ 1, batch 128)", "privaudit samples/s", "non-private", "Opacus defaults", "Opacus ghost",
          "DP / non-private", "vs Opacus defaults", "vs Opacus ghost"],
@@ -173,6 +182,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows += bench_startup.run(args.quick)
             elif name == "training":
                 rows += bench_training.run(data, source, root, device, peak["peak"], args.quick)
+            elif name == "inference":
+                rows += bench_inference.run(data, source, device, args.quick)
             elif name == "dpsgd":
                 rows += bench_dpsgd.run(data, source, device, args.quick)
             elif name == "pool":

@@ -13,15 +13,17 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_quick_suite_writes_results(tmp_path):
     out = tmp_path / "results"
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--device", "cpu",
-                           "--only", "training,pool,scoring", "--out", str(out)],
+                           "--only", "training,inference,pool,scoring", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads((out / "results.json").read_text())
     kinds = {r["benchmark"] for r in result["rows"]}
-    assert kinds == {"training", "pool", "scoring"}
+    assert kinds == {"training", "inference", "pool", "scoring"}
     assert result["peak"]["peak"] > 0
     training = next(r for r in result["rows"] if r["benchmark"] == "training")
     assert training["privaudit_samples_per_s"] > 0 and training["dataloader_loop_samples_per_s"] > 0
+    inference = next(r for r in result["rows"] if r["benchmark"] == "inference")
+    assert inference["privaudit_samples_per_s"] > 0 and inference["max_logit_difference"] < 1e-3
     pool = next(r for r in result["rows"] if r["benchmark"] == "pool")
     assert pool["stacked"] and pool["max_test_accuracy_difference"] <= 2 / 449
     names = {t["target"] for t in result["targets"]}

@@ -168,3 +168,27 @@ def test_resolve_device():
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError, match="--device cpu"):
             resolve_device("cuda")
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "cnn-improved", "cnn-improved-small"])
+def test_inference_path_equals_the_plain_forward_pass(name):
+    """predict_logits (inference mode, channels-last, its own batch size) gives the plain
+    NCHW forward pass's logits within float rounding, and leaves the model as it was."""
+    from privaudit.models import build_model
+    from privaudit.training.trainer import predict_logits
+
+    torch.manual_seed(0)
+    model = build_model(name, (3, 32, 32), 10, width=64)
+    x = torch.randn(150, 3, 32, 32)
+    model.eval()
+    with torch.no_grad():
+        plain = model(x)
+    got = predict_logits(model, x)
+    assert got.shape == (150, 10) and not got.requires_grad
+    assert torch.allclose(got, plain, rtol=1e-4, atol=1e-4)
+    conv = next((m for m in model.modules() if isinstance(m, torch.nn.Conv2d)), None)
+    if conv is not None:
+        assert conv.weight.is_contiguous()  # back in the standard layout
+        model.to(memory_format=torch.channels_last)  # a model in channels-last stays so
+        predict_logits(model, x[:10])
+        assert conv.weight.is_contiguous(memory_format=torch.channels_last)

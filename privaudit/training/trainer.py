@@ -130,12 +130,47 @@ def role_data(cfg: RunConfig, data: ImageData, device: torch.device,
     return RoleData(x_in, y_in, x_out, y_out, norm)
 
 
-@torch.no_grad()
-def predict_logits(model: nn.Module, x: torch.Tensor, batch_size: int = 2048) -> torch.Tensor:
-    """Logits on clean inputs in eval mode, shape (N, classes), float32 on the CPU."""
+# Inference batch sizes, measured on 2 CPU cores (CIFAR-10 shapes, best of interleaved runs):
+# convolutions run fastest on small channels-last batches whose activations stay in cache
+# (cnn 21,000 samples/s at 32-64 against 3,600 at 2,048 NCHW; cnn-improved 4,350 at 64
+# against 1,090), dense stacks on mid-sized ones (mlp 133,000 at 512 against 119,000 at 2,048).
+INFERENCE_BATCH_CONV = 64
+INFERENCE_BATCH_DENSE = 512
+
+
+@contextlib.contextmanager
+def _inference_layout(model: nn.Module, layout: torch.memory_format | None) -> Iterator[None]:
+    """``model`` in ``layout`` within the block, back in the layout it had afterwards (a
+    model evaluated in the middle of channels-last training stays channels-last)."""
+    conv = next((m for m in model.modules() if isinstance(m, nn.Conv2d)), None)
+    if layout is None or conv is None or conv.weight.is_contiguous(memory_format=layout):
+        yield
+        return
+    model.to(memory_format=layout)
+    try:
+        yield
+    finally:
+        model.to(memory_format=torch.contiguous_format)
+
+
+@torch.inference_mode()
+def predict_logits(model: nn.Module, x: torch.Tensor, batch_size: int | None = None) -> torch.Tensor:
+    """Logits on clean inputs in eval mode, shape (N, classes), float32 on the CPU.
+
+    The one inference path of every forward pass outside training (evaluation, pool logits,
+    attack queries, canaries): no autograd (``torch.inference_mode``), the oneDNN dense
+    layers, convolutional models in the channels-last layout on the CPU, and the batch size
+    that measures fastest (:data:`INFERENCE_BATCH_CONV`, :data:`INFERENCE_BATCH_DENSE`).
+    The logits equal the plain NCHW forward pass's within float rounding (tested)."""
     model.eval()
-    with fast_layers(model):
-        out = [model(x[i:i + batch_size]).float().cpu() for i in range(0, len(x), batch_size)]
+    conv = any(isinstance(m, nn.Conv2d) for m in model.modules())
+    bs = batch_size or (INFERENCE_BATCH_CONV if conv else INFERENCE_BATCH_DENSE)
+    layout = torch.channels_last if conv and x.device.type == "cpu" and x.dim() == 4 else None
+    out = []
+    with fast_layers(model), _inference_layout(model, layout):
+        for i in range(0, len(x), bs):
+            xb = x[i:i + bs] if layout is None else x[i:i + bs].contiguous(memory_format=layout)
+            out.append(model(xb).float().cpu())
     return torch.cat(out) if out else torch.empty(0)
 
 
