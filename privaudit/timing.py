@@ -2,7 +2,9 @@
 
 ``with phase("train"): ...`` attributes the wall time inside the block to ``train``; time
 in a nested phase counts only for the innermost one (a reference pool trained inside an
-attack counts as training, not attack). ``audit --json`` reports the totals, and
+attack counts as training, not attack; the evaluation after training counts as
+``evaluate``). Every command's ``--json`` reports the totals (``phase_seconds``; the clock
+starts with the command), and
 ``benchmarks/bench_audit.py`` turns them into the time shares of an audit.
 """
 
@@ -13,7 +15,7 @@ from collections import defaultdict
 from contextlib import contextmanager
 from typing import Iterator
 
-PHASES = ("data", "train", "attack", "report")
+PHASES = ("import", "data", "train", "evaluate", "attack", "report")
 
 
 class PhaseClock:

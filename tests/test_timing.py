@@ -27,3 +27,30 @@ def test_timed_decorator_and_snapshot_keys():
     assert work() == 42
     snap = clock.snapshot()
     assert set(timing.PHASES) <= set(snap) and snap["report"] >= 0.0
+
+
+def test_every_command_json_says_where_the_time_went(tmp_path):
+    """--json carries phase_seconds, counted from the command's start: train spends time
+    importing, training and evaluating; scan reading, attacking and writing its report."""
+    import json
+    import time
+
+    import numpy as np
+
+    from cli_helpers import run_cli
+
+    t0 = time.perf_counter()
+    code, out, err = run_cli("train", "--dataset", "digits", "--epochs", "2", "--part-size", "60", "--width", "16",
+                             "--workdir", str(tmp_path / "ws"), "--json")
+    wall = time.perf_counter() - t0
+    assert code == 0, err
+    phases = json.loads(out)["phase_seconds"]
+    assert set(timing.PHASES) <= set(phases)
+    assert phases["train"] > 0 and phases["evaluate"] > 0 and phases["import"] >= 0
+    assert sum(phases.values()) <= wall + 1e-3
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "o.npz", loss_in=rng.exponential(0.5, 50), loss_out=rng.exponential(1.0, 50))
+    code, out, err = run_cli("scan", str(tmp_path / "o.npz"), "--out", str(tmp_path / "r"), "--json")
+    assert code == 0, err
+    phases = json.loads(out)["phase_seconds"]
+    assert phases["data"] > 0 and phases["attack"] > 0 and phases["report"] > 0 and phases["train"] == 0

@@ -60,6 +60,9 @@ class OneLineErrors(TyperGroup):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         def invoke():
+            from privaudit.timing import CLOCK
+
+            CLOCK.reset()  # phase_seconds count from the command's start
             return super(OneLineErrors, self).main(args, prog_name, complete_var, standalone_mode=False, **extra)
 
         if not standalone_mode:

@@ -6,9 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                  PoolSizeOpt, ShadowDatasetOpt, WorkdirOpt, dataset_option, emit_json, handle_errors, info_console,
-                                  parse_attacks, parse_seeds, refresh_reports, require_workspace, training_progress)
+from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt,
+                                  ShadowDatasetOpt, WorkdirOpt, dataset_option, emit_json, handle_errors, importing,
+                                  info_console, parse_attacks, parse_seeds, refresh_reports, require_workspace,
+                                  training_progress)
 from privaudit.config import DATASETS, MODELS
 from privaudit.defaults import DEFAULT_POOL_SIZE
 
@@ -39,11 +40,13 @@ def attack_cmd(
     plan = parse_attacks(attacks, pool_size, shadow_dataset)
     root = require_workspace(workdir, with_content=False)  # no models: resolve_targets says so
 
-    from privaudit.attacking import attack_target
+    with importing():
+        from privaudit.attacking import attack_target
     from privaudit.cli.summary import attack_summary_table
-    from privaudit.runs import DataCache
-    from privaudit.training import resolve_device
-    from privaudit.workspace import Workspace
+    with importing():
+        from privaudit.runs import DataCache
+        from privaudit.training import resolve_device
+        from privaudit.workspace import Workspace
 
     ws = Workspace(root)
     names = ws.resolve_targets(target, dataset=dataset, seeds=None if seeds is None else parse_seeds(seeds, 0))

@@ -7,10 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                  PoolSizeOpt, SeedOpt, ShadowDatasetOpt, SeedsOpt, WorkdirOpt, dataset_config, emit_json, err, handle_errors,
-                                  info_console, number, one_of, parse_attacks, parse_grid, parse_model_args, parse_seeds,
-                                  training_progress)
+from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt,
+                                  SeedOpt, SeedsOpt, ShadowDatasetOpt, WorkdirOpt, dataset_config, emit_json, err,
+                                  handle_errors, importing, info_console, number, one_of, parse_attacks, parse_grid,
+                                  parse_model_args, parse_seeds, training_progress)
 from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
                                    ModelArgOpt, ModelOpt, PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
 from privaudit.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
@@ -74,8 +74,9 @@ def audit_cmd(
     if match_accuracy and model == "convex-relu":
         raise ConfigError("--match-accuracy searches MG noise's kappa, which convex-relu does not train with")
 
-    from privaudit.audit import AuditHooks, audit_plan, match_accuracy as match_kappas, replicate, run_audit
-    from privaudit.config import make_config
+    with importing():
+        from privaudit.audit import AuditHooks, audit_plan, match_accuracy as match_kappas, replicate, run_audit
+        from privaudit.config import make_config
 
     dataset_kwargs, data = dataset_config(dataset, data_dir, download)
     bases = [make_config(model=model, dataset=dataset, width=width, part_size=part_size,
@@ -87,13 +88,13 @@ def audit_cmd(
     attack_plan = parse_attacks(attacks, pool_size, shadow_dataset)
 
     from privaudit.cli.summary import attack_summary_table, verdict_table
-    from privaudit.executor import make_executor
-    from privaudit.runs import DataCache
     from privaudit.timing import CLOCK
-    from privaudit.training import resolve_device
-    from privaudit.workspace import Workspace
+    with importing():
+        from privaudit.executor import make_executor
+        from privaudit.runs import DataCache
+        from privaudit.training import resolve_device
+        from privaudit.workspace import Workspace
 
-    CLOCK.reset()
     runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
     dev = resolve_device(device)
     ws = Workspace(workdir).ensure_writable()

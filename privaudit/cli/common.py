@@ -60,11 +60,26 @@ def handle_errors(fn):
 
 
 def emit_json(document: dict) -> None:
-    """Print one JSON document on stdout (for ``--json``)."""
+    """Print one JSON document on stdout (for ``--json``), with ``phase_seconds``: where
+    the command's wall time went so far (import, data, train, evaluate, attack, report;
+    :mod:`privaudit.timing`)."""
     from privaudit.atomic import dumps_json
+    from privaudit.timing import CLOCK
 
+    if isinstance(document, dict) and "phase_seconds" not in document:
+        document = {**document, "phase_seconds": CLOCK.snapshot()}
     sys.stdout.write(dumps_json(document))
     sys.stdout.flush()
+
+
+@contextmanager
+def importing() -> Iterator[None]:
+    """The block's time counts as the ``import`` phase: the library a command loads when it
+    runs (torch, pandas, scikit-learn; the CLI itself loads none of them)."""
+    from privaudit.timing import phase
+
+    with phase("import"):
+        yield
 
 
 def info_console(as_json: bool) -> Console:
@@ -354,7 +369,8 @@ def dataset_config(dataset: str, data_dir, download: bool):
 
     if not is_custom_dataset(dataset):
         return {}, None
-    from privaudit.runs import DataCache
+    with importing():
+        from privaudit.runs import DataCache
 
     data = DataCache(data_dir, download)
     return data.config_kwargs(dataset), data

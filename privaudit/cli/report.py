@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from privaudit.cli.common import (JsonOpt, WorkdirOpt, emit_json, handle_errors, info_console, refresh_reports,
-                                  require_workspace)
+from privaudit.cli.common import (JsonOpt, WorkdirOpt, emit_json, handle_errors, importing, info_console,
+                                  refresh_reports, require_workspace)
 
 
 @handle_errors
 def report_cmd(workdir: WorkdirOpt = ".", as_json: JsonOpt = False) -> None:
     """Rebuild reports/tradeoff.csv and reports/index.html from every attack in the workspace."""
     root = require_workspace(workdir)  # a mistyped --workdir is an error, not an empty report
-    from privaudit.workspace import Workspace
+    with importing():
+        from privaudit.workspace import Workspace
 
     rep = refresh_reports(Workspace(root).ensure_writable())  # warns per damaged folder
     if as_json:

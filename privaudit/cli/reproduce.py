@@ -11,7 +11,8 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, err,
-                                  handle_errors, info_console, number, one_of, parse_seeds, training_progress)
+                                  handle_errors, importing, info_console, number, one_of, parse_seeds,
+                                  training_progress)
 from privaudit.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
 from privaudit.errors import ConfigError
 
@@ -52,17 +53,19 @@ def mg_noise_cmd(
         raise ConfigError("--ray-address needs --executor ray")
     seed_list = parse_seeds(seeds, 0) if seeds is not None else None
 
-    from privaudit.reproduce import protocol as make_protocol
+    with importing():
+        from privaudit.reproduce import protocol as make_protocol
 
     proto = make_protocol(scale, dataset, seeds=seed_list, families=_words(models, "--models", REPRODUCE_FAMILIES),
                           experiments=_words(experiments, "--experiments", REPRODUCE_EXPERIMENTS))
 
-    from privaudit.executor import make_executor
-    from privaudit.reproduce.page import write_outputs
-    from privaudit.reproduce.run import run_reproduction
-    from privaudit.runs import DataCache
-    from privaudit.training import resolve_device
-    from privaudit.workspace import Workspace
+    with importing():
+        from privaudit.executor import make_executor
+        from privaudit.reproduce.page import write_outputs
+        from privaudit.reproduce.run import run_reproduction
+        from privaudit.runs import DataCache
+        from privaudit.training import resolve_device
+        from privaudit.workspace import Workspace
 
     runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
     dev = resolve_device(device)

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, dataset_config, emit_json,
-                                  err, handle_errors, info_console, number, parse_model_args, path_option,
+                                  err, handle_errors, importing, info_console, number, parse_model_args, path_option,
                                   require_workspace, training_progress)
 from privaudit.cli.options import AugmentOpt, DatasetOpt, DeltaOpt, ModelArgOpt, ModelOpt, WeightDecayOpt, WidthOpt
 from privaudit.defaults import MAX_SEED
@@ -33,15 +33,21 @@ def scan_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run every attack the arrays allow (loss, confidence, entropy, modified entropy, a cross-validated attack classifier; the shadow attack with a shadow model; LiRA, RMIA and the many-shadow attack with reference models), with intervals, per class and per slice; write attacks.csv, groups.csv, summary.json and a self-contained index.html. Nothing in the input is unpickled."""
-    from privaudit.scan.inputs import load
-    from privaudit.scan.report import write
-    from privaudit.scan.run import scan
+    with importing():
+        from privaudit.scan.inputs import load
+        from privaudit.scan.report import write
+        from privaudit.scan.run import scan
 
-    inp = load(input_path)
-    result = scan(inp, delta=delta, folds=folds, seed=seed)
+    from privaudit.timing import phase
+
+    with phase("data"):
+        inp = load(input_path)
+    with phase("attack"):
+        result = scan(inp, delta=delta, folds=folds, seed=seed)
     folder = Path(out) if out else Path("reports") / "scan" / _stem(input_path)
     command = "privaudit scan " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
-    summary = write(result, folder, command=command)
+    with phase("report"):
+        summary = write(result, folder, command=command)
     if as_json:
         emit_json(summary)
         return
@@ -75,11 +81,12 @@ def export_cmd(
 
         raise ConfigError(f"--out must name an .npz file, got {out!r}")
     root = require_workspace(workdir)
-    from privaudit.atomic import write_bytes
-    from privaudit.runs import DataCache
-    from privaudit.scan.export import export_arrays, npz_bytes
-    from privaudit.training import resolve_device
-    from privaudit.workspace import Workspace
+    with importing():
+        from privaudit.atomic import write_bytes
+        from privaudit.runs import DataCache
+        from privaudit.scan.export import export_arrays, npz_bytes
+        from privaudit.training import resolve_device
+        from privaudit.workspace import Workspace
 
     arrays = export_arrays(Workspace(root), target, DataCache(data_dir, False), resolve_device(device),
                            pool_size=pool_size)
@@ -137,11 +144,12 @@ def audit_model_cmd(
     """Audit a model trained elsewhere: load its weights safely, train reference models with its recipe on data it did not see, run every attack (offline LiRA and RMIA included) with intervals, and say how well the references match it."""
     mean_v, std_v = _floats(mean, "--mean"), _floats(std, "--std")
     dataset_kwargs, data = dataset_config(dataset, data_dir, download)
-    from privaudit.runs import DataCache
-    from privaudit.scan.external import Recipe, audit_model, parse_ids
-    from privaudit.scan.report import write
-    from privaudit.training import resolve_device
-    from privaudit.workspace import Workspace
+    with importing():
+        from privaudit.runs import DataCache
+        from privaudit.scan.external import Recipe, audit_model, parse_ids
+        from privaudit.scan.report import write
+        from privaudit.training import resolve_device
+        from privaudit.workspace import Workspace
 
     data = data or DataCache(data_dir, download)
     n = len(data.get(dataset).y)
@@ -156,7 +164,10 @@ def audit_model_cmd(
                                     delta=delta, on_epoch=bars.on_epoch)
     folder = Path(out) if out else ws.reports / "audit-model" / _stem(str(weights))
     command = "privaudit audit-model " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
-    summary = write(result, folder, command=command, references=match)
+    from privaudit.timing import phase
+
+    with phase("report"):
+        summary = write(result, folder, command=command, references=match)
     if as_json:
         emit_json(summary)
         return

@@ -7,9 +7,8 @@ from typing import Annotated
 import typer
 
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, SeedOpt, SeedsOpt, WorkdirOpt,
-                                  dataset_config, emit_json, fmt, handle_errors, info_console, number, parse_model_args,
-                                  parse_seeds,
-                                  training_progress)
+                                  dataset_config, emit_json, fmt, handle_errors, importing, info_console, number,
+                                  parse_model_args, parse_seeds, training_progress)
 from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, EpochsOpt, LrOpt,
                                    MaxGradNormOpt, ModelArgOpt, ModelOpt, NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt,
                                    TargetEpsilonOpt, WeightDecayOpt, WidthOpt)
@@ -44,7 +43,8 @@ def train_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Train one target model (one per seed of --seeds) and save it under WORKDIR/models (reused when it exists)."""
-    from privaudit.config import make_config
+    with importing():
+        from privaudit.config import make_config
 
     seed_list = parse_seeds(seeds, seed)
     dataset_kwargs, data = dataset_config(dataset, data_dir, download)
@@ -56,9 +56,10 @@ def train_cmd(
                       **dataset_kwargs)
             for s in seed_list]  # validated
 
-    from privaudit import runs
-    from privaudit.training import resolve_device
-    from privaudit.workspace import Workspace
+    with importing():
+        from privaudit import runs
+        from privaudit.training import resolve_device
+        from privaudit.workspace import Workspace
 
     dev = resolve_device(device)
     ws = Workspace(workdir).ensure_writable()

@@ -50,6 +50,7 @@ from privaudit.models.weights_file import load_into, read_state_dict
 from privaudit.runs import DataCache
 from privaudit.scan.inputs import Outputs, References, ScanInput
 from privaudit.scan.run import ScanResult, scan
+from privaudit.timing import phase
 from privaudit.training import train_model
 from privaudit.training.trainer import EpochCallback, RoleData, predict_logits
 from privaudit.workspace import Workspace
@@ -228,7 +229,8 @@ def audit_model(weights: str | Path, recipe: Recipe, dataset: str, members: np.n
         rd = RoleData(*(torch.from_numpy(v).to(device) for v in (norm(images.x[idx]), images.y[idx],
                                                                    norm(images.x[plan.population]),
                                                                    images.y[plan.population])), norm)
-        result = train_model(cfg, images, device, on_epoch=on_epoch, role=rd)
+        with phase("train"):
+            result = train_model(cfg, images, device, on_epoch=on_epoch, role=rd)
         a, p = _logits(result.model, images.x[audited], norm, device), _logits(result.model, images.x[plan.population],
                                                                                 norm, device)
         buf = io.BytesIO()
@@ -247,7 +249,8 @@ def audit_model(weights: str | Path, recipe: Recipe, dataset: str, members: np.n
                       np.stack(ref_pop)[:, :, None, :], t_pop[:, None, :], images.y[plan.population])
     inp = ScanInput(f"{Path(weights).name} on {dataset}", Outputs(t_logits[:n_in, None, :], None, y[:n_in]),
                     Outputs(t_logits[n_in:, None, :], None, y[n_in:]), references=refs)
-    result = scan(inp, delta=delta, folds=folds, seed=seed)
+    with phase("attack"):
+        result = scan(inp, delta=delta, folds=folds, seed=seed)
     match = reference_match(t_logits[n_in:], np.stack(ref_logits)[:, n_in:], y[n_in:], t_logits[:n_in], y[:n_in])
     match.update(folder=str(folder), reference_size=plan.ref_size, population=int(len(plan.population)))
     return result, match

@@ -55,6 +55,7 @@ from privaudit.seeding import derive_seed, generator
 from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, supports_ghost
 from privaudit.accounting import calibrate_noise_multiplier, epsilon_from_history
 from privaudit.models.fast_linear import fast_layers
+from privaudit.timing import phase
 from privaudit.training.loop import (Batch, EpochCallback, from_loader, poisson, run_epochs, shuffled,
                                      training_view)
 from privaudit.training.noisycgd import train_noisycgd
@@ -132,9 +133,10 @@ def role_data(cfg: RunConfig, data: ImageData, device: torch.device,
 
 # Inference batch sizes, measured on 2 CPU cores (CIFAR-10 shapes, best of interleaved runs):
 # convolutions run fastest on small channels-last batches whose activations stay in cache
-# (cnn 21,000 samples/s at 32-64 against 3,600 at 2,048 NCHW; cnn-improved 4,350 at 64
-# against 1,090), dense stacks on mid-sized ones (mlp 133,000 at 512 against 119,000 at 2,048).
-INFERENCE_BATCH_CONV = 64
+# (cnn 23,900 samples/s at 32, 22,800 at 64, 8,100 at 128, 3,600 at 2,048 NCHW; cnn-improved
+# 4,690 at 32 against 1,090), dense stacks on mid-sized ones (mlp 133,000 at 512 against
+# 119,000 at 2,048).
+INFERENCE_BATCH_CONV = 32
 INFERENCE_BATCH_DENSE = 512
 
 
@@ -167,7 +169,7 @@ def predict_logits(model: nn.Module, x: torch.Tensor, batch_size: int | None = N
     bs = batch_size or (INFERENCE_BATCH_CONV if conv else INFERENCE_BATCH_DENSE)
     layout = torch.channels_last if conv and x.device.type == "cpu" and x.dim() == 4 else None
     out = []
-    with fast_layers(model), _inference_layout(model, layout):
+    with phase("evaluate"), fast_layers(model), _inference_layout(model, layout):
         for i in range(0, len(x), bs):
             xb = x[i:i + bs] if layout is None else x[i:i + bs].contiguous(memory_format=layout)
             out.append(model(xb).float().cpu())
