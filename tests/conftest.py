@@ -24,6 +24,21 @@ def _no_data_dir_env(monkeypatch):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _data_cache_in_a_temp_folder(tmp_path_factory):
+    """The decoded-dataset cache (privaudit.data.cache) of the whole run lives in a temporary
+    folder, never in the user's ~/.cache (subprocesses inherit it)."""
+    import os
+
+    old = os.environ.get("PRIVAUDIT_CACHE_DIR")
+    os.environ["PRIVAUDIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("data-cache"))
+    yield
+    if old is None:
+        os.environ.pop("PRIVAUDIT_CACHE_DIR", None)
+    else:
+        os.environ["PRIVAUDIT_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _few_threads():
     old = torch.get_num_threads()
     torch.set_num_threads(min(old, 2))

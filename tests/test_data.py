@@ -294,3 +294,55 @@ def test_normaliser_statistics_come_from_the_models_own_training_part(digits, ti
     # the members are standardised: per-pixel mean 0 (non-members are not, in general)
     np.testing.assert_allclose(rd.x_in.numpy().mean(0), 0.0, atol=1e-5)
     assert np.abs(rd.x_out.numpy().mean(0)).max() > 0.05
+
+
+# -- the decoded-dataset cache (privaudit.data.cache) --------------------------------------------
+
+def test_cache_is_written_once_then_memory_mapped(cifar_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    first = load_cifar10(cifar_root.parent)
+    folders = list((tmp_path / "cache").glob("cifar10-*"))
+    assert len(folders) == 1 and {p.name for p in folders[0].iterdir()} == {"x.npy", "y.npy", "meta.json"}
+    second = load_cifar10(cifar_root.parent)
+    assert isinstance(second.x, np.memmap) and not isinstance(first.x, np.memmap)
+    np.testing.assert_array_equal(second.x, first.x)
+    np.testing.assert_array_equal(second.y, first.y)
+
+
+def test_cache_is_rebuilt_when_a_source_file_changes(cifar_root, tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setenv("PRIVAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    load_cifar10(cifar_root.parent)
+    before = {p.name for p in (tmp_path / "cache").iterdir()}
+    (cifar_root / "test_batch").write_bytes(_batch_bytes(0))  # other contents in the test batch
+    st = (cifar_root / "test_batch").stat()
+    os.utime(cifar_root / "test_batch", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    again = load_cifar10(cifar_root.parent)
+    after = {p.name for p in (tmp_path / "cache").iterdir()}
+    assert after != before and len(after) == 1  # the new cache replaced the old one
+    np.testing.assert_array_equal(again.x[-N_PER_BATCH:], again.x[:N_PER_BATCH])  # the new test batch
+
+
+def test_damaged_cache_is_refused_in_one_line_and_kept(cifar_root, tmp_path, monkeypatch):
+    from privaudit.errors import DataError
+
+    monkeypatch.setenv("PRIVAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    load_cifar10(cifar_root.parent)
+    x_file = next((tmp_path / "cache").glob("cifar10-*/x.npy"))
+    raw = bytearray(x_file.read_bytes())
+    raw[-1] ^= 0xFF
+    x_file.write_bytes(bytes(raw))
+    with pytest.raises(DataError, match=r"cache .* is damaged \(x.npy does not match its checksum\)") as exc:
+        load_cifar10(cifar_root.parent)
+    assert "\n" not in str(exc.value) and x_file.is_file()  # nothing deleted behind the user's back
+    assert all((cifar_root / b).is_file() for b in BATCHES)
+
+
+def test_cache_off_and_unwritable(cifar_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVAUDIT_CACHE_DIR", "off")
+    assert not isinstance(load_cifar10(cifar_root.parent).x, np.memmap)
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("PRIVAUDIT_CACHE_DIR", str(blocked / "cache"))  # cannot be created
+    assert load_cifar10(cifar_root.parent).x.shape == (6 * N_PER_BATCH, 3, 32, 32)

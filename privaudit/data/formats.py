@@ -46,16 +46,49 @@ LOOKED_FOR = {"cifar100": f"{CIFAR100_FOLDER}/train and /test", "mnist": "MNIST/
 def load_named(name: str, data_dir: str | Path | None = None, download: bool = False):
     """``cifar100``, ``mnist``, ``fashion-mnist`` or ``svhn`` as pooled :class:`ImageData`."""
     root = _root(data_dir)
-    reader = {"cifar100": _cifar100, "mnist": _idx, "fashion-mnist": _idx, "svhn": _svhn}[name]
-    data = reader(name, root)
+    data = _cached_read(name, root)
     if data is None and download:
         _download(name, root)
-        data = reader(name, root)
+        data = _cached_read(name, root)
     if data is None:
         raise DataError(f"{name} not found in {data_dir or os.environ.get(DATA_DIR_ENV) or './data'} (looked for "
                         f"{LOOKED_FOR[name]}): point --data-dir (or ${DATA_DIR_ENV}) at the folder holding it, or add "
                         "--download to fetch it")
     return data
+
+
+def _cached_read(name: str, root: Path):
+    """The dataset's files decoded once (:mod:`privaudit.data.cache`), or None when absent."""
+    from privaudit.data.cache import cached
+
+    reader = {"cifar100": _cifar100, "mnist": _idx, "fashion-mnist": _idx, "svhn": _svhn}[name]
+    files = _source_files(name, root)
+    if files is None:
+        return None
+    return cached(name, files, lambda: reader(name, root))
+
+
+def _source_files(name: str, root: Path) -> list[Path] | None:
+    """The files a reader reads for ``name`` under ``root`` (None when they are not there)."""
+    if name == "cifar100":
+        folder = next((f for f in (root / CIFAR100_FOLDER, root) if (f / "test").is_file() and (f / "train").is_file()),
+                      None)
+        return None if folder is None else [folder / "train", folder / "test"]
+    if name == "svhn":
+        folder = next((f for f in (root, root / "svhn", root / "SVHN") if (f / SVHN_FILES[1]).is_file()), None)
+        return None if folder is None else [folder / f for f in SVHN_FILES if (folder / f).is_file()]
+    folder = _idx_folder(name, root)
+    if folder is None:
+        return None
+    return [p for stem in (s for pair in IDX_FILES for s in pair)
+            for p in (folder / stem, folder / f"{stem}.gz") if p.is_file()]
+
+
+def _idx_folder(name: str, root: Path) -> Path | None:
+    sub = IDX_FOLDERS[name]
+    stem = IDX_FILES[1][0]
+    return next((f for f in (root / sub / "raw", root / sub, root / name, root)
+                 if (f / stem).is_file() or (f / f"{stem}.gz").is_file()), None)
 
 
 def _download(name: str, root: Path) -> None:
@@ -115,9 +148,7 @@ def parse_idx(raw: bytes, what: str) -> np.ndarray:
 def _idx(name: str, root: Path):
     from privaudit.data.loaders import ImageData
 
-    sub = IDX_FOLDERS[name]
-    folders = [root / sub / "raw", root / sub, root / name, root]
-    folder = next((f for f in folders if _open_idx(f, IDX_FILES[1][0]) is not None), None)
+    folder = _idx_folder(name, root)
     if folder is None:
         return None
     xs, ys = [], []

@@ -148,12 +148,18 @@ def load_cifar10(data_dir: str | Path | None = None, download: bool = False) -> 
             f"CIFAR-10 not found in {where}: point --data-dir (or ${DATA_DIR_ENV}) at the folder "
             f"holding {CIFAR_FOLDER}, add --download to fetch it, or use --dataset digits"
         )
-    xs, ys = [], []
-    for name in CIFAR_TRAIN_BATCHES + (CIFAR_TEST_BATCH,):
-        x, y = _read_batch(folder / name)
-        xs.append(x)
-        ys.append(y)
-    return ImageData("cifar10", np.ascontiguousarray(np.concatenate(xs)), np.concatenate(ys), 10)
+    files = [folder / name for name in CIFAR_TRAIN_BATCHES + (CIFAR_TEST_BATCH,)]
+    missing = [f for f in files if not f.is_file()]
+    if missing:
+        raise DataError(f"CIFAR-10 batch {missing[0].name} is missing in {folder}")
+
+    def decode() -> ImageData:
+        xs, ys = zip(*(_read_batch(f) for f in files))
+        return ImageData("cifar10", np.ascontiguousarray(np.concatenate(xs)), np.concatenate(ys), 10)
+
+    from privaudit.data.cache import cached
+
+    return cached("cifar10", files, decode)  # decoded once, memory-mapped after (privaudit.data.cache)
 
 
 def _download_cifar10(root: Path) -> None:
