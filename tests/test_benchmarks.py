@@ -35,3 +35,20 @@ def test_unknown_benchmark_is_a_usage_error(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "--only", "nope", "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "unknown benchmark" in proc.stderr
+
+
+def test_quick_commands_benchmark_fits_fixed_and_per_epoch_costs(tmp_path):
+    """The user-facing timing: fresh processes of the plain script, privaudit train and
+    privaudit train --dp, each with a fixed cost and a cost per epoch, and the target row."""
+    out = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--device", "cpu", "--only", "commands",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads((out / "results.json").read_text())
+    rows = [r for r in result["rows"] if r["benchmark"] == "commands"]
+    assert {r["side"] for r in rows} == {"plain loop", "privaudit", "privaudit DP-SGD"}
+    for r in rows:
+        lo, hi = r["wall_seconds"]
+        assert lo > 0 and hi > 0
+        assert abs(r["fixed_seconds"] + r["per_epoch_seconds"] * r["epochs"][0] - lo) < 1e-9
+    assert any(t["target"] == "mlp train fixed cost vs plain script + 2 s" for t in result["targets"])
