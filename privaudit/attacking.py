@@ -27,12 +27,12 @@ import torch
 
 from privaudit.atomic import read_json, write_bytes, write_json
 from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, empirical_privacy, evaluate_scores,
-                                            exposure, leave_one_out, pool_scores, summarise)
+                                            exposure, leave_one_out, pool_scores, summarise, tpr_intervals)
 from privaudit.attacks.scores import confidence_scores, loss_scores
-from privaudit.empirical import epsilon_lower_bound, tpr_at_fpr_with_ci
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.config import RunConfig
 from privaudit.defaults import ATTACK_CHOICES, DEFAULT_POOL_SIZE
+from privaudit.empirical import epsilon_lower_bound
 from privaudit.errors import ArtifactError, ConfigError
 from privaudit.integrity import verify_folder
 from privaudit.locks import artifact_lock
@@ -202,10 +202,7 @@ def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5,
         m = attack_metrics(labels, conf, data_free)
         m["eps_threshold"] = data_free
         m["eps_lower_bound"] = float(epsilon_lower_bound(labels, conf, data_free, delta=delta))
-        for key, level in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0p1pct_fpr", 0.001)):
-            ci = tpr_at_fpr_with_ci(labels, conf, level)
-            m[f"{key}_lo"], m[f"{key}_hi"] = float(ci["lo"]), float(ci["hi"])
-        metrics["data-free"] = m
+        metrics["data-free"] = {**m, **tpr_intervals(labels, conf)}
     arrays = {"labels": labels, **{f"score_{name}": s for name, (s, _) in scores.items()}}
     if data_free is not None:
         arrays["score_data-free"] = scores["confidence"][0]
@@ -248,9 +245,17 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
         return AttackResult(target, shadow_name, folder, metrics, True, extras)
     _check_reused(workspace, cfg, plan, todo_shadow, todo_pool, todo_one_run)
 
+    target_out = None  # the target's logits on its members and non-members, computed once
+
+    def outputs():
+        nonlocal target_out
+        if target_out is None:
+            target_out = model_outputs(workspace, target, data, device)
+        return target_out
+
     if todo_shadow:
         shadow_run = ensure_model(cfg.as_shadow(), workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-        m, a = run_attacks(model_outputs(workspace, target, data, device),
+        m, a = run_attacks(outputs(),
                            model_outputs(workspace, shadow_run.name, data, device), delta=cfg.defence.delta,
                            data_free=data_free_threshold(workspace, target, data, device))
         metrics.update({k: {**v, "source": shadow_run.name} for k, v in m.items()})
@@ -281,8 +286,7 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
         extras["one_run"] = one_run_audit(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
     if todo_transfer:
         run = ensure_model(transfer, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-        m, a = run_attacks(model_outputs(workspace, target, data, device), model_outputs(workspace, run.name, data, device),
-                           delta=cfg.defence.delta)
+        m, a = run_attacks(outputs(), model_outputs(workspace, run.name, data, device), delta=cfg.defence.delta)
         metrics[TRANSFER_ATTACK] = {**m["shadow"], "source": run.name}
         arrays[f"score_{TRANSFER_ATTACK}"] = a["score_shadow"]
         arrays.setdefault("labels", a["labels"])

@@ -127,12 +127,19 @@ def empirical_privacy(labels: np.ndarray, scores: np.ndarray, calib_labels: np.n
     TPR at 1 % / 0.1 % FPR get Clopper–Pearson intervals.
     """
     thr = best_threshold(calib_labels, calib_scores, delta=delta, confidence=confidence)
-    m = {"eps_threshold": float(thr),
-         "eps_lower_bound": float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence))}
+    return {"eps_threshold": float(thr),
+            "eps_lower_bound": float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence)),
+            **tpr_intervals(labels, scores, confidence)}
+
+
+def tpr_intervals(labels: np.ndarray, scores: np.ndarray, confidence: float = 0.95) -> dict[str, float]:
+    """Clopper–Pearson intervals of the TPR at 1 % and 0.1 % FPR: ``tpr_at_1pct_fpr_lo`` …
+    ``tpr_at_0p1pct_fpr_hi`` (:func:`privaudit.empirical.tpr_at_fpr_with_ci`)."""
+    out = {}
     for key, level in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0p1pct_fpr", 0.001)):
         ci = tpr_at_fpr_with_ci(labels, scores, level, confidence=confidence)
-        m[f"{key}_lo"], m[f"{key}_hi"] = float(ci["lo"]), float(ci["hi"])
-    return m
+        out[f"{key}_lo"], out[f"{key}_hi"] = float(ci["lo"]), float(ci["hi"])
+    return out
 
 
 def evaluate_scores(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,

@@ -29,10 +29,11 @@ import pandas as pd
 
 from privaudit.attacks.crossval import (DEFAULT_FOLDS, Decisions, classifier_decisions, fold_ids,
                                         sorted_posteriors, threshold_decisions)
-from privaudit.attacks.pool_attacks import POOL_ATTACKS, evaluate_scores, leave_one_out, scores_from_features
+from privaudit.attacks.pool_attacks import (POOL_ATTACKS, evaluate_scores, leave_one_out, scores_from_features,
+                                            tpr_intervals)
 from privaudit.attacks.features import compute_features
 from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
-from privaudit.empirical import epsilon_lower_bound, tpr_at_fpr_with_ci
+from privaudit.empirical import epsilon_lower_bound
 from privaudit.errors import DataError
 from privaudit.metrics import attack_metrics, auc_interval, strongest_attack
 from privaudit.scan.inputs import ScanInput
@@ -83,15 +84,7 @@ def _cv_metrics(labels: np.ndarray, d: Decisions, *, delta: float, confidence: f
     m = attack_metrics(labels, d.scores, float("nan"), predicted=d.member)
     m["eps_lower_bound"] = float(epsilon_lower_bound(labels, d.member_eps.astype(float), 0.5, delta=delta,
                                                      confidence=confidence))
-    return {**m, **_tpr_intervals(labels, d.scores, confidence)}
-
-
-def _tpr_intervals(labels: np.ndarray, scores: np.ndarray, confidence: float) -> dict:
-    out = {}
-    for key, level in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0p1pct_fpr", 0.001)):
-        ci = tpr_at_fpr_with_ci(labels, scores, level, confidence=confidence)
-        out[f"{key}_lo"], out[f"{key}_hi"] = float(ci["lo"]), float(ci["hi"])
-    return out
+    return {**m, **tpr_intervals(labels, d.scores, confidence)}
 
 
 def _target_scores(inp: ScanInput) -> dict[str, np.ndarray]:
