@@ -63,6 +63,7 @@ def _patch_prv(monkeypatch, make_failing):
         return make_failing() if mechanism == "prv" else real(mechanism=mechanism)
 
     monkeypatch.setattr(dpsgd, "create_accountant", fake)
+    dpsgd._epsilon_cached.cache_clear()  # ε is computed once per process: ask the stand-in afresh
     return asked
 
 
@@ -100,8 +101,18 @@ def test_epsilon_falls_back_to_rdp_when_prv_is_not_finite(monkeypatch):
     assert name == "rdp" and eps == _opacus_epsilon(RDPAccountant, 1.0, 0.1, 10, 1e-5)
 
 
+def test_epsilon_is_computed_once_per_setting(monkeypatch):
+    """An audit's models of one DP-SGD setting share their history: the accountants run once."""
+    asked = _patch_prv(monkeypatch, PRVAccountant)  # the real accountants, counted
+    first = epsilon_from_history([(1.0, 0.1, 10)], 1e-5)
+    again = epsilon_from_history([[1, 0.1, 10]], 1e-5)  # the same setting, written as Opacus's lists
+    assert again == first and first[1] == "prv" and asked == ["rdp", "prv"]
+    assert first[0] == _opacus_epsilon(PRVAccountant, 1.0, 0.1, 10, 1e-5)
+
+
 def test_epsilon_error_when_every_accountant_fails(monkeypatch):
     monkeypatch.setattr(dpsgd, "create_accountant", lambda mechanism: _FailingPRV(ValueError("nope")))
+    dpsgd._epsilon_cached.cache_clear()
     with pytest.raises(ConfigError, match="nope"):
         epsilon_from_history([(1.0, 0.1, 10)], 1e-5)
     # a named accountant is not silently replaced by another one
