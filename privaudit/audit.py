@@ -115,13 +115,18 @@ def run_audit(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, 
     attacks = attacks or AttackPlan()
     workspace.ensure_writable()
     targets = [cfg.validated() for cfg in plan]
-    input_shape = data.images(targets[0]).input_shape if attacks.pool_attacks and targets else (0, 0, 0)
-    jobs = audit_jobs(targets, attacks, input_shape)
+    shapes = {}
+    for cfg in targets:  # each dataset's input shape and size: what decides which models train stacked
+        if cfg.data.dataset not in shapes:
+            images = data.images(cfg)
+            shapes[cfg.data.dataset] = (images.input_shape, len(images.y))
+    jobs = audit_jobs(targets, attacks, shapes)
     if hooks.on_plan:
         hooks.on_plan(jobs)
     check_reused(jobs, workspace)  # a damaged model, pool or attack folder stops the audit before it trains
     executor = executor or LocalExecutor()
     results = executor.run(jobs, workspace, data, device, on_start=hooks.on_model_start, on_epoch=hooks.on_epoch,
                            on_job_done=hooks.on_job_done)
-    return AuditResult(targets=[results[f"train:{t.run_name}"][0] for t in targets],
+    trained = {r.name: r for job in jobs if job.kind == "train" for r in results[job.id]}
+    return AuditResult(targets=[trained[t.run_name] for t in targets],
                        attacks=[results[f"attack:{t.run_name}"] for t in targets], report=results["report"])

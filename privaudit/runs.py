@@ -99,21 +99,23 @@ def save_trained(workspace: Workspace, config: RunConfig, result: TrainResult, d
 
 
 def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCache, device: torch.device,
-                  on_start: Callable[[RunConfig], None] | None = None,
+                  on_start: Callable | None = None,
                   on_epoch: EpochCallback | None = None) -> list[RunResult]:
-    """:func:`ensure_model` for many models of one recipe (a reference pool): with the fast
-    engine, they train together where that is faster, in the groups of
-    :func:`privaudit.training.stacked.stack_groups`, saved group by group (resumable).
+    """:func:`ensure_model` for many models (a reference pool, or every model of an audit):
+    with the fast engine, small MLPs train together in the runs of
+    :func:`privaudit.training.stacked.stack_groups`, saved run by run (resumable); the rest one
+    by one. ``on_start`` gets the config of a model trained alone, the list of configs of a
+    stacked run.
 
-    The groups are cut from all of ``configs``, never from the missing ones alone, and a group
+    The runs are cut from all of ``configs``, never from the missing ones alone, and a run
     with any model missing trains whole again (only the missing models are saved): a stacked
     run's numbers depend on its members, so after an interruption the missing models come out
     bit for bit as an uninterrupted run makes them (``test_kill_9_…`` checks the table)."""
     configs = [c.validated() for c in configs]
     if not all(workspace.has_model(c) for c in configs):
         images = data.images(configs[0])
-        for group in stack_groups(configs, images.input_shape):
-            if all(workspace.has_model(c) for c in group):
+        for group in stack_groups(configs, images.input_shape, len(images.y)):
+            if len(group) < 2 or all(workspace.has_model(c) for c in group):
                 continue
             with artifact_lock(workspace.models, f"group-{group[0].run_name}", "work"):
                 missing = {c.run_name for c in group if not workspace.has_model(c)}  # another audit may have saved them
@@ -121,7 +123,7 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
                     continue
                 t0 = time.perf_counter()
                 if on_start:
-                    on_start(group[0])
+                    on_start(group)
                 with phase("train"):
                     results = train_stacked(group, images, device, on_epoch=on_epoch)
                 seconds = (time.perf_counter() - t0) / len(group)

@@ -209,11 +209,53 @@ def test_stacked_pool_equals_one_by_one(digits, tiny, kappa):
 
 
 def test_train_many_falls_back_when_not_stackable(digits, tiny):
-    base = tiny(dp=True, noise_multiplier=1.0, epochs=1)
+    base = tiny(precision="bf16", epochs=1)
     cfgs = [base.as_reference(4, i).validated() for i in range(2)]
     assert not can_stack(cfgs[0], digits.input_shape)
     results = train_many(cfgs, digits, CPU)
-    assert all("epsilon" in r.metrics and "stacked_models" not in r.metrics for r in results)
+    assert all("stacked_models" not in r.metrics for r in results)
+
+
+def _agree(stacked, single, part_size):
+    for s, o in zip(stacked, single):
+        for key in ("train_accuracy", "test_accuracy", "n_train", "n_test"):
+            assert s.metrics[key] == pytest.approx(o.metrics[key], abs=1.5 / part_size), key
+        assert s.metrics["test_loss"] == pytest.approx(o.metrics["test_loss"], rel=1e-4)
+        assert np.allclose(s.loss_history, o.loss_history, rtol=1e-5)
+        for p, q in zip(s.model.parameters(), o.model.parameters()):
+            assert torch.allclose(p, q, atol=1e-6)
+        assert np.array_equal(s.normaliser.mean, o.normaliser.mean)
+        for key in ("epsilon", "noise_multiplier", "sample_rate", "steps", "accountant"):
+            assert s.metrics.get(key) == o.metrics.get(key), key
+
+
+def test_models_of_every_role_and_setting_stack_as_they_train_alone(digits, tiny):
+    """An audit's small MLPs of one schedule train as one stacked run whatever their role, κ,
+    seed and pool index; each equals its own run (same draws, float32 summation order aside:
+    measured 3e-8 on the weights)."""
+    from privaudit.training.stacked import stack_groups
+
+    base = tiny(epochs=4, width=48, part_size=120)
+    cfgs = [base, base.as_shadow(), base.as_reference(4, 1), tiny(epochs=4, width=48, part_size=120, kappa=0.7),
+            tiny(epochs=4, width=48, part_size=120, kappa=0.3, seed=1).as_reference(4, 2)]
+    cfgs = [c.validated() for c in cfgs]
+    assert stack_groups(cfgs + [base.as_canary().validated()], digits.input_shape, len(digits.y)) == [
+        cfgs, [base.as_canary().validated()]]                      # the canary has more members: its own run
+    _agree(train_stacked(cfgs, digits, CPU), [train_model(c, digits, CPU) for c in cfgs], 120)
+
+
+def test_dpsgd_models_stack_as_they_train_alone(digits, tiny):
+    """DP-SGD MLPs of different σ, κ, seeds and roles in one stacked run: each model's Poisson
+    batches, clipping, noise stream and ε are those of its own GhostDPSGD run."""
+    def dp(sigma, kappa=0.0, seed=0):
+        return tiny(epochs=4, width=48, part_size=120, dp=True, noise_multiplier=sigma, kappa=kappa, seed=seed)
+
+    cfgs = [dp(0.5), dp(0.5).as_shadow(), dp(1.0).as_reference(4, 3), dp(1.0, kappa=0.5), dp(2.0, seed=1)]
+    cfgs = [c.validated() for c in cfgs]
+    assert len({c.defence.label for c in cfgs}) == 4
+    stacked = train_stacked(cfgs, digits, CPU)
+    _agree(stacked, [train_model(c, digits, CPU, engine="fast") for c in cfgs], 120)
+    assert all(r.metrics["stacked_models"] == 5 for r in stacked)
 
 
 def test_stacking_rejects_mixed_recipes(digits, tiny):

@@ -25,6 +25,7 @@ from privaudit.workspace import Workspace
 
 CPU = torch.device("cpu")
 ATTACKS = AttackPlan.from_choices(["shadow", "lira", "one-run"], 4)
+DIGITS_SHAPES = {"digits": ((1, 8, 8), 1797)}
 
 
 def _plan(seed: int = 0, epochs: int = 3):
@@ -39,7 +40,7 @@ def _audit(root: Path, executor=None, seed: int = 0, hooks=None, attacks=ATTACKS
 # ---------------------------------------------------------------- the graph (no Ray needed)
 
 def test_job_graph_dependencies_and_order():
-    jobs = audit_jobs(_plan(), ATTACKS, (1, 8, 8))
+    jobs = audit_jobs(_plan(), ATTACKS, DIGITS_SHAPES)
     ids = [j.id for j in jobs]
     assert len(ids) == len(set(ids))
     position = {j.id: i for i, j in enumerate(jobs)}
@@ -49,12 +50,21 @@ def test_job_graph_dependencies_and_order():
     assert kinds.count("attack") == 3 and kinds.count("logits") == 3 and kinds[-1] == "report"
     attack = next(j for j in jobs if j.id.startswith("attack:target-mlp-digits-k0.5"))
     dep_kinds = sorted(position[d] for d in attack.deps)
-    assert len(dep_kinds) == 4                                              # target, shadow, pool logits, canary
-    # the undefended digits pool trains as one stacked job of 4, as a local run stacks it
-    stacked = [j for j in jobs if j.kind == "train" and len(j.configs) > 1]
-    assert stacked and all(len(j.configs) == 4 for j in stacked)
+    assert len(dep_kinds) == 3                          # the stacked run of target and shadow, the canaries', logits
+    # every model trains in exactly one job: the small digits MLPs of one schedule stacked,
+    # whatever their setting and role (the 449-member models of both non-private settings:
+    # 2 targets, 2 shadows, 8 references; of DP-SGD: 1 + 1 + 4; the canary models, 673 members)
+    trained = [c.run_name for j in jobs if j.kind == "train" for c in j.configs]
+    assert len(trained) == len(set(trained)) == 3 * (1 + 1 + 4 + 1)
+    sizes = sorted((len(j.configs), j.configs[0].defence.dp) for j in jobs if j.kind == "train")
+    assert sizes == [(1, True), (2, False), (6, True), (12, False)]
+    big = next(j for j in jobs if j.kind == "train" and len(j.configs) == 12)
+    assert {c.role for c in big.configs} == {"target", "shadow", "reference"}
+    assert {c.defence.kappa for c in big.configs} == {0.0, 0.5}
+    assert big.label == "train mlp ×12 stacked (2 settings: target, shadow, reference)"
     logits = next(j for j in jobs if j.kind == "logits" and "plain" in j.id)
     assert len(logits.inputs) == 4 and logits.outputs[0].startswith("attacks/pools/")
+    assert logits.deps == (big.id,)
 
 
 def test_bundle_round_trip_and_refuses_escapes(tmp_path):
@@ -84,7 +94,7 @@ def test_local_executor_resumes_after_an_interrupted_driver(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         _audit(tmp_path, hooks=AuditHooks(on_job_done=stop_after_five))
     ws = Workspace(tmp_path)
-    jobs = {j.id: j for j in audit_jobs(_plan(), ATTACKS, (1, 8, 8))}
+    jobs = {j.id: j for j in audit_jobs(_plan(), ATTACKS, DIGITS_SHAPES)}
     assert all(is_done(jobs[i], ws) for i in finished if jobs[i].kind == "train")
     stamps = {p: p.stat().st_mtime_ns for p in ws.models.glob("[!.]*/weights.npz")}  # not .partial-*
     rerun = []
@@ -115,7 +125,9 @@ def ray_instance(tmp_path_factory):
     ray = pytest.importorskip("ray")
     marker = tmp_path_factory.mktemp("fault") / "killed"
     target = _plan(FAULT_SEED, epochs=6)[1].validated()                     # the κ = 0.5 target
-    env = {FAULT_ENV: f"train:{target.run_name}@{marker}"}
+    job = next(j for j in audit_jobs(_plan(FAULT_SEED, epochs=6), AttackPlan(), DIGITS_SHAPES)
+               if j.kind == "train" and target in j.configs)                # its stacked run
+    env = {FAULT_ENV: f"{job.id}@{marker}"}
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
              runtime_env={"env_vars": env})
     yield marker
@@ -139,7 +151,7 @@ def test_ray_gives_the_local_table(ray_instance, local_table, tmp_path, shared_f
     done = []
     result = _audit(tmp_path, _ray(shared_fs), hooks=AuditHooks(on_job_done=lambda j, r: done.append(j.id)))
     assert (tmp_path / "reports" / "tradeoff.csv").read_bytes() == local_table
-    assert len(done) == len(audit_jobs(_plan(), ATTACKS, (1, 8, 8)))
+    assert len(done) == len(audit_jobs(_plan(), ATTACKS, DIGITS_SHAPES))
     assert all(str(t.path).startswith(str(tmp_path)) for t in result.targets)  # paths in the driver's workspace
     assert not list(tmp_path.glob("attacks/.ray-probe-*"))
 

@@ -156,7 +156,7 @@ def test_the_reproductions_epoch_sweep_trains_each_recipe_once():
     from privaudit.reproduce.run import reproduce_jobs
 
     p = protocol("full", "cifar10", seeds=[0], families=["cnn"], experiments=["epochs"])
-    jobs = reproduce_jobs(p, (3, 32, 32))
+    jobs = reproduce_jobs(p, (3, 32, 32), 60_000)
     trains = [j for j in jobs if j.kind == "train"]
     assert len(trains) == 8 and all(j.epochs_series for j in trains)        # 4 kappas x target and shadow
     assert sorted(c.train.epochs for c in trains[0].configs) == [20, 40, 60, 80, 100, 120]

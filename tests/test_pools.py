@@ -159,7 +159,7 @@ def test_an_interrupted_stacked_pool_resumes_bit_for_bit(tmp_path, tiny, data_ca
 
     recipe = tiny(epochs=3).recipe
     members = [recipe.as_reference(4, i).validated() for i in range(4)]
-    assert stack_groups(members, data_cache.get("digits").input_shape) == [members]   # one stacked group
+    assert stack_groups(members, data_cache.get("digits").input_shape, 1797) == [members]   # one stacked group
     ws = Workspace(tmp_path / "a").ensure_writable()
     ensure_models(members, ws, data_cache, CPU)
     before = {c.run_name: (ws.model_dir(c.run_name) / "weights.npz").read_bytes() for c in members}

@@ -172,7 +172,17 @@ def training_progress(enabled: bool = True) -> Iterator["TrainingBars | PlainPro
 
 
 def model_label(config) -> str:
-    """``target mlp k0.5 (digits)``, or ``(digits, seed 2)``: what the progress names a model by."""
+    """``target mlp k0.5 (digits)``, or ``(digits, seed 2)``: what the progress names a model
+    by; for a stacked run (a list of configs) ``mlp ×50 stacked: 5 settings, target, shadow,
+    reference (digits)``."""
+    if isinstance(config, (list, tuple)):
+        group, config = config, config[0]
+        settings = len({c.defence.label for c in group})
+        roles = ", ".join(dict.fromkeys(c.role for c in group))
+        seeds = sorted({c.seed for c in group})
+        seed = f", seed{'s' if len(seeds) > 1 else ''} {','.join(map(str, seeds))}" if seeds != [0] else ""
+        return (f"{config.model.name} ×{len(group)} stacked: {settings} setting{'s' if settings > 1 else ''}, "
+                f"{roles} ({config.data.dataset}{seed})")
     seed = f", seed {config.seed}" if config.seed else ""
     return f"{config.role} {config.model.name} {config.defence.label} ({config.data.dataset}{seed})"
 

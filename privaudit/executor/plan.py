@@ -3,9 +3,10 @@
 Each job is one unit of the audit that an executor may run anywhere:
 
 * ``train:<run>``: train (or reuse) one model (a target, its shadow, its canary model, one
-  reference model), or one stacked group of reference models where the fast engine trains
-  them together (:func:`privaudit.training.stacked.stack_groups`, the same grouping a local
-  run uses, so the numbers are the same);
+  reference model), or one stacked run of small MLPs that the fast engine trains together:
+  targets, shadows, canaries and reference pools of every setting of the audit alike, where
+  they share a schedule (:func:`privaudit.training.stacked.stack_groups`, the same grouping
+  a local run uses, so the numbers are the same);
 * ``logits:<pool>``: the logits of every model of one reference pool on the pool samples
   and the population (:func:`privaudit.pools.ensure_pool`, once the pool's models exist);
 * ``attack:<target>``: every attack of one target (:func:`privaudit.attacking.attack_target`),
@@ -20,7 +21,7 @@ filesystem can ship them (:mod:`privaudit.executor.bundle`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from privaudit.attacking import AttackPlan
 from privaudit.config import RunConfig
@@ -43,10 +44,16 @@ class Job:
     def label(self) -> str:
         if self.kind == "train":
             c = self.configs[0]
-            many = (f" to {max(x.train.epochs for x in self.configs)} epochs, saved at "
-                    f"{', '.join(str(x.train.epochs) for x in self.configs)}" if self.epochs_series
-                    else f" ×{len(self.configs)}" if len(self.configs) > 1 else "")
-            return f"train {c.role} {c.model.name} {c.defence.label}{many}"
+            if self.epochs_series:
+                return (f"train {c.role} {c.model.name} {c.defence.label} to {max(x.train.epochs for x in self.configs)} "
+                        f"epochs, saved at {', '.join(str(x.train.epochs) for x in self.configs)}")
+            if len(self.configs) > 1:
+                settings = len({x.defence.label for x in self.configs})
+                if settings == 1 and len({x.role for x in self.configs}) == 1:
+                    return f"train {c.role} {c.model.name} {c.defence.label} ×{len(self.configs)}"
+                return (f"train {c.model.name} ×{len(self.configs)} stacked ({settings} setting"
+                        f"{'s' if settings > 1 else ''}: {', '.join(dict.fromkeys(x.role for x in self.configs))})")
+            return f"train {c.role} {c.model.name} {c.defence.label}"
         return self.id.replace(":", " ", 1)
 
 
@@ -69,38 +76,51 @@ def epochs_job(configs: Sequence[RunConfig]) -> Job:
 
 
 def audit_jobs(targets: Sequence[RunConfig], attacks: AttackPlan,
-               input_shape: tuple[int, int, int]) -> list[Job]:
+               data_shapes: Mapping[str, tuple[tuple[int, int, int], int]]) -> list[Job]:
     """The jobs of an audit of ``targets`` with ``attacks``, in an order that respects every
-    dependency (each job after the jobs it depends on), without duplicates."""
+    dependency (each job after the jobs it depends on), without duplicates. ``data_shapes``
+    gives each dataset's (input shape, number of samples), which decide what trains stacked:
+    every model the audit needs (targets, shadows, reference pools, canary models) is cut into
+    training runs at once, so that models of different settings share a stacked run."""
     jobs: dict[str, Job] = {}
 
     def add(job: Job) -> str:
         jobs.setdefault(job.id, job)
         return job.id
 
-    attack_ids = []
+    needs: list[tuple[RunConfig, list[RunConfig], list[RunConfig]]] = []  # (target, its models, its pool)
     for target in (t.validated() for t in targets):
-        deps = [add(train_job([target]))]
-        inputs = [_model_folder(target), f"attacks/{target.run_name}"]
+        models = [target]
         if attacks.shadow:
-            shadow = target.as_shadow().validated()
-            deps.append(add(train_job([shadow])))
-            inputs.append(_model_folder(shadow))
-        if attacks.pool_attacks:
-            recipe = target.recipe
-            members = [recipe.as_reference(attacks.pool_size, i).validated() for i in range(attacks.pool_size)]
-            groups = stack_groups(members, input_shape) or [[m] for m in members]
-            train_ids = [add(train_job(g)) for g in groups]
-            pool = pool_name(recipe, attacks.pool_size)
+            models.append(target.as_shadow().validated())
+        members = ([target.recipe.as_reference(attacks.pool_size, i).validated() for i in range(attacks.pool_size)]
+                   if attacks.pool_attacks else [])
+        models += members
+        if attacks.one_run:
+            models.append(target.recipe.as_canary().validated())
+        needs.append((target, models, members))
+
+    unique = list({c.run_name: c for _, models, _ in needs for c in models}.values())
+    job_of: dict[str, str] = {}
+    for dataset in dict.fromkeys(c.data.dataset for c in unique):
+        shape, size = data_shapes[dataset]
+        for group in stack_groups([c for c in unique if c.data.dataset == dataset], shape, size):
+            jid = add(train_job(group))
+            job_of.update((c.run_name, jid) for c in group)
+
+    attack_ids = []
+    for target, models, members in needs:
+        deps = list(dict.fromkeys(job_of[c.run_name] for c in models if c not in members))
+        inputs = [_model_folder(target), f"attacks/{target.run_name}"]
+        inputs += [_model_folder(c) for c in models[1:] if c not in members]
+        if members:
+            pool = pool_name(target.recipe, attacks.pool_size)
             pool_folder = f"attacks/{POOLS_FOLDER}/{pool}"
-            deps.append(add(Job(id=f"logits:{pool}", kind="logits", configs=(target,), deps=tuple(train_ids),
+            train_ids = tuple(dict.fromkeys(job_of[m.run_name] for m in members))
+            deps.append(add(Job(id=f"logits:{pool}", kind="logits", configs=(target,), deps=train_ids,
                                 inputs=tuple(_model_folder(m) for m in members), outputs=(pool_folder,),
                                 pool_size=attacks.pool_size)))
             inputs.append(pool_folder)
-        if attacks.one_run:
-            canary = target.recipe.as_canary().validated()
-            deps.append(add(train_job([canary])))
-            inputs.append(_model_folder(canary))
         attack_ids.append(add(Job(id=f"attack:{target.run_name}", kind="attack", configs=(target,), deps=tuple(deps),
                                   inputs=tuple(inputs), outputs=(f"attacks/{target.run_name}",), attacks=attacks)))
     add(Job(id="report", kind="report", deps=tuple(attack_ids)))

@@ -35,7 +35,7 @@ ATTACKED_COLUMNS = ["target_run", "model", "defence", "kappa", "dp", "noise_mult
                     "tpr_at_0p1pct_fpr", "eps_lower_bound", "dataset", "width"]
 
 
-def reproduce_jobs(protocol: Protocol, input_shape: tuple[int, int, int]) -> list[Job]:
+def reproduce_jobs(protocol: Protocol, input_shape: tuple[int, int, int], dataset_size: int) -> list[Job]:
     """Figure 4's train jobs, then the audit graph of every attacked target (without the
     audit's report job: the reproduction writes its own page). The epoch sweep's models of
     one recipe (each κ, seed and role) train once to the longest epoch count and are saved at
@@ -45,7 +45,8 @@ def reproduce_jobs(protocol: Protocol, input_shape: tuple[int, int, int]) -> lis
         job = train_job([cfg.validated()])
         jobs.setdefault(job.id, job)
     attacked = protocol.sweep_configs() + protocol.epoch_configs()
-    graph = [j for j in audit_jobs(attacked, AttackPlan.from_choices([PAPER_ATTACK]), input_shape)
+    shapes = {protocol.dataset: (input_shape, dataset_size)}
+    graph = [j for j in audit_jobs(attacked, AttackPlan.from_choices([PAPER_ATTACK]), shapes)
              if j.kind != "report"] if attacked else []
     series: dict[str, list[RunConfig]] = {}  # recipe without its epochs -> the models it trains
     for job in graph:
@@ -120,7 +121,8 @@ def run_reproduction(protocol: Protocol, workspace: Workspace, data: DataCache, 
                      on_job_done: Callable | None = None) -> Frames:
     """Train (or reuse) and attack every model of ``protocol``; return its numbers."""
     workspace.ensure_writable()
-    jobs = reproduce_jobs(protocol, data.get(protocol.dataset).input_shape)
+    images = data.get(protocol.dataset)
+    jobs = reproduce_jobs(protocol, images.input_shape, len(images.y))
     if on_plan:
         on_plan(jobs)
     check_reused(jobs, workspace)  # a damaged artifact stops the run before anything trains

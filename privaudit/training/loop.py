@@ -43,7 +43,7 @@ class Batch:
 
 
 Batches = Callable[[], Iterable[Batch]]  # one epoch's batches
-Step = Callable[[Batch], "tuple[torch.Tensor | float, int]"]  # (summed loss, samples it covers)
+Step = Callable[[Batch], "tuple[torch.Tensor | float, int | torch.Tensor]"]  # (summed loss, samples it covers)
 
 
 def shuffled(x: torch.Tensor, y: torch.Tensor, batch_size: int, generator: torch.Generator) -> Batches:
@@ -127,7 +127,8 @@ def run_epochs(epochs: int, batches: Batches, step: Step, *, view: Callable[[tor
             total = total + loss_sum
             count += covered
         if isinstance(total, torch.Tensor) and total.dim() == 1:  # K models trained at once
-            history.append((total / max(count, 1)).tolist())
+            covered = count.clamp(min=1) if isinstance(count, torch.Tensor) else max(count, 1)  # one count or K
+            history.append((total / covered).tolist())
             reported = sum(history[-1]) / len(history[-1])
         else:
             history.append(float(total) / max(count, 1))

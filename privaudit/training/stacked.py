@@ -1,31 +1,39 @@
-"""Many MLPs of one recipe trained at once, as one batched model.
+"""Many small MLPs trained at once, as one batched model.
 
-A reference pool is K models of the same recipe on different halves of the same samples
-(:mod:`privaudit.pools`). For small models each training step is mostly fixed cost (Python,
-kernel launches, the optimizer), so training them one after another wastes the machine.
-Here the K MLPs become one model with stacked parameters, W₁ (K, width, d), W₂ (K, C, width),
-and every step is two batched matrix products:
+An audit trains many models of few recipes: per defence setting a target, its shadow, a
+reference pool and a canary model (:mod:`privaudit.executor.plan`). For small models each
+training step is mostly fixed cost (Python, kernel launches, the optimizer), so training them
+one after another wastes the machine. Here K MLPs become one model with stacked parameters,
+W₁ (K, width, d), W₂ (K, C, width), and every step is two batched matrix products:
 
     H_k = relu(X_k W₁ₖᵀ + b₁ₖ),  Z_k = H_k W₂ₖᵀ + b₂ₖ,  loss = Σ_k mean_b CE(Z_k, y_k).
 
-Each model's gradient is the gradient of its own mean loss, and Adam acts elementwise, so
-model k follows exactly its own training run: the same initial weights (drawn from its own
-seed, as :func:`privaudit.training.trainer.train_model` does), the same shuffles and MG masks
-(from its own generator, in the same order), the same updates up to float32 summation order
-(the tests check the stacked and the one-by-one models agree).
+Each model's gradient is the gradient of its own loss, and Adam acts elementwise, so model k
+follows exactly its own training run (:func:`privaudit.training.trainer.train_model`): the
+same initial weights (from its own seed), its own members and normaliser, the same shuffles,
+Poisson batches and MG masks (from its own generator, in the same order), its own κ, and under
+DP-SGD its own clipping and its own noise stream (from its own seed, the same draws as
+:class:`~privaudit.training.dp_engine.GaussianNoise`), with its own σ. The updates agree up to
+float32 summation order (the tests check that stacked and one-by-one models agree).
 
-Memory: the pool's samples are held once, raw (float32); every batch is gathered per model
-and normalised with that model's own statistics on the fly, so K models need K small
+Which models stack (:func:`stack_key`): ``mlp`` recipes on small inputs in fp32 without
+augmentation, trained by the fast engine, grouped by everything a step shares (architecture,
+width, epochs, batch size, learning rate, weight decay, the number of members, DP-SGD or not
+and its clipping norm); κ, σ, role, seed and data placement may differ within a group. Under
+DP-SGD every model draws its own Poisson batch size, so each step pads every model's batch
+to the largest (padding rows get clip factor 0, as in the one-by-one engine).
+
+Memory: the samples are held once, raw (float32); every batch is gathered per model and
+normalised with that model's own statistics on the fly, so K models need K small
 normalisers, not K copies of the data.
-
-Only non-private ``mlp`` recipes on small inputs are stacked (:func:`can_stack`, where it
-measures faster); DP-SGD draws a different Poisson batch size for every model and step, and
-convolutional models train one by one.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -38,8 +46,10 @@ from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
+from privaudit.training.dp_engine import GhostDPSGD, dp_compute_threads
 from privaudit.training.loop import Batch, run_epochs, training_view
-from privaudit.training.trainer import EpochCallback, TrainResult, evaluate, resolve_engine, role_data, train_model
+from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, evaluate,
+                                        resolve_engine, role_data, train_model)
 
 # Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): measured on a 2-core
 # CPU with pools of 16 (benchmarks/bench_pool.py), stacking trains digits MLPs ~3x faster,
@@ -48,132 +58,334 @@ from privaudit.training.trainer import EpochCallback, TrainResult, evaluate, res
 # MKL, ~2x slower on these CPUs).
 STACK_MAX_INPUT = 1024
 STACK_MAX_MACS = 1 << 19
-STACK_GROUP = 16  # models per stacked run (memory: K batches and K Adam states at once)
+STACK_GROUP = 64  # models per stacked run at most
+STACK_MAX_PARAMETERS = 1 << 24  # K × parameters per model at most (K Adam states at once)
 
 
 def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
     """Whether models of ``cfg``'s recipe train faster stacked (module docstring)."""
     d = int(np.prod(input_shape))
-    return (cfg.model.name == "mlp" and not cfg.defence.dp and cfg.train.precision == "fp32"
-            and cfg.train.augment == "none" and d <= STACK_MAX_INPUT
-            and d * cfg.model.width <= STACK_MAX_MACS)
+    return (cfg.model.name == "mlp" and cfg.train.precision == "fp32" and cfg.train.augment == "none"
+            and (not cfg.defence.dp or cfg.defence.mechanism == "dpsgd")
+            and d <= STACK_MAX_INPUT and d * cfg.model.width <= STACK_MAX_MACS)
 
 
-def stack_groups(cfgs: Sequence[RunConfig], input_shape: tuple[int, int, int],
+@functools.lru_cache(maxsize=4096)
+def member_count(cfg: RunConfig, dataset_size: int) -> int:
+    """How many members ``cfg``'s model trains on, from the dataset's size alone."""
+    split = split_parts(dataset_size, cfg.data.part_size, cfg.data.seed)
+    idx_in, _ = member_indices(cfg.role, split, pool_size=cfg.data.pool_size, pool_index=cfg.data.pool_index,
+                               seed=cfg.data.seed)
+    return len(idx_in)
+
+
+def stack_key(cfg: RunConfig, input_shape: tuple[int, int, int], dataset_size: int) -> tuple | None:
+    """What every model of a stacked run shares (None: ``cfg`` trains on its own)."""
+    if not can_stack(cfg, input_shape):
+        return None
+    t, d = cfg.train, cfg.defence
+    return (cfg.model.name, cfg.model.width, cfg.data.dataset, cfg.data.fingerprint, t.epochs, t.batch_size, t.lr,
+            t.weight_decay, d.dp, d.max_grad_norm if d.dp else None, member_count(cfg, dataset_size))
+
+
+def stack_groups(cfgs: Sequence[RunConfig], input_shape: tuple[int, int, int], dataset_size: int,
                  engine: str | None = None) -> list[list[RunConfig]]:
-    """``cfgs`` cut into stacked runs of at most :data:`STACK_GROUP` models where the fast
-    engine and :func:`can_stack` allow stacking them; else no groups (train one by one)."""
+    """``cfgs`` cut into training runs, in first-appearance order: models of one
+    :func:`stack_key` together (at most :data:`STACK_GROUP` and
+    :data:`STACK_MAX_PARAMETERS` a run) where the fast engine stacks, every other model alone.
+    Every config lands in exactly one run."""
     cfgs = list(cfgs)
-    if len(cfgs) < 2 or resolve_engine(engine) != "fast" or not can_stack(cfgs[0], input_shape):
-        return []
-    return [cfgs[i:i + STACK_GROUP] for i in range(0, len(cfgs), STACK_GROUP)]
+    if resolve_engine(engine) != "fast":
+        return [[c] for c in cfgs]
+    by_key: dict[object, list[list[RunConfig]]] = {}
+    order: list[list[RunConfig]] = []
+    d = int(np.prod(input_shape))
+    for i, c in enumerate(cfgs):
+        key = stack_key(c, input_shape, dataset_size)
+        if key is None:
+            order.append([c])
+            continue
+        per_model = (d + 1) * c.model.width + (c.model.width + 1) * 16  # at most 16 classes, roughly
+        cap = max(1, min(STACK_GROUP, STACK_MAX_PARAMETERS // max(per_model, 1)))
+        runs = by_key.setdefault(key, [])
+        if not runs or len(runs[-1]) >= cap:
+            runs.append([])
+            order.append(runs[-1])
+        runs[-1].append(c)
+    return order
 
 
 def train_many(cfgs: Sequence[RunConfig], data: ImageData, device: torch.device | str = "cpu",
                on_start=None, on_epoch: EpochCallback | None = None,
                engine: str | None = None) -> list[TrainResult]:
-    """Train the models ``cfgs`` (reference models of one recipe): stacked, in the groups of
-    :func:`stack_groups`, where that applies, else one by one. ``on_start(config)`` is called
-    once per stacked group or per model."""
+    """Train the models ``cfgs``: stacked, in the runs of :func:`stack_groups`, where that
+    applies, else one by one; results in the order of ``cfgs``. ``on_start`` is called once
+    per run, with the config of a model trained alone or the list of a stacked run's."""
     engine = resolve_engine(engine)
-    cfgs = list(cfgs)
-    groups = stack_groups(cfgs, data.input_shape, engine)
-    if groups:
-        results: list[TrainResult] = []
-        for group in groups:
-            if on_start:
-                on_start(group[0])
-            results += train_stacked(group, data, device, on_epoch=on_epoch)
-        return results
-    out = []
-    for c in cfgs:
+    cfgs = [c.validated() for c in cfgs]
+    results: dict[str, TrainResult] = {}
+    for group in stack_groups(cfgs, data.input_shape, len(data.y), engine):
         if on_start:
-            on_start(c)
-        out.append(train_model(c, data, device, on_epoch=on_epoch, engine=engine))
-    return out
+            on_start(group if len(group) > 1 else group[0])
+        trained = (train_stacked(group, data, device, on_epoch=on_epoch) if len(group) > 1
+                   else [train_model(group[0], data, device, on_epoch=on_epoch, engine=engine)])
+        results.update((c.run_name, r) for c, r in zip(group, trained))
+    return [results[c.run_name] for c in cfgs]
 
 
-def _check_same_recipe(cfgs: Sequence[RunConfig]) -> None:
-    recipes = {c.recipe.config_hash for c in cfgs}
-    if len(recipes) != 1 or any(c.role != "reference" for c in cfgs):
-        raise ValueError("stacked training needs reference models of one recipe")
+def _check_stackable(cfgs: Sequence[RunConfig], data: ImageData) -> None:
+    keys = {stack_key(c, data.input_shape, len(data.y)) for c in cfgs}
+    if len(keys) != 1 or None in keys:
+        raise ValueError("stacked training needs small fp32 MLPs sharing architecture, training schedule, "
+                         "member count and DP-SGD or not (privaudit.training.stacked.stack_key)")
+
+
+class _Stack:
+    """What a stacked run holds per model: members (positions in the dataset), normaliser,
+    initial model, generators; and the stacked parameters, in the layouts whose batched products
+    need no copies of the (K, b, width) activations: W₁ᵀ (K, d, width), b₁ (K, width),
+    W₂ (K, C, width), b₂ (K, C)."""
+
+    def __init__(self, cfgs: Sequence[RunConfig], data: ImageData, device: torch.device):
+        split = split_parts(len(data.y), cfgs[0].data.part_size, cfgs[0].data.seed)
+        self.members, self.norms, self.models, self.gens, self.noise_seeds = [], [], [], [], []
+        for c in cfgs:
+            if c.data.seed != cfgs[0].data.seed or c.data.part_size != cfgs[0].data.part_size:
+                split = split_parts(len(data.y), c.data.part_size, c.data.seed)
+            idx_in, _ = member_indices(c.role, split, pool_size=c.data.pool_size, pool_index=c.data.pool_index,
+                                       seed=c.data.seed)
+            self.members.append(torch.from_numpy(np.asarray(idx_in, dtype=np.int64)).to(device))
+            self.norms.append(Normaliser.fit(data.x[idx_in]))
+            member = [c.data.pool_index] if c.role == "reference" else []  # as train_model seeds them
+            with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
+                torch.manual_seed(derive_seed(c.seed, c.role, "train", *member))
+                self.models.append(build_model(c.model.name, data.input_shape, data.num_classes, width=c.model.width,
+                                               dp=c.defence.dp))
+            self.gens.append(generator(derive_seed(c.seed, c.role, "mask", *member), device))
+            self.noise_seeds.append(derive_seed(c.seed, c.role, "dp-noise", *member))
+        self.x = torch.from_numpy(data.x.reshape(len(data.y), -1).astype(np.float32)).to(device)  # raw, once
+        self.y = torch.from_numpy(data.y).to(device)
+        self.mean = torch.stack([torch.from_numpy(nz.mean.reshape(-1)) for nz in self.norms]).to(device)[:, None, :]
+        self.std = torch.stack([torch.from_numpy(nz.std.reshape(-1)) for nz in self.norms]).to(device)[:, None, :]
+        self.dense = [[layer for layer in m if isinstance(layer, nn.Linear)] for m in self.models]  # [K][2]
+        if any(len(d) != 2 for d in self.dense):
+            raise ValueError("stacked training needs MLPs of exactly two dense layers")
+        with torch.no_grad():
+            self.params = [torch.stack([d[0].weight.t() for d in self.dense]).contiguous().to(device),
+                           *(torch.stack([getattr(d[i], a) for d in self.dense]).to(device)
+                             for i, a in ((0, "bias"), (1, "weight"), (1, "bias")))]
+
+    def inputs(self, pos: torch.Tensor) -> torch.Tensor:
+        """Normalised inputs (K, b, d) of dataset positions ``pos`` (K, b), each model's own way."""
+        return (self.x[pos] - self.mean) / self.std
+
+    def row_gradients(self, x: torch.Tensor, y: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Forward and backward by hand for every row of every model: per-row losses ℓ (K, b),
+        hidden activations h (K, b, width), and the per-row output gradients of the two layers,
+        ∂ℓ/∂(x W₁ᵀ + b₁) = (W₂ᵀ-product of s − onehot(y)) ⊙ 1[h > 0] and ∂ℓ/∂z = s − onehot(y),
+        with s = softmax(z)."""
+        w1t, b1, w2, b2 = self.params
+        h = torch.baddbmm(b1.unsqueeze(1), x, w1t).clamp_min_(0.0)
+        z = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2))
+        log_p = torch.log_softmax(z, dim=2)
+        losses = -log_p.gather(2, y.unsqueeze(2)).squeeze(2)
+        g_z = log_p.exp_()
+        g_z.scatter_add_(2, y.unsqueeze(2), torch.full_like(losses, -1.0).unsqueeze(2))
+        g_pre = torch.ops.aten.threshold_backward(torch.bmm(g_z, w2), h, 0.0)  # relu's backward, one pass
+        return losses, h, g_pre, g_z
+
+    def set_gradients(self, x: torch.Tensor, h: torch.Tensor, c_pre: torch.Tensor, c_z: torch.Tensor) -> None:
+        """``.grad`` of the stacked parameters from weighted per-row output gradients:
+        Σ_i x_i c_pre,i ᵀ, Σ_i c_pre,i, Σ_i h_i c_z,i ᵀ, Σ_i c_z,i (one batched product each)."""
+        grads = (torch.bmm(x.transpose(1, 2), c_pre), c_pre.sum(1), torch.bmm(c_z.transpose(1, 2), h), c_z.sum(1))
+        for p, g in zip(self.params, grads):
+            p.grad = g
+
+    def results(self, cfgs: Sequence[RunConfig], data: ImageData, device: torch.device, histories: list,
+                seconds: float, extra: Sequence[dict]) -> list[TrainResult]:
+        out = []
+        w1t, b1, w2, b2 = self.params
+        for k, (c, model) in enumerate(zip(cfgs, self.models)):
+            (l1, l2) = self.dense[k]
+            with torch.no_grad():
+                for target, value in ((l1.weight, w1t[k].t()), (l1.bias, b1[k]), (l2.weight, w2[k]),
+                                      (l2.bias, b2[k])):
+                    target.copy_(value)
+            metrics = evaluate(model.to(device), role_data(c, data, device, normaliser=self.norms[k]))
+            metrics.update(train_seconds=seconds, engine="fast", stacked_models=len(cfgs), **extra[k])
+            out.append(TrainResult(model.cpu(), self.norms[k], metrics, histories[k]))
+        return out
 
 
 def train_stacked(cfgs: Sequence[RunConfig], data: ImageData, device: torch.device | str = "cpu",
                   on_epoch: EpochCallback | None = None) -> list[TrainResult]:
-    """Train the reference MLPs ``cfgs`` (one recipe, different pool indices) together.
+    """Train the MLPs ``cfgs`` (one :func:`stack_key`) together.
 
     Returns one :class:`TrainResult` per config, in order, with the same metrics as
     :func:`train_model` (``train_seconds`` is the shared wall time divided by K).
     """
-    _check_same_recipe(cfgs)
+    cfgs = [c.validated() for c in cfgs]
+    _check_stackable(cfgs, data)
     device = torch.device(device)
-    cfg0 = cfgs[0]
     t0 = time.perf_counter()
-    k_models = len(cfgs)
-    split = split_parts(len(data.y), cfg0.data.part_size, cfg0.data.seed)
-    pool_idx = split.pool
-    position = {int(i): p for p, i in enumerate(pool_idx)}
-    members, norms = [], []
-    for c in cfgs:
-        idx_in, _ = member_indices(c.role, split, pool_size=c.data.pool_size,
-                                   pool_index=c.data.pool_index, seed=c.data.seed)
-        members.append(torch.tensor([position[int(i)] for i in idx_in], device=device))
-        norms.append(Normaliser.fit(data.x[idx_in]))
-    n = len(members[0])
-    if any(len(m) != n for m in members):
-        raise ValueError("stacked models need member sets of one size")
-    x_raw = torch.from_numpy(data.x[pool_idx].reshape(len(pool_idx), -1).astype(np.float32)).to(device)
-    y_pool = torch.from_numpy(data.y[pool_idx]).to(device)
-    member_pos = torch.stack(members)                                    # (K, n)
-    mean = torch.stack([torch.from_numpy(nz.mean.reshape(-1)) for nz in norms]).to(device)[:, None, :]
-    std = torch.stack([torch.from_numpy(nz.std.reshape(-1)) for nz in norms]).to(device)[:, None, :]
+    st = _Stack(cfgs, data, device)
+    train = (_train_dp if cfgs[0].defence.dp else _train_plain)
+    histories, extra = train(cfgs, st, device, on_epoch)
+    return st.results(cfgs, data, device, histories, (time.perf_counter() - t0) / len(cfgs), extra)
 
-    models, gens = [], []
-    for c in cfgs:
-        member = [c.data.pool_index]
-        with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
-            torch.manual_seed(derive_seed(c.seed, c.role, "train", *member))
-            models.append(build_model(c.model.name, data.input_shape, data.num_classes, width=c.model.width))
-        gens.append(generator(derive_seed(c.seed, c.role, "mask", *member), device))
-    dense = [[layer for layer in m if isinstance(layer, nn.Linear)] for m in models]  # [K][2]
-    if any(len(d) != 2 for d in dense):
-        raise ValueError("stacked training needs MLPs of exactly two dense layers")
-    params = [nn.Parameter(torch.stack([getattr(d[i], a).detach() for d in dense]).to(device))
-              for i in range(2) for a in ("weight", "bias")]
-    w1, b1, w2, b2 = params
-    opt = torch.optim.Adam(params, lr=cfg0.train.lr, weight_decay=cfg0.train.weight_decay,
-                           **({"fused": True} if device.type in ("cpu", "cuda") else {}))
-    bs, kappa = cfg0.train.batch_size, cfg0.defence.kappa
+
+def _adam(params: list[torch.Tensor], cfg: RunConfig, device: torch.device) -> torch.optim.Optimizer:
+    """Adam over the stacked parameters (elementwise, so each model's slice follows its own
+    Adam), fused as the one-by-one fast engine's."""
+    return torch.optim.Adam(params, lr=cfg.train.lr, weight_decay=cfg.train.weight_decay,
+                            **({"fused": True} if device.type in ("cpu", "cuda") else {}))
+
+
+def _views(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device):
+    """Each model's training view of its rows (K, b, d): its MG mask 1 + κ_k ε from its own
+    generator (the draws :func:`~privaudit.training.mg_noise.mg_mask` makes, written into one
+    buffer), none for κ = 0."""
+    noisy = [(k, g) for k, (c, g) in enumerate(zip(cfgs, st.gens)) if c.defence.kappa]
+    kappas = torch.tensor([c.defence.kappa for c in cfgs], dtype=torch.float32, device=device)[:, None, None]
+
+    def view(xb: torch.Tensor) -> torch.Tensor:
+        if not noisy:
+            return xb
+        eps = torch.zeros_like(xb)
+        for k, g in noisy:
+            eps[k].normal_(0.0, 1.0, generator=g)
+        return xb * eps.mul_(kappas).add_(1.0)
+
+    return view
+
+
+def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
+                 on_epoch: EpochCallback | None) -> tuple[list, list[dict]]:
+    """Adam on each model's mean cross-entropy over its own shuffled full passes."""
+    k_models, c0 = len(cfgs), cfgs[0]
+    member_pos = torch.stack(st.members)                                        # (K, n)
+    n, bs = member_pos.shape[1], c0.train.batch_size
+    opt = _adam(st.params, c0, device)
 
     def batches() -> Iterator[Batch]:  # K models' shuffles, each from its own generator
-        perms = torch.stack([torch.randperm(n, generator=g, device=device) for g in gens])
+        perms = torch.stack([torch.randperm(n, generator=g, device=device) for g in st.gens])
         for start in range(0, n, bs):
-            pos = member_pos.gather(1, perms[:, start:start + bs])          # (K, b)
-            yield Batch((x_raw[pos] - mean) / std, y_pool[pos], pos.shape[1])  # (K, b, d), normalised
-
-    def view(xb: torch.Tensor) -> torch.Tensor:  # each model's mask from its own generator
-        return torch.stack([training_view(xb[k], kappa, g) for k, g in enumerate(gens)]) if kappa else xb
+            pos = member_pos.gather(1, perms[:, start:start + bs])               # (K, b)
+            yield Batch(st.inputs(pos), st.y[pos], pos.shape[1])
 
     def step(batch: Batch) -> tuple[torch.Tensor, int]:
-        h = torch.relu(torch.baddbmm(b1.unsqueeze(1), batch.x, w1.transpose(1, 2)))
-        z = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2))
-        losses = F.cross_entropy(z.reshape(-1, z.shape[-1]), batch.y.reshape(-1),
-                                 reduction="none").view(k_models, -1).mean(1)
-        opt.zero_grad(set_to_none=True)
-        losses.sum().backward()
+        losses, h, g_pre, g_z = st.row_gradients(batch.x, batch.y)
+        scale = 1.0 / batch.size                                                # each model's mean loss
+        st.set_gradients(batch.x, h, g_pre.mul_(scale), g_z.mul_(scale))
         opt.step()
-        return losses.detach() * batch.size, batch.size
+        return losses.detach().sum(1), batch.size
 
-    per_epoch = run_epochs(cfg0.train.epochs, batches, step, view=view, on_epoch=on_epoch)  # [epoch][K]
-    histories = [[float(epoch[k]) for epoch in per_epoch] for k in range(k_models)]
-    seconds = (time.perf_counter() - t0) / k_models
-    results = []
-    for k, (c, model) in enumerate(zip(cfgs, models)):
-        with torch.no_grad():
-            for target, stacked in zip((p for layer in dense[k] for p in (layer.weight, layer.bias)), params):
-                target.copy_(stacked[k])
-        metrics = evaluate(model.to(device), role_data(c, data, device, normaliser=norms[k]))
-        metrics.update(train_seconds=seconds, engine="fast", stacked_models=k_models)
-        results.append(TrainResult(model.cpu(), norms[k], metrics, histories[k]))
-    return results
+    per_epoch = run_epochs(c0.train.epochs, batches, step, view=_views(cfgs, st, device), on_epoch=on_epoch)  # [epoch][K]
+    return [[float(epoch[k]) for epoch in per_epoch] for k in range(k_models)], [{} for _ in cfgs]
+
+
+class _StackedNoise:
+    """K models' DP noise, N(0, 1) blocks of ``numel`` per step, model k's from its own
+    generator (exactly :class:`~privaudit.training.dp_engine.GaussianNoise`'s draws; zeros
+    for a model without a generator, σ = 0). On the CPU the next step's blocks are drawn in a
+    background thread while the step computes, into one of two reused buffers (K, numel)."""
+
+    def __init__(self, gens: list, numel: int, device: torch.device):
+        self.gens = gens
+        self.buffers = [torch.zeros(len(gens), numel, device=device) for _ in range(2)]
+        self.index = 0
+        self.pool = ThreadPoolExecutor(1) if device.type == "cpu" else None
+        self.next = self.pool.submit(self._fill, 0) if self.pool else None
+
+    def _fill(self, i: int) -> torch.Tensor:
+        for row, g in zip(self.buffers[i], self.gens):
+            if g is not None:
+                row.normal_(0.0, 1.0, generator=g)
+        return self.buffers[i]
+
+    def draw(self) -> torch.Tensor:
+        """This step's blocks (K, numel), valid until the next call."""
+        if self.pool is None:
+            return self._fill(0)
+        block = self.next.result()
+        self.index ^= 1
+        self.next = self.pool.submit(self._fill, self.index)
+        return block
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.next.result()
+            self.pool.shutdown()
+            self.pool = None
+
+
+def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
+              on_epoch: EpochCallback | None) -> tuple[list, list[dict]]:
+    """DP-SGD as :class:`GhostDPSGD` does it for one MLP, for K at once: per model a Poisson
+    batch (its own generator), padded as the one-by-one engine pads it, masked, then padded
+    again to the step's largest; ghost norms ‖a_i‖²‖b_i‖² + ‖b_i‖² per layer; clip factors
+    min(1, C/(‖g_i‖+1e-6))/E|B|, 0 on padding; the clipped sums as batched products; each
+    model's noise σ_k C/E|B| from its own stream, in the engine's layout (W₁, b₁, W₂, b₂)."""
+    k_models, c0 = len(cfgs), cfgs[0]
+    n = len(st.members[0])
+    schedules = [dp_schedule(c, n) for c in cfgs]           # (q, steps an epoch, σ, calibrated with)
+    q, per_epoch = schedules[0][0], schedules[0][1]
+    clip = float(c0.defence.max_grad_norm)
+    scale = 1.0 / max(int(n * q), 1)                         # 1 / E|B|, Opacus's ⌊nq⌋
+    stds = [s[2] * clip * scale for s in schedules]
+    std = torch.tensor(stds, device=device)
+    numel = sum(p[0].numel() for p in st.params)
+    noises = _StackedNoise([generator(seed, device) if s > 0 else None for seed, s in zip(st.noise_seeds, stds)],
+                           numel, device)
+    layouts = [tuple(p.shape[1:][::-1]) for p in st.params[:1]] + [tuple(p.shape[1:]) for p in st.params[1:]]
+    opt = _adam(st.params, c0, device)
+    views = [(c.defence.kappa, g) for c, g in zip(cfgs, st.gens)]
+    pad = GhostDPSGD.padded_size
+
+    def batches() -> Iterator[Batch]:
+        for _ in range(per_epoch):
+            rows, sizes = [], []
+            for k, (kappa, g) in enumerate(views):  # per model: draw, pad as one by one, mask
+                idx = (torch.rand(n, generator=g, device=device) < q).nonzero().squeeze(1)
+                size = len(idx)
+                if size:
+                    idx = torch.cat([idx, idx.new_zeros(pad(size) - size)])
+                pos = st.members[k][idx]
+                x = (st.x[pos] - st.mean[k]) / st.std[k]
+                rows.append((training_view(x, kappa, g), st.y[pos]))
+                sizes.append(size)
+            width = max(len(y) for _, y in rows)
+            x = torch.zeros(k_models, width, st.x.shape[1], device=device)
+            y = torch.zeros(k_models, width, dtype=st.y.dtype, device=device)
+            for k, (xk, yk) in enumerate(rows):
+                x[k, :len(yk)], y[k, :len(yk)] = xk, yk
+            yield Batch(x, y, sizes)  # type: ignore[arg-type]  # sizes per model
+
+    def step(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        sizes = torch.tensor(batch.size, device=device)
+        real = torch.arange(batch.x.shape[1], device=device)[None, :] < sizes[:, None]   # (K, P)
+        losses, h, g_pre, g_z = st.row_gradients(batch.x, batch.y)
+        pre_sq, z_sq, x_sq, h_sq = (torch.linalg.vector_norm(t, dim=2).square_() for t in (g_pre, g_z, batch.x, h))
+        sq = x_sq * pre_sq + pre_sq + h_sq * z_sq + z_sq                             # ghost norms²
+        factor = (clip / (sq.sqrt() + 1e-6)).clamp_(max=1.0).mul_(scale) * real      # (K, P)
+        st.set_gradients(batch.x, h, g_pre.mul_(factor[..., None]), g_z.mul_(factor[..., None]))
+        noise = noises.draw().mul_(std[:, None])
+        offset = 0
+        for p, shape in zip(st.params, layouts):  # the engine's layout: W₁ (width, d), b₁, W₂ (C, width), b₂
+            size = math.prod(shape)
+            block = noise[:, offset:offset + size].view(k_models, *shape)
+            p.grad.add_(block.transpose(1, 2) if p is st.params[0] else block)  # W₁ is held transposed
+            offset += size
+        opt.step()
+        return (losses.detach() * real).sum(1), sizes
+
+    try:
+        with dp_compute_threads(device):
+            per_epoch_loss = run_epochs(c0.train.epochs, batches, step, on_epoch=on_epoch)  # masks drawn in batches()
+    finally:
+        noises.close()
+    histories = [[float(epoch[k]) for epoch in per_epoch_loss] for k in range(k_models)]
+    extra = [dp_metrics(c, n, sigma, q, [(sigma, q, steps * c.train.epochs)], calibrated)
+             for c, (q, steps, sigma, calibrated) in zip(cfgs, schedules)]
+    return histories, extra

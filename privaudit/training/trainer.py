@@ -361,7 +361,7 @@ def _train_convex(cfg: RunConfig, model: nn.Module, rd: RoleData, g: torch.Gener
     }
 
 
-def _dp_schedule(cfg: RunConfig, n: int) -> tuple[float, int, float, str | None]:
+def dp_schedule(cfg: RunConfig, n: int) -> tuple[float, int, float, str | None]:
     """Poisson rate q = 1/⌈n/batch⌉ (Opacus's, from the loader length), steps an epoch
     ⌈n/batch⌉, σ (given or calibrated to the target ε) and the accountant calibration used."""
     per_epoch = -(-n // cfg.train.batch_size)
@@ -374,7 +374,7 @@ def _dp_schedule(cfg: RunConfig, n: int) -> tuple[float, int, float, str | None]
     return sample_rate, per_epoch, sigma, calibrated_with
 
 
-def _dp_metrics(cfg: RunConfig, n: int, sigma: float, sample_rate: float,
+def dp_metrics(cfg: RunConfig, n: int, sigma: float, sample_rate: float,
                 history: list[tuple[float, float, int]], calibrated_with: str | None) -> dict:
     d = cfg.defence
     epsilon, accountant = epsilon_from_history(history, d.delta, calibrated_with)
@@ -395,7 +395,7 @@ def _train_ghost_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.
                        g_aug: torch.Generator | None = None) -> tuple[list[float], dict]:
     """DP-SGD with :class:`GhostDPSGD`: Poisson batches drawn from the in-memory members."""
     n = len(rd.y_in)
-    sample_rate, per_epoch, sigma, calibrated_with = _dp_schedule(cfg, n)
+    sample_rate, per_epoch, sigma, calibrated_with = dp_schedule(cfg, n)
     noise = GaussianNoise(noise_seed, rd.x_in.device)
     dp = GhostDPSGD(model, cfg.defence.max_grad_norm, sigma, int(n * sample_rate), noise)
 
@@ -412,7 +412,7 @@ def _train_ghost_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.
         noise.close()
     model.eval()
     accountant_history = [(sigma, sample_rate, per_epoch * cfg.train.epochs)]
-    return history, _dp_metrics(cfg, n, sigma, sample_rate, accountant_history, calibrated_with)
+    return history, dp_metrics(cfg, n, sigma, sample_rate, accountant_history, calibrated_with)
 
 
 def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
@@ -424,7 +424,7 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
     n = len(rd.y_in)
     loader = DataLoader(TensorDataset(rd.x_in, rd.y_in), batch_size=cfg.train.batch_size)
     # Opacus's Poisson rate is 1/len(loader) and its sampler runs len(loader) steps an epoch.
-    sample_rate, _, sigma, calibrated_with = _dp_schedule(cfg, n)
+    sample_rate, _, sigma, calibrated_with = dp_schedule(cfg, n)
     assert abs(sample_rate - 1.0 / len(loader)) < 1e-15
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Opacus warns that its secure RNG is off (seeded runs)
@@ -448,7 +448,7 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
                              on_epoch=on_epoch, before_epoch=dp_model.train)
     accountant_history = list(engine.accountant.history)
     dp_model.eval()
-    metrics = _dp_metrics(cfg, n, sigma, sample_rate, accountant_history, calibrated_with)
+    metrics = dp_metrics(cfg, n, sigma, sample_rate, accountant_history, calibrated_with)
     # Opacus wraps the model; the parameters are shared, so ``model`` holds the trained weights.
     if hasattr(dp_model, "_close"):
         dp_model._close()
