@@ -25,11 +25,10 @@ mechanism is not (ε', δ)-DP for any ε' below the returned value".
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
-from scipy.stats import beta, binom
-from sklearn.metrics import roc_curve
+from scipy.special import betaincinv, expit
+from scipy.stats import binom
 
-from privaudit.metrics import check_scores as _check
+from privaudit.metrics import check_scores as _check, roc_points
 
 
 def _check_confidence(confidence: float) -> float:
@@ -55,7 +54,7 @@ def _counts(k, n) -> tuple[np.ndarray, np.ndarray]:
 def _cp_lower(k: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
     """One-sided Clopper–Pearson lower bound: P[p >= bound] >= level; 0 when k = 0."""
     safe_k = np.maximum(k, 1.0)
-    return np.where(k == 0, 0.0, beta.ppf(1.0 - level, safe_k, n - safe_k + 1.0))
+    return np.where(k == 0, 0.0, betaincinv(safe_k, n - safe_k + 1.0, 1.0 - level))
 
 
 def _cp_upper(k: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
@@ -65,7 +64,7 @@ def _cp_upper(k: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
     finite n (k = 0 gives 1 − (1 − level)^(1/n)).
     """
     safe_k = np.minimum(k, n - 1.0)
-    return np.where(k == n, 1.0, beta.ppf(level, safe_k + 1.0, n - safe_k))
+    return np.where(k == n, 1.0, betaincinv(safe_k + 1.0, n - safe_k, level))
 
 
 def clopper_pearson(k, n, confidence: float = 0.95):
@@ -102,7 +101,7 @@ def tpr_at_fpr_with_ci(labels: np.ndarray, scores: np.ndarray, max_fpr: float, c
     """
     labels, scores = _check(labels, scores)
     confidence = _check_confidence(confidence)
-    fpr, tpr, thresholds = roc_curve(labels, scores, drop_intermediate=False)
+    fpr, tpr, thresholds = roc_points(labels, scores)
     allowed = np.flatnonzero(fpr <= max_fpr + 1e-12)
     best = allowed[np.argmax(tpr[allowed])]  # first maximum = smallest FPR (fpr is sorted)
     n_pos = int(labels.sum())

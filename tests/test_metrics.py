@@ -137,6 +137,36 @@ def test_tpr_at_fpr_and_auc_match_slow_references(seed, n, ties):
     assert np.array(sorted(zip(fpr, tpr))) == pytest.approx(np.array(sorted(slow_points)))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_roc_points_and_auc_equal_scikit_learn(seed):
+    """privaudit's own ROC curve is scikit-learn's ``roc_curve(drop_intermediate=False)`` bit
+    for bit, its AUC ``roc_auc_score`` to float rounding, with and without ties, and the
+    Clopper–Pearson bounds through ``betaincinv`` equal scipy's ``beta.ppf``."""
+    from scipy.stats import beta
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    from privaudit.empirical import _cp_lower, _cp_upper
+    from privaudit.metrics import auc_score, roc_points
+
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        n = int(rng.integers(2, 500))
+        labels = rng.integers(0, 2, n)
+        labels[:2] = [0, 1]
+        scores = np.round(labels * 0.5 + rng.normal(0, 1, n), int(rng.integers(0, 3)))  # many ties at 0 decimals
+        expected = roc_curve(labels, scores, drop_intermediate=False)
+        for ours, theirs in zip(roc_points(labels, scores.astype(np.float64)), expected):
+            assert np.array_equal(ours, theirs)
+        assert auc_score(labels, scores) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    n = rng.integers(1, 3000, 200).astype(float)
+    k = np.floor(rng.random(200) * (n + 1))
+    for level in (0.95, 0.975):
+        safe = np.minimum(k, n - 1)
+        assert np.array_equal(_cp_upper(k, n, level), np.where(k == n, 1.0, beta.ppf(level, safe + 1, n - safe)))
+        safe = np.maximum(k, 1)
+        assert np.array_equal(_cp_lower(k, n, level), np.where(k == 0, 0.0, beta.ppf(1 - level, safe, n - safe + 1)))
+
+
 def test_tpr_at_fpr_below_the_resolution_is_tpr_at_zero_false_positives():
     # 4 non-members: the smallest non-zero FPR is 1/4, so max_fpr = 0.1 means FPR = 0
     labels = np.array([1, 1, 1, 0, 0, 0, 0])

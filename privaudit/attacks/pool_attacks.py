@@ -211,13 +211,13 @@ def exposure(labels01: np.ndarray, scores: np.ndarray, classes: np.ndarray, samp
              top: int = 10) -> dict:
     """Which classes and samples an attack exposes most: per-class AUC (members vs
     non-members of that class) and the ``top`` members with the highest scores."""
-    from sklearn.metrics import roc_auc_score
+    from privaudit.metrics import auc_score
 
     per_class = {}
     for c in np.unique(classes):
         sel = classes == c
         if 0 < labels01[sel].sum() < sel.sum():
-            per_class[int(c)] = float(roc_auc_score(labels01[sel], scores[sel]))
+            per_class[int(c)] = auc_score(labels01[sel], scores[sel])
     members = np.flatnonzero(labels01 == 1)
     order = members[np.argsort(-scores[members], kind="stable")[:top]]
     return {"per_class_auc": per_class,

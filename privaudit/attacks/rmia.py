@@ -36,7 +36,8 @@ Scores are in [0, 1], higher = more likely a member.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
+
+from privaudit.metrics import auc_score
 
 # Pr(·) is floored here so that a sample every OUT model gives probability 0 (softmax
 # underflow) yields a huge but finite likelihood ratio instead of a division by zero.
@@ -158,7 +159,7 @@ def calibrate_a(
       - ``p_ref_z_by_model`` (M, Z), all M models' probabilities on population samples that
         no model trained on, when given.
     Samples with no OUT model among the references are left out of that simulation. The
-    AUC (scikit-learn's ``roc_auc_score``) of :func:`rmia_scores` with every candidate a is
+    AUC (:func:`privaudit.metrics.auc_score`, scikit-learn's ``roc_auc_score``) of :func:`rmia_scores` with every candidate a is
     averaged over pseudo-targets, and the a with the largest mean AUC is returned (the
     smallest such a on ties).
 
@@ -216,7 +217,7 @@ def calibrate_a(
             z_t, z_ref, z_keep = pop[j], pop[others], None
         for g, a in enumerate(grid):
             s = rmia_scores(x_t, x_ref, z_t, z_ref, a=float(a), gamma=gamma, ref_keep_x=x_keep, ref_keep_z=z_keep)
-            auc_sum[g] += roc_auc_score(labels, s)
+            auc_sum[g] += auc_score(labels, s)
         used += 1
     if used == 0:
         raise ValueError("no pseudo-target has both members and non-members among usable samples")
