@@ -15,12 +15,12 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import (bench_audit, bench_commands, bench_dpsgd, bench_executor, bench_inference, bench_pool,
+from benchmarks import (bench_audit, bench_commands, bench_digits, bench_dpsgd, bench_executor, bench_inference, bench_pool,
                         bench_precision, bench_scoring, bench_startup, bench_training)
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from privaudit.atomic import write_json, write_text
 
-BENCHMARKS = ("startup", "commands", "training", "inference", "dpsgd", "pool", "audit", "scoring", "precision",
+BENCHMARKS = ("startup", "commands", "digits", "training", "inference", "dpsgd", "pool", "audit", "scoring", "precision",
               "executor")
 
 
@@ -64,6 +64,14 @@ def targets(rows: list[dict]) -> list[dict]:
                         and x["side"] == "plain loop")
             add(f"{r['model']} train fixed cost vs plain script + 2 s", r["fixed_seconds"] - loop["fixed_seconds"],
                 "≤ 2 s", r["fixed_seconds"] - loop["fixed_seconds"] <= 2.0)
+        if b == "commands" and r["side"] == "privaudit DP-SGD":
+            plain = next(x for x in rows if x["benchmark"] == "commands" and x["model"] == r["model"]
+                         and x["side"] == "privaudit")
+            ratio = plain["per_epoch_seconds"] / r["per_epoch_seconds"] if r["per_epoch_seconds"] > 0 else None
+            if r["model"] == "mlp" and ratio is not None:
+                add("mlp train --dp per epoch vs non-private", ratio, "≥ 0.5×", ratio >= 0.5)
+        if b == "digits" and r["side"] == "current" and not r["quick"]:
+            add("digits audit wall (best)", r["wall_seconds"], "≤ 20 s", r["wall_seconds"] <= 20)
         if b == "scoring":
             add(f"scoring {r['samples']:,} × {r['models']} (all attacks)", r["privaudit_seconds_all_attacks"],
                 "< 5 s", r["privaudit_seconds_all_attacks"] < 5)
@@ -142,6 +150,13 @@ def table(result: dict) -> str:
                       f"{r['overhead_per_job_seconds']:.2f} s per job), Ray with 1 CPU per job "
                       f"{r['ray_1cpu_per_job_seconds']:.1f} s; identical tables: "
                       f"{'yes' if r['identical_tables'] else 'NO'}.", ""]
+        if r["benchmark"] == "digits":
+            phases = ", ".join(f"{k} {v:.1f} s" for k, v in r["phase_seconds"].items())
+            diff = r.get("differences_from_baseline")
+            same = ("" if diff is None else "; table against the baseline's, largest |difference|: "
+                    + ", ".join(f"{k} {v:.2g}" for k, v in diff.items()))
+            lines += [f"`privaudit audit --dataset digits` ({r['side']}, {r['revision']}, best of {r['rounds']}): "
+                      f"{r['wall_seconds']:.1f} s wall — {phases}{same}.", ""]
         if r["benchmark"] == "audit":
             shares = ", ".join(f"{k} {100 * v:.0f} %" for k, v in r["phase_shares"].items())
             lines += [f"Audit end to end (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "
@@ -174,6 +189,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks that the suite runs (seconds)")
     p.add_argument("--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of {','.join(BENCHMARKS)}")
+    p.add_argument("--baseline", help="git revision to run the digits audit of beside the working tree's "
+                                       "(e.g. the commit before a speed-up)")
     p.add_argument("--out", default="benchmarks/results", help="folder for results.json and results.md")
     args = p.parse_args(argv)
     chosen = [b.strip() for b in args.only.split(",") if b.strip()]
@@ -195,6 +212,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows += bench_training.run(data, source, root, device, peak["peak"], args.quick)
             elif name == "commands":
                 rows += bench_commands.run(root, source, args.quick)
+            elif name == "digits":
+                rows += bench_digits.run(args.baseline, args.quick)
             elif name == "inference":
                 rows += bench_inference.run(data, source, device, args.quick)
             elif name == "dpsgd":

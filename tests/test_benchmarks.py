@@ -52,3 +52,26 @@ def test_quick_commands_benchmark_fits_fixed_and_per_epoch_costs(tmp_path):
         assert lo > 0 and hi > 0
         assert abs(r["fixed_seconds"] + r["per_epoch_seconds"] * r["epochs"][0] - lo) < 1e-9
     assert any(t["target"] == "mlp train fixed cost vs plain script + 2 s" for t in result["targets"])
+
+
+def test_quick_digits_audit_benchmark_beside_a_baseline_revision(tmp_path):
+    """The main command timed from outside beside a git revision run from its own worktree:
+    with the committed code as the baseline, both sides give the same table to the last digit
+    (fresh processes, same seeds), and the worktree is removed afterwards."""
+    out = tmp_path / "results"
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--device", "cpu", "--only", "digits",
+                           "--baseline", head, "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    current = next(r for r in rows if r["side"] == "current")
+    baseline = next(r for r in rows if r["side"] == "baseline")
+    assert baseline["revision"] == head and current["wall_seconds"] > 0 and baseline["wall_seconds"] > 0
+    assert {"train", "attack", "report"} <= set(current["phase_seconds"])
+    diffs = current["differences_from_baseline"]
+    assert diffs["rows_only_in_one"] == 0 and diffs["auc"] == 0 and diffs["test_accuracy"] == 0
+    assert all(v == 0 for v in diffs.values()), diffs
+    worktrees = subprocess.run(["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert str(tmp_path) not in worktrees and "privaudit-bench" not in worktrees
+    assert "privaudit audit --dataset digits" in (out / "results.md").read_text()
