@@ -112,6 +112,7 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
     run's numbers depend on its members, so after an interruption the missing models come out
     bit for bit as an uninterrupted run makes them (``test_kill_9_…`` checks the table)."""
     configs = [c.validated() for c in configs]
+    trained: set[str] = set()
     if not all(workspace.has_model(c) for c in configs):
         images = data.images(configs[0])
         for group in stack_groups(configs, images.input_shape, len(images.y)):
@@ -130,7 +131,9 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
                 for config, result in zip(group, results):
                     if config.run_name in missing:
                         save_trained(workspace, config, result, device, seconds)
-    return [ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs]
+                trained |= missing
+    return [replace(r, reused=r.name not in trained)
+            for r in (ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs)]
 
 
 def epoch_series(configs: list[RunConfig]) -> bool:

@@ -62,8 +62,10 @@ def _model_folder(cfg: RunConfig) -> str:
 
 
 def train_job(configs: Sequence[RunConfig]) -> Job:
-    """The job that trains (or reuses) ``configs`` (one model, or one stacked group)."""
-    return Job(id=f"train:{configs[0].run_name}", kind="train", configs=tuple(configs),
+    """The job that trains (or reuses) ``configs`` (one model, or one stacked group, whose id
+    names its first model and its size, so that it never takes the id of that model's own job)."""
+    more = f"+{len(configs) - 1}" if len(configs) > 1 else ""
+    return Job(id=f"train:{configs[0].run_name}{more}", kind="train", configs=tuple(configs),
                outputs=tuple(_model_folder(c) for c in configs))
 
 
