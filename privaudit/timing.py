@@ -3,13 +3,16 @@
 ``with phase("train"): ...`` attributes the wall time inside the block to ``train``; time
 in a nested phase counts only for the innermost one (a reference pool trained inside an
 attack counts as training, not attack; the evaluation after training counts as
-``evaluate``). Every command's ``--json`` reports the totals (``phase_seconds``; the clock
-starts with the command), and
+``evaluate``). The clock follows the main thread: work it waits for in worker threads (the
+local executor's concurrent training runs) counts for the phase the main thread is in, so the
+phases never add up to more than the wall time. Every command's ``--json`` reports the totals
+(``phase_seconds``; the clock starts with the command), and
 ``benchmarks/bench_audit.py`` turns them into the time shares of an audit.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
 from contextlib import contextmanager
@@ -31,6 +34,9 @@ class PhaseClock:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
         self._charge(time.perf_counter())
         self._stack.append(name)
         try:

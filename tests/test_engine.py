@@ -244,6 +244,17 @@ def test_models_of_every_role_and_setting_stack_as_they_train_alone(digits, tiny
     _agree(train_stacked(cfgs, digits, CPU), [train_model(c, digits, CPU) for c in cfgs], 120)
 
 
+def test_large_stacks_are_cut_into_runs_of_equal_size(digits, tiny):
+    """50 models of one schedule: two runs of 25 (at most STACK_GROUP = 32 a run), which the
+    local executor trains side by side; whatever the machine, the same runs."""
+    from privaudit.training.stacked import STACK_GROUP, stack_groups
+
+    cfgs = [tiny().as_reference(50, i).validated() for i in range(50)]
+    runs = stack_groups(cfgs, digits.input_shape, len(digits.y))
+    assert STACK_GROUP == 32 and [len(r) for r in runs] == [25, 25] and sum(runs, []) == cfgs
+    assert [len(r) for r in stack_groups(cfgs[:33], digits.input_shape, len(digits.y))] == [16, 17]
+
+
 def test_dpsgd_models_stack_as_they_train_alone(digits, tiny):
     """DP-SGD MLPs of different σ, κ, seeds and roles in one stacked run: each model's Poisson
     batches, clipping, noise stream and ε are those of its own GhostDPSGD run."""

@@ -67,6 +67,22 @@ def test_job_graph_dependencies_and_order():
     assert logits.deps == (big.id,)
 
 
+def test_side_by_side_training_gives_the_one_by_one_models_bit_for_bit(tmp_path):
+    """The local executor trains the stacked runs on two threads at once (one intra-op thread
+    each): the same models, byte for byte, and the same table as one run after another (a
+    race on torch's global generator, which seeds each model's initial weights, would show)."""
+    tables, weights = [], []
+    for workers in (1, 2):
+        root = tmp_path / f"w{workers}"
+        done = []
+        _audit(root, LocalExecutor(workers=workers), hooks=AuditHooks(on_job_done=lambda j, r: done.append(j)))
+        assert sum(1 for j in done if j.kind == "train" and len(j.configs) > 1) >= 2
+        tables.append((root / "reports" / "tradeoff.csv").read_bytes())
+        weights.append({p.parent.name: p.read_bytes() for p in (root / "models").glob("[!.]*/weights.npz")})
+    assert tables[0] == tables[1]
+    assert weights[0].keys() == weights[1].keys() and weights[0] == weights[1]
+
+
 def test_bundle_round_trip_and_refuses_escapes(tmp_path):
     src = Workspace(tmp_path / "a").ensure_writable()
     (src.models / "m1" / "sub").mkdir(parents=True)

@@ -1,7 +1,19 @@
-"""The local executor: every job of the graph in this process, one after another."""
+"""The local executor: every job of the graph in this process.
+
+The stacked training runs of small MLPs (:mod:`privaudit.training.stacked`), which depend on
+nothing, run side by side on worker threads, one per CPU thread torch would use, each run with
+one intra-op thread: small stacked runs use two cores better as two single-threaded runs
+than as one two-threaded run (measured on 2 cores, digits MLPs, 12 epochs: 24 models on one
+thread 1.09 s against 48 on two 1.79 s; DP-SGD 1.69 s against 4.09 s), and their numbers do
+not depend on the thread count (tested bit for bit). The longest runs start first. The other
+jobs (models trained alone, pool logits, attacks, the report) follow one after another, with
+the process's threads: a model trained alone uses torch's global generator throughout its run
+(dropout, Opacus), so it never shares the process with another.
+"""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -10,6 +22,7 @@ import torch
 from privaudit.executor.jobs import is_done, run_job
 from privaudit.executor.plan import Job
 from privaudit.runs import DataCache
+from privaudit.timing import phase
 from privaudit.training.trainer import EpochCallback
 from privaudit.workspace import Workspace
 
@@ -19,19 +32,52 @@ JobDone = Callable[[Job, bool], None]  # (job, whether it was already done)
 @dataclass
 class LocalExecutor:
     """Runs the jobs in their (dependency-respecting) order in this process. ``threads``: the
-    torch threads of every job (default: leave torch's setting alone)."""
+    torch threads of every job (default: leave torch's setting alone). ``workers``: how many
+    stacked training runs go side by side (default: torch's thread count, or ``threads``)."""
 
     threads: int | None = None
     name: str = "local"
+    workers: int | None = None
 
     def run(self, jobs: Sequence[Job], workspace: Workspace, data: DataCache, device: torch.device, *,
             on_start: Callable | None = None, on_epoch: EpochCallback | None = None,
             on_job_done: JobDone | None = None) -> dict[str, Any]:
         results: dict[str, Any] = {}
+        workers = self.workers or self.threads or torch.get_num_threads()
+        side_by_side = [j for j in jobs if j.kind == "train" and len(j.configs) > 1 and not j.epochs_series
+                        and not j.deps and not is_done(j, workspace)]
+        if device.type == "cpu" and workers > 1 and len(side_by_side) > 1:
+            results.update(self._train_side_by_side(side_by_side, workers, workspace, data, device, on_job_done))
         for job in jobs:
+            if job.id in results:
+                continue
             done = is_done(job, workspace)
             results[job.id] = run_job(job, workspace, data, device, threads=self.threads,
                                       on_start=on_start, on_epoch=on_epoch)
             if on_job_done:
                 on_job_done(job, done)
         return results
+
+    def _train_side_by_side(self, jobs: list[Job], workers: int, workspace: Workspace, data: DataCache,
+                            device: torch.device, on_job_done: JobDone | None) -> dict[str, Any]:
+        """Run independent training jobs on ``workers`` threads, one intra-op thread each,
+        longest first (models × 3 for DP-SGD); report each as it ends (from this thread)."""
+        for job in jobs:  # the data once, before the threads
+            data.images(job.configs[0])
+        order = sorted(jobs, key=lambda j: -len(j.configs) * (3 if j.configs[0].defence.dp else 1))
+        total = self.threads or torch.get_num_threads()
+        torch.set_num_threads(max(1, total // workers))
+        out: dict[str, Any] = {}
+        pool = ThreadPoolExecutor(min(workers, len(order)), thread_name_prefix="privaudit-train")
+        try:
+            with phase("train"):
+                futures = {pool.submit(run_job, job, workspace, data, device): job for job in order}
+                for future in as_completed(futures):
+                    job = futures[future]
+                    out[job.id] = future.result()
+                    if on_job_done:
+                        on_job_done(job, False)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            torch.set_num_threads(total)
+        return out

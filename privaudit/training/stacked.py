@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Sequence
@@ -46,7 +47,7 @@ from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
-from privaudit.training.dp_engine import GhostDPSGD, dp_compute_threads
+from privaudit.training.dp_engine import GhostDPSGD
 from privaudit.training.loop import Batch, run_epochs, training_view
 from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, evaluate,
                                         resolve_engine, role_data, train_model)
@@ -58,8 +59,12 @@ from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, 
 # MKL, ~2x slower on these CPUs).
 STACK_MAX_INPUT = 1024
 STACK_MAX_MACS = 1 << 19
-STACK_GROUP = 64  # models per stacked run at most
+STACK_GROUP = 32  # models per stacked run at most (more are cut into runs of equal size, which the
+#                   local executor trains side by side: 50 models as 25 + 25)
 STACK_MAX_PARAMETERS = 1 << 24  # K × parameters per model at most (K Adam states at once)
+#: held while a model's initial weights are drawn from torch's global generator (seeded inside
+#: fork_rng, as train_model does): stacked runs may be built on several threads at once
+GLOBAL_RNG = threading.Lock()
 
 
 def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
@@ -91,28 +96,37 @@ def stack_key(cfg: RunConfig, input_shape: tuple[int, int, int], dataset_size: i
 def stack_groups(cfgs: Sequence[RunConfig], input_shape: tuple[int, int, int], dataset_size: int,
                  engine: str | None = None) -> list[list[RunConfig]]:
     """``cfgs`` cut into training runs, in first-appearance order: models of one
-    :func:`stack_key` together (at most :data:`STACK_GROUP` and
-    :data:`STACK_MAX_PARAMETERS` a run) where the fast engine stacks, every other model alone.
-    Every config lands in exactly one run."""
+    :func:`stack_key` together where the fast engine stacks (more than :data:`STACK_GROUP` or
+    :data:`STACK_MAX_PARAMETERS` a run: cut into runs of equal size), every other model alone.
+    Every config lands in exactly one run; the runs depend on ``cfgs`` alone, never on the
+    machine."""
     cfgs = list(cfgs)
     if resolve_engine(engine) != "fast":
         return [[c] for c in cfgs]
-    by_key: dict[object, list[list[RunConfig]]] = {}
-    order: list[list[RunConfig]] = []
-    d = int(np.prod(input_shape))
-    for i, c in enumerate(cfgs):
+    buckets: dict[object, list[RunConfig]] = {}
+    slots: list[object] = []  # in first-appearance order: a config trained alone, or a stack key
+    for c in cfgs:
         key = stack_key(c, input_shape, dataset_size)
         if key is None:
-            order.append([c])
+            slots.append(c)
             continue
-        per_model = (d + 1) * c.model.width + (c.model.width + 1) * 16  # at most 16 classes, roughly
+        if key not in buckets:
+            buckets[key] = []
+            slots.append(("stack", key))
+        buckets[key].append(c)
+    d = int(np.prod(input_shape))
+    out: list[list[RunConfig]] = []
+    for slot in slots:
+        if isinstance(slot, RunConfig):
+            out.append([slot])
+            continue
+        models = buckets[slot[1]]
+        per_model = (d + 1) * models[0].model.width + (models[0].model.width + 1) * 16  # ≤ 16 classes, roughly
         cap = max(1, min(STACK_GROUP, STACK_MAX_PARAMETERS // max(per_model, 1)))
-        runs = by_key.setdefault(key, [])
-        if not runs or len(runs[-1]) >= cap:
-            runs.append([])
-            order.append(runs[-1])
-        runs[-1].append(c)
-    return order
+        runs = -(-len(models) // cap)
+        cuts = [round(i * len(models) / runs) for i in range(runs + 1)]  # runs of equal size (±1)
+        out += [models[a:b] for a, b in zip(cuts, cuts[1:])]
+    return out
 
 
 def train_many(cfgs: Sequence[RunConfig], data: ImageData, device: torch.device | str = "cpu",
@@ -157,7 +171,7 @@ class _Stack:
             self.members.append(torch.from_numpy(np.asarray(idx_in, dtype=np.int64)).to(device))
             self.norms.append(Normaliser.fit(data.x[idx_in]))
             member = [c.data.pool_index] if c.role == "reference" else []  # as train_model seeds them
-            with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
+            with GLOBAL_RNG, torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
                 torch.manual_seed(derive_seed(c.seed, c.role, "train", *member))
                 self.models.append(build_model(c.model.name, data.input_shape, data.num_classes, width=c.model.width,
                                                dp=c.defence.dp))
@@ -380,9 +394,8 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         opt.step()
         return (losses.detach() * real).sum(1), sizes
 
-    try:
-        with dp_compute_threads(device):
-            per_epoch_loss = run_epochs(c0.train.epochs, batches, step, on_epoch=on_epoch)  # masks drawn in batches()
+    try:  # torch's thread count is left alone: runs may train side by side (privaudit.executor.local)
+        per_epoch_loss = run_epochs(c0.train.epochs, batches, step, on_epoch=on_epoch)  # masks drawn in batches()
     finally:
         noises.close()
     histories = [[float(epoch[k]) for epoch in per_epoch_loss] for k in range(k_models)]
