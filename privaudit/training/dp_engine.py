@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 from torch import nn
@@ -112,52 +112,66 @@ def conv_weight_per_sample(m: nn.Conv2d, a: torch.Tensor, b: torch.Tensor) -> to
 
 
 
+class DrawAhead:
+    """Two reused buffers, the next one filled by ``fill(buffer)`` in a background thread
+    while the caller computes with the current one (``background=False``: filled on demand,
+    into the first buffer). Whatever the timing, the fills run one after another in call
+    order, so a generator behind ``fill`` gives the same draws as without the thread."""
+
+    def __init__(self, buffers: list[torch.Tensor], fill: Callable[[torch.Tensor], torch.Tensor],
+                 background: bool):
+        self.buffers, self.fill, self.index = buffers, fill, 0
+        self.pool = ThreadPoolExecutor(1) if background else None
+        self.pending = self.pool.submit(fill, buffers[0]) if self.pool else None
+
+    def next(self) -> torch.Tensor:
+        """The next filled buffer, valid until the following call."""
+        if self.pool is None:
+            return self.fill(self.buffers[0])
+        block = self.pending.result()
+        self.index ^= 1
+        self.pending = self.pool.submit(self.fill, self.buffers[self.index])
+        return block
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pending.result()
+            self.pool.shutdown()
+            self.pool = None
+
+
 class GaussianNoise:
     """The DP noise: standard normal draws from one seeded generator, one block per step.
 
     On the CPU, drawing the MLP's 1.6 M normals costs ~4 ms of one core (torch's generator,
     the one Opacus uses, is sequential), about as much as the step's matrix products. So the
-    draws run one step ahead in a background thread, into one of two reused buffers, while
-    the step computes (:func:`dp_compute_threads` leaves that thread a core). The sequence of
-    draws is the generator's, whatever the timing, so results are deterministic. On CUDA the
-    draw is a plain synchronous ``normal_`` on the device.
+    draws run one step ahead in a background thread (:class:`DrawAhead`), into one of two
+    reused buffers, while the step computes (:func:`dp_compute_threads` leaves that thread a
+    core). The sequence of draws is the generator's, whatever the timing, so results are
+    deterministic. On CUDA the draw is a plain synchronous ``normal_`` on the device.
     """
 
     def __init__(self, seed: int, device: torch.device | str):
         self.device = torch.device(device)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
-        self._buffers: list[torch.Tensor] = []
-        self._next = None  # future of the block being drawn ahead
-        self._index = 0
-        self._pool = ThreadPoolExecutor(1) if self.device.type == "cpu" else None
-
-    def _fill(self, i: int) -> torch.Tensor:
-        return self._buffers[i].normal_(0.0, 1.0, generator=self.generator)
+        self._ahead: DrawAhead | None = None
+        self._numel = -1
 
     def draw(self, numel: int) -> torch.Tensor:
         """A flat tensor of ``numel`` i.i.d. N(0, 1) draws, valid until the next call."""
-        if self._pool is None:
-            if not self._buffers or self._buffers[0].numel() != numel:
-                self._buffers = [torch.empty(numel, device=self.device)]
-            return self._fill(0)
-        if not self._buffers or self._buffers[0].numel() != numel:
-            if self._next is not None:
-                self._next.result()
-            self._buffers = [torch.empty(numel), torch.empty(numel)]
-            self._index = 0
-            self._next = self._pool.submit(self._fill, 0)
-        block = self._next.result()
-        self._index ^= 1
-        self._next = self._pool.submit(self._fill, self._index)
-        return block
+        if numel != self._numel:  # a new block size: new buffers (the block drawn ahead is used first)
+            old, self._numel = self._ahead, numel
+            if old is not None:
+                old.close()
+            cpu = self.device.type == "cpu"
+            self._ahead = DrawAhead([torch.empty(numel, device=self.device) for _ in range(2 if cpu else 1)],
+                                    lambda buf: buf.normal_(0.0, 1.0, generator=self.generator), cpu)
+        return self._ahead.next()
 
     def close(self) -> None:
-        if self._pool is not None:
-            if self._next is not None:
-                self._next.result()
-            self._pool.shutdown()
-            self._pool = None
+        if self._ahead is not None:
+            self._ahead.close()
 
 
 @contextlib.contextmanager

@@ -34,7 +34,6 @@ import functools
 import math
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -47,7 +46,7 @@ from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
-from privaudit.training.dp_engine import GhostDPSGD
+from privaudit.training.dp_engine import DrawAhead, GhostDPSGD
 from privaudit.training.loop import Batch, run_epochs, training_view
 from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, evaluate,
                                         resolve_engine, role_data, train_model)
@@ -299,39 +298,18 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     return [[float(epoch[k]) for epoch in per_epoch] for k in range(k_models)], [{} for _ in cfgs]
 
 
-class _StackedNoise:
-    """K models' DP noise, N(0, 1) blocks of ``numel`` per step, model k's from its own
-    generator (exactly :class:`~privaudit.training.dp_engine.GaussianNoise`'s draws; zeros
-    for a model without a generator, σ = 0). On the CPU the next step's blocks are drawn in a
-    background thread while the step computes, into one of two reused buffers (K, numel)."""
-
-    def __init__(self, gens: list, numel: int, device: torch.device):
-        self.gens = gens
-        self.buffers = [torch.zeros(len(gens), numel, device=device) for _ in range(2)]
-        self.index = 0
-        self.pool = ThreadPoolExecutor(1) if device.type == "cpu" else None
-        self.next = self.pool.submit(self._fill, 0) if self.pool else None
-
-    def _fill(self, i: int) -> torch.Tensor:
-        for row, g in zip(self.buffers[i], self.gens):
+def _stacked_noise(gens: list, numel: int, device: torch.device) -> DrawAhead:
+    """K models' DP noise, N(0, 1) blocks (K, numel) per step, model k's from its own generator
+    (exactly :class:`~privaudit.training.dp_engine.GaussianNoise`'s draws; zeros for a model
+    without a generator, σ = 0), drawn one step ahead in a background thread on the CPU."""
+    def fill(buf: torch.Tensor) -> torch.Tensor:
+        for row, g in zip(buf, gens):
             if g is not None:
                 row.normal_(0.0, 1.0, generator=g)
-        return self.buffers[i]
+        return buf
 
-    def draw(self) -> torch.Tensor:
-        """This step's blocks (K, numel), valid until the next call."""
-        if self.pool is None:
-            return self._fill(0)
-        block = self.next.result()
-        self.index ^= 1
-        self.next = self.pool.submit(self._fill, self.index)
-        return block
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.next.result()
-            self.pool.shutdown()
-            self.pool = None
+    cpu = device.type == "cpu"
+    return DrawAhead([torch.zeros(len(gens), numel, device=device) for _ in range(2 if cpu else 1)], fill, cpu)
 
 
 def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
@@ -350,8 +328,8 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     stds = [s[2] * clip * scale for s in schedules]
     std = torch.tensor(stds, device=device)
     numel = sum(p[0].numel() for p in st.params)
-    noises = _StackedNoise([generator(seed, device) if s > 0 else None for seed, s in zip(st.noise_seeds, stds)],
-                           numel, device)
+    noises = _stacked_noise([generator(seed, device) if s > 0 else None for seed, s in zip(st.noise_seeds, stds)],
+                            numel, device)
     layouts = [tuple(p.shape[1:][::-1]) for p in st.params[:1]] + [tuple(p.shape[1:]) for p in st.params[1:]]
     opt = _adam(st.params, c0, device)
     views = [(c.defence.kappa, g) for c, g in zip(cfgs, st.gens)]
@@ -384,7 +362,7 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         sq = x_sq * pre_sq + pre_sq + h_sq * z_sq + z_sq                             # ghost norms²
         factor = (clip / (sq.sqrt() + 1e-6)).clamp_(max=1.0).mul_(scale) * real      # (K, P)
         st.set_gradients(batch.x, h, g_pre.mul_(factor[..., None]), g_z.mul_(factor[..., None]))
-        noise = noises.draw().mul_(std[:, None])
+        noise = noises.next().mul_(std[:, None])
         offset = 0
         for p, shape in zip(st.params, layouts):  # the engine's layout: W₁ (width, d), b₁, W₂ (C, width), b₂
             size = math.prod(shape)
