@@ -132,7 +132,7 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
                     if config.run_name in missing:
                         save_trained(workspace, config, result, device, seconds)
                 trained |= missing
-    return [replace(r, reused=r.name not in trained)
+    return [replace(r, reused=r.reused and r.name not in trained)  # trained alone here, or in a stacked run
             for r in (ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs)]
 
 
@@ -178,5 +178,5 @@ def ensure_epochs(configs: list[RunConfig], workspace: Workspace, data: DataCach
                                          snapshots={c.train.epochs: saver(c) for c in missing[:-1]})
                 save_trained(workspace, longest, result, device, time.perf_counter() - t0)
                 trained.add(longest.run_name)
-    return [replace(r, reused=r.name not in trained)
+    return [replace(r, reused=r.reused and r.name not in trained)  # trained alone here, or in a stacked run
             for r in (ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs)]

@@ -46,7 +46,7 @@ from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
-from privaudit.training.dp_engine import DrawAhead, GhostDPSGD
+from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, poisson_batch
 from privaudit.training.loop import Batch, run_epochs, training_view
 from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, evaluate,
                                         resolve_engine, role_data, train_model)
@@ -339,7 +339,7 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         for _ in range(per_epoch):
             rows, sizes = [], []
             for k, (kappa, g) in enumerate(views):  # per model: draw, pad as one by one, mask
-                idx = (torch.rand(n, generator=g, device=device) < q).nonzero().squeeze(1)
+                idx = poisson_batch(n, q, g, device)
                 size = len(idx)
                 if size:
                     idx = torch.cat([idx, idx.new_zeros(pad(size) - size)])
