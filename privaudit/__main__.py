@@ -1,3 +1,3 @@
-from privaudit.cli import main
+from privaudit.cli import entry
 
-main()
+entry()

@@ -259,3 +259,32 @@ def test_abort_and_broken_pipe_are_handled_without_traceback(monkeypatch):
         main()
     sink.close()
     assert exit_info.value.code in (0, 1)
+
+
+def test_console_entry_skips_the_teardown_only_when_it_is_safe(monkeypatch):
+    """The console entry point runs the exit handlers, then leaves with os._exit and the
+    command's status; with another thread alive, or a status that is not a number, it takes the
+    normal exit (SystemExit), which waits for that thread."""
+    import sys
+
+    import privaudit.cli as cli
+
+    calls = []
+    monkeypatch.setattr(cli.atexit, "_run_exitfuncs", lambda: calls.append("exit handlers"))
+    monkeypatch.setattr(cli.os, "_exit", lambda code: calls.append(code))
+    monkeypatch.setattr(cli.threading, "active_count", lambda: 1)  # the main thread alone
+    for status, expected in ((3, 3), (None, 0)):
+        monkeypatch.setattr(cli, "main", lambda: sys.exit(status))
+        calls.clear()
+        cli.entry()
+        assert calls == ["exit handlers", expected]
+    calls.clear()
+    monkeypatch.setattr(cli, "main", lambda: sys.exit("a message"))
+    with pytest.raises(SystemExit) as info:
+        cli.entry()
+    assert info.value.code == "a message" and calls == []
+    monkeypatch.setattr(cli.threading, "active_count", lambda: 2)  # another thread still running
+    monkeypatch.setattr(cli, "main", lambda: sys.exit(2))
+    with pytest.raises(SystemExit) as info:
+        cli.entry()
+    assert info.value.code == 2 and calls == []
