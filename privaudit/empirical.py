@@ -24,6 +24,8 @@ mechanism is not (ε', δ)-DP for any ε' below the returned value".
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy.special import betaincinv, expit
 from scipy.stats import binom
@@ -62,9 +64,22 @@ def _cp_upper(k: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
 
     For k < n it is the ``level`` quantile of Beta(k + 1, n − k), which is > 0 for every
     finite n (k = 0 gives 1 − (1 − level)^(1/n)).
+
+    Many counts out of one n (every candidate threshold of :func:`best_threshold`) are looked up
+    in the bounds of k = 0..n, computed once per (n, level): the same values, elementwise.
     """
+    if np.ndim(n) == 0 and np.size(k) > 16 and np.size(k) * 8 >= n:
+        return _cp_upper_table(int(n), float(level))[np.asarray(k, dtype=np.int64)]
     safe_k = np.minimum(k, n - 1.0)
     return np.where(k == n, 1.0, betaincinv(safe_k + 1.0, n - safe_k, level))
+
+
+@functools.lru_cache(maxsize=64)
+def _cp_upper_table(n: int, level: float) -> np.ndarray:
+    """:func:`_cp_upper` of k = 0, 1, ..., n out of ``n`` (read-only)."""
+    table = _cp_upper(np.arange(n + 1, dtype=np.float64), np.full(n + 1, float(n)), level)
+    table.flags.writeable = False
+    return table
 
 
 def clopper_pearson(k, n, confidence: float = 0.95):

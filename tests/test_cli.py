@@ -263,8 +263,8 @@ def test_abort_and_broken_pipe_are_handled_without_traceback(monkeypatch):
 
 def test_console_entry_skips_the_teardown_only_when_it_is_safe(monkeypatch):
     """The console entry point runs the exit handlers, then leaves with os._exit and the
-    command's status; with another thread alive, or a status that is not a number, it takes the
-    normal exit (SystemExit), which waits for that thread."""
+    command's status; with another thread alive, a status that is not a number or a profiler
+    attached, it takes the normal exit (SystemExit)."""
     import sys
 
     import privaudit.cli as cli
@@ -285,6 +285,11 @@ def test_console_entry_skips_the_teardown_only_when_it_is_safe(monkeypatch):
     assert info.value.code == "a message" and calls == []
     monkeypatch.setattr(cli.threading, "active_count", lambda: 2)  # another thread still running
     monkeypatch.setattr(cli, "main", lambda: sys.exit(2))
+    with pytest.raises(SystemExit) as info:
+        cli.entry()
+    assert info.value.code == 2 and calls == []
+    monkeypatch.setattr(cli.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(cli.sys, "getprofile", lambda: object())  # python -m cProfile -m privaudit ...
     with pytest.raises(SystemExit) as info:
         cli.entry()
     assert info.value.code == 2 and calls == []

@@ -191,6 +191,20 @@ def test_best_threshold_maximises_the_bound_on_its_data():
     assert best == pytest.approx(max(others))
 
 
+def test_many_counts_of_one_n_read_the_same_bounds_from_a_table():
+    """Clopper–Pearson upper bounds of many counts out of one n come from a table of k = 0..n:
+    the same values as computed one by one (Beta(k + 1, n − k) quantiles; 1 at k = n)."""
+    from privaudit.empirical import _cp_upper
+
+    level = 0.975
+    for n in (1, 37, 500):
+        k = np.random.default_rng(n).integers(0, n + 1, size=200).astype(np.float64)
+        one_by_one = np.array([1.0 if ki == n else beta.ppf(level, ki + 1, n - ki) for ki in k])
+        np.testing.assert_allclose(_cp_upper(k, np.float64(n), level), one_by_one, rtol=1e-12, atol=0)
+        direct = np.array([float(_cp_upper(np.array([ki]), np.float64(n), level)[0]) for ki in k])  # no table
+        assert np.array_equal(_cp_upper(k, np.float64(n), level), direct)
+
+
 def test_bound_bad_inputs_raise():
     with pytest.raises(ValueError, match="both"):
         epsilon_lower_bound(np.ones(4), np.arange(4.0), 1.0)

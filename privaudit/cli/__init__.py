@@ -110,8 +110,9 @@ def entry() -> None:
     1.3-1.8 s (measured on a 2-core machine) tearing down modules that a finished process need
     not free. When the command has returned, everything it wrote is closed (artifacts are
     written atomically, :mod:`privaudit.atomic`), so the process runs its exit handlers, flushes
-    its streams and leaves with :func:`os._exit`. Where another thread is still alive, or the
-    exit status is not a number, the normal shutdown runs instead (it waits for those threads).
+    its streams and leaves with :func:`os._exit`. Where another thread is still alive, the exit
+    status is not a number, or a profiler or tracer is watching (``python -m cProfile``, which
+    writes its results after the program returns), the normal shutdown runs instead.
     """
     try:
         main()
@@ -120,7 +121,8 @@ def entry() -> None:
         code = exc.code
     if code is None:
         code = 0
-    if not isinstance(code, int) or threading.active_count() > 1:
+    watched = sys.getprofile() is not None or sys.gettrace() is not None
+    if not isinstance(code, int) or threading.active_count() > 1 or watched:
         sys.exit(code)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
