@@ -47,7 +47,7 @@ from privaudit.data.splits import member_indices
 from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
 from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, poisson_batch
-from privaudit.training.loop import Batch, run_epochs, training_view
+from privaudit.training.loop import Batch, run_epochs
 from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, evaluate,
                                         resolve_engine, role_data, train_model)
 
@@ -364,27 +364,37 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
                             numel, device)
     layouts = [tuple(p.shape[1:][::-1]) for p in st.params[:1]] + [tuple(p.shape[1:]) for p in st.params[1:]]
     opt = _adam(st.params, c0)
-    views = [(c.defence.kappa, g) for c, g in zip(cfgs, st.gens)]
+    kappas = [c.defence.kappa for c in cfgs]
+    kappa = torch.tensor(kappas, dtype=torch.float32, device=device)[:, None, None]
+    member_pos = torch.stack(st.members)                                        # (K, n)
+    no_mask = torch.zeros(0, st.x.shape[1], device=device)
     pad = GhostDPSGD.padded_size
 
     def batches() -> Iterator[Batch]:
+        """Per model, from its own generator and in its engine's order: the Poisson batch, then
+        the MG mask's draws for the batch padded as one by one (the model's rows 0..pad(size));
+        then every model's rows gathered, normalised and masked at once. Rows past a model's
+        own batch are padding (clip factor 0: their content never reaches a gradient)."""
         for _ in range(per_epoch):
-            rows, sizes = [], []
-            for k, (kappa, g) in enumerate(views):  # per model: draw, pad as one by one, mask
+            picks, eps, sizes = [], [], []
+            for k, g in enumerate(st.gens):
                 idx = poisson_batch(n, q, g, device)
-                size = len(idx)
-                if size:
-                    idx = torch.cat([idx, idx.new_zeros(pad(size) - size)])
-                pos = st.members[k][idx]
-                x = (st.x[pos] - st.mean[k]) / st.std[k]
-                rows.append((training_view(x, kappa, g), st.y[pos]))
-                sizes.append(size)
-            width = max(len(y) for _, y in rows)
-            x = torch.zeros(k_models, width, st.x.shape[1], device=device)
-            y = torch.zeros(k_models, width, dtype=st.y.dtype, device=device)
-            for k, (xk, yk) in enumerate(rows):
-                x[k, :len(yk)], y[k, :len(yk)] = xk, yk
-            yield Batch(x, y, sizes)  # type: ignore[arg-type]  # sizes per model
+                picks.append(idx)
+                sizes.append(len(idx))
+                eps.append(torch.randn(pad(len(idx)), st.x.shape[1], generator=g, device=device)
+                           if kappas[k] else no_mask)
+            width = max(pad(max(sizes)), 1)
+            idx = torch.zeros(k_models, width, dtype=torch.int64, device=device)
+            for k, pick in enumerate(picks):
+                idx[k, :len(pick)] = pick
+            pos = member_pos.gather(1, idx)                                      # (K, width)
+            x = st.inputs(pos)
+            if any(kappas):  # x ⊙ (1 + κ ε), ε = 0 past each model's drawn rows
+                noise = torch.zeros_like(x)
+                for k, e in enumerate(eps):
+                    noise[k, :len(e)] = e
+                x = x * noise.mul_(kappa).add_(1.0)
+            yield Batch(x, st.y[pos], sizes)  # type: ignore[arg-type]  # sizes per model
 
     def step(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         sizes = torch.tensor(batch.size, device=device)
