@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Mapping
 
 import numpy as np
-from scipy.stats import norm, rankdata
+from scipy.stats import norm
 
 LOW_FPRS = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0p1pct_fpr": 0.001}
 
@@ -58,6 +58,21 @@ def roc(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return fpr, tpr
 
 
+def midranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..N of ``values`` (N,), ties sharing the mean of their ranks: ``scipy.stats.rankdata``
+    (method "average") by the same arithmetic, so bit for bit, without its per-call overhead
+    (an audit ranks thousands of small arrays)."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    first = np.r_[True, ordered[1:] != ordered[:-1]]   # the first of each run of equal values
+    group = np.cumsum(first)                             # 1-based run of each sorted position
+    bounds = np.r_[np.flatnonzero(first), values.size]   # where each run starts, then N
+    ranks = np.empty(values.size, dtype=np.float64)
+    ranks[order] = 0.5 * (bounds[group] + bounds[group - 1] + 1)
+    return ranks
+
+
 def auc_score(labels: np.ndarray, scores: np.ndarray) -> float:
     """The area under the ROC curve, as the Mann–Whitney statistic: with m members and n
     non-members and mid-ranks R (ties count one half), AUC = (Σ_members R − m(m+1)/2)/(m n);
@@ -65,7 +80,7 @@ def auc_score(labels: np.ndarray, scores: np.ndarray) -> float:
     labels, scores = check_scores(labels, scores)
     m = int(labels.sum())
     n = labels.size - m
-    return float((rankdata(scores)[labels == 1].sum() - m * (m + 1) / 2.0) / (m * n))
+    return float((midranks(scores)[labels == 1].sum() - m * (m + 1) / 2.0) / (m * n))
 
 
 def tpr_at_fpr(labels: np.ndarray, scores: np.ndarray, max_fpr: float) -> float:
@@ -101,9 +116,9 @@ def auc_interval(labels: np.ndarray, scores: np.ndarray, confidence: float = 0.9
     labels, scores = check_scores(labels, scores)
     x, y = scores[labels == 1], scores[labels == 0]
     m, n = len(x), len(y)
-    ranks = rankdata(np.concatenate([x, y]))  # mid-ranks: ties count one half
-    v10 = (ranks[:m] - rankdata(x)) / n
-    v01 = 1.0 - (ranks[m:] - rankdata(y)) / m
+    ranks = midranks(np.concatenate([x, y]))  # mid-ranks: ties count one half
+    v10 = (ranks[:m] - midranks(x)) / n
+    v01 = 1.0 - (ranks[m:] - midranks(y)) / m
     auc = float(v10.mean())
     var = (v10.var(ddof=1) / m if m > 1 else 0.0) + (v01.var(ddof=1) / n if n > 1 else 0.0)
     half = float(norm.ppf(0.5 + confidence / 2) * np.sqrt(max(var, 0.0)))

@@ -167,6 +167,19 @@ def test_roc_points_and_auc_equal_scikit_learn(seed):
         assert np.array_equal(_cp_lower(k, n, level), np.where(k == 0, 0.0, beta.ppf(1 - level, safe, n - safe + 1)))
 
 
+def test_midranks_are_scipys_average_ranks_bit_for_bit():
+    from scipy.stats import rankdata
+
+    from privaudit.metrics import midranks
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n = int(rng.integers(1, 400))
+        values = np.round(rng.normal(0, 1, n), int(rng.integers(0, 3)))  # many ties at 0 decimals
+        assert np.array_equal(midranks(values), rankdata(values))
+    assert midranks(np.array([2.0, 1.0, 2.0, 2.0])).tolist() == [3.0, 1.0, 3.0, 3.0]
+
+
 def test_tpr_at_fpr_below_the_resolution_is_tpr_at_zero_false_positives():
     # 4 non-members: the smallest non-zero FPR is 1/4, so max_fpr = 0.1 means FPR = 0
     labels = np.array([1, 1, 1, 0, 0, 0, 0])
