@@ -262,34 +262,34 @@ def test_abort_and_broken_pipe_are_handled_without_traceback(monkeypatch):
 
 
 def test_console_entry_skips_the_teardown_only_when_it_is_safe(monkeypatch):
-    """The console entry point runs the exit handlers, then leaves with os._exit and the
-    command's status; with another thread alive, a status that is not a number or a profiler
-    attached, it takes the normal exit (SystemExit)."""
+    """The console entry point relaxes the garbage collector for its own process, runs the exit
+    handlers, then leaves with os._exit and the command's status; with another thread alive, a
+    status that is not a number or a profiler attached, it takes the normal exit (SystemExit)."""
     import sys
 
     import privaudit.cli as cli
+    from privaudit.cli import common
 
     calls = []
+    monkeypatch.setattr(common, "FREEZE_IMPORTS", False)  # restored after the test: entry() sets it
+    monkeypatch.setattr(cli.gc, "set_threshold", lambda *t: calls.append(("gc threshold", t[0])))
     monkeypatch.setattr(cli.atexit, "_run_exitfuncs", lambda: calls.append("exit handlers"))
-    monkeypatch.setattr(cli.os, "_exit", lambda code: calls.append(code))
-    monkeypatch.setattr(cli.threading, "active_count", lambda: 1)  # the main thread alone
-    for status, expected in ((3, 3), (None, 0)):
-        monkeypatch.setattr(cli, "main", lambda: sys.exit(status))
+    monkeypatch.setattr(cli.os, "_exit", lambda code: calls.append(("os._exit", code)))
+
+    def run(status, threads=1, profiler=None):
         calls.clear()
-        cli.entry()
-        assert calls == ["exit handlers", expected]
-    calls.clear()
-    monkeypatch.setattr(cli, "main", lambda: sys.exit("a message"))
-    with pytest.raises(SystemExit) as info:
-        cli.entry()
-    assert info.value.code == "a message" and calls == []
-    monkeypatch.setattr(cli.threading, "active_count", lambda: 2)  # another thread still running
-    monkeypatch.setattr(cli, "main", lambda: sys.exit(2))
-    with pytest.raises(SystemExit) as info:
-        cli.entry()
-    assert info.value.code == 2 and calls == []
-    monkeypatch.setattr(cli.threading, "active_count", lambda: 1)
-    monkeypatch.setattr(cli.sys, "getprofile", lambda: object())  # python -m cProfile -m privaudit ...
-    with pytest.raises(SystemExit) as info:
-        cli.entry()
-    assert info.value.code == 2 and calls == []
+        monkeypatch.setattr(cli, "main", lambda: sys.exit(status))
+        monkeypatch.setattr(cli.threading, "active_count", lambda: threads)
+        monkeypatch.setattr(cli.sys, "getprofile", lambda: profiler)
+        try:
+            cli.entry()
+        except SystemExit as exc:
+            return calls[1:], exc.code
+        return calls[1:], None
+
+    relaxed = ("gc threshold", cli.YOUNG_GC_THRESHOLD)
+    assert run(3) == (["exit handlers", ("os._exit", 3)], None) and calls[0] == relaxed and common.FREEZE_IMPORTS
+    assert run(None) == (["exit handlers", ("os._exit", 0)], None)
+    assert run("a message") == ([], "a message")
+    assert run(2, threads=2) == ([], 2)                     # another thread still running
+    assert run(2, profiler=object()) == ([], 2)             # python -m cProfile -m privaudit ...

