@@ -7,6 +7,11 @@ tightest of its accountants. The PRV accountant's time and memory grow with ε (
 already exceeds ``PRV_MAX_EPSILON`` (and wherever PRV fails) ε comes from the RDP accountant
 instead; the metrics always name the accountant used. Both are upper bounds on the true ε,
 PRV ≤ RDP.
+
+Opacus is imported when an ε is first asked for, not with this module: importing it loads
+torch's distributed-tensor stack and sympy (~1.2 s on a 2-core machine), which a command that
+trains no DP-SGD model never needs, and an audit then loads on a training worker while the
+other trains instead of before any training starts.
 """
 
 from __future__ import annotations
@@ -16,14 +21,18 @@ import math
 import warnings
 from typing import Sequence
 
-from opacus.accountants import create_accountant
-from opacus.accountants.utils import get_noise_multiplier
-
 from privaudit.errors import ConfigError
 
 ACCOUNTANTS = ("prv", "rdp")
 PRV_MAX_EPSILON = 100.0
 EPSILON_TOLERANCE = 0.01
+
+
+def create_accountant(mechanism: str):
+    """Opacus's accountant ``mechanism`` ("prv" or "rdp"), Opacus imported on first use."""
+    from opacus.accountants import create_accountant as opacus_accountant
+
+    return opacus_accountant(mechanism=mechanism)
 
 
 def _opacus_epsilon(history: Sequence[tuple[float, float, int]], delta: float, name: str) -> float:
@@ -93,6 +102,8 @@ def calibrate_noise_multiplier(target_epsilon: float, delta: float, sample_rate:
     """
     if not (math.isfinite(target_epsilon) and target_epsilon > 0):
         raise ConfigError(f"--target-epsilon must be > 0 (got {target_epsilon})")
+    from opacus.accountants.utils import get_noise_multiplier
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

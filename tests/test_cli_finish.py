@@ -48,6 +48,14 @@ def test_importing_the_cli_loads_no_heavy_library():
     assert _modules_after("import privaudit.cli") == []
 
 
+def test_opacus_loads_only_when_an_epsilon_is_asked_for():
+    """The library an audit runs on loads without Opacus (its import costs ~1.2 s); the first ε
+    loads it, on whichever thread asks."""
+    assert "opacus" not in _modules_after("import privaudit.audit, privaudit.report.build, privaudit.executor")
+    assert "opacus" in _modules_after("from privaudit.accounting import dpsgd_epsilon\n"
+                                      "assert dpsgd_epsilon(1.0, 0.01, 100, 1e-5)[0] > 0")
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["epsilon", "--help"], ["audit", "--help"], ["train", "--epochs", "0"],
                                   ["audit", "--sigmas", "abc"], ["report", "--workdir", "/nonexistent/ws"],
                                   ["theory", "smoothing", "--seed", "-1"], ["attack"], ["bogus"]])
