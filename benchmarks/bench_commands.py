@@ -1,9 +1,11 @@
 """Benchmark: what a user waits for, per command, split into fixed cost and cost per epoch.
 
-Each side is a fresh process timed from outside (wall clock), at 1 and 3 epochs, the
-sides interleaved over two rounds and each keeping its best time; then
+Each side is a fresh process timed from outside (wall clock), at 1 and E epochs (E = 6 for the
+mlp, whose epoch takes well under a second and would drown in the machine's run-to-run noise
+over 2 epochs; 3 for the cnn), the sides interleaved over two rounds and each keeping its best
+time; then
 
-    per epoch = (wall at 3 epochs − wall at 1 epoch) / 2,   fixed = wall at 1 epoch − per epoch.
+    per epoch = (wall at E epochs − wall at 1 epoch) / (E − 1),   fixed = wall at 1 epoch − per epoch.
 
 The sides: the plain script a user writes (``benchmarks/plain_train.py``: torchvision
 ``CIFAR10``, ``DataLoader``, Adam, evaluation), ``privaudit train`` and ``privaudit train
@@ -33,7 +35,6 @@ def _wall(cmd: list[str]) -> float:
 def run(root: Path, source: str, quick: bool = False, rounds: int = 2) -> list[dict]:
     models = ("mlp",) if quick else ("mlp", "cnn")
     images = 1_000 if quick else 10_520
-    epochs = (1, 2) if quick else (1, 3)
     rows = []
     with temp_dir() as work:
         def side(name: str, model: str, e: int, k: int) -> list[str]:
@@ -46,6 +47,7 @@ def run(root: Path, source: str, quick: bool = False, rounds: int = 2) -> list[d
             return cmd + (["--dp", "--noise-multiplier", "1"] if name == "privaudit DP-SGD" else [])
 
         for model in models:
+            epochs = (1, 2) if quick else (1, 6 if model == "mlp" else 3)
             best: dict[tuple[str, int], float] = {}
             for k in range(1 if quick else rounds):
                 for e in epochs:
