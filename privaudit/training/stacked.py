@@ -267,8 +267,8 @@ class FusedAdam:
             self._fallback = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, betas=betas, eps=eps,
                                               **({"fused": True} if params[0].device.type == "cuda" else {}))
             return
-        self.exp_avg = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in params]
-        self.exp_avg_sq = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in params]
+        self.exp_avg = [torch.zeros_like(p) for p in params]
+        self.exp_avg_sq = [torch.zeros_like(p) for p in params]
         self.steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in params]
 
     def step(self) -> None:
@@ -290,16 +290,17 @@ def _adam(params: list[torch.Tensor], cfg: RunConfig) -> FusedAdam:
 def _views(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device):
     """Each model's training view of its rows (K, b, d): its MG mask 1 + κ_k ε from its own
     generator (the draws :func:`~privaudit.training.mg_noise.mg_mask` makes, written into one
-    buffer), none for κ = 0."""
+    buffer), none for κ = 0. ``view(xb, drawn)`` draws model k's mask for its first
+    ``drawn[k]`` rows only (default: all) and leaves the rows past them as they are (ε = 0)."""
     noisy = [(k, g) for k, (c, g) in enumerate(zip(cfgs, st.gens)) if c.defence.kappa]
     kappas = torch.tensor([c.defence.kappa for c in cfgs], dtype=torch.float32, device=device)[:, None, None]
 
-    def view(xb: torch.Tensor) -> torch.Tensor:
+    def view(xb: torch.Tensor, drawn: Sequence[int] | None = None) -> torch.Tensor:
         if not noisy:
             return xb
         eps = torch.zeros_like(xb)
         for k, g in noisy:
-            eps[k].normal_(0.0, 1.0, generator=g)
+            eps[k, :xb.shape[1] if drawn is None else drawn[k]].normal_(0.0, 1.0, generator=g)
         return xb * eps.mul_(kappas).add_(1.0)
 
     return view
@@ -364,36 +365,23 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
                             numel, device)
     layouts = [tuple(p.shape[1:][::-1]) for p in st.params[:1]] + [tuple(p.shape[1:]) for p in st.params[1:]]
     opt = _adam(st.params, c0)
-    kappas = [c.defence.kappa for c in cfgs]
-    kappa = torch.tensor(kappas, dtype=torch.float32, device=device)[:, None, None]
+    view = _views(cfgs, st, device)
     member_pos = torch.stack(st.members)                                        # (K, n)
-    no_mask = torch.zeros(0, st.x.shape[1], device=device)
     pad = GhostDPSGD.padded_size
 
     def batches() -> Iterator[Batch]:
         """Per model, from its own generator and in its engine's order: the Poisson batch, then
         the MG mask's draws for the batch padded as one by one (the model's rows 0..pad(size));
-        then every model's rows gathered, normalised and masked at once. Rows past a model's
-        own batch are padding (clip factor 0: their content never reaches a gradient)."""
+        every model's rows gathered, normalised and masked at once. Rows past a model's own
+        batch are padding (clip factor 0: their content never reaches a gradient)."""
         for _ in range(per_epoch):
-            picks, eps, sizes = [], [], []
-            for k, g in enumerate(st.gens):
-                idx = poisson_batch(n, q, g, device)
-                picks.append(idx)
-                sizes.append(len(idx))
-                eps.append(torch.randn(pad(len(idx)), st.x.shape[1], generator=g, device=device)
-                           if kappas[k] else no_mask)
-            width = max(pad(max(sizes)), 1)
-            idx = torch.zeros(k_models, width, dtype=torch.int64, device=device)
+            picks = [poisson_batch(n, q, g, device) for g in st.gens]
+            sizes = [len(pick) for pick in picks]
+            idx = torch.zeros(k_models, max(pad(max(sizes)), 1), dtype=torch.int64, device=device)
             for k, pick in enumerate(picks):
                 idx[k, :len(pick)] = pick
             pos = member_pos.gather(1, idx)                                      # (K, width)
-            x = st.inputs(pos)
-            if any(kappas):  # x ⊙ (1 + κ ε), ε = 0 past each model's drawn rows
-                noise = torch.zeros_like(x)
-                for k, e in enumerate(eps):
-                    noise[k, :len(e)] = e
-                x = x * noise.mul_(kappa).add_(1.0)
+            x = view(st.inputs(pos), [pad(size) for size in sizes])
             yield Batch(x, st.y[pos], sizes)  # type: ignore[arg-type]  # sizes per model
 
     def step(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
