@@ -19,6 +19,7 @@ from privaudit.errors import ConfigError
 from privaudit.training import train_model
 from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, poisson_batch, supports_ghost_dense
 from privaudit.models.fast_linear import FastLinear, fast_layers, linear, onednn_enabled
+from privaudit.models import build_model
 from privaudit.training.stacked import can_stack, train_many, train_stacked
 from privaudit.training.trainer import resolve_engine
 
@@ -335,3 +336,22 @@ def test_dense_dpsgd_ignores_caller_padding_rows():
     assert losses.shape == (45,)
     for a, b in zip(plain, model.parameters()):
         assert torch.allclose(a, b.grad, atol=1e-7)
+
+
+def test_dp_compute_threads_frees_a_core_for_dense_stacks_only():
+    """The noise thread gets a core of its own where the noise is a share of the step (dense
+    stacks, and NoisyCGD's model=None); convolutional models keep every core."""
+    from privaudit.training.dp_engine import dp_compute_threads
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        mlp = build_model("mlp", (3, 32, 32), 10, width=16)
+        cnn = build_model("cnn", (3, 32, 32), 10, width=16)
+        improved = build_model("cnn-improved", (3, 32, 32), 10, width=16, dp=True)
+        for model, threads in ((mlp, 1), (None, 1), (cnn, 2), (improved, 2)):
+            with dp_compute_threads(CPU, model):
+                assert torch.get_num_threads() == threads
+            assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -405,7 +405,7 @@ def _train_ghost_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.
         return losses.sum(), len(losses)
 
     try:
-        with dp_compute_threads(rd.x_in.device):
+        with dp_compute_threads(rd.x_in.device, model):
             history = run_epochs(cfg.train.epochs, poisson(rd.x_in, rd.y_in, sample_rate, per_epoch, g, dp.padded_size),
                                  step, view=_view(cfg, g, g_aug), on_epoch=on_epoch, before_epoch=model.train)
     finally:
