@@ -16,12 +16,12 @@ from pathlib import Path
 import torch
 
 from benchmarks import (bench_audit, bench_commands, bench_digits, bench_dpsgd, bench_executor, bench_inference, bench_pool,
-                        bench_precision, bench_scoring, bench_startup, bench_training)
+                        bench_precision, bench_scoring, bench_speed, bench_startup, bench_training)
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from privaudit.atomic import write_json, write_text
 
 BENCHMARKS = ("startup", "commands", "digits", "training", "inference", "dpsgd", "pool", "audit", "scoring", "precision",
-              "executor")
+              "executor", "speed")
 
 
 def targets(rows: list[dict]) -> list[dict]:
@@ -54,6 +54,10 @@ def targets(rows: list[dict]) -> list[dict]:
                 r["speedup_vs_opacus_default"] >= 20)
         if b == "pool" and r["models"] == 16 and r["stacked"]:
             add(f"pool of 16 ({r['recipe']}) vs one by one", r["speedup"], "≥ 1.5×", r["speedup"] >= 1.5)
+        if b == "speed" and r["vs_in_process"] is not None and not r["side"].startswith("in process"):
+            kind = "DP-SGD" if r["dp"] else "non-private"
+            add(f"{r['model']} {kind} epoch in {r['side']} vs in process", r["vs_in_process"], "≥ 0.9×",
+                r["vs_in_process"] >= 0.9)
         if b == "startup" and r["case"].startswith(("privaudit", "usage", "bad value")):
             add(f"{r['case']} (best wall)", r["best_seconds"], "< 1 s", r["best_seconds"] < 1.0)
         if b == "inference":
@@ -114,6 +118,14 @@ def table(result: dict) -> str:
         ["command (fresh process, wall)", "side", "per epoch s", "fixed s", "wall s (fewer / more epochs)"],
         [[r["model"], r["side"], _f(r["per_epoch_seconds"]), _f(r["fixed_seconds"]),
           " / ".join(_f(w, 1) for w in r["wall_seconds"])] for r in of("commands")])
+    lines += _md_table(
+        ["one speed (a model's epoch)", "side", "samples/s", "vs in process", "GFLOP/epoch", "GFLOP/s",
+         "% of peak (peak GFLOP/s)"],
+        [[f"{r['model']}{' DP-SGD' if r['dp'] else ''} (parts of {r['part_size']:,}, {r['epochs']} epochs, "
+          f"batch {r['batch']})", r["side"], _f(r["samples_per_s"], 0),
+          "" if r["vs_in_process"] is None else f"{_f(r['vs_in_process'])}×", _f(r["flops_per_epoch"] / 1e9, 1),
+          _f(r["gflops"], 0), f"{100 * r['fraction_of_peak']:.0f} % ({_f(r['peak_gflops'], 0)})"]
+         for r in of("speed")])
     lines += _md_table(
         ["inference", "privaudit samples/s", "plain no_grad NCHW 2,048 samples/s", "speedup", "training samples/s",
          "inference / training", "max logit difference"],
@@ -228,6 +240,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows += bench_precision.run(data, source, device, args.quick)
             elif name == "executor":
                 rows += bench_executor.run(root, source, device.type, args.quick)
+            elif name == "speed":
+                rows += bench_speed.run(root, source, device, data, args.quick)
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
               "device": str(device), "data": source, "quick": args.quick, "peak": peak, "rows": rows}
     result["targets"] = targets(rows) if device.type == "cpu" else []

@@ -28,7 +28,7 @@ import secrets
 import sys
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -54,20 +54,51 @@ def _import_ray():
     return ray
 
 
-def _worker_job(job: Job, root: str, shared: bool, inputs, data_dir, download: bool, device: str, threads: int):
-    """The task body: run ``job`` against the shared workspace, or a private one."""
+def _worker_job(job: Job, root: str | None, inputs, data_dir, download: bool, device: str, threads: int):
+    """The task body: run ``job`` against the shared workspace at ``root``, or (``root`` None:
+    the workers do not see the driver's) in a private one filled from ``inputs``, whose
+    outputs go back as bytes. Returns the result, those outputs, the workspace's root and
+    the id of the node that ran the job."""
+    import ray
+
     data = _DATA.setdefault((str(data_dir), download), DataCache(data_dir, download))
-    private = None if shared else tempfile.mkdtemp(prefix="privaudit-job-")
+    private = None if root is not None else private_workspace()
     try:
-        ws = Workspace(root if shared else private)
+        ws = Workspace(root if root is not None else private)
         ws.ensure_writable()
-        if not shared:
+        if private:
             unpack(ws, inputs)
         result = run_job(job, ws, data, torch.device(device), threads=threads)
-        return result, (None if shared else pack(ws, job.outputs)), str(ws.root)
+        node = ray.get_runtime_context().get_node_id()
+        return result, (pack(ws, job.outputs) if private else None), str(ws.root), node
     finally:
         if private:
             shutil.rmtree(private, ignore_errors=True)
+
+
+PRIVATE_PREFIX = "privaudit-job-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def private_workspace(tmp: str | None = None) -> str:
+    """A new private workspace folder ``privaudit-job-<pid>-…`` in this node's temporary folder,
+    after removing those of processes that are gone (a worker killed mid-job cannot remove its
+    own, and the node's next job does)."""
+    tmp = tmp or tempfile.gettempdir()
+    for old in Path(tmp).glob(f"{PRIVATE_PREFIX}*-*"):
+        pid = old.name[len(PRIVATE_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", dir=tmp)
 
 
 def _probe(path: str, token: str) -> bool:
@@ -101,6 +132,8 @@ class RayExecutor:
     max_retries: int = DEFAULT_RETRIES
     shared_fs: bool | None = None
     name: str = "ray"
+    #: after a run: the id of the node each job ran on (jobs done on the driver are absent)
+    placements: dict[str, str] = field(default_factory=dict)
 
     def run(self, jobs: Sequence[Job], workspace: Workspace, data: DataCache, device: torch.device, *,
             on_start: Callable | None = None, on_epoch=None,
@@ -138,6 +171,7 @@ class RayExecutor:
             marker.unlink(missing_ok=True)
 
     def _run(self, ray, jobs, workspace, data, device, on_job_done) -> dict[str, Any]:
+        self.placements = {}
         shared = self._shared(ray, workspace)
         task = ray.remote(_worker_job).options(
             num_cpus=self.cpus_per_job, num_gpus=1 if device.type == "cuda" else 0,
@@ -161,7 +195,7 @@ class RayExecutor:
                             finish(job, run_job(job, workspace, data, device), job.kind != "report")
                             continue
                         inputs = None if shared else ray.put(pack(workspace, job.inputs))
-                        ref = task.remote(job, root, shared, inputs, data.data_dir and str(data.data_dir),
+                        ref = task.remote(job, root if shared else None, inputs, data.data_dir and str(data.data_dir),
                                           data.download, str(device), self.cpus_per_job)
                         running[ref] = job
                 if not running:
@@ -170,7 +204,8 @@ class RayExecutor:
                     continue
                 ready, _ = ray.wait(list(running), num_returns=1)
                 job = running.pop(ready[0])
-                result, outputs, worker_root = self._get(ray, ready[0], job)
+                result, outputs, worker_root, node = self._get(ray, ready[0], job)
+                self.placements[job.id] = node
                 if outputs is not None:
                     unpack(workspace, outputs)
                     result = _rebase(result, worker_root, workspace)

@@ -214,6 +214,7 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
     member = [cfg.data.pool_index] if cfg.role == "reference" else []  # each pool model its own seed
     train_seed = derive_seed(cfg.seed, cfg.role, "train", *member)
     devices = [device.index or 0] if device.type == "cuda" else []
+    on_epoch, epochs_ended = _clocked(on_epoch)
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(train_seed)
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
@@ -241,10 +242,26 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         else:  # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
             history, dp_metrics = _train_plain(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch,
                                                g_aug), {}
-    metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "engine": engine, **dp_metrics}
+    metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "fit_seconds": epochs_ended(),
+               "engine": engine, **dp_metrics}
     if getattr(model, "privaudit_notes", None):
         metrics["model_changes"] = list(model.privaudit_notes)
     return TrainResult(model.cpu(), rd.normaliser, metrics, history)
+
+
+def _clocked(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[], float | None]]:
+    """``on_epoch`` behind a clock: the second function returns the seconds from now to the end
+    of the last epoch (None before the first), the epochs alone, where ``train_seconds`` also
+    counts the data, the model's set-up, ε's accounting and the evaluation."""
+    start = time.perf_counter()
+    ended: list[float] = []
+
+    def hook(epoch: int, epochs: int, loss: float) -> None:
+        ended[:] = [time.perf_counter()]
+        if on_epoch:
+            on_epoch(epoch, epochs, loss)
+
+    return hook, lambda: ended[0] - start if ended else None
 
 
 def _snapshotting(cfg: RunConfig, model: nn.Module, rd: RoleData, engine: str, t0: float,
