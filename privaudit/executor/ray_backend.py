@@ -27,6 +27,7 @@ import os
 import secrets
 import sys
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -89,16 +90,26 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def private_owner(name: str) -> tuple[int, str] | None:
+    """The (pid, host) a private workspace folder's name records, None for other names."""
+    if not name.startswith(PRIVATE_PREFIX):
+        return None
+    pid, _, rest = name[len(PRIVATE_PREFIX):].partition("@")
+    host = rest.rpartition("-")[0]
+    return (int(pid), host) if pid.isdigit() and host else None
+
+
 def private_workspace(tmp: str | None = None) -> str:
-    """A new private workspace folder ``privaudit-job-<pid>-…`` in this node's temporary folder,
-    after removing those of processes that are gone (a worker killed mid-job cannot remove its
-    own, and the node's next job does)."""
+    """A new private workspace folder ``privaudit-job-<pid>@<host>-…`` in this node's temporary
+    folder, after removing this host's folders of processes that are gone (a worker killed
+    mid-job cannot remove its own, and the node's next job does; another host's are left)."""
     tmp = tmp or tempfile.gettempdir()
-    for old in Path(tmp).glob(f"{PRIVATE_PREFIX}*-*"):
-        pid = old.name[len(PRIVATE_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+    host = socket.gethostname().replace("@", "_")
+    for old in Path(tmp).glob(f"{PRIVATE_PREFIX}*"):
+        owner = private_owner(old.name)
+        if owner and owner[1] == host and owner[0] != os.getpid() and not _alive(owner[0]):
             shutil.rmtree(old, ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", dir=tmp)
+    return tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}@{host}-", dir=tmp)
 
 
 def _probe(path: str, token: str) -> bool:
