@@ -10,11 +10,45 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 from privaudit.errors import ArtifactError
+
+
+def owner_tag() -> str:
+    """``<pid>@<host>``: who owns a temporary folder, as its name records it (the host with
+    ``-`` and ``@`` made ``_``, so the tag holds no ``-``)."""
+    return f"{os.getpid()}@{socket.gethostname().replace('-', '_').replace('@', '_')}"
+
+
+def folder_owner(name: str, prefix: str) -> tuple[int, str | None] | None:
+    """The (pid, host) that a folder named ``<prefix><pid>[@<host>]-…`` records (host None:
+    a name written before folders recorded their host), None for other names."""
+    if not name.startswith(prefix):
+        return None
+    pid, _, host = name[len(prefix):].split("-", 1)[0].partition("@")
+    return (int(pid), host or None) if pid.isdigit() else None
+
+
+def remove_orphans(parent: Path, prefix: str) -> None:
+    """Remove the ``<prefix><owner_tag>-…`` folders in ``parent`` that processes of this host
+    left behind when they died (killed mid-write). Folders of live processes, and of other
+    hosts (``parent`` on a file system that several machines share), are left alone."""
+    here = owner_tag().split("@", 1)[1]
+    for folder in Path(parent).glob(f"{prefix}*"):
+        owner = folder_owner(folder.name, prefix)
+        if owner is None or owner[1] not in (None, here) or owner[0] == os.getpid():
+            continue
+        try:
+            os.kill(owner[0], 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # PermissionError: alive, another user's
+            continue
 
 
 def _write_via_temp(path: Path, write: Callable[[Any], None], binary: bool) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from privaudit.atomic import read_json, write_bytes, write_json
+from privaudit.atomic import owner_tag, read_json, remove_orphans, write_bytes, write_json
 from privaudit.config import MODELS, RunConfig, is_custom_model, model_tag
 from privaudit.data import Normaliser
 from privaudit.errors import ArtifactError, ConfigError, DamagedArtifactError
@@ -46,6 +46,7 @@ from privaudit.models import build_model
 NORM_KEYS = ("norm/mean", "norm/std")
 STATE_PREFIX = "state/"
 MODEL_FILES = ("config.json", "metrics.json", "weights.npz")
+PARTIAL_PREFIX = ".partial-"  # a folder being written: .partial-<pid>@<host>-<name>-…
 _legacy_ok: set[tuple] = set()  # weights of manifest-less model folders that loaded (stat keys)
 
 
@@ -162,8 +163,8 @@ class Workspace:
         (a shipped bundle) is checked against it instead, and refused when it does not match."""
         final = parent / name
         parent.mkdir(parents=True, exist_ok=True)
-        self._clean_stale_partials(parent)
-        tmp = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-{name}-", dir=parent))
+        remove_orphans(parent, PARTIAL_PREFIX)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{PARTIAL_PREFIX}{owner_tag()}-{name}-", dir=parent))
         backup: Path | None = None
         try:
             write(tmp)
@@ -173,7 +174,7 @@ class Workspace:
                 write_manifest(tmp)
             with artifact_lock(parent, name, "commit"):  # another process may commit the same name
                 if final.exists():
-                    backup = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-old-{name}-", dir=parent))
+                    backup = Path(tempfile.mkdtemp(prefix=f"{PARTIAL_PREFIX}{owner_tag()}-old-{name}-", dir=parent))
                     os.replace(final, backup / name)
                 os.replace(tmp, final)
         except BaseException:
@@ -185,19 +186,6 @@ class Workspace:
             if backup is not None:
                 shutil.rmtree(backup, ignore_errors=True)
         return final
-
-    @staticmethod
-    def _clean_stale_partials(parent: Path) -> None:
-        """Remove ``.partial-<pid>-*`` folders (new builds and set-aside old versions) left by
-        processes that no longer run."""
-        for p in parent.glob(".partial-*"):
-            try:
-                pid = int(p.name.split("-")[1])
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                shutil.rmtree(p, ignore_errors=True)
-            except (ValueError, IndexError, PermissionError, OSError):
-                continue
 
     def save_model(self, config: RunConfig, model: nn.Module, normaliser: Normaliser,
                    metrics: dict, provenance: dict) -> Path:

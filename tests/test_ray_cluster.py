@@ -13,7 +13,8 @@ import pytest
 from privaudit.audit import AuditHooks
 from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import FAULT_ENV
-from privaudit.executor.ray_backend import PRIVATE_PREFIX, _alive, private_owner, private_workspace
+from privaudit.atomic import folder_owner, owner_tag
+from privaudit.executor.ray_backend import PRIVATE_PREFIX, private_workspace
 from privaudit.integrity import verify_folder
 from privaudit.workspace import Workspace
 
@@ -76,20 +77,26 @@ def test_audit_across_nodes_travels_through_ray(cluster, tmp_path):
         # its node; the next job there removes that one
         node = tmp_path / f"node-{name}"
         left = [p for p in os.listdir(node) if p.startswith(PRIVATE_PREFIX)]
-        assert len(left) <= 1 and all(not _alive(private_owner(p)[0]) for p in left)
+        assert len(left) <= 1 and all(not _alive(folder_owner(p, PRIVATE_PREFIX)[0]) for p in left)
         fresh = private_workspace(str(node))
         assert [p for p in os.listdir(node) if p.startswith(PRIVATE_PREFIX)] == [Path(fresh).name]
 
 
-def test_private_workspaces_of_dead_processes_on_this_host_are_removed(tmp_path):
-    import socket
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
-    host = socket.gethostname().replace("@", "_")
+
+def test_private_workspaces_of_dead_processes_on_this_host_are_removed(tmp_path):
+    host = owner_tag().split("@", 1)[1]
     dead, other_host = tmp_path / f"{PRIVATE_PREFIX}999999999@{host}-ab12", tmp_path / f"{PRIVATE_PREFIX}999999999@elsewhere-ab12"
     live = tmp_path / f"{PRIVATE_PREFIX}{os.getppid()}@{host}-cd34"           # the parent process is alive
     for folder in (dead, other_host, live):
         folder.mkdir()
     fresh = Path(private_workspace(str(tmp_path)))
-    assert private_owner(fresh.name) == (os.getpid(), host)
+    assert folder_owner(fresh.name, PRIVATE_PREFIX) == (os.getpid(), host)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, other_host.name, live.name])
-    assert private_owner("torchinductor_root") is None
+    assert folder_owner("torchinductor_root", PRIVATE_PREFIX) is None

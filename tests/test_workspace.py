@@ -16,7 +16,7 @@ import torch
 import privaudit.workspace as workspace_mod
 from privaudit import atomic
 from privaudit.locks import LOCK_FOLDER
-from privaudit.atomic import read_json, write_bytes, write_json, write_text
+from privaudit.atomic import owner_tag, read_json, write_bytes, write_json, write_text
 from privaudit.errors import ArtifactError
 from privaudit.training.trainer import predict_logits, role_data
 from privaudit.workspace import Workspace, load_weights
@@ -348,11 +348,15 @@ def test_stale_partial_folders_of_dead_processes_are_cleaned(saved):
     dead_pid = 2 ** 22 + 12345    # above the usual pid_max: no such process
     stale = ws.models / f".partial-{dead_pid}-x-abc"
     live = ws.models / f".partial-{os.getpid()}-y-abc"
-    stale.mkdir()
-    live.mkdir()
+    host = owner_tag().split("@", 1)[1]
+    stale_here = ws.models / f".partial-{dead_pid}@{host}-x-abc"      # the names folders get now
+    other_host = ws.models / f".partial-{dead_pid}@elsewhere-x-abc"   # a workspace shared with another machine
+    for folder in (stale, live, stale_here, other_host):
+        folder.mkdir()
     loaded = ws.load_model(cfg.run_name, (1, 8, 8))
     ws.save_model(cfg, loaded.model, loaded.normaliser, {}, {})
     assert not stale.exists() and live.exists()
+    assert not stale_here.exists() and other_host.exists()            # another machine's pid means nothing here
     assert ws.model_names() == [cfg.run_name]
 
 

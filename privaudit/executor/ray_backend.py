@@ -27,7 +27,6 @@ import os
 import secrets
 import sys
 import shutil
-import socket
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from privaudit.atomic import owner_tag, remove_orphans
 from privaudit.errors import ConfigError, PrivauditError
 from privaudit.executor.bundle import pack, unpack
 from privaudit.executor.jobs import is_done, run_job
@@ -80,36 +80,13 @@ def _worker_job(job: Job, root: str | None, inputs, data_dir, download: bool, de
 PRIVATE_PREFIX = "privaudit-job-"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def private_owner(name: str) -> tuple[int, str] | None:
-    """The (pid, host) a private workspace folder's name records, None for other names."""
-    if not name.startswith(PRIVATE_PREFIX):
-        return None
-    pid, _, rest = name[len(PRIVATE_PREFIX):].partition("@")
-    host = rest.rpartition("-")[0]
-    return (int(pid), host) if pid.isdigit() and host else None
-
-
 def private_workspace(tmp: str | None = None) -> str:
     """A new private workspace folder ``privaudit-job-<pid>@<host>-…`` in this node's temporary
-    folder, after removing this host's folders of processes that are gone (a worker killed
-    mid-job cannot remove its own, and the node's next job does; another host's are left)."""
+    folder, after removing those that this host's dead processes left (a worker killed mid-job
+    cannot remove its own, and the node's next job does: :func:`privaudit.atomic.remove_orphans`)."""
     tmp = tmp or tempfile.gettempdir()
-    host = socket.gethostname().replace("@", "_")
-    for old in Path(tmp).glob(f"{PRIVATE_PREFIX}*"):
-        owner = private_owner(old.name)
-        if owner and owner[1] == host and owner[0] != os.getpid() and not _alive(owner[0]):
-            shutil.rmtree(old, ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}@{host}-", dir=tmp)
+    remove_orphans(Path(tmp), PRIVATE_PREFIX)
+    return tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{owner_tag()}-", dir=tmp)
 
 
 def _probe(path: str, token: str) -> bool:

@@ -147,8 +147,9 @@ class GaussianNoise:
     the one Opacus uses, is sequential), about as much as the step's matrix products. So the
     draws run one step ahead in a background thread (:class:`DrawAhead`), into one of two
     reused buffers, while the step computes (:func:`dp_compute_threads` leaves that thread a
-    core for dense stacks; a convolutional model's far smaller draw shares the cores). The sequence of draws is the generator's, whatever the timing, so results are
-    deterministic. On CUDA the draw is a plain synchronous ``normal_`` on the device.
+    core for dense stacks; a convolutional model's far smaller draw shares the cores). The
+    sequence of draws is the generator's, whatever the timing, so results are deterministic.
+    On CUDA the draw is a plain synchronous ``normal_`` on the device.
     """
 
     def __init__(self, seed: int, device: torch.device | str):

@@ -251,8 +251,9 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
 
 def _clocked(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[], float | None]]:
     """``on_epoch`` behind a clock: the second function returns the seconds from now to the end
-    of the last epoch (None before the first), the epochs alone, where ``train_seconds`` also
-    counts the data, the model's set-up, ε's accounting and the evaluation."""
+    of the last epoch (None before the first): the epochs, where ``train_seconds`` also counts
+    the data, the model's set-up, ε's accounting and the final evaluation (epoch snapshots,
+    when asked for, are taken inside the epochs and count in)."""
     start = time.perf_counter()
     ended: list[float] = []
 
