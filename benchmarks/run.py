@@ -16,12 +16,13 @@ from pathlib import Path
 import torch
 
 from benchmarks import (bench_audit, bench_commands, bench_digits, bench_dpsgd, bench_executor, bench_inference, bench_pool,
-                        bench_precision, bench_scoring, bench_speed, bench_startup, bench_training)
+                        bench_precision, bench_protocol, bench_scoring, bench_speed, bench_startup,
+                        bench_training)
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from privaudit.atomic import write_json, write_text
 
 BENCHMARKS = ("startup", "commands", "digits", "training", "inference", "dpsgd", "pool", "audit", "scoring", "precision",
-              "executor", "speed")
+              "executor", "speed", "protocol")
 
 
 def targets(rows: list[dict]) -> list[dict]:
@@ -58,6 +59,9 @@ def targets(rows: list[dict]) -> list[dict]:
             kind = "DP-SGD" if r["dp"] else "non-private"
             add(f"{r['model']} {kind} epoch in {r['side']} vs in process", r["vs_in_process"], "≥ 0.9×",
                 r["vs_in_process"] >= 0.9)
+        if b == "protocol" and r["scale"] == "reduced" and len(r["seeds"]) == 5 and r["dataset"] == "cifar10":
+            hours = r["projected_total_s"] / 3600
+            add("reproduce --scale reduced, 5 seeds (projected hours)", hours, "≤ 1 h to be the default", hours <= 1)
         if b == "startup" and r["case"].startswith(("privaudit", "usage", "bad value")):
             add(f"{r['case']} (best wall)", r["best_seconds"], "< 1 s", r["best_seconds"] < 1.0)
         if b == "inference":
@@ -119,13 +123,25 @@ def table(result: dict) -> str:
         [[r["model"], r["side"], _f(r["per_epoch_seconds"]), _f(r["fixed_seconds"]),
           " / ".join(_f(w, 1) for w in r["wall_seconds"])] for r in of("commands")])
     lines += _md_table(
-        ["one speed (a model's epoch)", "side", "samples/s", "vs in process", "GFLOP/epoch", "GFLOP/s",
-         "% of peak (peak GFLOP/s)"],
+        ["one speed (a model's steady epoch)", "side", "samples/s", "s an epoch", "vs in process", "GFLOP/epoch",
+         "GFLOP/s", "% of peak (peak GFLOP/s)", "once a process: import / set-up / first epoch extra s", "wall s"],
         [[f"{r['model']}{' DP-SGD' if r['dp'] else ''} (parts of {r['part_size']:,}, {r['epochs']} epochs, "
-          f"batch {r['batch']})", r["side"], _f(r["samples_per_s"], 0),
+          f"batch {r['batch']})", r["side"], _f(r["samples_per_s"], 0), _f(r["epoch_seconds"]),
           "" if r["vs_in_process"] is None else f"{_f(r['vs_in_process'])}×", _f(r["flops_per_epoch"] / 1e9, 1),
-          _f(r["gflops"], 0), f"{100 * r['fraction_of_peak']:.0f} % ({_f(r['peak_gflops'], 0)})"]
+          _f(r["gflops"], 0), f"{100 * r['fraction_of_peak']:.0f} % ({_f(r['peak_gflops'], 0)})",
+          "" if r.get("wall_s") is None else " / ".join(_f(r.get(k)) for k in ("import_s", "set_up_s",
+                                                                                "first_epoch_extra_s")),
+          _f(r.get("wall_s"), 1)]
          for r in of("speed")])
+    lines += _md_table(
+        ["reproduce mg-noise (projected)", "models (attacked)", "train h", "evaluation h", "total h",
+         "families: samples/s × training samples"],
+        [[f"--scale {r['scale']} --seeds {','.join(map(str, r['seeds']))} ({r['dataset']}, parts of {r['part_size']:,})",
+          f"{r['models']} ({r['attacked_targets']})", _f(r["projected_train_s"] / 3600),
+          _f(r["projected_evaluation_s"] / 3600), _f(r["projected_total_s"] / 3600),
+          "; ".join(f"{f['model']}{' DP' if f['dp'] else ''}{' MG' if f['mg_noise'] else ''} b{f['batch']}: "
+                    f"{f['samples_per_s']:,.0f} × {f['train_samples'] / 1e6:.2f} M" for f in r["families"])]
+         for r in of("protocol")])
     lines += _md_table(
         ["inference", "privaudit samples/s", "plain no_grad NCHW 2,048 samples/s", "speedup", "training samples/s",
          "inference / training", "max logit difference"],
@@ -188,7 +204,7 @@ def table(result: dict) -> str:
         v = x["measured"]
         return (f"{100 * v:.0f} %" if "fraction" in x["target"] else
                 f"{v:.2f} s" if "scoring" in x["target"] or "wall" in x["target"] or "fixed cost" in x["target"]
-                else f"{v:.2f}×")
+                else f"{v:.2f} h" if "hours" in x["target"] else f"{v:.2f}×")
 
     lines += _md_table(["target", "measured", "goal", "met"],
                        [[x["target"], shown(x), x["goal"], "yes" if x["met"] else "no"] for x in result["targets"]])
@@ -242,6 +258,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows += bench_executor.run(root, source, device.type, args.quick)
             elif name == "speed":
                 rows += bench_speed.run(root, source, device, data, args.quick)
+            elif name == "protocol":
+                rows += bench_protocol.run(source, device, data, args.quick)
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
               "device": str(device), "data": source, "quick": args.quick, "peak": peak, "rows": rows}
     result["targets"] = targets(rows) if device.type == "cpu" else []

@@ -75,3 +75,34 @@ def test_quick_digits_audit_benchmark_beside_a_baseline_revision(tmp_path):
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True).stdout
     assert str(tmp_path) not in worktrees and "privaudit-bench" not in worktrees
     assert "privaudit audit --dataset digits" in (out / "results.md").read_text()
+
+
+def test_speed_benchmark_takes_the_steady_epoch_and_the_first_epochs_extra():
+    """A model's speed is its median epoch after the first; the first epoch's excess is apart."""
+    from benchmarks.bench_speed import first_epoch_extra, steady_rate
+
+    metrics = {"n_train": 1_000, "epoch_seconds": [2.5, 0.5, 0.4, 0.6, 2.0]}  # one disturbed epoch
+    assert steady_rate(metrics) == 1_000 / 0.55
+    assert first_epoch_extra(metrics) == 2.5 - 0.55
+    assert steady_rate({"n_train": 10, "epoch_seconds": [1.0]}) is None
+    assert first_epoch_extra({"n_train": 10}) is None
+
+
+def test_protocol_projection_counts_every_model_once_and_each_epoch_series_once():
+    """The projection's work is the reproduction's job graph: every model the protocol needs,
+    and the epoch sweep's series trained once to its longest epoch count."""
+    from benchmarks.bench_protocol import work
+    from privaudit.reproduce.protocol import protocol
+
+    digits = work("reduced", (0, 1), "digits", (1, 8, 8), 1797)  # Figure 4's baseline is also the sweep's
+    assert digits["models"] == protocol("reduced", "digits", seeds=(0, 1)).model_count()
+    proto = protocol("reduced", "cifar10", seeds=(0, 1))
+    plan = work("reduced", (0, 1), "cifar10", (3, 32, 32), 60_000)
+    assert plan["models"] == proto.model_count()
+    in_series = {c.run_name for c in proto.epoch_configs()}  # the sweep's baseline is also the series' end
+    assert plan["attacked"] == len({c.run_name for c in proto.sweep_configs()} | in_series)
+    series = 2 * len(proto.epoch_kappas) * len(proto.seeds) * max(proto.epoch_grid)  # target and shadow
+    alone = [c for c in proto.sweep_configs() if c.run_name not in in_series]
+    expected = proto.part_size * (sum(c.train.epochs for c in proto.accuracy_configs())
+                                  + 2 * sum(c.train.epochs for c in alone) + series)
+    assert sum(plan["samples"].values()) == expected

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 from opacus.validators import ModuleValidator
@@ -15,7 +17,7 @@ from privaudit.training import resolve_device, train_model
 from privaudit.workspace import Workspace
 
 CPU = torch.device("cpu")
-TIMING_KEYS = {"train_seconds", "fit_seconds"}
+TIMING_KEYS = {"train_seconds", "fit_seconds", "epoch_seconds"}
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -98,6 +100,27 @@ def test_train_metrics_are_consistent(digits, tiny):
     assert len(r.loss_history) == 4 and r.loss_history[-1] < r.loss_history[0]
     assert not r.model.training and next(r.model.parameters()).device.type == "cpu"
     assert "epsilon" not in m
+
+
+@pytest.mark.parametrize("extra", [{}, {"dp": True, "noise_multiplier": 1.0}])
+def test_epoch_clock_counts_the_epochs_and_not_the_set_up(monkeypatch, digits, tiny, extra):
+    """fit_seconds starts once the optimiser is built (torch.optim's first use imports
+    torch._dynamo: seconds a process) and is the sum of the epochs' durations."""
+    import privaudit.training.trainer as trainer
+    built = trainer.make_optimizer
+    set_up = 0.3
+
+    def slow_optimizer(*args, **kw):  # a set-up of at least ``set_up`` seconds
+        t = time.perf_counter()
+        while time.perf_counter() - t < set_up:
+            pass
+        return built(*args, **kw)
+
+    monkeypatch.setattr(trainer, "make_optimizer", slow_optimizer)
+    m = train_model(tiny(part_size=60, epochs=3, **extra), digits).metrics
+    assert len(m["epoch_seconds"]) == 3 and min(m["epoch_seconds"]) > 0
+    assert m["fit_seconds"] == pytest.approx(sum(m["epoch_seconds"]), abs=1e-3)
+    assert m["train_seconds"] - m["fit_seconds"] >= set_up
 
 
 def _weights(ws: Workspace, name: str) -> dict[str, torch.Tensor]:

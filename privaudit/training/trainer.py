@@ -214,13 +214,17 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
     member = [cfg.data.pool_index] if cfg.role == "reference" else []  # each pool model its own seed
     train_seed = derive_seed(cfg.seed, cfg.role, "train", *member)
     devices = [device.index or 0] if device.type == "cuda" else []
-    on_epoch, epochs_ended = _clocked(on_epoch)
+    on_epoch, clock_start, epochs_ended, epoch_seconds = _clocked(on_epoch)
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(train_seed)
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
                             width=cfg.model.width, dp=cfg.defence.dp, args=cfg.model.args).to(device)
         if snapshots:
             on_epoch = _snapshotting(cfg, model, rd, engine, t0, snapshots, on_epoch)
+        # torch.optim imports torch._dynamo on its first use in a process (about 1.8 s on 2
+        # cores): built before the epoch clock starts, so that ``fit_seconds`` is the epochs
+        optimizer = None if cfg.model.name == "convex-relu" else make_optimizer(model, cfg, engine)
+        clock_start()
         g = generator(derive_seed(cfg.seed, cfg.role, "mask", *member), device)
         noise_seed = derive_seed(cfg.seed, cfg.role, "dp-noise", *member)
         # flips from their own stream, so that --augment none draws exactly what it always drew
@@ -229,40 +233,50 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         if cfg.model.name == "convex-relu":  # its own optimiser: (noisy) cyclic gradient descent
             history, dp_metrics = _train_convex(cfg, model, rd, g, noise_seed, on_epoch)
         elif cfg.defence.dp and engine == "fast" and supports_ghost(model):
-            history, dp_metrics = _train_ghost_dpsgd(cfg, model, make_optimizer(model, cfg, engine), rd, g,
+            history, dp_metrics = _train_ghost_dpsgd(cfg, model, optimizer, rd, g,
                                                      noise_seed, on_epoch, g_aug)
         elif cfg.defence.dp:
-            history, dp_metrics = _train_dpsgd(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch,
+            history, dp_metrics = _train_dpsgd(cfg, model, optimizer, rd, g, on_epoch,
                                                g_aug)
         elif engine == "fast" and cfg.train.precision == "fp32":
             with fast_layers(model), channels_last(model, device) as layout:
-                history = _train_plain(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch, g_aug,
-                                       layout)
+                history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, layout)
             dp_metrics = {}
         else:  # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
-            history, dp_metrics = _train_plain(cfg, model, make_optimizer(model, cfg, engine), rd, g, on_epoch,
-                                               g_aug), {}
+            history, dp_metrics = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug), {}
     metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "fit_seconds": epochs_ended(),
-               "engine": engine, **dp_metrics}
+               "epoch_seconds": epoch_seconds(), "engine": engine, **dp_metrics}
     if getattr(model, "privaudit_notes", None):
         metrics["model_changes"] = list(model.privaudit_notes)
     return TrainResult(model.cpu(), rd.normaliser, metrics, history)
 
 
-def _clocked(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[], float | None]]:
-    """``on_epoch`` behind a clock: the second function returns the seconds from now to the end
-    of the last epoch (None before the first): the epochs, where ``train_seconds`` also counts
-    the data, the model's set-up, ε's accounting and the final evaluation (epoch snapshots,
-    when asked for, are taken inside the epochs and count in)."""
-    start = time.perf_counter()
-    ended: list[float] = []
+def _clocked(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[], None],
+                                                      Callable[[], float | None], Callable[[], list[float]]]:
+    """``on_epoch`` behind a clock, with three functions: ``start()`` (called once the model and
+    its optimiser are built), ``fit_seconds()``, from the start to the end of the last epoch
+    (None before the first), and ``epoch_seconds()``, each epoch's duration. ``train_seconds``
+    also counts the data, the model's set-up, ε's accounting and the final evaluation; the
+    first epoch of a process also carries oneDNN's one-off creation of its kernels (about
+    0.5 s for the Standard CNN on 2 cores). Epoch snapshots, when asked for, are taken inside
+    the epochs and count in."""
+    marks: list[float] = [time.perf_counter()]
+
+    def start() -> None:
+        marks[:] = [time.perf_counter()]
 
     def hook(epoch: int, epochs: int, loss: float) -> None:
-        ended[:] = [time.perf_counter()]
+        marks.append(time.perf_counter())
         if on_epoch:
             on_epoch(epoch, epochs, loss)
 
-    return hook, lambda: ended[0] - start if ended else None
+    def fit_seconds() -> float | None:
+        return marks[-1] - marks[0] if len(marks) > 1 else None
+
+    def epoch_seconds() -> list[float]:
+        return [round(b - a, 4) for a, b in zip(marks, marks[1:])]
+
+    return hook, start, fit_seconds, epoch_seconds
 
 
 def _snapshotting(cfg: RunConfig, model: nn.Module, rd: RoleData, engine: str, t0: float,
