@@ -19,6 +19,7 @@ from benchmarks import (bench_audit, bench_commands, bench_digits, bench_dpsgd, 
                         bench_precision, bench_protocol, bench_scoring, bench_speed, bench_startup,
                         bench_training)
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
+from benchmarks.flops import annotate, columns
 from privaudit.atomic import write_json, write_text
 
 BENCHMARKS = ("startup", "commands", "digits", "training", "inference", "dpsgd", "pool", "audit", "scoring", "precision",
@@ -112,16 +113,17 @@ def table(result: dict) -> str:
 
     lines += _md_table(
         ["training (batch 128)", "privaudit samples/s", "DataLoader loop samples/s", "speedup", "privaudit GFLOP/s",
-         "% of peak (peak GFLOP/s)", "loop % of peak", "privaudit peak RSS MB"],
+         "% of peak (peak GFLOP/s)", "loop % of peak", "GFLOP/epoch", "privaudit peak RSS MB"],
         [[r["model"], _f(r["privaudit_samples_per_s"], 0), _f(r["dataloader_loop_samples_per_s"], 0),
           f"{_f(r['speedup'])}×", _f(r["privaudit_gflops"], 0),
           f"{100 * r['privaudit_fraction_of_peak']:.0f} % ({_f(r['peak_gflops'], 0)})",
-          f"{100 * r['loop_fraction_of_peak']:.0f} %", _f(r["privaudit_memory"]["peak_rss_mb"], 0)]
+          f"{100 * r['loop_fraction_of_peak']:.0f} %", columns(r, ())[0], _f(r["privaudit_memory"]["peak_rss_mb"], 0)]
          for r in of("training")])
     lines += _md_table(
-        ["command (fresh process, wall)", "side", "per epoch s", "fixed s", "wall s (fewer / more epochs)"],
+        ["command (fresh process, wall)", "side", "per epoch s", "fixed s", "wall s (fewer / more epochs)",
+         "GFLOP/epoch", "% of peak (per epoch)"],
         [[r["model"], r["side"], _f(r["per_epoch_seconds"]), _f(r["fixed_seconds"]),
-          " / ".join(_f(w, 1) for w in r["wall_seconds"])] for r in of("commands")])
+          " / ".join(_f(w, 1) for w in r["wall_seconds"]), *columns(r, ("side",))] for r in of("commands")])
     lines += _md_table(
         ["one speed (a model's steady epoch)", "side", "samples/s", "s an epoch", "vs in process", "GFLOP/epoch",
          "GFLOP/s", "% of peak (peak GFLOP/s)", "once a process: import / set-up / first epoch extra s", "wall s"],
@@ -144,26 +146,28 @@ def table(result: dict) -> str:
          for r in of("protocol")])
     lines += _md_table(
         ["inference", "privaudit samples/s", "plain no_grad NCHW 2,048 samples/s", "speedup", "training samples/s",
-         "inference / training", "max logit difference"],
+         "inference / training", "max logit difference", "forward GFLOP/epoch", "% of peak (privaudit / plain)"],
         [[r["model"], _f(r["privaudit_samples_per_s"], 0), _f(r["plain_samples_per_s"], 0),
           f"{_f(r['speedup_vs_plain'])}×", _f(r["train_samples_per_s"], 0), f"{_f(r['inference_vs_training'])}×",
-          f"{r['max_logit_difference']:.1e}"] for r in of("inference")])
+          f"{r['max_logit_difference']:.1e}", *columns(r, ("privaudit", "plain"))] for r in of("inference")])
     lines += _md_table(
         ["DP-SGD (σ 1, batch 128)", "privaudit samples/s", "non-private", "Opacus defaults", "Opacus ghost",
-         "DP / non-private", "vs Opacus defaults", "vs Opacus ghost"],
+         "DP / non-private", "vs Opacus defaults", "vs Opacus ghost", "GFLOP/epoch",
+         "% of peak (privaudit DP / non-private / Opacus defaults / ghost)"],
         [[r["model"], _f(r["privaudit_dp_samples_per_s"], 0), _f(r["non_private_samples_per_s"], 0),
           _f(r["opacus_default_samples_per_s"], 0), _f(r["opacus_ghost_samples_per_s"], 0),
           f"{_f(r['dp_vs_non_private'])}×", f"{_f(r['speedup_vs_opacus_default'], 1)}×",
-          f"{_f(r['speedup_vs_opacus_ghost'], 2)}×"] for r in of("dpsgd")])
+          f"{_f(r['speedup_vs_opacus_ghost'], 2)}×",
+          *columns(r, ("privaudit_dp", "non_private", "opacus_default", "opacus_ghost"))] for r in of("dpsgd")])
     lines += _md_table(
         ["pool", "K", "privaudit s", "one by one s", "speedup", "stacked", "max weight diff",
-         "peak RSS MB (privaudit / one by one)"],
+         "peak RSS MB (privaudit / one by one)", "GFLOP/epoch (K models)", "% of peak (privaudit / one by one)"],
         [[r["recipe"], str(r["models"]), _f(r["privaudit_seconds"]), _f(r["one_by_one_seconds"]),
           f"{_f(r['speedup'])}×" + (f" (forced stacking: {_f(r['stacked_forced_speedup'])}×)"
                                    if "stacked_forced_speedup" in r else ""),
           "yes" if r["stacked"] else "no", f"{r['max_weight_difference']:.1e}",
-          f"{_f(r['privaudit_memory']['peak_rss_mb'], 0)} / {_f(r['one_by_one_memory']['peak_rss_mb'], 0)}"]
-         for r in of("pool")])
+          f"{_f(r['privaudit_memory']['peak_rss_mb'], 0)} / {_f(r['one_by_one_memory']['peak_rss_mb'], 0)}",
+          *columns(r, ("privaudit", "one_by_one"))] for r in of("pool")])
     for r in rows:
         if r["benchmark"] == "scoring":
             lines += [f"Scoring {r['samples']:,} samples × {r['models']} models ({r['logits_mb']:.0f} MB of logits), "
@@ -195,10 +199,11 @@ def table(result: dict) -> str:
         [[r["case"], f"{r['best_seconds']:.3f}", f"{r['median_seconds']:.3f}",
           f"{r['best_minus_bare_python_seconds']:.3f}"] for r in of("startup")])
     lines += _md_table(
-        ["mixed precision", "fp32 samples/s", "bf16 samples/s", "bf16 speedup", "fp32 test acc.", "bf16 test acc."],
+        ["mixed precision", "fp32 samples/s", "bf16 samples/s", "bf16 speedup", "fp32 test acc.", "bf16 test acc.",
+         "GFLOP/epoch", "% of fp32 peak (fp32 / bf16)"],
         [[f"{r['model']} ({r['epochs']} epochs)", _f(r["fp32_samples_per_s"], 0), _f(r["bf16_samples_per_s"], 0),
-          f"{_f(r['bf16_speedup'])}×", f"{r['fp32_test_accuracy']:.3f}", f"{r['bf16_test_accuracy']:.3f}"]
-         for r in of("precision")])
+          f"{_f(r['bf16_speedup'])}×", f"{r['fp32_test_accuracy']:.3f}", f"{r['bf16_test_accuracy']:.3f}",
+          *columns(r, ("fp32", "bf16"))] for r in of("precision")])
 
     def shown(x: dict) -> str:
         v = x["measured"]
@@ -262,6 +267,7 @@ def main(argv: list[str] | None = None) -> None:
                 rows += bench_protocol.run(source, device, data, args.quick)
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
               "device": str(device), "data": source, "quick": args.quick, "peak": peak, "rows": rows}
+    annotate(rows, peak["peak"])
     result["targets"] = targets(rows) if device.type == "cpu" else []
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

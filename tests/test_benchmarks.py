@@ -106,3 +106,23 @@ def test_protocol_projection_counts_every_model_once_and_each_epoch_series_once(
     expected = proto.part_size * (sum(c.train.epochs for c in proto.accuracy_configs())
                                   + 2 * sum(c.train.epochs for c in alone) + series)
     assert sum(plan["samples"].values()) == expected
+
+
+def test_rows_get_flops_per_epoch_and_share_of_peak_from_the_closed_form():
+    """A 64-32-10 MLP's step is 2·(64·32 + 32·10) FLOPs forward, the same again for the weight
+    gradients and 2·32·10 for the one input gradient that backpropagation needs."""
+    from benchmarks.flops import annotate, columns, sample_flops
+
+    forward = 2 * (64 * 32 + 32 * 10)
+    assert sample_flops("mlp", (1, 8, 8), 32, forward_only=True) == forward
+    step = sample_flops("mlp", (1, 8, 8), 32)
+    assert step == 2 * forward + 2 * 32 * 10
+    pool = {"benchmark": "pool", "recipe": "digits mlp-32", "models": 8, "members_per_model": 449, "epochs": 12,
+            "privaudit_seconds": 2.0, "one_by_one_seconds": 4.0}
+    command = {"benchmark": "commands", "model": "mlp", "images": 1_000, "per_epoch_seconds": 0.5}
+    annotate([pool, command], peak=100.0)
+    assert pool["flops_per_epoch"] == 8 * 449 * step
+    assert pool["privaudit_fraction_of_peak"] == 8 * 449 * 12 / 2.0 * step / 1e9 / 100.0
+    assert pool["one_by_one_fraction_of_peak"] == pool["privaudit_fraction_of_peak"] / 2
+    assert command["side_fraction_of_peak"] == 2_000 * sample_flops("mlp") / 1e9 / 100.0
+    assert columns(pool, ("privaudit", "one_by_one"))[0] == f"{8 * 449 * step / 1e9:,.1f}"
