@@ -131,6 +131,32 @@ def test_ray_missing_is_one_line(monkeypatch, tmp_path):
     assert bad.exit_code == 2 and "--executor" in bad.output
 
 
+def test_a_ray_address_that_does_not_answer_is_one_line(tmp_path):
+    """ray.init retries an address nobody listens on for minutes; privaudit probes it first."""
+    import socket
+
+    from privaudit.executor.ray_backend import check_reachable
+
+    with socket.socket() as listening:                   # an address that answers
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        check_reachable(f"127.0.0.1:{listening.getsockname()[1]}")
+        check_reachable(f"ray://127.0.0.1:{listening.getsockname()[1]}")
+    with socket.socket() as s:                           # a port nobody listens on any more
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        with pytest.raises(ConfigError, match="does not answer"):
+            check_reachable(address)
+    with pytest.raises(ConfigError, match="host:port"):
+        check_reachable("head-node")
+    check_reachable(None), check_reachable("auto")        # left to Ray
+    result = CliRunner().invoke(app, ["audit", "--dataset", "digits", "--executor", "ray", "--ray-address",
+                                      f"127.0.0.1:{port}", "--workdir", str(tmp_path)])
+    assert result.exit_code == 2 and "does not answer" in result.output and "Traceback" not in result.output
+    assert not list((tmp_path / "models").glob("*/weights*"))  # nothing trained
+
+
 # ---------------------------------------------------------------- on a local Ray instance
 
 FAULT_SEED = 7  # only the audit with this seed has the job the fault targets

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import socket
 import sys
 import shutil
 import tempfile
@@ -110,6 +111,29 @@ def _rebase(result: Any, worker_root: str, workspace: Workspace) -> Any:
     return result
 
 
+REACH_TIMEOUT_S = 10.0
+
+
+def check_reachable(address: str | None, timeout: float = REACH_TIMEOUT_S) -> None:
+    """A one-line error when a cluster address (``host:port`` or ``ray://host:port``) does not
+    accept a connection within ``timeout`` seconds: ``ray.init`` itself keeps retrying an
+    address that does not answer for minutes. ``None`` and ``auto`` (a local instance, or
+    the one Ray recorded on this machine) are left to Ray."""
+    if not address or address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"--ray-address {address!r} is not host:port or ray://host:port (or auto)")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ConfigError(f"the Ray cluster at {address} does not answer ({reason} from {host}:{port} within "
+                          f"{timeout:g} s); start it with `ray start --head` or check --ray-address") from None
+
+
 @dataclass
 class RayExecutor:
     """``address``: None starts (or joins, with ``RAY_ADDRESS``) a local instance; ``auto`` or
@@ -135,6 +159,7 @@ class RayExecutor:
     def _run_with_ray(self, ray, jobs, workspace, data, device, on_job_done) -> dict[str, Any]:
         started = not ray.is_initialized()
         if started:
+            check_reachable(self.address or os.environ.get("RAY_ADDRESS"))
             env = {k: v for k, v in os.environ.items() if k.startswith("PRIVAUDIT_")}
             try:
                 ray.init(address=self.address, runtime_env={"env_vars": env}, include_dashboard=False,
