@@ -1,7 +1,7 @@
 """Benchmark: how long ``reproduce mg-noise`` takes on this machine, projected from a measured
 fraction of its work.
 
-The reproduction's job graph (:func:`privaudit.reproduce.run.reproduce_jobs`) lists every
+The reproduction's job graph (:func:`privaudit.reproduction.run.reproduce_jobs`) lists every
 model it trains: Figure 4's targets, every attacked target with its shadow, and the epoch
 sweep's series (each κ, seed and role trained once to the longest epoch count). Models of
 one recipe family (architecture, DP-SGD or not, MG noise or not, batch size) cost the same
@@ -26,8 +26,8 @@ import torch
 
 from privaudit.config import RunConfig
 from privaudit.models import build_model
-from privaudit.reproduce.protocol import protocol
-from privaudit.reproduce.run import reproduce_jobs
+from privaudit.reproduction.protocol import protocol
+from privaudit.reproduction.run import reproduce_jobs
 from privaudit.training import train_model
 from privaudit.training.trainer import predict_logits
 

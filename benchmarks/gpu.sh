@@ -51,7 +51,7 @@ work="$(timed reproduce timeout "$REPRODUCE_S" python -m privaudit reproduce mg-
 python - "$OUT" "$work" "$REPRODUCE_S" "${QUICK:-0}" <<'PY'
 import json, sys
 from pathlib import Path
-from privaudit.reproduce.protocol import protocol
+from privaudit.reproduction.protocol import protocol
 out, work, limit, quick = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1"
 proto = (protocol("reduced", "digits", seeds=[0], experiments=["accuracy"], families=["mlp"]) if quick
          else protocol("full", seeds=[0, 1, 2], families=["cnn"]))

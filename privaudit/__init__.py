@@ -1,8 +1,50 @@
 """privaudit: membership-inference audits of image classifiers and their defences.
 
-The library API mirrors the command line: every command builds a config and calls one
-function of this package (``privaudit.runs.train_run``, ``privaudit.attacking.attack_target``,
-``privaudit.audit.run_audit``, ``privaudit.report.build.build_reports``).
+From Python (a notebook), each command is a function with the command's options as keyword
+arguments, returning a result object::
+
+    import privaudit
+    report = privaudit.audit(dataset="digits", kappas=[0.5, 1], sigmas=[1], seeds=[0, 1])
+    report.table            # the trade-off table (pandas)
+    report.verdicts         # which defence leaks less at equal accuracy, with intervals
+    report.scores()         # per-sample membership scores of every attack
+    privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=10_520, epochs=50, noise_multiplier=1.0).epsilon
+
+The names load on first use (``import privaudit`` does not import torch):
+:func:`audit`, :func:`train`, :func:`epsilon`, their results :class:`AuditReport`,
+:class:`TrainedModels`, :class:`EpsilonResult`, and :mod:`privaudit.errors`.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "audit": "privaudit.api.audit", "AuditReport": "privaudit.api.audit",
+    "train": "privaudit.api.train", "TrainedModels": "privaudit.api.train",
+    "epsilon": "privaudit.api.epsilon", "EpsilonResult": "privaudit.api.epsilon",
+}
+__all__ = ["__version__", "errors", *_LAZY]
+
+if TYPE_CHECKING:
+    from privaudit import errors
+    from privaudit.api.audit import AuditReport, audit
+    from privaudit.api.epsilon import EpsilonResult, epsilon
+    from privaudit.api.train import TrainedModels, train
+
+
+def __getattr__(name: str) -> Any:
+    if name == "errors":
+        return importlib.import_module("privaudit.errors")
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'privaudit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -92,7 +92,7 @@ def test_protocol_projection_counts_every_model_once_and_each_epoch_series_once(
     """The projection's work is the reproduction's job graph: every model the protocol needs,
     and the epoch sweep's series trained once to its longest epoch count."""
     from benchmarks.bench_protocol import work
-    from privaudit.reproduce.protocol import protocol
+    from privaudit.reproduction.protocol import protocol
 
     digits = work("reduced", (0, 1), "digits", (1, 8, 8), 1797)  # Figure 4's baseline is also the sweep's
     assert digits["models"] == protocol("reduced", "digits", seeds=(0, 1)).model_count()

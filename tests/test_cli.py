@@ -268,10 +268,10 @@ def test_console_entry_skips_the_teardown_only_when_it_is_safe(monkeypatch):
     import sys
 
     import privaudit.cli as cli
-    from privaudit.cli import common
+    from privaudit import timing
 
     calls = []
-    monkeypatch.setattr(common, "FREEZE_IMPORTS", False)  # restored after the test: entry() sets it
+    monkeypatch.setattr(timing, "FREEZE_IMPORTS", False)  # restored after the test: entry() sets it
     monkeypatch.setattr(cli.gc, "set_threshold", lambda *t: calls.append(("gc threshold", t[0])))
     monkeypatch.setattr(cli.atexit, "_run_exitfuncs", lambda: calls.append("exit handlers"))
     monkeypatch.setattr(cli.os, "_exit", lambda code: calls.append(("os._exit", code)))
@@ -288,7 +288,7 @@ def test_console_entry_skips_the_teardown_only_when_it_is_safe(monkeypatch):
         return calls[1:], None
 
     relaxed = ("gc threshold", cli.YOUNG_GC_THRESHOLD)
-    assert run(3) == (["exit handlers", ("os._exit", 3)], None) and calls[0] == relaxed and common.FREEZE_IMPORTS
+    assert run(3) == (["exit handlers", ("os._exit", 3)], None) and calls[0] == relaxed and timing.FREEZE_IMPORTS
     assert run(None) == (["exit handlers", ("os._exit", 0)], None)
     assert run("a message") == ([], "a message")
     assert run(2, threads=2) == ([], 2)                     # another thread still running

@@ -14,7 +14,7 @@ import pytest
 import typer.main
 
 import privaudit.attacking
-import privaudit.audit
+import privaudit.auditing
 import privaudit.runs
 from privaudit.cli import app
 from cli_helpers import run_cli
@@ -51,7 +51,7 @@ def test_importing_the_cli_loads_no_heavy_library():
 def test_opacus_loads_only_when_an_epsilon_is_asked_for():
     """The library an audit runs on loads without Opacus (its import costs ~1.2 s); the first ε
     loads it, on whichever thread asks."""
-    assert "opacus" not in _modules_after("import privaudit.audit, privaudit.report.build, privaudit.executor")
+    assert "opacus" not in _modules_after("import privaudit.auditing, privaudit.report.build, privaudit.executor")
     assert "opacus" in _modules_after("from privaudit.accounting import dpsgd_epsilon\n"
                                       "assert dpsgd_epsilon(1.0, 0.01, 100, 1e-5)[0] > 0")
 
@@ -79,7 +79,7 @@ def _accept(*args, **kwargs):
 def stubbed(monkeypatch, tmp_path):
     from privaudit.theory import experiments
     for mod, name in ((privaudit.runs, "ensure_model"), (privaudit.attacking, "attack_target"),
-                      (privaudit.audit, "run_audit")):
+                      (privaudit.auditing, "run_audit")):
         monkeypatch.setattr(mod, name, _accept)
     for name in ("run_smoothing", "run_convergence", "run_federated", "run_masked_neurons", "run_all"):
         monkeypatch.setattr(experiments, name, _accept)

@@ -12,7 +12,7 @@ import torch
 from typer.testing import CliRunner
 
 from privaudit.attacking import AttackPlan
-from privaudit.audit import AuditHooks, audit_plan, run_audit
+from privaudit.auditing import AuditHooks, audit_plan, run_audit
 from privaudit.cli import app
 from privaudit.config import make_config
 from privaudit.errors import ArtifactError, ConfigError

@@ -152,8 +152,8 @@ def test_an_epoch_series_trains_once_and_resumes(digits, tiny, tmp_path, monkeyp
 
 
 def test_the_reproductions_epoch_sweep_trains_each_recipe_once():
-    from privaudit.reproduce import protocol
-    from privaudit.reproduce.run import reproduce_jobs
+    from privaudit.reproduction import protocol
+    from privaudit.reproduction.run import reproduce_jobs
 
     p = protocol("full", "cifar10", seeds=[0], families=["cnn"], experiments=["epochs"])
     jobs = reproduce_jobs(p, (3, 32, 32), 60_000)

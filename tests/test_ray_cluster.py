@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from privaudit.audit import AuditHooks
+from privaudit.auditing import AuditHooks
 from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import FAULT_ENV
 from privaudit.atomic import folder_owner, owner_tag

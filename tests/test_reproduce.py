@@ -12,12 +12,12 @@ import pytest
 from scipy.stats import linregress, t as student_t
 from typer.testing import CliRunner
 
-from privaudit.audit import audit_plan
+from privaudit.auditing import audit_plan
 from privaudit.cli import app
 from privaudit.config import make_config
 from privaudit.errors import ConfigError
-from privaudit.reproduce import protocol
-from privaudit.reproduce.claims import (AGREES, DISAGREES, UNDECIDED, Estimate, accuracy_claims, epoch_claims,
+from privaudit.reproduction import protocol
+from privaudit.reproduction.claims import (AGREES, DISAGREES, UNDECIDED, Estimate, accuracy_claims, epoch_claims,
                                         leakage_claims, paired_difference, reading, tradeoff_claims, trend)
 
 runner = CliRunner()

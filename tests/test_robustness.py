@@ -304,13 +304,13 @@ def test_fuzzed_command_lines_never_trace_back(argv, tmp_path_factory, monkeypat
     work = tmp_path_factory.mktemp("fuzz")
     monkeypatch.chdir(work)
     import privaudit.attacking
-    import privaudit.audit
+    import privaudit.auditing
     import privaudit.runs
     from privaudit.theory import experiments
     # the commands import the library when they run: stub it where they look it up
     monkeypatch.setattr(privaudit.runs, "ensure_model", _accept)
     monkeypatch.setattr(privaudit.attacking, "attack_target", _accept)
-    monkeypatch.setattr(privaudit.audit, "run_audit", _accept)
+    monkeypatch.setattr(privaudit.auditing, "run_audit", _accept)
     for name in ("run_smoothing", "run_convergence", "run_federated", "run_masked_neurons", "run_all"):
         monkeypatch.setattr(experiments, name, _accept)
     workdir = [] if argv[0] == "epsilon" else ["--workdir", str(work)]

@@ -18,9 +18,9 @@ from privaudit.attacks.crossval import fold_ids, threshold_decisions
 from privaudit.attacks.scores import modified_entropy_scores, softmax
 from privaudit.errors import DataError
 from privaudit.runs import ensure_model
-from privaudit.scan.export import export_arrays
-from privaudit.scan.inputs import check, load
-from privaudit.scan.run import scan
+from privaudit.scanning.export import export_arrays
+from privaudit.scanning.inputs import check, load
+from privaudit.scanning.run import scan
 from privaudit.workspace import Workspace
 
 CPU = __import__("torch").device("cpu")

@@ -8,13 +8,11 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt,
-                                  SeedOpt, SeedsOpt, ShadowDatasetOpt, WorkdirOpt, dataset_config, emit_json, err,
-                                  handle_errors, importing, info_console, number, one_of, parse_attacks, parse_grid,
-                                  parse_model_args, parse_seeds, training_progress)
+                                  SeedOpt, SeedsOpt, ShadowDatasetOpt, WorkdirOpt, emit_json, err, handle_errors,
+                                  importing, info_console, number, one_of, training_progress)
 from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
                                    ModelArgOpt, ModelOpt, PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
 from privaudit.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
-from privaudit.errors import ConfigError
 
 
 def _grid_text(values) -> str:
@@ -57,97 +55,35 @@ def audit_cmd(
 ) -> None:
     """Train the baseline, every MG-noise and DP-SGD target and their shadows, attack them, write the report."""
     t0 = time.perf_counter()
-    if sigmas is not None and target_epsilons is not None:
-        raise ConfigError("give --sigmas or --target-epsilons, not both (both set the DP rows)")
-    if kappas is None:
-        kappas = "none" if model == "convex-relu" else _grid_text(CIFAR10_KAPPAS if dataset == "cifar10"
-                                                                  else DEFAULT_KAPPAS)
-    k_grid = parse_grid(kappas, "--kappas", low=0.0, high=100.0)
-    eps_grid = parse_grid(target_epsilons or "", "--target-epsilons", low=0.0, low_open=True, high=1e4)
-    s_grid = [] if target_epsilons is not None else parse_grid(
-        _grid_text(DEFAULT_SIGMAS) if sigmas is None else sigmas, "--sigmas", low=0.0, low_open=True, high=1e6)
-    if ray_address is not None and executor != "ray":
-        raise ConfigError("--ray-address needs --executor ray")
-    seed_list = parse_seeds(seeds, seed)
-    if match_accuracy and not (s_grid or eps_grid):
-        raise ConfigError("--match-accuracy matches MG noise to the DP-SGD rows: give --sigmas or --target-epsilons")
-    if match_accuracy and model == "convex-relu":
-        raise ConfigError("--match-accuracy searches MG noise's kappa, which convex-relu does not train with")
+    from privaudit.api.audit import audit
+    from privaudit.hooks import AuditHooks
 
-    with importing():
-        from privaudit.audit import AuditHooks, audit_plan, match_accuracy as match_kappas, replicate, run_audit
-        from privaudit.config import make_config
-
-    dataset_kwargs, data = dataset_config(dataset, data_dir, download)
-    bases = [make_config(model=model, dataset=dataset, width=width, part_size=part_size,
-                         max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
-                         lr=lr, weight_decay=weight_decay, precision=precision, augment=augment, seed=s,
-                         model_args=parse_model_args(model_arg), **dataset_kwargs)
-             for s in seed_list]
-    plans = [audit_plan(b, k_grid, s_grid, eps_grid) for b in bases]
-    attack_plan = parse_attacks(attacks, pool_size, shadow_dataset)
-
+    with training_progress() as bars:
+        result = audit(model=model, dataset=dataset, data_dir=data_dir, download=download, kappas=kappas,
+                       sigmas=sigmas, target_epsilons=target_epsilons, attacks=attacks, pool_size=pool_size,
+                       shadow_dataset=shadow_dataset, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
+                       batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
+                       augment=augment, width=width, part_size=part_size, seed=seed, seeds=seeds,
+                       model_args=model_arg, match_accuracy=match_accuracy, match_tolerance=match_tolerance,
+                       device=device, executor=executor, ray_address=ray_address, cpus_per_job=cpus_per_job,
+                       workdir=workdir,
+                       hooks=AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,
+                                        on_job_done=bars.job_done),
+                       log=lambda line: err.print(line, highlight=False, markup=False))
+    wall = time.perf_counter() - t0
+    if as_json:
+        emit_json({**result.to_json(), "wall_seconds": wall})
+        return
     from privaudit.cli.summary import attack_summary_table, verdict_table
     from privaudit.timing import CLOCK
-    with importing():
-        from privaudit.executor import make_executor
-        from privaudit.runs import DataCache
-        from privaudit.training import resolve_device
-        from privaudit.workspace import Workspace
+    from privaudit.workspace import Workspace
 
-    runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
-    dev = resolve_device(device)
-    ws = Workspace(workdir).ensure_writable()
-    data = data or DataCache(data_dir, download)
-    with training_progress() as bars:
-        matches = []
-        if match_accuracy:
-            err.print(f"match-accuracy: searching kappa for {len(s_grid or eps_grid)} DP-SGD settings (seed "
-                      f"{seed_list[0]}, tolerance {match_tolerance:g})", highlight=False, markup=False)
-            matches = match_kappas(plans[0], ws, data, dev, tolerance=match_tolerance, on_start=bars.start,
-                                   on_epoch=bars.on_epoch)
-            extra = [m.kappa for _, m in matches if m.kappa > 0]
-            plans = [audit_plan(b, k_grid + extra, s_grid, eps_grid) for b in bases]
-            for dp_cfg, m in matches:
-                err.print(f"match-accuracy: {dp_cfg.defence.label} test accuracy {m.goal:.4f} -> kappa {m.kappa:g} "
-                          f"({m.accuracy:.4f}, {'within' if m.within else 'NOT within'} {m.tolerance:g}, "
-                          f"{len(m.steps)} search trainings)", highlight=False, markup=False)
-        plan = replicate(plans)
-        err.print(f"audit: {len(plan)} targets ({model} on {dataset}, {len(seed_list)} seed"
-                  f"{'s' if len(seed_list) > 1 else ''}, device {dev}, executor {runner.name}) in {ws.root}",
-                  highlight=False, markup=False)
-        graph: list = []
-
-        def on_plan(jobs) -> None:
-            graph.extend(jobs)
-            bars.plan(jobs)
-
-        hooks = AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=on_plan,
-                           on_job_done=bars.job_done)
-        result = run_audit(plan, ws, data, dev, hooks, attack_plan, executor=runner)
-    wall = time.perf_counter() - t0
-    rep = result.report
-    if as_json:
-        emit_json({
-            "wall_seconds": wall,
-            "executor": runner.name,
-            "jobs": len(graph),
-            "phase_seconds": CLOCK.snapshot(),
-            "seeds": seed_list,
-            "match_accuracy": [{"dp_run": c.run_name, **m.to_dict()} for c, m in matches],
-            "targets": [{"run": t.name, "path": str(t.path), "reused": t.reused,
-                         "metrics": {k: v for k, v in t.metrics.items() if k != "loss_history"}} for t in result.targets],
-            "attacks": [{"target": a.target, "shadow": a.shadow, "path": str(a.path), "metrics": attack_plan.asked(a.metrics),
-                         **a.extras} for a in result.attacks],
-            "report": {"csv": str(rep.csv), "html": str(rep.html)},
-            "summary": rep.summary.to_json() if rep.summary is not None else None,
-        })
-        return
+    ws, attack_plan, rep_html, rep_csv = Workspace(result.workdir), result.attack_plan, result.report_path, result.csv_path
     console = info_console(as_json)
     console.print(attack_summary_table(ws, [(a.target, attack_plan.asked(a.metrics), a.extras) for a in result.attacks],
                                        title=f"privaudit audit: {model} on {dataset}"))
-    verdicts = verdict_table(rep.summary)
+    verdicts = verdict_table(result.summary)
     if verdicts is not None:
         console.print(verdicts)
     shares = "  ".join(f"{k} {v:.1f} s" for k, v in CLOCK.snapshot().items() if v >= 0.05)
-    console.print(f"done in {wall:.1f} s ({shares})  report: {rep.html}  table: {rep.csv}")
+    console.print(f"done in {wall:.1f} s ({shares})  report: {rep_html}  table: {rep_csv}")

@@ -21,6 +21,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from privaudit.api.params import num as _num, outside as _outside, range_text as _range_text
+from privaudit.timing import importing  # noqa: F401  (the commands' import phase)
 from privaudit.defaults import DATA_DIR_ENV, MAX_POOL_SIZE, MAX_SEED
 from privaudit.errors import ArtifactError, ConfigError, PrivauditError
 
@@ -73,27 +75,6 @@ def emit_json(document: dict) -> None:
     sys.stdout.flush()
 
 
-#: set by the console entry point (:func:`privaudit.cli.entry`): the process is the command's own
-FREEZE_IMPORTS = False
-
-
-@contextmanager
-def importing() -> Iterator[None]:
-    """The block's time counts as the ``import`` phase: the library a command loads when it
-    runs (torch, pandas, scikit-learn; the CLI itself loads none of them).
-
-    In the command's own process (:data:`FREEZE_IMPORTS`), what the imports created is then
-    moved out of the cyclic garbage collector's reach (:func:`gc.freeze`): torch, scikit-learn
-    and Opacus leave ~480,000 objects that every full collection would walk again, never to
-    free them (measured on the digits audit: 1.5-2.0 s of collection, 1.0-1.3 s after)."""
-    from privaudit.timing import phase
-
-    with phase("import"):
-        yield
-    if FREEZE_IMPORTS:
-        gc.freeze()
-
-
 def info_console(as_json: bool) -> Console:
     """Where human-readable summaries go: stdout, or stderr when stdout carries JSON."""
     return err if as_json else out
@@ -117,26 +98,6 @@ def number(low: float | None = None, high: float | None = None, *, low_open: boo
 
     return check
 
-
-def _outside(value: float, low: float | None, high: float | None, low_open: bool) -> bool:
-    """Whether ``value`` lies outside [low, high] (``low_open``: (low, high]); None = unbounded."""
-    below = low is not None and (value <= low if low_open else value < low)
-    return below or (high is not None and value > high)
-
-
-def _num(v) -> str:
-    """A bound or value as a person writes it: ``100000``, ``0.5``, ``1e-05``."""
-    return str(int(v)) if float(v).is_integer() and abs(v) < 1e16 else f"{v:g}"
-
-
-def _range_text(low, high, low_open: bool) -> str:
-    if high is None:
-        return f"{'>' if low_open else '>='} {_num(low)}"
-    if low is None:
-        return f"<= {_num(high)}"
-    if low_open:
-        return f"> {_num(low)} and <= {_num(high)}"
-    return f"between {_num(low)} and {_num(high)}"
 
 
 def path_option(value):
@@ -275,46 +236,25 @@ def fmt(value, digits: int = 3) -> str:
 
 def parse_attacks(values: list[str] | str, pool_size: int, shadow_dataset: str | None = None):
     """``--attacks lira --attacks rmia`` or ``--attacks lira,rmia`` → an AttackPlan."""
-    from privaudit.attacking import AttackPlan
+    from privaudit.api import params
 
-    items = values.split(",") if isinstance(values, str) else [v for item in values for v in item.split(",")]
-    return AttackPlan.from_choices([v.strip() for v in items if v.strip()], pool_size, shadow_dataset)
+    return params.attacks(values, pool_size, shadow_dataset)
 
 
 def parse_grid(text: str, option: str, *, low: float | None = None, low_open: bool = False,
                high: float | None = None) -> list[float]:
-    """Parse a comma-separated list of finite numbers ("" or "none" = empty), each within
-    [low, high] (``low_open``: above low), naming ``option`` in the error."""
-    text = text.strip()
-    if text.lower() in ("", "none"):
-        return []
-    values = []
-    for part in text.split(","):
-        try:
-            value = float(part)
-        except ValueError:
-            raise ConfigError(f"{option} expects comma-separated numbers, got {part.strip()!r}") from None
-        if not math.isfinite(value):
-            raise ConfigError(f"{option} expects finite numbers, got {part.strip()!r}")
-        if _outside(value, low, high, low_open):
-            raise ConfigError(f"{option} values must be {_range_text(low, high, low_open)} (got {_num(value)})")
-        values.append(value)
-    return values
+    """A comma-separated list of finite numbers ("" or "none" = empty) within [low, high]
+    (:func:`privaudit.api.params.grid`)."""
+    from privaudit.api import params
+
+    return params.grid(text, option, low=low, low_open=low_open, high=high)
 
 
 def parse_seeds(text: str | None, seed: int) -> list[int]:
     """``--seeds 0,1,2`` → [0, 1, 2] (order kept, duplicates refused); without it, [seed]."""
-    if text is None:
-        return [seed]
-    seeds = []
-    for part in text.split(","):
-        part = part.strip()
-        if not (part.isascii() and part.isdigit()) or int(part) > MAX_SEED:
-            raise ConfigError(f"--seeds expects comma-separated integers from 0 to {MAX_SEED}, got {part!r}")
-        if int(part) in seeds:
-            raise ConfigError(f"--seeds lists {int(part)} twice")
-        seeds.append(int(part))
-    return seeds
+    from privaudit.api import params
+
+    return params.seeds(text, seed)
 
 
 def one_of(*choices: str):
@@ -363,39 +303,19 @@ def model_option(ctx: typer.Context, param: typer.CallbackParam, value):
 
 
 def parse_model_args(items: list[str] | None) -> dict:
-    """``--model-arg key=value`` pairs as a dict; a value is read as JSON when it parses
-    (``3``, ``0.5``, ``true``, ``[1, 2]``), else kept as text."""
-    import json
+    """``--model-arg key=value`` pairs as a dict (:func:`privaudit.api.params.model_args`)."""
+    from privaudit.api import params
 
-    out: dict = {}
-    for item in items or []:
-        key, sep, value = str(item).partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier():
-            raise ConfigError(f"--model-arg takes key=value with a Python identifier as key, got {item!r}")
-        if key in out:
-            raise ConfigError(f"--model-arg {key} is given twice")
-        try:
-            out[key] = json.loads(value)
-        except ValueError:
-            out[key] = value
-    return out
+    return params.model_args(items)
 
 
 def dataset_config(dataset: str, data_dir, download: bool):
-    """(what :func:`~privaudit.config.make_config` needs beyond the dataset's name, the
-    :class:`~privaudit.runs.DataCache` that loaded it or None). Only the user's own data is
-    read here (for its fingerprint and size); a dataset known by name loads when a model
-    trains, so that a refused setting still answers before torch is imported."""
-    from privaudit.config import is_custom_dataset
+    """(what make_config needs beyond the dataset's name, the DataCache that loaded it or None):
+    :func:`privaudit.api.params.dataset_config`, its imports counted as the import phase."""
+    from privaudit.api import params
 
-    if not is_custom_dataset(dataset):
-        return {}, None
     with importing():
-        from privaudit.runs import DataCache
-
-    data = DataCache(data_dir, download)
-    return data.config_kwargs(dataset), data
+        return params.dataset_config(dataset, data_dir, download)
 
 
 def refresh_reports(ws):

@@ -7,26 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.common import JsonOpt, emit_json, fail, handle_errors, info_console, number, one_of
+from privaudit.api.epsilon import DEFENSES
+from privaudit.cli.common import JsonOpt, emit_json, handle_errors, info_console, number, one_of
 from privaudit.cli.options import DeltaOpt, NoiseMultiplierOpt, TargetEpsilonOpt
 from privaudit.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
-
-DEFENSES = ("noisycgd", "dpsgd")
-
-
-def _dpsgd(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> dict:
-    """DP-SGD's ε: under add/remove adjacency through Opacus's accountants, as ``privaudit
-    train --dp`` reports it; under replace-one adjacency (the notion of the NoisyCGD bound)
-    exactly, from dp_accounting's PLD accountant; and the paper's conservative replace-one
-    comparator, Opacus's ε at noise multiplier σ/2 (docs/methods.md B.3)."""
-    from privaudit.accounting import epsilon_from_history, replace_one_epsilon, replace_one_epsilon_sigma_half
-
-    eps, accountant = epsilon_from_history([(noise_multiplier, sample_rate, steps)], delta)
-    eps_r1, accountant_r1 = replace_one_epsilon(noise_multiplier, sample_rate, steps, delta)
-    eps_half, accountant_half = replace_one_epsilon_sigma_half(noise_multiplier, sample_rate, steps, delta)
-    return {"epsilon": eps, "accountant": accountant, "epsilon_replace_one": eps_r1,
-            "accountant_replace_one": accountant_r1, "epsilon_replace_one_sigma_half": eps_half,
-            "accountant_replace_one_sigma_half": accountant_half}
 
 
 @handle_errors
@@ -44,52 +28,11 @@ def epsilon_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """The epsilon of a NoisyCGD or DP-SGD setting at delta, or the noise multiplier for a target epsilon."""
-    if (noise_multiplier is None) == (target_epsilon is None):
-        fail("give exactly one of --noise-multiplier and --target-epsilon")
-    if not (1 <= batch_size <= dataset_size) or epochs < 1:
-        fail(f"need 1 <= --batch-size <= --dataset-size and --epochs >= 1 "
-             f"(got {batch_size}, {dataset_size}, {epochs})")
-    # NoisyCGD: ⌊n/b⌋ full batches; DP-SGD: privaudit's Poisson schedule, ⌈n/b⌉ steps an epoch
-    per_epoch = dataset_size // batch_size if defense == "noisycgd" else -(-dataset_size // batch_size)
-    if per_epoch * epochs > 10**9:
-        fail(f"{per_epoch * epochs:,} steps ({per_epoch:,} an epoch for {epochs:,} epochs) is beyond what an "
-             "accountant can compose; check --dataset-size, --batch-size and --epochs")
-    doc: dict = {"defense": defense, "delta": delta, "dataset_size": dataset_size, "batch_size": batch_size,
-                 "epochs": epochs, "batches_per_epoch": per_epoch}
-    if defense == "noisycgd":
-        if lr is None or l2 is None:
-            fail("--defense noisycgd needs --lr and --l2 (the bound depends on the contraction 1 - lr*l2)")
-        from privaudit.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon, smoothness_ceiling
-        from privaudit.accounting import replace_one_epsilon, replace_one_epsilon_sigma_half
+    from privaudit.api.epsilon import epsilon
 
-        if noise_multiplier is not None:
-            p = noisycgd_epsilon(noise_multiplier, dataset_size, batch_size, epochs, lr, l2, delta, smoothness)
-        else:
-            p = noisycgd_noise_for_epsilon(target_epsilon, dataset_size, batch_size, epochs, lr, l2, delta,
-                                           smoothness)
-        doc.update(epsilon=p.epsilon, noise_multiplier=p.noise_multiplier, mu=p.mu, contraction=p.contraction,
-                   lr=lr, l2=l2, adjacency="replace-one", accountant="shifted-interpolation GDP")
-        if smoothness is None:  # the contraction 1 - lr*l2 is an assumption about the loss: say so
-            doc.update(smoothness=None, assumes_smoothness_at_most=smoothness_ceiling(lr, l2),
-                       assumption=f"contraction 1 - lr*l2 assumes a loss at most "
-                                  f"{smoothness_ceiling(lr, l2):.4g}-smooth (2/lr - l2); give --smoothness if known")
-        else:
-            doc.update(smoothness=smoothness)
-        # DP-SGD at the same sigma (Poisson rate b/n, the same steps), replace-one: exact, and the
-        # paper's comparator (Opacus at sigma/2)
-        same = (p.noise_multiplier, 1.0 / per_epoch, per_epoch * epochs, delta)
-        doc["dpsgd_same_noise_epsilon_replace_one"], _ = replace_one_epsilon(*same)
-        doc["dpsgd_same_noise_epsilon_replace_one_sigma_half"], _ = replace_one_epsilon_sigma_half(*same)
-    else:
-        if lr is not None or l2 is not None or smoothness is not None:
-            fail("--lr, --l2 and --smoothness are for --defense noisycgd")
-        from privaudit.accounting import calibrate_noise_multiplier
-
-        q, steps = 1.0 / per_epoch, per_epoch * epochs
-        if noise_multiplier is None:
-            noise_multiplier, _ = calibrate_noise_multiplier(target_epsilon, delta, q, steps)
-        doc.update(noise_multiplier=noise_multiplier, sample_rate=q, steps=steps, adjacency="add-remove",
-                   **_dpsgd(noise_multiplier, q, steps, delta))
+    doc = epsilon(defense=defense, batch_size=batch_size, dataset_size=dataset_size, epochs=epochs,
+                  noise_multiplier=noise_multiplier, target_epsilon=target_epsilon, lr=lr, l2=l2,
+                  smoothness=smoothness, delta=delta).to_json()
     if as_json:
         emit_json(doc)
         return

@@ -54,15 +54,15 @@ def mg_noise_cmd(
     seed_list = parse_seeds(seeds, 0) if seeds is not None else None
 
     with importing():
-        from privaudit.reproduce import protocol as make_protocol
+        from privaudit.reproduction import protocol as make_protocol
 
     proto = make_protocol(scale, dataset, seeds=seed_list, families=_words(models, "--models", REPRODUCE_FAMILIES),
                           experiments=_words(experiments, "--experiments", REPRODUCE_EXPERIMENTS))
 
     with importing():
         from privaudit.executor import make_executor
-        from privaudit.reproduce.page import write_outputs
-        from privaudit.reproduce.run import run_reproduction
+        from privaudit.reproduction.page import write_outputs
+        from privaudit.reproduction.run import run_reproduction
         from privaudit.runs import DataCache
         from privaudit.training import resolve_device
         from privaudit.workspace import Workspace

@@ -34,9 +34,9 @@ def scan_cmd(
 ) -> None:
     """Run every attack the arrays allow (loss, confidence, entropy, modified entropy, a cross-validated attack classifier; the shadow attack with a shadow model; LiRA, RMIA and the many-shadow attack with reference models), with intervals, per class and per slice; write attacks.csv, groups.csv, summary.json and a self-contained index.html. Nothing in the input is unpickled."""
     with importing():
-        from privaudit.scan.inputs import load
-        from privaudit.scan.report import write
-        from privaudit.scan.run import scan
+        from privaudit.scanning.inputs import load
+        from privaudit.scanning.report import write
+        from privaudit.scanning.run import scan
 
     from privaudit.timing import phase
 
@@ -84,7 +84,7 @@ def export_cmd(
     with importing():
         from privaudit.atomic import write_bytes
         from privaudit.runs import DataCache
-        from privaudit.scan.export import export_arrays, npz_bytes
+        from privaudit.scanning.export import export_arrays, npz_bytes
         from privaudit.training import resolve_device
         from privaudit.workspace import Workspace
 
@@ -146,8 +146,8 @@ def audit_model_cmd(
     dataset_kwargs, data = dataset_config(dataset, data_dir, download)
     with importing():
         from privaudit.runs import DataCache
-        from privaudit.scan.external import Recipe, audit_model, parse_ids
-        from privaudit.scan.report import write
+        from privaudit.scanning.external import Recipe, audit_model, parse_ids
+        from privaudit.scanning.report import write
         from privaudit.training import resolve_device
         from privaudit.workspace import Workspace
 

@@ -97,7 +97,7 @@ def verdict_table(summary) -> Table | None:
 
 
 def scan_table(result) -> Table:
-    """One row per attack of a :class:`~privaudit.scan.run.ScanResult`, strongest first:
+    """One row per attack of a :class:`~privaudit.scanning.run.ScanResult`, strongest first:
     AUC with its 95 % interval, TPR at 1 % and 0.1 % FPR, precision, recall, the ε lower
     bound and how the thresholds were chosen (fits 80 columns)."""
     short = {"cv": "cv", "shadow": "shdw", "references": "refs"}

@@ -7,8 +7,7 @@ from typing import Annotated
 import typer
 
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, SeedOpt, SeedsOpt, WorkdirOpt,
-                                  dataset_config, emit_json, fmt, handle_errors, importing, info_console, number,
-                                  parse_model_args, parse_seeds, training_progress)
+                                  emit_json, fmt, handle_errors, info_console, number, training_progress)
 from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, EpochsOpt, LrOpt,
                                    MaxGradNormOpt, ModelArgOpt, ModelOpt, NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt,
                                    TargetEpsilonOpt, WeightDecayOpt, WidthOpt)
@@ -43,34 +42,19 @@ def train_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Train one target model (one per seed of --seeds) and save it under WORKDIR/models (reused when it exists)."""
-    with importing():
-        from privaudit.config import make_config
+    from privaudit.api.train import train
 
-    seed_list = parse_seeds(seeds, seed)
-    dataset_kwargs, data = dataset_config(dataset, data_dir, download)
-    cfgs = [make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa,
-                      dp=dp or defense is not None, noise_multiplier=noise_multiplier,
-                      target_epsilon=target_epsilon, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
-                      batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
-                      augment=augment, mechanism=defense, seed=s, model_args=parse_model_args(model_arg),
-                      **dataset_kwargs)
-            for s in seed_list]  # validated
-
-    with importing():
-        from privaudit import runs
-        from privaudit.training import resolve_device
-        from privaudit.workspace import Workspace
-
-    dev = resolve_device(device)
-    ws = Workspace(workdir).ensure_writable()
-    data = data or runs.DataCache(data_dir, download)
     with training_progress() as bars:
-        done = [runs.ensure_model(c, ws, data, dev, on_start=bars.start, on_epoch=bars.on_epoch) for c in cfgs]
+        result = train(model=model, dataset=dataset, data_dir=data_dir, download=download, kappa=kappa, dp=dp,
+                       defense=defense, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
+                       max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size, lr=lr,
+                       weight_decay=weight_decay, precision=precision, augment=augment, width=width,
+                       part_size=part_size, seed=seed, seeds=seeds, model_args=model_arg, device=device,
+                       workdir=workdir, on_start=bars.start, on_epoch=bars.on_epoch)
     if as_json:
-        docs = [{"run": run.name, "path": str(run.path), "reused": run.reused, "config": c.to_dict(),
-                 "metrics": {k: v for k, v in run.metrics.items() if k != "loss_history"}} for c, run in zip(cfgs, done)]
-        emit_json(docs[0] if seeds is None else {"runs": docs})
+        emit_json(result.to_json())
         return
+    cfgs, done = result.configs, result.runs
     from rich.table import Table
 
     console = info_console(as_json)

@@ -1,4 +1,4 @@
-"""Run a reproduction (:class:`~privaudit.reproduce.protocol.Protocol`) and gather its numbers.
+"""Run a reproduction (:class:`~privaudit.reproduction.protocol.Protocol`) and gather its numbers.
 
 The models are the audit's: Figure 4's targets are plain train jobs, the attacked targets go
 through :func:`privaudit.executor.audit_jobs` with the paper's shadow attack, and any
@@ -22,7 +22,7 @@ from privaudit.executor import Job, LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.executor.plan import epochs_job, train_job
 from privaudit.report.build import attack_rows
-from privaudit.reproduce.protocol import Protocol
+from privaudit.reproduction.protocol import Protocol
 from privaudit.runs import DataCache
 from privaudit.workspace import Workspace
 

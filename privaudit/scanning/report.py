@@ -15,7 +15,7 @@ from privaudit.atomic import write_bytes, write_json, write_text
 from privaudit.metrics import roc
 from privaudit.report.plots import line_plot
 from privaudit.report.templates import render, stylesheet
-from privaudit.scan.run import CALIBRATION, DESCRIPTIONS, ScanResult
+from privaudit.scanning.run import CALIBRATION, DESCRIPTIONS, ScanResult
 
 CSV_COLUMNS = ("attack", "auc", "auc_lo", "auc_hi", "tpr_at_1pct_fpr", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi",
                "tpr_at_0p1pct_fpr", "tpr_at_0p1pct_fpr_lo", "tpr_at_0p1pct_fpr_hi", "precision", "recall", "accuracy",

@@ -5,6 +5,6 @@ Figures 4–7 and 9–10 and its epoch sweep, with every statement the paper mak
 checked against the run (:mod:`.protocol`, :mod:`.run`, :mod:`.claims`, :mod:`.page`).
 """
 
-from privaudit.reproduce.protocol import EXPERIMENTS, FAMILIES, SCALES, Protocol, protocol
+from privaudit.reproduction.protocol import EXPERIMENTS, FAMILIES, SCALES, Protocol, protocol
 
 __all__ = ["EXPERIMENTS", "FAMILIES", "SCALES", "Protocol", "protocol"]

@@ -2,7 +2,7 @@
 
 * ``accuracy.csv``, ``sweep.csv``, ``epochs.csv``: one row per model (and attack);
 * ``claims.csv``: every statement of the paper beside the measured number, its 95 %
-  interval and the reading (:mod:`privaudit.reproduce.claims`);
+  interval and the reading (:mod:`privaudit.reproduction.claims`);
 * ``figure-*.svg``: the paper's figures redrawn, means over seeds with 95 % t intervals;
 * ``summary.json``: the protocol, the wall time, the claims; ``index.html``: all of it on one
   self-contained page (figures inlined, nothing loaded from the network).
@@ -24,10 +24,10 @@ from privaudit.atomic import write_json, write_text
 from privaudit.report.plots import line_plot
 from privaudit.report.summary import t_interval
 from privaudit.report.templates import render, stylesheet
-from privaudit.reproduce.claims import (AGREES, DISAGREES, MODEL_NAMES, Claim, accuracy_claims, epoch_claims,
+from privaudit.reproduction.claims import (AGREES, DISAGREES, MODEL_NAMES, Claim, accuracy_claims, epoch_claims,
                                         leakage_claims, tradeoff_claims)
-from privaudit.reproduce.protocol import Protocol
-from privaudit.reproduce.run import Frames
+from privaudit.reproduction.protocol import Protocol
+from privaudit.reproduction.run import Frames
 
 FOLDER = ("reproduce", "mg-noise")  # under the workspace's reports/
 SECTION_ORDER = ("Figure 4", "Figure 5", "Figure 6", "Figure 7", "Epoch sweep (Figures 5–7)", "Figure 9",

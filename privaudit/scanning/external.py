@@ -13,7 +13,7 @@ model trained on (``members``). privaudit then
    sees an audited sample: the offline attacks of LiRA (Carlini et al., arXiv:2112.03570,
    Section VI-C) and RMIA (Zarifzadeh et al., arXiv:2312.03262) need nothing else;
 4. computes the target's and every reference's logits on A and P, and runs every attack
-   :func:`privaudit.scan.run.scan` can on them (thresholds by cross-validation over A);
+   :func:`privaudit.scanning.run.scan` can on them (thresholds by cross-validation over A);
 5. says how well the references match the target: their accuracy on the audited
    non-members beside the target's, and the Kolmogorov–Smirnov distance between the
    target's and the references' logit-scaled confidences on those non-members. References
@@ -48,8 +48,8 @@ from privaudit.errors import ConfigError, DataError
 from privaudit.models import build_model
 from privaudit.models.weights_file import load_into, read_state_dict
 from privaudit.runs import DataCache
-from privaudit.scan.inputs import Outputs, References, ScanInput
-from privaudit.scan.run import ScanResult, scan
+from privaudit.scanning.inputs import Outputs, References, ScanInput
+from privaudit.scanning.run import ScanResult, scan
 from privaudit.timing import phase
 from privaudit.training import train_model
 from privaudit.training.trainer import EpochCallback, RoleData, predict_logits

@@ -22,6 +22,7 @@ from privaudit.config import RunConfig
 from privaudit.errors import ConfigError
 from privaudit.executor import Job, LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
+from privaudit.hooks import AuditHooks
 from privaudit.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa
 from privaudit.report.build import ReportResult
 from privaudit.runs import DataCache, RunResult
@@ -94,16 +95,6 @@ class AuditResult:
     targets: list[RunResult] = field(default_factory=list)
     attacks: list[AttackResult] = field(default_factory=list)
     report: ReportResult | None = None
-
-
-@dataclass
-class AuditHooks:
-    """Optional callbacks for progress display (the CLI's rich bars)."""
-
-    on_model_start: Callable[[RunConfig], None] | None = None  # called when a model is trained (local)
-    on_epoch: EpochCallback | None = None                      # (local)
-    on_plan: Callable[[list[Job]], None] | None = None          # the job graph, once
-    on_job_done: Callable[[Job, bool], None] | None = None      # (job, whether it was already done)
 
 
 def run_audit(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, device: torch.device,

@@ -36,7 +36,7 @@ from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_sco
 from privaudit.empirical import epsilon_lower_bound
 from privaudit.errors import DataError
 from privaudit.metrics import attack_metrics, auc_interval, strongest_attack
-from privaudit.scan.inputs import ScanInput
+from privaudit.scanning.inputs import ScanInput
 
 SCORE_ATTACKS = ("loss", "confidence", "entropy", "modified-entropy")
 DESCRIPTIONS = {

@@ -1,0 +1,11 @@
+"""privaudit's Python API: each command of the command line as a function with the
+command's options as keyword arguments, returning a result object (``to_json()`` is the
+command's ``--json``; a notebook shows ``_repr_html_``).
+
+- :func:`privaudit.audit` — train, attack and report a defence grid (``privaudit audit``);
+- :func:`privaudit.train` — one target model with a defence (``privaudit train``);
+- :func:`privaudit.epsilon` — the ε of a DP-SGD or NoisyCGD setting (``privaudit epsilon``).
+
+Bad values raise :class:`privaudit.errors.ConfigError` with the command line's one-line
+message; a damaged artifact raises :class:`privaudit.errors.ArtifactError`.
+"""

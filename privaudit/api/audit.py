@@ -1,0 +1,209 @@
+"""``privaudit.audit()``: the main job from Python, and what it returns.
+
+The command line's ``privaudit audit`` is this function with its options as keyword
+arguments (the same names, with ``-`` as ``_``, and the same defaults), its output the
+:class:`AuditReport` printed: ``--json`` is :meth:`AuditReport.to_json`.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from privaudit.api import params
+from privaudit.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
+from privaudit.errors import ConfigError
+from privaudit.timing import CLOCK, importing
+
+from privaudit.hooks import AuditHooks
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _grid_text(values) -> str:
+    return ",".join(f"{v:g}" for v in values)
+
+
+@dataclass
+class AuditReport:
+    """What an audit produced: the trade-off table, the verdicts, the report's paths, and
+    per-sample scores on demand. A notebook cell that ends with it shows the first screen of
+    the report (:meth:`_repr_html_`)."""
+
+    table: "pd.DataFrame"            #: the trade-off table (``reports/tradeoff.csv``): a row per target and attack
+    verdicts: "pd.DataFrame"         #: "which defence leaks less?" at equal accuracy, with intervals
+    report_path: Path                #: the self-contained HTML report
+    csv_path: Path                   #: the trade-off table as CSV
+    workdir: Path
+    seeds: list[int]
+    executor: str
+    jobs: int
+    wall_seconds: float
+    phase_seconds: dict[str, float]
+    targets: list = field(repr=False, default_factory=list)   #: privaudit.runs.RunResult, one per target
+    attacks: list = field(repr=False, default_factory=list)   #: privaudit.attacking.AttackResult, one per target
+    summary: Any = field(repr=False, default=None)            #: privaudit.report.summary.Summary
+    match_accuracy: list = field(repr=False, default_factory=list)
+    attack_plan: Any = field(repr=False, default=None)
+
+    def scores(self, target: str | None = None) -> "pd.DataFrame":
+        """Per-sample membership scores of every attack on ``target`` (a run name; default:
+        the first target, the undefended baseline): one row per sample, ``member`` (1 for a
+        training member) and a column per attack (higher: more likely a member)."""
+        import numpy as np
+        import pandas as pd
+
+        names = [a.target for a in self.attacks]
+        name = target or (names[0] if names else None)
+        if name not in names:
+            raise ConfigError(f"no attacked target {target!r} in this audit; expected one of {', '.join(names)}")
+        path = self.workdir / "attacks" / name / "scores.npz"
+        with np.load(path, allow_pickle=False) as z:
+            frame = {"member": z["labels"].astype(int)}
+            frame.update({k[len("score_"):]: z[k] for k in z.files if k.startswith("score_")})
+        return pd.DataFrame(frame)
+
+    def to_json(self) -> dict:
+        """The document ``privaudit audit --json`` prints."""
+        asked = self.attack_plan.asked if self.attack_plan is not None else (lambda m: m)
+        return {
+            "wall_seconds": self.wall_seconds,
+            "executor": self.executor,
+            "jobs": self.jobs,
+            "phase_seconds": self.phase_seconds,
+            "seeds": self.seeds,
+            "match_accuracy": [{"dp_run": c.run_name, **m.to_dict()} for c, m in self.match_accuracy],
+            "targets": [{"run": t.name, "path": str(t.path), "reused": t.reused,
+                         "metrics": {k: v for k, v in t.metrics.items() if k != "loss_history"}} for t in self.targets],
+            "attacks": [{"target": a.target, "shadow": a.shadow, "path": str(a.path), "metrics": asked(a.metrics),
+                         **a.extras} for a in self.attacks],
+            "report": {"csv": str(self.csv_path), "html": str(self.report_path)},
+            "summary": self.summary.to_json() if self.summary is not None else None,
+        }
+
+    def _repr_html_(self) -> str:
+        """The report's first screen in a notebook: the verdicts and each target's strongest
+        attack, with a link to the whole page."""
+        columns = [c for c in ("comparison", "attack", "metric", "n_seeds", "acc_low", "acc_high", "gap", "gap_lo",
+                               "gap_hi", "verdict") if c in self.verdicts.columns]
+        verdicts = (self.verdicts[columns].to_html(index=False, border=0, float_format=lambda v: f"{v:.3f}")
+                    if len(self.verdicts) and columns else "<p>No verdicts: the audit compared no defences.</p>")
+        keep = [c for c in ("target_run", "attack", "test_accuracy", "auc", "auc_lo", "auc_hi", "tpr_at_0p1pct_fpr",
+                            "eps_lower_bound") if c in self.table.columns]
+        table = self.table[keep].head(20).to_html(index=False, border=0, float_format=lambda v: f"{v:.3f}")
+        return (f"<div><h3>privaudit audit: {len(self.targets)} targets, {len(self.seeds)} seed"
+                f"{'s' if len(self.seeds) > 1 else ''}</h3><h4>At equal test accuracy, which defence leaks less?</h4>"
+                f"{verdicts}<h4>Trade-off table (first 20 of {len(self.table)} rows)</h4>{table}"
+                f"<p>Report: <a href=\"{html.escape(self.report_path.resolve().as_uri())}\">{html.escape(str(self.report_path))}"
+                f"</a></p></div>")
+
+
+def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path | None = None,
+          download: bool = False, kappas: params.Grid = None, sigmas: params.Grid = None,
+          target_epsilons: params.Grid = None, attacks: str | Sequence[str] = "all",
+          pool_size: int = DEFAULT_POOL_SIZE, shadow_dataset: str | None = None, max_grad_norm: float = 1.0,
+          delta: float = 1e-5, epochs: int | None = None, batch_size: int | None = None, lr: float | None = None,
+          weight_decay: float | None = None, precision: str = "fp32", augment: str = "none",
+          width: int | None = None, part_size: int | None = None, seed: int = 0, seeds: params.Seeds = None,
+          model_args: Sequence[str] | dict | None = None, match_accuracy: bool = False,
+          match_tolerance: float = 0.01, device: str = "auto", executor: str = "local",
+          ray_address: str | None = None, cpus_per_job: int | None = None, workdir: str | Path = ".",
+          hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None) -> AuditReport:
+    """Train the undefended baseline, an MG-noise target per κ and a DP-SGD target per σ (or
+    target ε), each with its shadow (and the reference pool the strongest attacks need),
+    attack every target, and write the trade-off table and the report under ``workdir``.
+
+    Keyword arguments are the command line's options (``privaudit audit --help``): grids as
+    ``"0.5,1"``, ``"none"`` or lists of numbers; ``seeds`` as ``"0,1,2"`` or a list (it
+    replaces ``seed``); ``attacks`` as ``"all"``, ``"shadow,lira"`` or a list. A rerun with
+    the same workdir reuses every finished artifact. ``hooks``: progress callbacks
+    (:class:`privaudit.hooks.AuditHooks`); ``log``: receives the one-line notes the command
+    line prints on stderr. Bad values raise :class:`privaudit.errors.ConfigError` with the
+    command line's message."""
+    t0 = time.perf_counter()
+    dataset = params.dataset_name(dataset)
+    params.one_of(executor, "--executor", "local", "ray")
+    if sigmas is not None and target_epsilons is not None:
+        raise ConfigError("give --sigmas or --target-epsilons, not both (both set the DP rows)")
+    if kappas is None:
+        kappas = "none" if model == "convex-relu" else _grid_text(CIFAR10_KAPPAS if dataset == "cifar10"
+                                                                  else DEFAULT_KAPPAS)
+    k_grid = params.grid(kappas, "--kappas", low=0.0, high=100.0)
+    eps_grid = params.grid(target_epsilons, "--target-epsilons", low=0.0, low_open=True, high=1e4)
+    s_grid = [] if target_epsilons is not None else params.grid(
+        _grid_text(DEFAULT_SIGMAS) if sigmas is None else sigmas, "--sigmas", low=0.0, low_open=True, high=1e6)
+    if ray_address is not None and executor != "ray":
+        raise ConfigError("--ray-address needs --executor ray")
+    seed_list = params.seeds(seeds, seed)
+    if match_accuracy and not (s_grid or eps_grid):
+        raise ConfigError("--match-accuracy matches MG noise to the DP-SGD rows: give --sigmas or --target-epsilons")
+    if match_accuracy and model == "convex-relu":
+        raise ConfigError("--match-accuracy searches MG noise's kappa, which convex-relu does not train with")
+    if not 0 < match_tolerance <= 1:
+        raise ConfigError(f"--match-tolerance must be > 0 and <= 1 (got {match_tolerance:g})")
+
+    with importing():
+        from privaudit.auditing import audit_plan, match_accuracy as match_kappas, replicate, run_audit
+        from privaudit.config import make_config
+
+    dataset_kwargs, data = params.dataset_config(dataset, data_dir, download)
+    bases = [make_config(model=model, dataset=dataset, width=width, part_size=part_size,
+                         max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
+                         lr=lr, weight_decay=weight_decay, precision=precision, augment=augment, seed=s,
+                         model_args=params.model_args(model_args), **dataset_kwargs)
+             for s in seed_list]
+    plans = [audit_plan(b, k_grid, s_grid, eps_grid) for b in bases]
+    attack_plan = params.attacks(attacks, pool_size, shadow_dataset)
+
+    with importing():
+        from privaudit.executor import make_executor
+        from privaudit.runs import DataCache
+        from privaudit.training import resolve_device
+        from privaudit.workspace import Workspace
+
+    say = log or (lambda line: None)
+    hooks = hooks or AuditHooks()
+    runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
+    dev = resolve_device(device)
+    ws = Workspace(workdir).ensure_writable()
+    data = data or DataCache(data_dir, download)
+    matches: list = []
+    if match_accuracy:
+        say(f"match-accuracy: searching kappa for {len(s_grid or eps_grid)} DP-SGD settings (seed "
+            f"{seed_list[0]}, tolerance {match_tolerance:g})")
+        matches = match_kappas(plans[0], ws, data, dev, tolerance=match_tolerance, on_start=hooks.on_model_start,
+                               on_epoch=hooks.on_epoch)
+        extra = [m.kappa for _, m in matches if m.kappa > 0]
+        plans = [audit_plan(b, k_grid + extra, s_grid, eps_grid) for b in bases]
+        for dp_cfg, m in matches:
+            say(f"match-accuracy: {dp_cfg.defence.label} test accuracy {m.goal:.4f} -> kappa {m.kappa:g} "
+                f"({m.accuracy:.4f}, {'within' if m.within else 'NOT within'} {m.tolerance:g}, "
+                f"{len(m.steps)} search trainings)")
+    plan = replicate(plans)
+    say(f"audit: {len(plan)} targets ({model} on {dataset}, {len(seed_list)} seed"
+        f"{'s' if len(seed_list) > 1 else ''}, device {dev}, executor {runner.name}) in {ws.root}")
+    graph: list = []
+    user_plan = hooks.on_plan
+
+    def on_plan(jobs) -> None:
+        graph.extend(jobs)
+        if user_plan:
+            user_plan(jobs)
+
+    run_hooks = AuditHooks(on_model_start=hooks.on_model_start, on_epoch=hooks.on_epoch, on_plan=on_plan,
+                           on_job_done=hooks.on_job_done)
+    result = run_audit(plan, ws, data, dev, run_hooks, attack_plan, executor=runner)
+    rep = result.report
+    import pandas as pd
+
+    summary = rep.summary
+    verdicts = summary.verdicts if summary is not None else pd.DataFrame()
+    return AuditReport(table=rep.table, verdicts=verdicts, report_path=Path(rep.html), csv_path=Path(rep.csv),
+                       workdir=Path(ws.root), seeds=seed_list, executor=runner.name, jobs=len(graph),
+                       wall_seconds=time.perf_counter() - t0, phase_seconds=CLOCK.snapshot(),
+                       targets=result.targets, attacks=result.attacks, summary=summary, match_accuracy=matches,
+                       attack_plan=attack_plan)

@@ -1,0 +1,160 @@
+"""The one place that turns the options of an audit, a training run or a scan into values:
+the command line passes its option strings, the Python API its keyword arguments (strings as
+on the command line, or numbers and lists), and both get the same checks and the same
+one-line :class:`~privaudit.errors.ConfigError`, naming the option as the command line
+spells it."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Iterable, Sequence, Union
+
+from privaudit.defaults import MAX_SEED
+from privaudit.errors import ConfigError
+
+#: a grid of numbers: "0.5,1", "none", or a sequence of numbers
+Grid = Union[str, Sequence[float], None]
+#: seeds: "0,1,2", one integer, or a sequence of integers
+Seeds = Union[str, int, Sequence[int], None]
+
+
+def outside(value: float, low: float | None, high: float | None, low_open: bool) -> bool:
+    """Whether ``value`` lies outside [low, high] (``low_open``: (low, high]); None = unbounded."""
+    below = low is not None and (value <= low if low_open else value < low)
+    return below or (high is not None and value > high)
+
+
+def num(v) -> str:
+    """A bound or value as a person writes it: ``100000``, ``0.5``, ``1e-05``."""
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e16 else f"{v:g}"
+
+
+def range_text(low, high, low_open: bool) -> str:
+    if high is None:
+        return f"{'>' if low_open else '>='} {num(low)}"
+    if low is None:
+        return f"<= {num(high)}"
+    if low_open:
+        return f"> {num(low)} and <= {num(high)}"
+    return f"between {num(low)} and {num(high)}"
+
+
+def grid(value: Grid, option: str, *, low: float | None = None, low_open: bool = False,
+         high: float | None = None) -> list[float]:
+    """A comma-separated list of finite numbers ("" or "none" = empty), or a sequence of
+    numbers, each within [low, high] (``low_open``: above low), naming ``option`` in the error."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in ("", "none"):
+            return []
+        parts: Iterable = text.split(",")
+    elif isinstance(value, (int, float)):
+        parts = [value]
+    else:
+        parts = list(value)
+    values = []
+    for part in parts:
+        try:
+            number = float(part)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{option} expects comma-separated numbers, got {str(part).strip()!r}") from None
+        if not math.isfinite(number):
+            raise ConfigError(f"{option} expects finite numbers, got {str(part).strip()!r}")
+        if outside(number, low, high, low_open):
+            raise ConfigError(f"{option} values must be {range_text(low, high, low_open)} (got {num(number)})")
+        values.append(number)
+    return values
+
+
+def seeds(value: Seeds, seed: int = 0) -> list[int]:
+    """``"0,1,2"``, ``[0, 1, 2]`` or ``3`` → a list of seeds (order kept, duplicates refused);
+    None → ``[seed]``."""
+    if value is None:
+        value = [seed]
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+    elif isinstance(value, int) and not isinstance(value, bool):
+        parts = [str(value)]
+    else:
+        parts = [str(p).strip() for p in value]
+    out: list[int] = []
+    for part in parts:
+        if not (part.isascii() and part.isdigit()) or int(part) > MAX_SEED:
+            raise ConfigError(f"--seeds expects comma-separated integers from 0 to {MAX_SEED}, got {part!r}")
+        if int(part) in out:
+            raise ConfigError(f"--seeds lists {int(part)} twice")
+        out.append(int(part))
+    if not out:
+        raise ConfigError("--seeds needs at least one seed")
+    return out
+
+
+def attacks(value: str | Sequence[str], pool_size: int, shadow_dataset: str | None = None):
+    """``"lira,rmia"``, ``["lira", "rmia"]`` or ``["lira,rmia"]`` → an AttackPlan."""
+    from privaudit.attacking import AttackPlan
+
+    items = value.split(",") if isinstance(value, str) else [v for item in value for v in str(item).split(",")]
+    return AttackPlan.from_choices([v.strip() for v in items if v.strip()], pool_size, shadow_dataset)
+
+
+def model_args(items: Sequence[str] | dict | None) -> dict:
+    """``key=value`` pairs (``--model-arg``) as a dict, a value read as JSON when it parses
+    (``3``, ``0.5``, ``true``, ``[1, 2]``), else kept as text; a dict is taken as it is."""
+    import json
+
+    if isinstance(items, dict):
+        bad = [k for k in items if not str(k).isidentifier()]
+        if bad:
+            raise ConfigError(f"--model-arg takes a Python identifier as key, got {bad[0]!r}")
+        return dict(items)
+    out: dict = {}
+    for item in items or []:
+        key, sep, raw = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise ConfigError(f"--model-arg takes key=value with a Python identifier as key, got {item!r}")
+        if key in out:
+            raise ConfigError(f"--model-arg {key} is given twice")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def dataset_name(value: str) -> str:
+    """A dataset known by name, or the user's own ``npz:PATH`` / ``folder:PATH`` with its path
+    made absolute (the name a model's config records)."""
+    from privaudit.defaults import CUSTOM_DATASET_PREFIXES, NAMED_DATASETS
+
+    if value in NAMED_DATASETS:
+        return value
+    if str(value).startswith(CUSTOM_DATASET_PREFIXES):
+        kind, _, path = str(value).partition(":")
+        if path.strip():
+            return f"{kind}:{Path(path).expanduser().resolve()}"
+    raise ConfigError(f"--dataset {value!r} is not one of {', '.join(NAMED_DATASETS)}, npz:PATH or folder:PATH")
+
+
+def dataset_config(dataset: str, data_dir, download: bool):
+    """(what :func:`~privaudit.config.make_config` needs beyond the dataset's name, the
+    :class:`~privaudit.runs.DataCache` that loaded it or None). Only the user's own data is
+    read here (for its fingerprint and size); a dataset known by name loads when a model
+    trains, so that a refused setting still answers before torch is imported."""
+    from privaudit.config import is_custom_dataset
+
+    if not is_custom_dataset(dataset):
+        return {}, None
+    from privaudit.runs import DataCache
+
+    data = DataCache(data_dir, download)
+    return data.config_kwargs(dataset), data
+
+
+def one_of(value: str, option: str, *choices: str) -> str:
+    if value not in choices:
+        raise ConfigError(f"{option} {value!r} is not one of {', '.join(choices)}")
+    return value

@@ -1,0 +1,92 @@
+"""``privaudit.train()``: one target model with a defence (one per seed), saved to the
+workspace or reused from it; ``privaudit train`` prints what it returns."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from privaudit.api import params
+from privaudit.errors import ConfigError
+from privaudit.timing import importing
+
+
+@dataclass
+class TrainedModels:
+    """The models of one ``train`` call, one per seed: each with its workspace folder, its
+    metrics (accuracies, ε for DP, timings) and whether it was reused."""
+
+    runs: list                       #: privaudit.runs.RunResult, one per seed
+    configs: list                    #: privaudit.config.RunConfig, one per seed
+    several_seeds: bool = False      #: asked with ``seeds`` (the JSON lists every run)
+
+    @property
+    def metrics(self) -> dict:
+        """The first (or only) model's metrics."""
+        return self.runs[0].metrics
+
+    @property
+    def path(self) -> Path:
+        """The first (or only) model's folder."""
+        return Path(self.runs[0].path)
+
+    def _doc(self, cfg, run) -> dict:
+        return {"run": run.name, "path": str(run.path), "reused": run.reused, "config": cfg.to_dict(),
+                "metrics": {k: v for k, v in run.metrics.items() if k != "loss_history"}}
+
+    def to_json(self) -> dict:
+        """The document ``privaudit train --json`` prints: the model's, or ``{"runs": [...]}``
+        for several seeds."""
+        docs = [self._doc(c, r) for c, r in zip(self.configs, self.runs)]
+        return {"runs": docs} if self.several_seeds else docs[0]
+
+    def _repr_html_(self) -> str:
+        keys = ("train_accuracy", "test_accuracy", "generalisation_gap", "epsilon", "train_seconds")
+        head = "".join(f"<th>{k}</th>" for k in ("run", *keys))
+        body = "".join("<tr><td>" + html.escape(r.name) + "</td>" + "".join(
+            f"<td>{r.metrics[k]:.4f}</td>" if isinstance(r.metrics.get(k), float) else "<td>—</td>" for k in keys)
+            + "</tr>" for r in self.runs)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path | None = None, download: bool = False,
+          kappa: float = 0.0, dp: bool = False, defense: str | None = None, noise_multiplier: float | None = None,
+          target_epsilon: float | None = None, max_grad_norm: float = 1.0, delta: float = 1e-5,
+          epochs: int | None = None, batch_size: int | None = None, lr: float | None = None,
+          weight_decay: float | None = None, precision: str = "fp32", augment: str = "none",
+          width: int | None = None, part_size: int | None = None, seed: int = 0, seeds: params.Seeds = None,
+          model_args: Sequence[str] | dict | None = None, device: str = "auto", workdir: str | Path = ".",
+          on_start: Callable | None = None, on_epoch: Callable | None = None) -> TrainedModels:
+    """Train one target model (one per seed of ``seeds``) with MG noise ``kappa`` and/or
+    DP-SGD (``dp``, with ``noise_multiplier`` or ``target_epsilon``; ``defense`` names a
+    mechanism: ``noisycgd`` for convex-relu), and save it under ``workdir``/models; a model
+    with exactly this config is reused. Keyword arguments are ``privaudit train``'s options;
+    ``on_start(config)`` and ``on_epoch(epoch, epochs, loss)`` report progress."""
+    with importing():
+        from privaudit.config import make_config
+
+    if not 0 <= kappa <= 100:
+        raise ConfigError(f"--kappa must be between 0 and 100 (got {params.num(kappa)})")
+    dataset = params.dataset_name(dataset)
+    seed_list = params.seeds(seeds, seed)
+    dataset_kwargs, data = params.dataset_config(dataset, data_dir, download)
+    cfgs = [make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa,
+                        dp=dp or defense is not None, noise_multiplier=noise_multiplier,
+                        target_epsilon=target_epsilon, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
+                        batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
+                        augment=augment, mechanism=defense, seed=s, model_args=params.model_args(model_args),
+                        **dataset_kwargs)
+            for s in seed_list]  # validated
+
+    with importing():
+        from privaudit import runs
+        from privaudit.training import resolve_device
+        from privaudit.workspace import Workspace
+
+    dev = resolve_device(device)
+    ws = Workspace(workdir).ensure_writable()
+    data = data or runs.DataCache(data_dir, download)
+    done = [runs.ensure_model(c, ws, data, dev, on_start=on_start, on_epoch=on_epoch) for c in cfgs]
+    return TrainedModels(runs=done, configs=cfgs, several_seeds=seeds is not None)

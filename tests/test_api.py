@@ -1,0 +1,138 @@
+"""The Python API: privaudit.audit / train / epsilon, the command line's options as keyword
+arguments, result objects whose to_json() is the command's --json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+from typer.testing import CliRunner
+
+import privaudit
+from privaudit.cli import app
+from privaudit.errors import ConfigError
+
+TIMING = {"wall_seconds", "phase_seconds", "train_seconds", "fit_seconds", "epoch_seconds"}
+AUDIT = dict(dataset="digits", kappas="0.5", sigmas="none", epochs=2, attacks="shadow,loss")
+
+
+def _strip(doc, root: str):
+    """The document without timings and with the workspace's path made relative."""
+    if isinstance(doc, dict):
+        return {k: _strip(v, root) for k, v in doc.items() if k not in TIMING}
+    if isinstance(doc, list):
+        return [_strip(v, root) for v in doc]
+    return doc.replace(root, "WS") if isinstance(doc, str) else doc
+
+
+def test_import_privaudit_loads_no_heavy_library_and_names_the_api():
+    probe = ("import sys, privaudit\n"
+             "names = [n for n in ('audit', 'train', 'epsilon', 'AuditReport', 'errors') if n in dir(privaudit)]\n"
+             "print(','.join(m for m in ('torch', 'numpy', 'pandas') if m in sys.modules), '|', ','.join(names))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    heavy, names = out.stdout.strip().split("|")
+    assert heavy.strip() == "" and names.strip() == "audit,train,epsilon,AuditReport,errors"
+    with pytest.raises(AttributeError):
+        privaudit.no_such_function
+
+
+@pytest.fixture(scope="module")
+def api_audit(tmp_path_factory):
+    return privaudit.audit(**AUDIT, workdir=tmp_path_factory.mktemp("api"))
+
+
+def test_audit_returns_the_table_the_verdicts_and_the_commands_json(api_audit, tmp_path):
+    report = api_audit
+    attacks = set(report.table["attack"])
+    assert {"shadow", "loss"} <= attacks and len(report.table) == 2 * len(attacks)  # 2 targets × every attack
+    assert report.report_path.is_file() and report.csv_path.is_file() and report.seeds == [0]
+    cli = CliRunner().invoke(app, ["audit", "--dataset", "digits", "--kappas", "0.5", "--sigmas", "none",
+                                   "--epochs", "2", "--attacks", "shadow,loss", "--workdir", str(tmp_path), "--json"])
+    assert cli.exit_code == 0, cli.output
+    ours = _strip(report.to_json(), str(report.workdir))
+    theirs = _strip(json.loads(cli.stdout), str(tmp_path))
+    assert ours == theirs  # the same document: the command line is this function
+
+
+def test_audit_scores_are_the_per_sample_scores_behind_the_table(api_audit):
+    report = api_audit
+    baseline = report.attacks[0].target
+    scores = report.scores()
+    assert list(scores.columns[:1]) == ["member"] and {"shadow", "loss"} <= set(scores.columns)
+    row = report.table[(report.table["target_run"] == baseline) & (report.table["attack"] == "loss")].iloc[0]
+    assert len(scores) == row["n_members"] + row["n_nonmembers"] and scores["member"].sum() == row["n_members"]
+    assert roc_auc_score(scores["member"], scores["loss"]) == pytest.approx(row["auc"], abs=1e-9)
+    with pytest.raises(ConfigError, match="no attacked target"):
+        report.scores("target-nope")
+
+
+def test_audit_shows_its_first_screen_in_a_notebook(api_audit):
+    page = api_audit._repr_html_()
+    assert "which defence leaks less" in page and api_audit.report_path.resolve().as_uri() in page and "gap_lo" in page and "<table" in page
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"sigmas": "abc"}, "--sigmas expects comma-separated numbers, got 'abc'"),
+    ({"kappas": [0.5, -1]}, "--kappas values must be between 0 and 100 (got -1)"),
+    ({"seeds": [0, 0]}, "--seeds lists 0 twice"),
+    ({"executor": "dask"}, "--executor 'dask' is not one of local, ray"),
+    ({"dataset": "imagenet"}, "--dataset 'imagenet' is not one of"),
+    ({"epochs": 0}, "--epochs must be >= 1 (got 0)"),
+    ({"attacks": "nope"}, "unknown attack 'nope'"),
+])
+def test_bad_values_raise_the_command_lines_one_line_errors(tmp_path, kwargs, message):
+    with pytest.raises(ConfigError) as info:
+        privaudit.audit(**{**AUDIT, **kwargs}, workdir=tmp_path)
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
+
+
+def test_grids_and_seeds_take_lists_numbers_or_the_command_lines_text():
+    from privaudit.api import params
+
+    assert params.grid("0.5, 1", "--kappas") == params.grid([0.5, 1], "--kappas") == [0.5, 1.0]
+    assert params.grid("none", "--sigmas") == params.grid([], "--sigmas") == [] and params.grid(2, "--x") == [2.0]
+    assert params.seeds("0,1,2") == params.seeds([0, 1, 2]) == [0, 1, 2] and params.seeds(None, 4) == [4]
+    assert params.seeds(3) == [3]
+    with pytest.raises(ConfigError, match="finite"):
+        params.grid([float("nan")], "--kappas")
+
+
+def test_train_reuses_and_matches_the_command(tmp_path):
+    kw = dict(dataset="digits", kappa=0.5, epochs=2, workdir=tmp_path)
+    first = privaudit.train(**kw)
+    again = privaudit.train(**kw)
+    assert not first.runs[0].reused and again.runs[0].reused and again.path == first.path
+    assert 0 <= first.metrics["test_accuracy"] <= 1 and "<table" in first._repr_html_()
+    cli = CliRunner().invoke(app, ["train", "--dataset", "digits", "--kappa", "0.5", "--epochs", "2", "--workdir",
+                                   str(tmp_path), "--json"])
+    assert cli.exit_code == 0, cli.output
+    assert _strip(json.loads(cli.stdout), "") == _strip(again.to_json(), "")
+    several = privaudit.train(**kw, seeds=[0, 1])
+    assert [r.reused for r in several.runs] == [True, False] and len(several.to_json()["runs"]) == 2
+
+
+def test_epsilon_is_the_accountants_and_the_commands(tmp_path):
+    from privaudit.accounting import epsilon_from_history
+
+    result = privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=10_520, epochs=50, noise_multiplier=1.0)
+    steps = -(-10_520 // 128) * 50
+    assert result.epsilon == epsilon_from_history([(1.0, 1 / (steps // 50), steps)], 1e-5)[0]
+    assert result["steps"] == steps and "<table" in result._repr_html_()
+    calibrated = privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=10_520, epochs=50,
+                                   target_epsilon=result.epsilon)
+    assert calibrated.noise_multiplier == pytest.approx(1.0, rel=1e-2) and calibrated.epsilon <= result.epsilon + 1e-9
+    cli = CliRunner().invoke(app, ["epsilon", "--defense", "dpsgd", "--batch-size", "128", "--dataset-size", "10520",
+                                   "--epochs", "50", "--noise-multiplier", "1", "--json"])
+    assert cli.exit_code == 0, cli.output
+    assert _strip(json.loads(cli.stdout), "") == _strip(result.to_json(), "")
+    with pytest.raises(ConfigError, match="give exactly one of --noise-multiplier and --target-epsilon"):
+        privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=100, epochs=1)
+    with pytest.raises(ConfigError, match="--batch-size must be"):
+        privaudit.epsilon(defense="dpsgd", batch_size=0, dataset_size=100, epochs=1, noise_multiplier=1.0)
+    assert np.isfinite(privaudit.epsilon(defense="noisycgd", batch_size=10, dataset_size=100, epochs=2,
+                                         noise_multiplier=2.0, lr=0.1, l2=0.01).epsilon)
