@@ -8,11 +8,14 @@ arguments, returning a result object::
     report.table            # the trade-off table (pandas)
     report.verdicts         # which defence leaks less at equal accuracy, with intervals
     report.scores()         # per-sample membership scores of every attack
+    privaudit.scan(logits_in=..., labels_in=..., logits_out=..., labels_out=...).table
     privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=10_520, epochs=50, noise_multiplier=1.0).epsilon
+    privaudit.reproduce("mg-noise", dataset="digits").counts
 
 The names load on first use (``import privaudit`` does not import torch):
-:func:`audit`, :func:`train`, :func:`epsilon`, their results :class:`AuditReport`,
-:class:`TrainedModels`, :class:`EpsilonResult`, and :mod:`privaudit.errors`.
+:func:`audit`, :func:`train`, :func:`scan`, :func:`epsilon`, :func:`reproduce`, their results
+:class:`AuditReport`, :class:`TrainedModels`, :class:`ScanReport`, :class:`EpsilonResult`,
+:class:`Reproduction`, and :mod:`privaudit.errors`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ _LAZY = {
     "audit": "privaudit.api.audit", "AuditReport": "privaudit.api.audit",
     "train": "privaudit.api.train", "TrainedModels": "privaudit.api.train",
     "epsilon": "privaudit.api.epsilon", "EpsilonResult": "privaudit.api.epsilon",
+    "scan": "privaudit.api.scan", "ScanReport": "privaudit.api.scan",
+    "reproduce": "privaudit.api.reproduce", "Reproduction": "privaudit.api.reproduce",
 }
 __all__ = ["__version__", "errors", *_LAZY]
 
@@ -33,6 +38,8 @@ if TYPE_CHECKING:
     from privaudit import errors
     from privaudit.api.audit import AuditReport, audit
     from privaudit.api.epsilon import EpsilonResult, epsilon
+    from privaudit.api.reproduce import Reproduction, reproduce
+    from privaudit.api.scan import ScanReport, scan
     from privaudit.api.train import TrainedModels, train
 
 

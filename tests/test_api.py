@@ -136,3 +136,56 @@ def test_epsilon_is_the_accountants_and_the_commands(tmp_path):
         privaudit.epsilon(defense="dpsgd", batch_size=0, dataset_size=100, epochs=1, noise_multiplier=1.0)
     assert np.isfinite(privaudit.epsilon(defense="noisycgd", batch_size=10, dataset_size=100, epochs=2,
                                          noise_multiplier=2.0, lr=0.1, l2=0.01).epsilon)
+
+
+def _outputs(seed: int = 0, n: int = 300, gap: float = 1.5) -> dict:
+    """Logits of a model more confident on its members (class-dependent, 5 classes)."""
+    rng = np.random.default_rng(seed)
+    y_in, y_out = rng.integers(0, 5, n), rng.integers(0, 5, n)
+    logits_in, logits_out = rng.normal(size=(n, 5)), rng.normal(size=(n, 5))
+    logits_in[np.arange(n), y_in] += gap
+    return {"logits_in": logits_in, "labels_in": y_in, "logits_out": logits_out, "labels_out": y_out}
+
+
+def test_scan_takes_arrays_or_a_file_and_is_the_command(tmp_path):
+    import torch
+
+    arrays = _outputs()
+    np.savez(tmp_path / "outputs.npz", **arrays)
+    from_file = privaudit.scan(tmp_path / "outputs.npz", out=tmp_path / "file")
+    from_arrays = privaudit.scan(out=tmp_path / "arrays", **{k: torch.as_tensor(v) for k, v in arrays.items()})
+    cols = ["attack", "auc", "auc_lo", "auc_hi", "tpr_at_0p1pct_fpr"]
+    assert from_file.table[cols].equals(from_arrays.table[cols])
+    assert from_file.strongest and "leak" in from_file.verdict and from_file.report_path.is_file()
+    scores = from_file.scores()
+    loss = from_file.table.set_index("attack").loc["loss", "auc"]
+    assert roc_auc_score(scores["member"], scores["loss"]) == pytest.approx(loss, abs=1e-9)
+    cli = CliRunner().invoke(app, ["scan", str(tmp_path / "outputs.npz"), "--out", str(tmp_path / "cli"), "--json"])
+    assert cli.exit_code == 0, cli.output
+    from privaudit.atomic import dumps_json
+
+    strip = lambda d: {k: v for k, v in d.items() if k not in ("command", "folder", "html", "phase_seconds")}
+    assert strip(json.loads(cli.stdout)) == strip(json.loads(dumps_json(from_file.to_json())))
+    with pytest.raises(ConfigError, match="not both"):
+        privaudit.scan(tmp_path / "outputs.npz", **arrays)
+    with pytest.raises(ConfigError, match="unknown array 'logit_in'"):
+        privaudit.scan(logit_in=arrays["logits_in"])
+    assert "<table" in from_arrays._repr_html_()
+
+
+def test_reproduce_returns_the_checked_statements(tmp_path):
+    result = privaudit.reproduce("mg-noise", dataset="digits", models="mlp", experiments=["accuracy"], seeds=[0, 1],
+                                 workdir=tmp_path)
+    assert len(result.claims) == sum(result.counts.values()) > 0
+    verdicts = result.claims["verdict"]
+    assert result.counts["agrees"] == (verdicts == "agrees").sum()
+    assert result.counts["disagrees"] == (verdicts == "disagrees").sum()
+    assert {"figure", "model", "value", "lo", "hi"} <= set(result.claims.columns)
+    assert result.report_path.is_file() and (result.folder / "accuracy.csv").is_file()
+    again = privaudit.reproduce("mg-noise", dataset="digits", models="mlp", experiments="accuracy", seeds="0,1",
+                                workdir=tmp_path)
+    assert again.claims.equals(result.claims)  # resumed: every model reused, the same numbers
+    with pytest.raises(ConfigError, match="--models takes some of"):
+        privaudit.reproduce(models="resnet", workdir=tmp_path)
+    with pytest.raises(ConfigError, match="paper 'lira' is not one of mg-noise"):
+        privaudit.reproduce("lira", workdir=tmp_path)

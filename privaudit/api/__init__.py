@@ -4,7 +4,9 @@ command's ``--json``; a notebook shows ``_repr_html_``).
 
 - :func:`privaudit.audit` — train, attack and report a defence grid (``privaudit audit``);
 - :func:`privaudit.train` — one target model with a defence (``privaudit train``);
-- :func:`privaudit.epsilon` — the ε of a DP-SGD or NoisyCGD setting (``privaudit epsilon``).
+- :func:`privaudit.scan` — audit a model from its outputs, arrays or a file (``privaudit scan``);
+- :func:`privaudit.epsilon` — the ε of a DP-SGD or NoisyCGD setting (``privaudit epsilon``);
+- :func:`privaudit.reproduce` — a paper's results, each statement checked (``privaudit reproduce``).
 
 Bad values raise :class:`privaudit.errors.ConfigError` with the command line's one-line
 message; a damaged artifact raises :class:`privaudit.errors.ArtifactError`.

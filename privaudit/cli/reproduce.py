@@ -11,23 +11,11 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, err,
-                                  handle_errors, importing, info_console, number, one_of, parse_seeds,
-                                  training_progress)
+                                  handle_errors, info_console, number, one_of, training_progress)
 from privaudit.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
-from privaudit.errors import ConfigError
 
 app = typer.Typer(help="The papers' published results, reproduced as one command (CSV, figures and a page under "
                        "reports/reproduce/).", no_args_is_help=True, rich_markup_mode="rich")
-
-
-def _words(text: Optional[str], option: str, choices: tuple[str, ...]) -> list[str] | None:
-    if text is None:
-        return None
-    items = [w.strip() for w in text.split(",") if w.strip()]
-    bad = [w for w in items if w not in choices]
-    if bad or not items:
-        raise ConfigError(f"{option} takes some of {', '.join(choices)} (comma-separated), got {text!r}")
-    return items
 
 
 @app.command("mg-noise")
@@ -49,37 +37,19 @@ def mg_noise_cmd(
 ) -> None:
     """The MG-noise paper's CIFAR-10 results: Figure 4 (accuracy vs κ), Figures 5-7 (attack AUC, precision, recall vs κ, and the epoch sweep), Figures 9-10 (MG noise vs DP-SGD at equal accuracy), each statement of the paper checked with a 95 % interval. Writes reports/reproduce/mg-noise/; resumes, and reuses what audit trained."""
     t0 = time.perf_counter()
-    if ray_address is not None and executor != "ray":
-        raise ConfigError("--ray-address needs --executor ray")
-    seed_list = parse_seeds(seeds, 0) if seeds is not None else None
+    from privaudit.api.reproduce import reproduce
+    from privaudit.hooks import AuditHooks
 
-    with importing():
-        from privaudit.reproduction import protocol as make_protocol
-
-    proto = make_protocol(scale, dataset, seeds=seed_list, families=_words(models, "--models", REPRODUCE_FAMILIES),
-                          experiments=_words(experiments, "--experiments", REPRODUCE_EXPERIMENTS))
-
-    with importing():
-        from privaudit.executor import make_executor
-        from privaudit.reproduction.page import write_outputs
-        from privaudit.reproduction.run import run_reproduction
-        from privaudit.runs import DataCache
-        from privaudit.training import resolve_device
-        from privaudit.workspace import Workspace
-
-    runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
-    dev = resolve_device(device)
-    ws = Workspace(workdir).ensure_writable()
-    data = DataCache(data_dir, download)
-    err.print(f"reproduce mg-noise: scale {proto.scale} on {proto.dataset}, seeds {', '.join(map(str, proto.seeds))}, "
-              f"{proto.model_count()} models (device {dev}, executor {runner.name}) in {ws.root}",
-              highlight=False, markup=False)
-    with training_progress() as bars:
-        frames = run_reproduction(proto, ws, data, dev, executor=runner, on_plan=bars.plan, on_start=bars.start,
-                                  on_epoch=bars.on_epoch, on_job_done=bars.job_done)
-    wall = time.perf_counter() - t0
     command = "privaudit " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else ""
-    summary = write_outputs(ws.reports, proto, frames, wall_seconds=wall, command=command)
+    with training_progress() as bars:
+        result = reproduce("mg-noise", scale=scale, dataset=dataset, data_dir=data_dir, download=download,
+                           models=models, experiments=experiments, seeds=seeds, device=device, executor=executor,
+                           ray_address=ray_address, cpus_per_job=cpus_per_job, workdir=workdir,
+                           hooks=AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,
+                                            on_job_done=bars.job_done),
+                           log=lambda line: err.print(line, highlight=False, markup=False), command=command)
+    wall = time.perf_counter() - t0
+    summary = result.summary
     if as_json:
         emit_json(summary)
         return

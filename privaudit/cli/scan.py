@@ -33,21 +33,11 @@ def scan_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run every attack the arrays allow (loss, confidence, entropy, modified entropy, a cross-validated attack classifier; the shadow attack with a shadow model; LiRA, RMIA and the many-shadow attack with reference models), with intervals, per class and per slice; write attacks.csv, groups.csv, summary.json and a self-contained index.html. Nothing in the input is unpickled."""
-    with importing():
-        from privaudit.scanning.inputs import load
-        from privaudit.scanning.report import write
-        from privaudit.scanning.run import scan
+    from privaudit.api.scan import scan
 
-    from privaudit.timing import phase
-
-    with phase("data"):
-        inp = load(input_path)
-    with phase("attack"):
-        result = scan(inp, delta=delta, folds=folds, seed=seed)
-    folder = Path(out) if out else Path("reports") / "scan" / _stem(input_path)
     command = "privaudit scan " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
-    with phase("report"):
-        summary = write(result, folder, command=command)
+    report = scan(input_path, out=out, delta=delta, folds=folds, seed=seed, command=command)
+    summary, result, folder = report.summary, report.result, report.folder
     if as_json:
         emit_json(summary)
         return
@@ -57,12 +47,6 @@ def scan_cmd(
     console.print(scan_table(result))
     console.print(summary["headline"].get("verdict", ""))
     console.print(f"report: {summary['html']}  table: {folder / 'attacks.csv'}")
-
-
-def _stem(path: str) -> str:
-    p = Path(path)
-    name = p.name if p.is_dir() else p.stem
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "input"
 
 
 @handle_errors
@@ -162,6 +146,8 @@ def audit_model_cmd(
         result, match = audit_model(weights, recipe, dataset, member_ids, ws, data, resolve_device(device),
                                     non_members=non_ids, references=references, seed=seed, mean=mean_v, std=std_v,
                                     delta=delta, on_epoch=bars.on_epoch)
+    from privaudit.api.scan import _stem
+
     folder = Path(out) if out else ws.reports / "audit-model" / _stem(str(weights))
     command = "privaudit audit-model " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
     from privaudit.timing import phase

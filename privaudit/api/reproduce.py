@@ -1,0 +1,110 @@
+"""``privaudit.reproduce()``: the MG-noise paper's CIFAR-10 results, each statement checked
+with a 95 % interval; ``privaudit reproduce mg-noise`` prints what it returns."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from privaudit.api import params
+from privaudit.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
+from privaudit.errors import ConfigError
+from privaudit.hooks import AuditHooks
+from privaudit.timing import importing
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+PAPERS = ("mg-noise",)
+
+
+@dataclass
+class Reproduction:
+    """A reproduction's outcome: each of the paper's statements beside the measured number,
+    its interval and a reading (:attr:`claims`), the counts, the page and its tables."""
+
+    claims: "pd.DataFrame"         #: figure, model, statement, value, lo, hi, verdict (agrees / disagrees / …)
+    counts: dict                   #: agrees, disagrees, other
+    report_path: Path              #: the page (index.html)
+    folder: Path                   #: reports/reproduce/mg-noise: the figures, accuracy.csv, sweep.csv, epochs.csv
+    summary: dict = field(repr=False, default_factory=dict)  #: what ``--json`` prints
+
+    def to_json(self) -> dict:
+        return dict(self.summary)
+
+    def _repr_html_(self) -> str:
+        keep = [c for c in ("figure", "model", "label", "value", "lo", "hi", "verdict") if c in self.claims.columns]
+        table = self.claims[keep].to_html(index=False, border=0, float_format=lambda v: f"{v:+.3f}")
+        n = self.counts
+        return (f"<div><h3>The paper's statements, checked: {n.get('agrees', 0)} agree, {n.get('disagrees', 0)} "
+                f"disagree, {n.get('other', 0)} undecided or comparisons</h3>{table}<p>Page: <a href=\""
+                f"{html.escape(self.report_path.resolve().as_uri())}\">{html.escape(str(self.report_path))}</a></p></div>")
+
+
+def _words(value: str | Sequence[str] | None, option: str, allowed: Sequence[str]) -> list[str] | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else ",".join(map(str, value))
+    items = [w.strip() for w in text.split(",") if w.strip()]
+    bad = [w for w in items if w not in allowed]
+    if bad or not items:
+        raise ConfigError(f"{option} takes some of {', '.join(allowed)} (comma-separated), got {text!r}")
+    return items
+
+
+def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str = "cifar10",
+              data_dir: str | Path | None = None, download: bool = False, models: str | Sequence[str] | None = None,
+              experiments: str | Sequence[str] | None = None, seeds: params.Seeds = None, device: str = "auto",
+              executor: str = "local", ray_address: str | None = None, cpus_per_job: int | None = None,
+              workdir: str | Path = ".", hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
+              command: str = "") -> Reproduction:
+    """Reproduce ``paper``'s results (``mg-noise``: Figure 4, Figures 5–7 with the epoch sweep,
+    Figures 9–10) at ``scale`` (``reduced`` or ``full``), over ``seeds`` (default 0, 1, 2),
+    limited to ``models`` and ``experiments``; writes ``workdir``/reports/reproduce/mg-noise/
+    and resumes from (and reuses) every model already in the workspace. Keyword arguments are
+    ``privaudit reproduce mg-noise``'s options."""
+    import time
+
+    t0 = time.perf_counter()
+    params.one_of(paper, "paper", *PAPERS)
+    params.one_of(scale, "--scale", *REPRODUCE_SCALES)
+    params.one_of(dataset, "--dataset", "cifar10", "digits")
+    params.one_of(executor, "--executor", "local", "ray")
+    if ray_address is not None and executor != "ray":
+        raise ConfigError("--ray-address needs --executor ray")
+    if cpus_per_job is not None and not 1 <= cpus_per_job <= 4096:
+        raise ConfigError(f"--cpus-per-job must be between 1 and 4096 (got {cpus_per_job})")
+    seed_list = params.seeds(seeds) if seeds is not None else None
+    families = _words(models, "--models", REPRODUCE_FAMILIES)
+    chosen = _words(experiments, "--experiments", REPRODUCE_EXPERIMENTS)
+
+    with importing():
+        from privaudit.reproduction import protocol as make_protocol
+
+    proto = make_protocol(scale, dataset, seeds=seed_list, families=families, experiments=chosen)
+
+    with importing():
+        import pandas as pd
+
+        from privaudit.executor import make_executor
+        from privaudit.reproduction.page import write_outputs
+        from privaudit.reproduction.run import run_reproduction
+        from privaudit.runs import DataCache
+        from privaudit.training import resolve_device
+        from privaudit.workspace import Workspace
+
+    hooks = hooks or AuditHooks()
+    runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
+    dev = resolve_device(device)
+    ws = Workspace(workdir).ensure_writable()
+    data = DataCache(data_dir, download)
+    if log:
+        log(f"reproduce mg-noise: scale {proto.scale} on {proto.dataset}, seeds {', '.join(map(str, proto.seeds))}, "
+            f"{proto.model_count()} models (device {dev}, executor {runner.name}) in {ws.root}")
+    frames = run_reproduction(proto, ws, data, dev, executor=runner, on_plan=hooks.on_plan,
+                              on_start=hooks.on_model_start, on_epoch=hooks.on_epoch, on_job_done=hooks.on_job_done)
+    summary = write_outputs(ws.reports, proto, frames, wall_seconds=time.perf_counter() - t0, command=command)
+    return Reproduction(claims=pd.DataFrame(summary["claims"]), counts=summary["counts"],
+                        report_path=Path(summary["html"]), folder=Path(summary["html"]).parent, summary=summary)
