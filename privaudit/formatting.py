@@ -5,7 +5,10 @@ One rule for each kind of number, so that the terminal and the page never disagr
 - a lower bound (an empirical ε ≥ …) is rounded *down* (to 2 decimals), so that what is
   printed is still a lower bound;
 - an accountant's ε (an upper bound) has 3 significant digits;
-- accuracies, AUCs and rates have 3 decimals.
+- accuracies, AUCs and rates have 3 decimals;
+- a difference between two defences is written in its measure's unit: TPR at 0.1 % FPR in
+  percentage points (its gaps are a few hundredths of a percent), the others as they are
+  (:func:`difference`).
 """
 
 from __future__ import annotations
@@ -70,3 +73,18 @@ def fixed(v: Any, digits: int = 3) -> str:
     """``digits`` decimals (accuracy, AUC, TPR); a dash for a missing value."""
     f = number(v)
     return f"{f:.{digits}f}" if math.isfinite(f) else DASH
+
+
+#: measures whose differences are written in percentage points
+PERCENT_POINT_MEASURES = ("tpr_at_0p1pct_fpr", "tpr_at_1pct_fpr")
+
+
+def difference(metric: str, gap: Any, lo: Any = float("nan"), hi: Any = float("nan")) -> tuple[str, str]:
+    """(the difference, its interval) as text, in ``metric``'s unit (TPR at low FPR in
+    percentage points, ``+2.419 pp``; the others as fractions, ``+0.005``); a dash and an
+    empty interval for what is not a number. The page and the terminal both write it so."""
+    scale, unit = (100.0, " pp") if metric in PERCENT_POINT_MEASURES else (1.0, "")
+    g, a, b = number(gap), number(lo), number(hi)
+    value = f"{scale * g:+.3f}{unit}" if math.isfinite(g) else DASH
+    interval = f"[{scale * a:+.3f}, {scale * b:+.3f}]" if math.isfinite(a) and math.isfinite(b) else ""
+    return value, interval

@@ -167,19 +167,23 @@ def attack_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float, *,
 STRONGEST_KEY = ("tpr_at_0p1pct_fpr", "auc")
 
 
+def rank_attacks(metrics: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """The attacks strongest first, by the one rule of every view (:func:`strongest_attack`):
+    the highest TPR at 0.1 % FPR, then the highest AUC; a missing or NaN value counts as −∞,
+    ties keep the given order."""
+    keys = {name: tuple(_finite_or_minus_inf(m.get(k)) for k in STRONGEST_KEY) for name, m in metrics.items()}
+    return sorted(metrics, key=lambda name: tuple(-v for v in keys[name]))
+
+
 def strongest_attack(metrics: Mapping[str, Mapping[str, float]]) -> str | None:
     """The strongest of several attacks on the same targets, the one rule of every view:
     the highest TPR at 0.1 % FPR, then the highest AUC (a missing or NaN value counts as
     −∞; ties go to the first attack). ``metrics`` maps attack → its metrics; None when no
     attack has either value."""
-    best, best_key = None, None
-    for name, m in metrics.items():
-        key = tuple(_finite_or_minus_inf(m.get(k)) for k in STRONGEST_KEY)
-        if all(v == -np.inf for v in key):
-            continue
-        if best_key is None or key > best_key:
-            best, best_key = name, key
-    return best
+    ranked = rank_attacks(metrics)
+    if not ranked or all(_finite_or_minus_inf(metrics[ranked[0]].get(k)) == -np.inf for k in STRONGEST_KEY):
+        return None
+    return ranked[0]
 
 
 def _finite_or_minus_inf(v) -> float:

@@ -333,3 +333,35 @@ def test_theory_refreshes_the_main_report(tmp_path):
     page = (tmp_path / "reports" / "index.html").read_text()
     section = page.split('id="paper-smoothing"')[1].split("</section>")[0]
     assert "Not run yet" not in section
+
+
+def test_terminal_tables_never_split_an_attack_name_at_80_columns(tmp_path):
+    """The names stay whole (the numbers' headers wrap instead), and a TPR difference is in
+    percentage points, as on the page."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+    from rich.console import Console
+
+    from privaudit.cli.summary import attack_summary_table, verdict_table
+    from privaudit.formatting import difference
+    from privaudit.workspace import Workspace
+
+    def render(table) -> list[str]:
+        console = Console(width=80, record=True)
+        console.print(table)
+        return console.export_text().splitlines()
+
+    _trained(tmp_path)
+    name = next(p.name for p in (tmp_path / "models").iterdir() if p.name.startswith("target-"))
+    metrics = {"shadow": {"auc": 0.58}, "lira-offline-global": {"tpr_at_0p1pct_fpr": 0.04, "auc": 0.66}}
+    lines = render(attack_summary_table(Workspace(tmp_path), [(name, metrics, {})]))
+    assert any("lira-offline-global" in line for line in lines) and max(map(len, lines)) <= 80
+    row = {"model": "mlp", "dataset": "digits", "attack": "lira-online-global", "comparison": "strongest attack",
+           "metric": "tpr_at_0p1pct_fpr", "acc_low": 0.922, "acc_high": 0.944, "gap": 0.02419, "gap_lo": 0.005284,
+           "gap_hi": 0.044685, "interval": "sampling (1 seed)", "verdict": "MG noise leaks less", "reason": ""}
+    lines = render(verdict_table(SimpleNamespace(verdicts=pd.DataFrame([row, {**row, "metric": "auc"}]))))
+    assert sum("lira-online-global" in line for line in lines) == 2 and max(map(len, lines)) <= 80
+    assert any("+2.419 pp" in line for line in lines) and any("+0.024" in line and "pp" not in line for line in lines)
+    assert difference("tpr_at_0p1pct_fpr", 0.02419, 0.005284, 0.044685) == ("+2.419 pp", "[+0.528, +4.469]")
+    assert difference("auc", float("nan")) == ("—", "")

@@ -224,3 +224,23 @@ def test_strongest_attack_one_rule():
                              "b": {"tpr_at_0p1pct_fpr": 0.0, "auc": 0.5}}) == "b"
     assert strongest_attack({"a": {"auc": 0.6}, "b": {"auc": 0.6}}) == "a"
     assert strongest_attack({"a": {}, "b": {"auc": None}}) is None
+
+
+def test_attacks_rank_by_the_strongest_rule_and_scan_lists_them_so():
+    """rank_attacks orders by TPR at 0.1 % FPR, then AUC; scan's table (attacks.csv) follows it."""
+    from privaudit.metrics import rank_attacks
+    from privaudit.scanning.inputs import check
+    from privaudit.scanning.run import scan
+
+    metrics = {"confidence": {"tpr_at_0p1pct_fpr": 0.0, "auc": 0.805}, "entropy": {"tpr_at_0p1pct_fpr": 0.0, "auc": 0.811},
+               "lira": {"tpr_at_0p1pct_fpr": 0.05, "auc": 0.7}, "none": {}}
+    assert rank_attacks(metrics) == ["lira", "entropy", "confidence", "none"]
+    rng = np.random.default_rng(3)
+    y_in, y_out = rng.integers(0, 4, 400), rng.integers(0, 4, 400)
+    logits_in, logits_out = rng.normal(size=(400, 4)), rng.normal(size=(400, 4))
+    logits_in[np.arange(400), y_in] += 1.0
+    result = scan(check({"logits_in": logits_in, "labels_in": y_in, "logits_out": logits_out, "labels_out": y_out}))
+    table = result.table()
+    assert table["attack"].iloc[0] == result.strongest
+    keys = list(zip(table["tpr_at_0p1pct_fpr"].fillna(-1), table["auc"].fillna(-1)))
+    assert keys == sorted(keys, reverse=True)

@@ -12,8 +12,8 @@ from rich import box
 from rich.table import Table
 
 from privaudit.errors import ArtifactError
-from privaudit.formatting import fixed, lower_bound, sig3
-from privaudit.metrics import strongest_attack
+from privaudit.formatting import difference, fixed, lower_bound, sig3
+from privaudit.metrics import rank_attacks, strongest_attack
 from privaudit.report.summary import setting_label
 from privaudit.workspace import Workspace
 
@@ -48,14 +48,17 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
     datasets = {cfg.data.dataset for cfg, *_ in rows}
     models = {cfg.model.name for cfg, *_ in rows}
     seeds = {cfg.seed for cfg, *_ in rows}
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
-                  caption="shadow: AUC of the paper's attack; strongest: highest TPR at 0.1 % FPR (TPR.1%); "
-                          "ε lb: empirical lower bounds (95 %, rounded down); member = positive class")
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, padding=(0, 0),
+                  caption="acc: test accuracy; shadow: AUC of the paper's attack; strongest: highest TPR at 0.1 % FPR "
+                          "(TPR.1%), then AUC; ε lb: empirical lower bounds (95 %, rounded down) from many samples "
+                          "of the model, 1-run: from one training run's canaries; member = positive class")
     columns = (["model"] if len(models) > 1 else []) + (["dataset"] if len(datasets) > 1 else []) + [
-        "setting"] + (["seed"] if len(seeds) > 1 else []) + ["ε acct", "test acc", "shadow", "strongest", "AUC", "TPR.1%", "ε lb", "1-run ε"]
-    for col in columns:
+        "setting"] + (["seed"] if len(seeds) > 1 else []) + ["ε acct", "acc", "shadow", "strongest", "AUC", "TPR.1%", "ε lb", "1-run"]
+    names = max((len(strongest_attack(m) or "") for *_, m, _ in rows), default=0)
+    for col in columns:  # a name is never split: the numbers' headers wrap instead
         table.add_column(col, justify="left" if col in ("model", "dataset", "setting", "strongest") else "right",
-                         no_wrap=col != "strongest", overflow="fold", min_width=10 if col == "strongest" else None)
+                         no_wrap=col in ("setting", "strongest"), overflow="fold",
+                         min_width=names if col == "strongest" else len(col) if len(col) <= 6 else None)
     for cfg, tm, metrics, extras in rows:
         strongest = strongest_attack(metrics) or ""
         s = metrics.get(strongest, {})
@@ -76,22 +79,22 @@ def verdict_table(summary) -> Table | None:
     if v is None or v.empty:
         return None
     table = Table(title="At equal test accuracy, which defence leaks less?", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True, caption="DP − MG > 0: DP-SGD leaks more; a defence is named only when the "
-                                                 "95 % interval excludes 0")
+                  collapse_padding=True, caption="DP − MG > 0: DP-SGD leaks more (TPR in percentage points, pp); a "
+                                                 "defence is named only when the 95 % interval excludes 0")
     many = v[["model", "dataset"]].drop_duplicates().shape[0] > 1
+    names = max(len(str(a)) for a in v["attack"])
     for col in (["model · dataset"] if many else []) + ["attack", "measure", "test acc", "DP − MG [95 %]", "verdict"]:
         table.add_column(col, justify="right" if col in ("test acc", "DP − MG [95 %]") else "left",
-                         overflow="fold")
+                         no_wrap=col == "attack", min_width=names if col == "attack" else None, overflow="fold")
     measures = {"auc": "AUC", "tpr_at_0p1pct_fpr": "TPR@0.1%", "eps_lower_bound": "ε lb"}
     for _, r in v.iterrows():
-        gap = "—" if not math.isfinite(r["gap"]) else f"{r['gap']:+.3f}"
-        if math.isfinite(r["gap_lo"]):
-            gap += f" [{r['gap_lo']:+.3f}, {r['gap_hi']:+.3f}]"
+        gap, interval = difference(r["metric"], r["gap"], r["gap_lo"], r["gap_hi"])
+        gap += f" {interval}" if interval else ""
         acc = f"{r['acc_low']:.3f}–{r['acc_high']:.3f}" if math.isfinite(r["acc_low"]) else "—"
         verdict = r["verdict"] + (f" ({r['interval']})" if r["interval"] else "") + (
             f": {r['reason']}" if r["reason"] else "")
         lead = [f"{r['model']} · {r['dataset']}"] if many else []
-        table.add_row(*lead, f"{r['attack']} ({r['comparison']})", measures.get(r["metric"], r["metric"]), acc, gap,
+        table.add_row(*lead, f"{r['attack']}\n({r['comparison']})", measures.get(r["metric"], r["metric"]), acc, gap,
                       verdict)
     return table
 
@@ -109,7 +112,8 @@ def scan_table(result) -> Table:
     for col in ("attack", "AUC", "95 % CI", "TPR1%", "TPR.1%", "prec", "rec", "ε lb", "thr"):
         table.add_column(col, justify="left" if col in ("attack", "thr") else "right",
                          no_wrap=True, min_width=19 if col == "attack" else None)
-    for name, m in result.metrics.items():
+    for name in rank_attacks(result.metrics):
+        m = result.metrics[name]
         table.add_row(name, fixed(m.get("auc")), f"{fixed(m.get('auc_lo'), 2)}–{fixed(m.get('auc_hi'), 2)}",
                       fixed(m.get("tpr_at_1pct_fpr")), fixed(m.get("tpr_at_0p1pct_fpr")), fixed(m.get("precision")),
                       fixed(m.get("recall")), lower_bound(m.get("eps_lower_bound")),

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from privaudit.formatting import lower_bound, sig3, slug
+from privaudit.formatting import difference, lower_bound, sig3, slug
 from privaudit.report.build import COLUMNS
 from privaudit.report.defences import noisycgd_comparison
 from privaudit.report.iso import as_bool
@@ -191,14 +191,11 @@ def _first_screen(summary: Summary, figures: list) -> str:
         strongest = next((a for a in v["attack"][v["comparison"] == "strongest attack"]), None) if len(v) else None
         verdicts = []
         for _, r in v.iterrows():
-            # TPR at 0.1 % FPR in percentage points: its gaps are a few hundredths of a percent
-            scale, unit = (100.0, " pp") if r["metric"] == "tpr_at_0p1pct_fpr" else (1.0, "")
+            gap, interval = difference(r["metric"], r["gap"], r["gap_lo"], r["gap_hi"])
             verdicts.append({
                 "comparison": r["comparison"], "attack": r["attack"], "measure": _MEASURES.get(r["metric"], r["metric"]),
                 "accuracy": f"{_f3(r['acc_low'])}–{_f3(r['acc_high'])}" if _fin(r["acc_low"]) else _DASH,
-                "gap": f"{scale * r['gap']:+.3f}{unit}" if _fin(r["gap"]) else _DASH,
-                "interval": (f"[{scale * r['gap_lo']:+.3f}, {scale * r['gap_hi']:+.3f}] {r['interval']}"
-                             if _fin(r["gap_lo"]) else r["interval"]),
+                "gap": gap, "interval": f"{interval} {r['interval']}" if interval else r["interval"],
                 "verdict": r["verdict"], "css": _VERDICT_CSS.get(r["verdict"], "none"), "reason": r["reason"]})
         rows = []
         paper = g[g["attack"] == "shadow"].set_index("setting")

@@ -35,7 +35,7 @@ from privaudit.attacks.features import compute_features
 from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
 from privaudit.empirical import epsilon_lower_bound
 from privaudit.errors import DataError
-from privaudit.metrics import attack_metrics, auc_interval, strongest_attack
+from privaudit.metrics import attack_metrics, auc_interval, rank_attacks, strongest_attack
 from privaudit.scanning.inputs import ScanInput
 
 SCORE_ATTACKS = ("loss", "confidence", "entropy", "modified-entropy")
@@ -75,8 +75,10 @@ class ScanResult:
         return strongest_attack(self.metrics)
 
     def table(self) -> pd.DataFrame:
-        """One row per attack: every metric, the strongest first."""
-        rows = [{"attack": name, "description": DESCRIPTIONS.get(name, ""), **m} for name, m in self.metrics.items()]
+        """One row per attack: every metric, the strongest first (:func:`privaudit.metrics.rank_attacks`:
+        TPR at 0.1 % FPR, then AUC)."""
+        rows = [{"attack": name, "description": DESCRIPTIONS.get(name, ""), **self.metrics[name]}
+                for name in rank_attacks(self.metrics)]
         return pd.DataFrame(rows)
 
 
