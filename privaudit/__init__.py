@@ -15,13 +15,14 @@ arguments, returning a result object::
 The names load on first use (``import privaudit`` does not import torch):
 :func:`audit`, :func:`train`, :func:`scan`, :func:`epsilon`, :func:`reproduce`, their results
 :class:`AuditReport`, :class:`TrainedModels`, :class:`ScanReport`, :class:`EpsilonResult`,
-:class:`Reproduction`, and :mod:`privaudit.errors`.
+:class:`Reproduction`, and :mod:`privaudit.errors` (``__init__.pyi`` declares them for type
+checkers).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -33,14 +34,6 @@ _LAZY = {
     "reproduce": "privaudit.api.reproduce", "Reproduction": "privaudit.api.reproduce",
 }
 __all__ = ["__version__", "errors", *_LAZY]
-
-if TYPE_CHECKING:
-    from privaudit import errors
-    from privaudit.api.audit import AuditReport, audit
-    from privaudit.api.epsilon import EpsilonResult, epsilon
-    from privaudit.api.reproduce import Reproduction, reproduce
-    from privaudit.api.scan import ScanReport, scan
-    from privaudit.api.train import TrainedModels, train
 
 
 def __getattr__(name: str) -> Any:

@@ -40,6 +40,17 @@ def test_import_privaudit_loads_no_heavy_library_and_names_the_api():
         privaudit.no_such_function
 
 
+def test_every_lazy_name_resolves_and_the_stub_declares_it():
+    import re
+    from pathlib import Path
+
+    stub = (Path(privaudit.__file__).parent / "__init__.pyi").read_text()
+    declared = set(re.findall(r"as (\w+)", stub))
+    assert declared == set(privaudit.__all__) - {"__version__"}
+    for name in privaudit.__all__:
+        assert getattr(privaudit, name) is not None
+
+
 @pytest.fixture(scope="module")
 def api_audit(tmp_path_factory):
     return privaudit.audit(**AUDIT, workdir=tmp_path_factory.mktemp("api"))

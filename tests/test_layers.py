@@ -4,8 +4,9 @@ goes to the same layer or one below it, and every module belongs to a layer.
 Bottom to top: maths and accounting; data; models; training; the attacks' maths; workspace
 and pipeline steps (get-or-train, pools, canaries, attacking a target); the report; the
 theory experiments (which draw with the report's plots); the audit of a model from its
-outputs (``scan``: the attacks, the report's pages, the workspace's export); orchestration
-(the audit's job graph and its executors, the papers' reproductions on it); the command line.
+outputs (``scanning``: the attacks, the report's pages, the workspace's export); orchestration
+(the audit's job graph and its executors, the papers' reproductions on it); the Python API
+(``privaudit.audit()`` and the other commands as functions); the command line over it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "privaudit"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("maths and accounting", ("privaudit", "errors", "defaults", "seeding", "atomic", "locks", "formatting",
-                              "timing", "provenance", "metrics", "empirical", "integrity", "hidden_state",
+                              "timing", "hooks", "provenance", "metrics", "empirical", "integrity", "hidden_state",
                               "accounting", "matching", "config")),
     ("data", ("data",)),
     ("models", ("models",)),
@@ -26,8 +27,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("workspace and pipeline steps", ("workspace", "runs", "pools", "canary", "attacking")),
     ("report", ("report",)),
     ("theory", ("theory",)),
-    ("audits from outputs", ("scan",)),
-    ("orchestration", ("audit", "executor", "reproduce")),
+    ("audits from outputs", ("scanning",)),
+    ("orchestration", ("auditing", "executor", "reproduction")),
+    ("the Python API", ("api",)),
     ("command line", ("cli", "__main__")),
 ]
 

@@ -1,0 +1,10 @@
+# The package's lazily loaded names, for type checkers (privaudit/__init__.py loads them on first use).
+from privaudit import errors as errors
+from privaudit.api.audit import AuditReport as AuditReport, audit as audit
+from privaudit.api.epsilon import EpsilonResult as EpsilonResult, epsilon as epsilon
+from privaudit.api.reproduce import Reproduction as Reproduction, reproduce as reproduce
+from privaudit.api.scan import ScanReport as ScanReport, scan as scan
+from privaudit.api.train import TrainedModels as TrainedModels, train as train
+
+__version__: str
+__all__: list[str]
