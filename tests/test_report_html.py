@@ -513,9 +513,9 @@ def test_key_finding_sentence():
     kf = _plain(doc[doc.index("Key findings"):doc.index('id="table"')])
     assert ("Strongest attack: rmia (TPR 10.0% at 0.1% FPR on the baseline, AUC 0.830)."
             in kf)
-    assert ("Empirical ε ≥ 2.34 for the baseline (one-run: 0.50); MG noise κ=0.2 (largest of "
-            "3 settings): ε ≥ 1.20 (one-run: 0.20); DP-SGD σ=0.5 (accountant ε = 28.3; "
-            "largest of 2 settings): ε ≥ 0.80 (one-run: 0.10).") in kf
+    assert ("Empirical ε ≥ 2.34 for the baseline (one-run: 0.50); MG noise κ=0.2 (the largest ε bound "
+            "of its 3 settings): ε ≥ 1.20 (one-run: 0.20); DP-SGD σ=0.5 (accountant ε = 28.3; "
+            "the largest ε bound of its 2 settings): ε ≥ 0.80 (one-run: 0.10).") in kf
     assert "MG noise leaks less" in kf  # the old verdict stays
     # the same sentence opens the group's section
     group = _plain(doc[doc.index('id="g-cnn-cifar10"'):doc.index('id="e-cnn-cifar10"')])

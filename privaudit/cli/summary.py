@@ -50,8 +50,9 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
     seeds = {cfg.seed for cfg, *_ in rows}
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, padding=(0, 0),
                   caption="acc: test accuracy; shadow: AUC of the paper's attack; strongest: highest TPR at 0.1 % FPR "
-                          "(TPR.1%), then AUC; ε lb: empirical lower bounds (95 %, rounded down) from many samples "
-                          "of the model, 1-run: from one training run's canaries; member = positive class")
+                          "(TPR.1%), then AUC; ε lb: empirical ε lower bound that treats the model's samples as "
+                          "independent trials (a heuristic, not a proof; rounded down); 1-run: the rigorous one-run "
+                          "canary bound; member = positive class")
     columns = (["model"] if len(models) > 1 else []) + (["dataset"] if len(datasets) > 1 else []) + [
         "setting"] + (["seed"] if len(seeds) > 1 else []) + ["ε acct", "acc", "shadow", "strongest", "AUC", "TPR.1%", "ε lb", "1-run"]
     names = max((len(strongest_attack(m) or "") for *_, m, _ in rows), default=0)
@@ -106,8 +107,8 @@ def scan_table(result) -> Table:
     short = {"cv": "cv", "shadow": "shdw", "references": "refs"}
     table = Table(title="Membership inference from the model's outputs", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True,
-                  caption="AUC with its 95 % DeLong interval; TPR at 1 % / 0.1 % FPR; ε lb: empirical lower bound "
-                          "(95 %, rounded down); thr: thresholds chosen by cross-validation (cv), the shadow model "
+                  caption="AUC with its 95 % DeLong interval; TPR at 1 % / 0.1 % FPR; ε lb: empirical ε lower bound "
+                          "treating the samples as independent trials (a heuristic, not a proof; rounded down); thr: thresholds chosen by cross-validation (cv), the shadow model "
                           "(shdw) or leave-one-out over the references (refs)")
     for col in ("attack", "AUC", "95 % CI", "TPR1%", "TPR.1%", "prec", "rec", "ε lb", "thr"):
         table.add_column(col, justify="left" if col in ("attack", "thr") else "right",

@@ -457,7 +457,7 @@ def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, ext
         if o["dp"] and _fin(o["epsilon"]):
             notes.append(f"accountant ε = {_sig3(o['epsilon'])}")
         if len(fam) > 1:
-            notes.append(f"largest of {len(fam)} settings")
+            notes.append(f"the largest ε bound of its {len(fam)} settings")
         note = f" ({'; '.join(notes)})" if notes else ""
         one = (f" (one-run: {_lb(o['one_run_eps_lower_bound'])})"
                if with_one_run and _fin(o["one_run_eps_lower_bound"]) else "")
