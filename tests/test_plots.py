@@ -72,3 +72,43 @@ def test_thinning_keeps_the_ends_and_every_visible_cell():
     last_kept = idx[np.searchsorted(idx, np.arange(len(x)), side="right") - 1]
     assert np.array_equal(cell, cell[last_kept])
     assert len(_thin(x[:100], y[:100], False, False)) == 100   # short lines are left alone
+
+
+def _points(d: str) -> list[tuple[float, float]]:
+    """The absolute points of an M/L/H/V path."""
+    import re
+
+    pts, x, y = [], 0.0, 0.0
+    for cmd, args in re.findall(r"([MLHV])([^MLHV]*)", d.replace("\n", " ")):
+        vals = [float(v) for v in args.split()]
+        if cmd in "ML":
+            x, y = vals
+        elif cmd == "H":
+            x = vals[0]
+        else:
+            y = vals[0]
+        pts.append((x, y))
+    return pts
+
+
+def test_compact_paths_keep_every_point_to_a_hundredth_of_a_point():
+    """Path data is shortened (rounded to 0.01 pt, staircases as H and V) and nothing else of
+    the SVG changes: a tick label with 3 decimals stays as it is."""
+    import xml.etree.ElementTree as ET
+
+    from privaudit.report.plots import compact_paths
+
+    rng = np.random.default_rng(0)
+    xs, ys = np.cumsum(rng.random(300)) * 1.234567, np.cumsum(rng.random(300)) * 0.987654
+    stair = "M 0.000000 0.000000 \n" + "".join(f"L {x:.6f} {py:.6f} \nL {x:.6f} {y:.6f} \n"
+                                              for x, y, py in zip(xs, ys, np.r_[0.0, ys[:-1]]))
+    svg = (f'<svg><path d="{stair}" style="stroke-width:1.5"/><path d="M 1 2 C 3.123456 4 5 6 7 8 z"/>'
+           '<text x="10.123456">0.001</text></svg>')
+    out = compact_paths(svg)
+    root = ET.fromstring(out)  # still well-formed
+    paths = root.findall("path")
+    before, after = _points(stair), _points(paths[0].get("d"))
+    assert len(before) == len(after) and np.abs(np.array(before) - np.array(after)).max() <= 0.005 + 1e-9
+    assert len(out) < 0.5 * len(svg) and "H" in paths[0].get("d") and "V" in paths[0].get("d")
+    assert paths[1].get("d") == "M1 2C3.12 4 5 6 7 8z" and root.find("text").text == "0.001"
+    assert 'x="10.123456"' in out

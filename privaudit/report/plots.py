@@ -67,7 +67,49 @@ def svg_element(raw: str, title: str, standalone: bool = False, salt: str | None
         head = re.sub(r'\sxmlns="[^"]*"', "", head)
         text = re.sub(r'<style type="text/css">[^<]*</style>', "", text)
     head = head.replace("<svg", f'<svg role="img" aria-label="{html.escape(title)}" class="plot"', 1)
-    return head + f"<title>{html.escape(title)}</title>" + text[head_end:]
+    return head + f"<title>{html.escape(title)}</title>" + compact_paths(text[head_end:])
+
+
+_PATH_DATA = re.compile(r' d="([^"]*)"')
+_DECIMAL = re.compile(r"-?\d+\.\d+")
+
+
+def compact_paths(svg: str) -> str:
+    """Path data written short: coordinates to 0.01 pt (matplotlib writes 6 decimals; a
+    hundredth of a point is far below a pixel) and no spaces around the commands. Only the
+    ``d`` attributes change, so text, ticks and ids stay as they are."""
+    def short(number: re.Match) -> str:
+        text = f"{float(number.group()):.2f}".rstrip("0").rstrip(".")
+        return "0" if text in ("-0", "") else text
+
+    def compact(match: re.Match) -> str:
+        d = _DECIMAL.sub(short, match.group(1))
+        d = re.sub(r"\s*([MLHVCSQTAZmlhvcsqtaz])\s*", r"\1", d)
+        d = re.sub(r"\s+", " ", d).strip()
+        return ' d="' + _horizontal_vertical(d) + '"'
+
+    return _PATH_DATA.sub(compact, svg)
+
+
+_MOVE_LINE = re.compile(r"([ML])(-?[\d.]+) (-?[\d.]+)")
+
+
+def _horizontal_vertical(d: str) -> str:
+    """A path of straight segments (M and L only, as a ROC staircase is) with its horizontal
+    and vertical segments as H and V: the same points, each written once."""
+    steps = _MOVE_LINE.findall(d)
+    if not steps or "".join(f"{c}{x} {y}" for c, x, y in steps) != d:
+        return d
+    out, px, py = [], None, None
+    for c, x, y in steps:
+        if c == "L" and y == py and x != px:
+            out.append(f"H{x}")
+        elif c == "L" and x == px and y != py:
+            out.append(f"V{y}")
+        else:
+            out.append(f"{c}{x} {y}")
+        px, py = x, y
+    return "".join(out)
 
 
 def error_bars(values: Any, lo: Any, hi: Any) -> np.ndarray:
