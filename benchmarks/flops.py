@@ -14,7 +14,6 @@ import functools
 import re
 
 import torch
-from torch import nn
 
 from privaudit.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
@@ -26,19 +25,19 @@ DIGITS = (1, 8, 8)
 @functools.lru_cache(maxsize=None)
 def sample_flops(model: str, shape: tuple[int, ...] = CIFAR, width: int | None = None,
                  forward_only: bool = False) -> float:
-    """FLOPs a sample of one training step (or of the forward pass) of ``model``."""
+    """FLOPs a sample of one training step (:func:`benchmarks.common.train_step_flops`) or of
+    the forward pass of ``model``."""
     from torch.utils.flop_counter import FlopCounterMode
 
+    from benchmarks.common import train_step_flops
+
     torch.manual_seed(0)
-    m = build_model(model, shape, 10, width=width or DEFAULT_WIDTHS.get(model)).train()
+    m = build_model(model, shape, 10, width=width or DEFAULT_WIDTHS.get(model))
+    if not forward_only:
+        return train_step_flops(m, shape)
     batch = 64
-    x, y = torch.randn(batch, *shape), torch.randint(0, 10, (batch,))
-    with FlopCounterMode(display=False) as counter:
-        if forward_only:
-            with torch.no_grad():
-                m(x)
-        else:
-            nn.functional.cross_entropy(m(x), y).backward()
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        m.eval()(torch.randn(batch, *shape))
     return counter.get_total_flops() / batch
 
 

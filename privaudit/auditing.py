@@ -20,7 +20,7 @@ import torch
 from privaudit.attacking import AttackPlan, AttackResult
 from privaudit.config import RunConfig
 from privaudit.errors import ConfigError
-from privaudit.executor import Job, LocalExecutor, audit_jobs
+from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.hooks import AuditHooks
 from privaudit.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa

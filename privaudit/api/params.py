@@ -125,9 +125,9 @@ def model_args(items: Sequence[str] | dict | None) -> dict:
     return out
 
 
-def dataset_name(value: str) -> str:
+def normal_dataset(value: str) -> str | None:
     """A dataset known by name, or the user's own ``npz:PATH`` / ``folder:PATH`` with its path
-    made absolute (the name a model's config records)."""
+    made absolute (the name a model's config records); None for anything else."""
     from privaudit.defaults import CUSTOM_DATASET_PREFIXES, NAMED_DATASETS
 
     if value in NAMED_DATASETS:
@@ -136,7 +136,17 @@ def dataset_name(value: str) -> str:
         kind, _, path = str(value).partition(":")
         if path.strip():
             return f"{kind}:{Path(path).expanduser().resolve()}"
-    raise ConfigError(f"--dataset {value!r} is not one of {', '.join(NAMED_DATASETS)}, npz:PATH or folder:PATH")
+    return None
+
+
+def dataset_name(value: str) -> str:
+    """:func:`normal_dataset`, or a ConfigError naming ``--dataset``."""
+    from privaudit.defaults import NAMED_DATASETS
+
+    name = normal_dataset(value)
+    if name is None:
+        raise ConfigError(f"--dataset {value!r} is not one of {', '.join(NAMED_DATASETS)}, npz:PATH or folder:PATH")
+    return name
 
 
 def dataset_config(dataset: str, data_dir, download: bool):

@@ -8,7 +8,6 @@ answers without loading them (``benchmarks/bench_startup.py`` measures it).
 from __future__ import annotations
 
 import functools
-import gc
 import math
 import os
 import sys
@@ -24,7 +23,7 @@ from rich.markup import escape
 from privaudit.api.params import num as _num, outside as _outside, range_text as _range_text
 from privaudit.timing import importing  # noqa: F401  (the commands' import phase)
 from privaudit.defaults import DATA_DIR_ENV, MAX_POOL_SIZE, MAX_SEED
-from privaudit.errors import ArtifactError, ConfigError, PrivauditError
+from privaudit.errors import ArtifactError, PrivauditError
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -273,14 +272,14 @@ def dataset_option(ctx: typer.Context, param: typer.CallbackParam, value):
     """Typer callback of ``--dataset``: a dataset known by name, or the user's own data
     ``npz:PATH`` / ``folder:PATH``, returned with its path made absolute (the name a model's
     config records); anything else is a usage error naming the option."""
-    from privaudit.defaults import CUSTOM_DATASET_PREFIXES, NAMED_DATASETS
+    from privaudit.api.params import normal_dataset
+    from privaudit.defaults import NAMED_DATASETS
 
-    if value is None or ctx.resilient_parsing or value in NAMED_DATASETS:
+    if value is None or ctx.resilient_parsing:
         return value
-    if str(value).startswith(CUSTOM_DATASET_PREFIXES):
-        kind, _, path = str(value).partition(":")
-        if path.strip():
-            return f"{kind}:{Path(path).expanduser().resolve()}"
+    name = normal_dataset(value)
+    if name is not None:
+        return name
     raise typer.BadParameter(f"{value!r} is not one of {', '.join(NAMED_DATASETS)}, npz:PATH or folder:PATH")
 
 

@@ -12,7 +12,7 @@ import typer
 
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, err,
                                   handle_errors, info_console, number, one_of, training_progress)
-from privaudit.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
+from privaudit.defaults import REPRODUCE_FAMILIES, REPRODUCE_SCALES
 
 app = typer.Typer(help="The papers' published results, reproduced as one command (CSV, figures and a page under "
                        "reports/reproduce/).", no_args_is_help=True, rich_markup_mode="rich")
