@@ -2,7 +2,10 @@
 
 Every file privaudit writes goes through these helpers: the content is written to a
 temporary file in the destination folder, flushed to disk, then moved over the final
-name with ``os.replace`` (atomic on POSIX within one file system).
+name with ``os.replace`` (atomic on POSIX within one file system). A command checks the
+output paths it was given before any work (:func:`check_output_folder`,
+:func:`check_output_file`), so a path that cannot be written is refused at once, not after
+the computation.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from privaudit.errors import ArtifactError
+from privaudit.errors import ArtifactError, ConfigError
 
 
 def owner_tag() -> str:
@@ -70,6 +73,67 @@ def _write_via_temp(path: Path, write: Callable[[Any], None], binary: bool) -> N
     except BaseException:
         _remove_quietly(tmp)
         raise
+
+
+# -- output paths checked before any work ------------------------------------------------------
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists (the folder where writing would begin)."""
+    p = path
+    while not p.exists() and not p.is_symlink() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def _probe(folder: Path, option: str, path: Path) -> None:
+    """Create and remove a temporary file in ``folder``: the test that files can be written
+    there (permissions, a read-only file system), as the writes themselves would do it."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".privaudit-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: folder {folder} is not writable ({exc.strerror or exc})") from None
+
+
+def _creatable(path: Path, option: str, what: str) -> None:
+    """The folders missing on the way to ``path`` can be created: the nearest one that exists
+    is a folder (not a file) and is writable."""
+    base = _nearest_existing(path.parent if what == "file" else path)
+    if base.is_symlink() and not base.exists():
+        raise ConfigError(f"{option} {path}: {base} is a broken symbolic link")
+    if not base.is_dir():
+        raise ConfigError(f"{option} {path}: {base} is a file, not a folder, so the {what} cannot be created "
+                          "under it")
+    _probe(base, option, path)
+
+
+def check_output_folder(path: str | Path, option: str = "--out", files: tuple[str, ...] = ()) -> Path:
+    """Refuse, before any work, a results folder that could not be written: ``path`` is an
+    existing file; one of the ``files`` to be written in it is a folder; a folder on the way
+    is a file; or the folder where writing would begin is not writable. A folder that does
+    not exist yet is fine (it is created, with its parents, when the results are written).
+    Raises :class:`ConfigError` (the command line's exit status 2) naming ``option``."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"{option} {p} is an existing file, not a folder; give a new folder or an existing one")
+    for name in files:
+        if (p / name).is_dir():
+            raise ConfigError(f"{option} {p}: {p / name} is a folder, where the file {name} is to be written")
+    _creatable(p, option, "folder")
+    return p
+
+
+def check_output_file(path: str | Path, option: str = "--out") -> Path:
+    """Refuse, before any work, an output file that could not be written: ``path`` is a
+    folder; a folder on the way is a file; or the folder where writing would begin is not
+    writable. Missing parent folders are fine (created when the file is written); an existing
+    file is replaced, atomically. Raises :class:`ConfigError` naming ``option``."""
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{option} {p} is a folder; it must name the file to write")
+    _creatable(p, option, "file")
+    return p
 
 
 def _remove_quietly(path: str | Path) -> None:

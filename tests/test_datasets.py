@@ -152,7 +152,7 @@ def test_folder_of_class_folders(tmp_path):
     (dict(x=np.zeros((4, 5, 5), np.uint8)), "'y'"),
     (dict(x=np.zeros((4, 5, 5), np.uint8), y=np.zeros(4, int)), "at least 2 classes"),
     (dict(x=np.zeros((4, 5, 5, 7), np.uint8), y=np.arange(4) % 2), "channels"),
-    (dict(x=np.zeros((4, 5, 5), np.uint8), y=np.array([object()] * 4)), "unpickling"),
+    (dict(x=np.zeros((4, 5, 5), np.uint8), y=np.array([object()] * 4)), "y: holds Python objects"),
 ])
 def test_bad_npz_is_one_clear_error(tmp_path, arrays, message):
     np.savez(tmp_path / "bad.npz", **arrays)

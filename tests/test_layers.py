@@ -17,7 +17,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "privaudit"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("maths and accounting", ("privaudit", "errors", "defaults", "seeding", "atomic", "locks", "formatting",
+    ("maths and accounting", ("privaudit", "errors", "defaults", "seeding", "atomic", "npfiles", "locks", "formatting",
                               "timing", "hooks", "provenance", "metrics", "empirical", "integrity", "hidden_state",
                               "accounting", "matching", "config")),
     ("data", ("data",)),

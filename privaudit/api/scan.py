@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privaudit.api import params
+from privaudit.atomic import check_output_folder
 from privaudit.defaults import MAX_SEED
 from privaudit.errors import ConfigError
+from privaudit.scanning import FILES, require_input
 from privaudit.timing import importing, phase
 
 if TYPE_CHECKING:
@@ -84,12 +86,14 @@ def scan(input: str | Path | None = None, *, out: str | Path | None = None, delt
         raise ConfigError(f"--seed must be between 0 and {MAX_SEED} (got {seed})")
     if not 0 < delta <= 1:
         raise ConfigError(f"--delta must be > 0 and <= 1 (got {params.num(delta)})")
-    with importing():
+    if input is not None:
+        require_input(input)
+    folder = Path(out) if out else Path("reports") / "scan" / (_stem(input) if input is not None else "arrays")
+    check_output_folder(folder, "--out" if out else "the default --out", FILES)  # before any work
+    with importing():  # the input is read and checked with NumPy alone, before torch, pandas and scikit-learn
         import numpy as np
 
         from privaudit.scanning.inputs import KNOWN_KEYS, check, load
-        from privaudit.scanning.report import write
-        from privaudit.scanning.run import scan as run_scan
 
     with phase("data"):
         if input is not None:
@@ -100,9 +104,11 @@ def scan(input: str | Path | None = None, *, out: str | Path | None = None, delt
                 raise ConfigError(f"scan got an unknown array {unknown[0]!r}; expected names such as logits_in, "
                                   "labels_in, logits_out, labels_out (docs/scan.md)")
             inp = check({k: np.asarray(v.detach().cpu() if hasattr(v, "detach") else v) for k, v in arrays.items()})
+    with importing():
+        from privaudit.scanning.report import write
+        from privaudit.scanning.run import scan as run_scan
     with phase("attack"):
         result = run_scan(inp, delta=delta, folds=folds, seed=seed)
-    folder = Path(out) if out else Path("reports") / "scan" / (_stem(input) if input is not None else "arrays")
     with phase("report"):
         summary = write(result, folder, command=command)
     return ScanReport(table=result.table(), groups=result.groups, headline=summary["headline"], folder=folder,

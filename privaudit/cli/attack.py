@@ -10,7 +10,7 @@ from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, Devic
                                   ShadowDatasetOpt, WorkdirOpt, dataset_option, emit_json, handle_errors, importing,
                                   info_console, parse_attacks, parse_seeds, refresh_reports, require_workspace,
                                   training_progress)
-from privaudit.config import DATASETS, MODELS
+from privaudit.config import DATASETS, MODELS, is_custom_model
 from privaudit.defaults import DEFAULT_POOL_SIZE
 
 TargetOpt = Annotated[str, typer.Option(
@@ -37,8 +37,13 @@ def attack_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Attack each target: shadow model, reference pool and canary model share its recipe and defence."""
-    plan = parse_attacks(attacks, pool_size, shadow_dataset)
     root = require_workspace(workdir, with_content=False)  # no models: resolve_targets says so
+    if target not in MODELS and not is_custom_model(target) and not (root / "models" / target / "config.json").is_file():
+        from privaudit.errors import ArtifactError  # said before torch loads, as Workspace.resolve_targets says it
+
+        raise ArtifactError(f"no target named {target!r} in {root / 'models'} (give a run name or one of "
+                            f"{', '.join(MODELS)})")
+    plan = parse_attacks(attacks, pool_size, shadow_dataset)  # loads the attack library (torch)
 
     with importing():
         from privaudit.attacking import attack_target

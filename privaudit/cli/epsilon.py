@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.api.epsilon import DEFENSES
+from privaudit.accounting import REPLACE_ONE_MAX_BOUND
 from privaudit.cli.common import JsonOpt, emit_json, handle_errors, info_console, number, one_of
 from privaudit.cli.options import DeltaOpt, NoiseMultiplierOpt, TargetEpsilonOpt
 from privaudit.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
@@ -36,9 +37,94 @@ def epsilon_cmd(
     if as_json:
         emit_json(doc)
         return
+    info_console(as_json).print(epsilon_table(doc, calibrated=target_epsilon is not None))
+
+
+#: what each key of ``privaudit epsilon --json`` is, as the terminal table says it (docs/methods.md
+#: B.3; the keys themselves are the stable API and do not change). A key with two meanings has
+#: them by defence: (dpsgd, noisycgd).
+LABELS: dict[str, str | tuple[str, str]] = {
+    "defense": "defence",
+    "delta": "δ: the δ of the (ε, δ) guarantee",
+    "dataset_size": "training set size n",
+    "batch_size": ("expected batch size b (Poisson sampling)", "batch size b (fixed, cyclic order)"),
+    "epochs": "epochs E",
+    "batches_per_epoch": ("steps per epoch, ⌈n/b⌉", "batches per epoch l = ⌊n/b⌋"),
+    "noise_multiplier": ("noise multiplier σ (noise std σ·C on the clipped gradient sum)",
+                         "noise multiplier σ (noise std σ·C/b on the batch mean)"),
+    "sample_rate": "sampling rate q = 1 / steps per epoch",
+    "steps": "steps T = steps per epoch × E",
+    "adjacency": ("adjacency of ε (add-remove: one sample added or removed)",
+                  "adjacency of ε (replace-one: one sample swapped for another)"),
+    "epsilon": ("ε at δ, add-remove adjacency (what train --dp reports)",
+                "ε at δ, replace-one: hidden-state bound (last iterate only)"),
+    "accountant": "accountant of ε",
+    "epsilon_replace_one": "ε at δ, replace-one adjacency, exact (PLD accountant)",
+    "accountant_replace_one": "accountant of the replace-one ε",
+    "epsilon_replace_one_sigma_half": "ε at δ, replace-one, the paper's stand-in: add-remove ε at σ/2 (an upper "
+                                      "bound, looser)",
+    "accountant_replace_one_sigma_half": "accountant of the σ/2 stand-in",
+    "mu": "μ_E: the GDP parameter after E epochs (ε follows from μ_E and δ)",
+    "contraction": "contraction c of one noiseless step (1 − lr·l2, or with --smoothness)",
+    "lr": "step size η (--lr)",
+    "l2": "L2 coefficient λ (--l2)",
+    "smoothness": "smoothness β of the loss (--smoothness)",
+    "assumes_smoothness_at_most": "largest smoothness β the bound assumes (2/lr − l2)",
+    "assumption": "assumption",
+    "dpsgd_same_noise_epsilon_replace_one": "DP-SGD at this σ and schedule: ε at δ, replace-one, exact (PLD)",
+    "dpsgd_same_noise_epsilon_replace_one_sigma_half": "DP-SGD at this σ and schedule: the paper's stand-in, "
+                                                       "add-remove ε at σ/2 (an upper bound)",
+}
+
+
+#: the replace-one ε rows when the exact PLD is not computed (its σ/2 bound exceeds
+#: REPLACE_ONE_MAX_BOUND; privaudit.accounting.replace_one_epsilon returns that bound then)
+EXACT_OR_BOUND = {
+    "epsilon_replace_one": "ε at δ, replace-one adjacency: the σ/2 upper bound (over 1,000, the exact PLD is "
+                           "not computed)",
+    "dpsgd_same_noise_epsilon_replace_one": "DP-SGD at this σ and schedule: ε at δ, replace-one, the σ/2 upper "
+                                            "bound (over 1,000, the exact PLD is not computed)",
+}
+
+
+def label(key: str, defense: str) -> str:
+    """The terminal's words for ``--json`` key ``key`` (the key itself when it has none)."""
+    text = LABELS.get(key, key)
+    return text if isinstance(text, str) else text[0 if defense == "dpsgd" else 1]
+
+
+#: the terminal width from which the table shows each row's --json key as a third column
+KEY_COLUMN_WIDTH = 110
+
+
+def epsilon_table(doc: dict, *, calibrated: bool = False, width: int | None = None):
+    """The terminal table of ``privaudit epsilon``: a row per ``--json`` key, in words (what
+    it is) and its value; on a terminal at least :data:`KEY_COLUMN_WIDTH` wide (``width``,
+    default the console's), also the key that ``--json`` gives it under."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"privaudit epsilon: {defense}", show_header=False)
+    from privaudit.cli.common import out
+
+    defense = doc.get("defense", "")
+    keys = (width or out.width) >= KEY_COLUMN_WIDTH
+    table = Table(title=f"privaudit epsilon: {defense}", box=box.SIMPLE_HEAD, pad_edge=False,
+                  caption="(ε, δ): the differential-privacy guarantee of the setting; add-remove and replace-one: "
+                          "which training sets count as neighbours, one sample added or removed, or swapped for "
+                          "another (docs/methods.md B.3)" + ("" if keys else "; --json gives each row under its key"))
+    table.add_column("what", overflow="fold")
+    table.add_column("value", overflow="fold", max_width=34)
+    if keys:
+        table.add_column("--json key", style="dim", no_wrap=True)
     for key, value in doc.items():
-        table.add_row(key, f"{value:.6g}" if isinstance(value, float) else str(value))
-    info_console(as_json).print(table)
+        words = label(key, defense)
+        if key == "noise_multiplier" and calibrated:
+            words += ", calibrated to --target-epsilon"
+        if key in EXACT_OR_BOUND and isinstance(value, float) and value > REPLACE_ONE_MAX_BOUND:
+            words = EXACT_OR_BOUND[key]
+        if value is None:
+            shown = "not given" if key == "smoothness" else "—"
+        else:
+            shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+        table.add_row(words, shown, *([key] if keys else []))
+    return table

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from privaudit.atomic import check_output_file
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, dataset_config, emit_json,
                                   err, handle_errors, importing, info_console, number, parse_model_args, path_option,
                                   require_workspace, training_progress)
@@ -63,8 +64,13 @@ def export_cmd(
     if not str(out).endswith(".npz"):
         from privaudit.errors import ConfigError
 
-        raise ConfigError(f"--out must name an .npz file, got {out!r}")
+        raise ConfigError(f"--out must name an .npz file, got {str(out)!r}")
+    check_output_file(out, "--out")  # before any work: a path that cannot be written is refused now
     root = require_workspace(workdir)
+    if not (root / "models" / target).is_dir():  # said before torch loads (Workspace.read_model_config says the same)
+        from privaudit.errors import ArtifactError
+
+        raise ArtifactError(f"no model folder {root / 'models' / target}")
     with importing():
         from privaudit.atomic import write_bytes
         from privaudit.runs import DataCache
@@ -80,6 +86,30 @@ def export_cmd(
         emit_json({"path": str(out), "arrays": {k: list(v.shape) for k, v in arrays.items()}})
         return
     info_console(as_json).print(f"wrote {out}: " + ", ".join(f"{k} {tuple(v.shape)}" for k, v in arrays.items()))
+
+
+def _check_audit_model_paths(weights, members: str, non_members: Optional[str], workdir, out) -> None:
+    """What audit-model reads and writes, checked from the file system before anything heavy
+    loads: the weights file exists, a --members / --non-members file exists (and an .npy is
+    one), and the results folder and the workspace can be written."""
+    from privaudit.api.scan import _stem
+    from privaudit.atomic import check_output_folder
+    from privaudit.errors import DataError
+    from privaudit.npfiles import ids_problem
+    from privaudit.scanning import FILES
+
+    w = Path(weights)
+    if w.is_dir():
+        raise DataError(f"weights file {w} is a folder (give the .safetensors or torch.save file)")
+    if not w.is_file():
+        raise DataError(f"weights file {w} does not exist")
+    for text, option in ((members, "--members"), (non_members, "--non-members")):
+        problem = ids_problem(text, option) if text else None
+        if problem:
+            raise DataError(problem)
+    check_output_folder(workdir, "--workdir")
+    folder = Path(out) if out else Path(workdir) / "reports" / "audit-model" / _stem(str(weights))
+    check_output_folder(folder, "--out" if out else "the default --out", FILES)
 
 
 def _floats(text: Optional[str], option: str) -> list[float]:
@@ -127,6 +157,7 @@ def audit_model_cmd(
 ) -> None:
     """Audit a model trained elsewhere: load its weights safely, train reference models with its recipe on data it did not see, run every attack (offline LiRA and RMIA included) with intervals, and say how well the references match it."""
     mean_v, std_v = _floats(mean, "--mean"), _floats(std, "--std")
+    _check_audit_model_paths(weights, members, non_members, workdir, out)  # before torch loads
     dataset_kwargs, data = dataset_config(dataset, data_dir, download)
     with importing():
         from privaudit.runs import DataCache

@@ -18,12 +18,12 @@ model is attacked again.
 from __future__ import annotations
 
 import hashlib
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from privaudit.errors import DataError
+from privaudit.npfiles import npz_member, open_npz
 
 PREFIXES = ("npz:", "folder:")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
@@ -92,20 +92,14 @@ def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray, int]:
     label = f"npz:{path}"
     if not path.is_file():
         raise DataError(f"{label}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            missing = [k for k in ("x", "y") if k not in npz.files]
-            if missing:
-                raise DataError(f"{label}: no array {missing[0]!r} (expected x: uint8 images, y: integer labels)")
-            x, y = npz["x"], npz["y"]
-    except DataError:
-        raise
-    except ValueError as exc:
-        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-            raise DataError(f"{label}: holds an object array, which would need unpickling; refused") from None
-        raise DataError(f"{label}: not a readable .npz ({exc})") from None
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise DataError(f"{label}: not a readable .npz ({exc})") from None
+    with open_npz(path, label) as npz:  # a file that is no .npz is refused as what it is (privaudit.npfiles)
+        missing = [k for k in ("x", "y") if k not in npz.files]
+        if missing:
+            raise DataError(f"{label}: no array {missing[0]!r} (expected x: uint8 images, y: integer labels)")
+        try:
+            x, y = npz_member(npz, "x", label), npz_member(npz, "y", label)
+        except DataError as exc:
+            raise DataError(f"{label}: {exc}") from None
     if x.dtype != np.uint8:
         raise DataError(f"{label}: x must be uint8 pixel values (0-255), got {x.dtype}")
     if x.ndim == 3:

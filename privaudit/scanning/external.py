@@ -47,6 +47,7 @@ from privaudit.data import Normaliser
 from privaudit.errors import ConfigError, DataError
 from privaudit.models import build_model
 from privaudit.models.weights_file import load_into, read_state_dict
+from privaudit.npfiles import ids_problem, load_npy
 from privaudit.runs import DataCache
 from privaudit.scanning.inputs import Outputs, References, ScanInput
 from privaudit.scanning.run import ScanResult, scan
@@ -80,9 +81,12 @@ def parse_ids(text: str, n: int, what: str) -> np.ndarray:
     spaces or newlines) or inline (``0:5000``, ``3,17,42``); checked against the dataset's
     ``n`` samples and for repeats."""
     p = Path(text)
+    problem = ids_problem(text, what)
+    if problem:
+        raise DataError(problem)
     try:
         if p.suffix == ".npy" and p.is_file():
-            ids = np.load(p, allow_pickle=False)
+            ids = load_npy(p, f"{what} {p}")
         elif p.is_file():
             ids = np.array(p.read_text().replace(",", " ").split(), dtype=np.int64)
         elif ":" in text:

@@ -33,13 +33,14 @@ Every array is checked for presence, shape, dtype, NaN/inf and range; a problem 
 
 from __future__ import annotations
 
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from privaudit.errors import DataError
+from privaudit.npfiles import load_npy, npz_member, open_npz
+from privaudit.scanning import require_input
 
 OUTPUT_KINDS = ("logits", "probs", "loss")
 KNOWN_KEYS = frozenset(
@@ -50,6 +51,7 @@ KNOWN_KEYS = frozenset(
        "population_logits", "population_probs", "reference_population_logits", "reference_population_probs",
        "population_labels"])
 PROB_SUM_TOLERANCE = 1e-3
+MIN_PER_SIDE = 2  # members and non-members a scan needs at least (its folds and intervals)
 LOG_FLOOR = 1e-300  # log(0) → log(1e-300): a probability that underflowed stays finite
 
 
@@ -61,6 +63,8 @@ class Outputs:
     logits: np.ndarray | None
     loss: np.ndarray | None
     labels: np.ndarray | None
+    key: str = ""          #: the array they were read from, as the user named it (e.g. ``logits_in``)
+    shape: tuple = ()      #: that array's shape as the user gave it (messages speak of it, not of (n, A, C))
 
     @property
     def n(self) -> int:
@@ -140,9 +144,7 @@ class ScanInput:
 
 def read_arrays(path: str | Path) -> dict[str, np.ndarray]:
     """The arrays of an ``.npz``, a folder of ``.npy`` or a CSV, by key; never unpickles."""
-    p = Path(path)
-    if not p.exists():
-        raise DataError(f"scan input {p} does not exist")
+    p = require_input(path)
     if p.is_dir():
         files = sorted(p.glob("*.npy"))
         if not files:
@@ -159,34 +161,12 @@ def read_arrays(path: str | Path) -> dict[str, np.ndarray]:
 
 
 def _load_npy(path: Path, key: str) -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-            raise DataError(f"{key}: an object array, which would need unpickling; refused (store numbers or strings)") from None
-        raise DataError(f"{key}: unreadable .npy ({exc})") from None
-    except (OSError, EOFError) as exc:
-        raise DataError(f"{key}: unreadable .npy ({exc})") from None
+    return load_npy(path, key)
 
 
 def _read_npz(path: Path) -> dict[str, np.ndarray]:
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise DataError(f"{path}: not a readable .npz archive ({exc})") from None
-    out = {}
-    with npz:
-        for key in npz.files:
-            try:
-                out[key] = npz[key]
-            except ValueError as exc:
-                if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-                    raise DataError(f"{key}: an object array, which would need unpickling; refused "
-                                    "(store numbers or strings)") from None
-                raise DataError(f"{key}: unreadable in {path.name} ({exc})") from None
-            except (OSError, EOFError, zipfile.BadZipFile) as exc:
-                raise DataError(f"{key}: unreadable in {path.name} ({exc})") from None
-    return out
+    with open_npz(path, str(path)) as npz:
+        return {key: npz_member(npz, key, path.name) for key in npz.files}
 
 
 def _read_csv(path: Path) -> dict[str, np.ndarray]:
@@ -204,6 +184,9 @@ def _read_csv(path: Path) -> dict[str, np.ndarray]:
     if np.isnan(member).any() or not np.all((member == 0) | (member == 1)):
         raise DataError(f"member: every row must be 1 (member) or 0 (non-member) in {path.name}")
     member = member.astype(bool)
+    if min(member.sum(), (~member).sum()) < MIN_PER_SIDE:
+        raise DataError(f"member: {path.name} has {int(member.sum())} member rows and {int((~member).sum())} "
+                        f"non-member rows; a scan needs at least {MIN_PER_SIDE} of each")
     out: dict[str, np.ndarray] = {}
     for prefix, kind in (("logit_", "logits"), ("prob_", "probs")):
         cols = [c for c in frame.columns if c.startswith(prefix)]
@@ -245,18 +228,29 @@ def _numeric(key: str, a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _outputs_array(key: str, a: np.ndarray, kind: str, lead: int) -> np.ndarray:
-    """Logits or probabilities as float64 logits with ``lead`` leading axes, then (A, C)."""
+def _outputs_array(key: str, a: np.ndarray, kind: str, lead: int, axes: str | None = None) -> np.ndarray:
+    """Logits or probabilities as float64 logits with ``lead`` leading axes (named ``axes``:
+    ``n`` for one model's samples, ``MN`` for M reference models on N samples), then (A, C).
+    Every message gives the array's shape as the user gave it, never the (…, A, C) it is
+    turned into here."""
+    shape = tuple(a.shape)
+    axes = axes or ("n" if lead == 1 else "MN")
     a = _numeric(key, a)
     if a.ndim not in (lead + 1, lead + 2):
-        want = " or ".join(f"({', '.join([*'MNZ'[:lead], *extra])})" for extra in (("C",), ("A", "C")))
-        raise DataError(f"{key}: expected {lead + 1} or {lead + 2} dimensions, e.g. {want}; got shape {a.shape}")
+        want = " or ".join(f"({', '.join([*axes, *extra])})" for extra in (("C",), ("A", "C")))
+        raise DataError(f"{key}: expected {lead + 1} or {lead + 2} dimensions, e.g. {want}; got shape {shape}")
+    if shape[-1] < 2:
+        raise DataError(f"{key}: needs at least 2 classes in the last axis, got shape {shape}")
+    if lead == 2 and shape[0] == 0:
+        raise DataError(f"{key}: has 0 models in its first axis (shape {shape})")
+    if shape[lead - 1] == 0:
+        where = "rows" if lead == 1 else "samples in its second axis"
+        raise DataError(f"{key}: has 0 {where} (shape {shape}); it needs the outputs of at least one sample, "
+                        "one row per sample")
+    if 0 in shape:
+        raise DataError(f"{key}: has 0 queries per sample (shape {shape})")
     if a.ndim == lead + 1:
         a = a[..., None, :]
-    if a.shape[-1] < 2:
-        raise DataError(f"{key}: needs at least 2 classes in the last axis, got shape {a.shape}")
-    if a.shape[-3] == 0:
-        raise DataError(f"{key}: holds no samples (shape {a.shape})")
     if kind == "probs":
         if np.any(a < 0) or np.any(a > 1):
             raise DataError(f"{key}: probabilities must lie in [0, 1]")
@@ -304,8 +298,10 @@ def _read_outputs(arrays: dict, prefix: str, side: str, required: bool) -> Outpu
         if prefix:
             raise DataError(f"{key}: the shadow model needs logits or probabilities, not losses")
         loss = _numeric(key, a)
-        if loss.ndim != 1 or len(loss) == 0:
-            raise DataError(f"{key}: expected shape (n,) with n ≥ 1, got {loss.shape}")
+        if loss.ndim != 1:
+            raise DataError(f"{key}: expected shape (n,), one loss per sample; got {loss.shape}")
+        if len(loss) == 0:
+            raise DataError(f"{key}: has 0 rows (shape (0,)); it needs the loss of at least one sample")
         if np.any(loss < 0):
             raise DataError(f"{key}: losses must be ≥ 0 (cross-entropy)")
         logits = None
@@ -318,7 +314,7 @@ def _read_outputs(arrays: dict, prefix: str, side: str, required: bool) -> Outpu
         labels = _labels(lkey, arrays[lkey], n, None if logits is None else logits.shape[-1])
     elif logits is not None and not (prefix == "" and "labels" in arrays):
         raise DataError(f"{lkey}: missing (the class label of each sample, shape ({n},))")
-    return Outputs(logits, loss, labels)
+    return Outputs(logits, loss, labels, key, tuple(a.shape))
 
 
 def check(arrays: dict[str, np.ndarray], source: str = "arrays") -> ScanInput:
@@ -337,10 +333,16 @@ def check(arrays: dict[str, np.ndarray], source: str = "arrays") -> ScanInput:
             raise DataError("loss_in: members and non-members must be given as the same kind of output "
                             "(both logits, both probabilities or both losses)")
         if members.logits is not None and members.logits.shape[1:] != nonmembers.logits.shape[1:]:
-            raise DataError(f"logits_out: shape {nonmembers.logits.shape[1:]} per sample differs from the members' "
-                            f"{members.logits.shape[1:]}")
+            raise DataError(f"{nonmembers.key}: shape {nonmembers.shape} does not fit the members' {members.key} "
+                            f"{members.shape}: expected (n, {', '.join(map(str, members.shape[1:]))}), the same "
+                            "outputs per sample")
         _shared_labels(arrays, members, nonmembers)
         refs = _references(arrays, refs_key, members, nonmembers) if refs_key else None
+    for part, who in ((members, "members"), (nonmembers, "non-members")):
+        if part.n < MIN_PER_SIDE:
+            count = f"{part.n} {who[:-1] if part.n == 1 else who}"
+            head = f"{part.key}: {count} (shape {part.shape})" if part.key else f"keep: the audited row marks {count}"
+            raise DataError(f"{head}; a scan needs at least {MIN_PER_SIDE} members and {MIN_PER_SIDE} non-members")
     slices = _slices(arrays, members.n, nonmembers.n)
     shadow = None
     if any(k.startswith("shadow_") for k in arrays):
@@ -383,12 +385,13 @@ def _references(arrays: dict, refs_key: str, members: Outputs, nonmembers: Outpu
         raise DataError("labels: missing (reference attacks need each sample's class label)")
     n = members.n + nonmembers.n
     ref = _outputs_array(refs_key, arrays[refs_key], refs_key.split("_")[1], 2)
+    raw = tuple(arrays[refs_key].shape)
     if ref.shape[1] != n:
         raise DataError(f"{refs_key}: expected {n} samples in axis 1 (the members, then the non-members), "
-                        f"got shape {arrays[refs_key].shape}")
+                        f"got shape {raw}")
     if ref.shape[2:] != members.logits.shape[1:]:
-        raise DataError(f"{refs_key}: per sample shape {ref.shape[2:]} differs from the audited model's "
-                        f"{members.logits.shape[1:]} (queries, classes)")
+        raise DataError(f"{refs_key}: shape {raw} does not fit the audited model's {members.key} {members.shape}: "
+                        f"expected (M, {', '.join(map(str, (n, *members.shape[1:])))})")
     keep = _keep(arrays, ref.shape[:2])
     return References(ref, keep, *_population(arrays, ref))
 
@@ -427,16 +430,24 @@ def _population(arrays: dict, ref: np.ndarray, target_row: int | None = None) ->
             raise DataError(f"{key}: missing (a population needs "
                             f"{'' if target_row is not None else 'population_logits, '}reference_population_logits "
                             "and population_labels)")
-    ref_pop = _outputs_array(rk, arrays[rk], rk.split("_")[2], 2)
+    ref_pop = _outputs_array(rk, arrays[rk], rk.split("_")[2], 2, axes="MZ")
+    ref_key = next(k for k in ("reference_logits", "reference_probs") if k in arrays)
+    tail = tuple(arrays[ref_key].shape[2:])  # the references' outputs per sample, as the user gave them
+
+    def dims(*lead) -> str:
+        return f"({', '.join(map(str, (*lead, *tail)))})"
+
     if target_row is None:
-        target_pop = _outputs_array(pk, arrays[pk], pk.split("_")[1], 1)
+        target_pop = _outputs_array(pk, arrays[pk], pk.split("_")[1], 1, axes="Z")
         if target_pop.shape[1:] != ref.shape[2:]:
-            raise DataError(f"{pk}: per sample shape {target_pop.shape[1:]} differs from the references' {ref.shape[2:]}")
+            raise DataError(f"{pk}: shape {tuple(arrays[pk].shape)} does not fit {ref_key} "
+                            f"{tuple(arrays[ref_key].shape)}: expected {dims('Z')}, the same outputs per sample")
     else:
         target_pop = ref_pop[target_row]
     z = len(target_pop)
     if ref_pop.shape[:2] != (len(ref), z) or ref_pop.shape[2:] != ref.shape[2:]:
-        raise DataError(f"{rk}: expected shape {(len(ref), z) + ref.shape[2:]}, got {ref_pop.shape}")
+        raise DataError(f"{rk}: expected shape {dims(len(ref), z)} ({len(ref)} reference models, {z} population "
+                        f"samples), got {tuple(arrays[rk].shape)}")
     labels = _labels("population_labels", arrays["population_labels"], z, ref.shape[-1])
     return ref_pop, target_pop, labels
 

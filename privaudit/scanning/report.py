@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.atomic import write_bytes, write_json, write_text
+from privaudit.errors import ArtifactError
 from privaudit.metrics import roc
 from privaudit.report.plots import line_plot
 from privaudit.report.templates import render, stylesheet
+from privaudit.scanning import FILES
 from privaudit.scanning.run import CALIBRATION, DESCRIPTIONS, ScanResult
 
 CSV_COLUMNS = ("attack", "auc", "auc_lo", "auc_hi", "tpr_at_1pct_fpr", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi",
@@ -67,7 +69,10 @@ def _interval(m: dict, key: str) -> str:
 def write(result: ScanResult, folder: Path, *, command: str = "", references: dict | None = None) -> dict:
     """Write every output of ``result`` into ``folder``; return the summary (``--json``).
     ``references``: how the reference models match the audited model (``audit-model``)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # checked before the scan (check_output_folder); a change since is still one line
+        raise ArtifactError(f"cannot create the results folder {folder}: {exc.strerror or exc}") from None
     table = result.table()
     cols = [c for c in CSV_COLUMNS if c in table.columns]
     write_text(folder / "attacks.csv", table[cols].to_csv(index=False, float_format="%.6g"))
@@ -81,7 +86,7 @@ def write(result: ScanResult, folder: Path, *, command: str = "", references: di
     summary = {"inputs": result.inputs, "settings": result.settings, "headline": head, "metrics": result.metrics,
                **({"references": references} if references is not None else {}),
                "skipped": result.skipped, "command": command, "folder": str(folder),
-               "files": ["attacks.csv", "groups.csv", "scores.npz", "roc.svg", "summary.json", "index.html"]}
+               "files": list(FILES)}
     write_json(folder / "summary.json", summary)
     rows = [{"name": a, "description": DESCRIPTIONS.get(a, ""), "auc": _fmt(m["auc"]), "auc_ci": _interval(m, "auc"),
              "tpr1": _fmt(m["tpr_at_1pct_fpr"]), "tpr1_ci": _interval(m, "tpr_at_1pct_fpr"),
