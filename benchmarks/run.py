@@ -16,14 +16,14 @@ from pathlib import Path
 import torch
 
 from benchmarks import (bench_audit, bench_commands, bench_digits, bench_dpsgd, bench_executor, bench_inference, bench_pool,
-                        bench_precision, bench_protocol, bench_scoring, bench_speed, bench_startup,
+                        bench_estimate, bench_precision, bench_protocol, bench_scoring, bench_speed, bench_startup,
                         bench_training)
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from benchmarks.flops import annotate, columns
 from privaudit.atomic import write_json, write_text
 
 BENCHMARKS = ("startup", "commands", "digits", "training", "inference", "dpsgd", "pool", "audit", "scoring", "precision",
-              "executor", "speed", "protocol")
+              "executor", "speed", "protocol", "estimate")
 
 
 def targets(rows: list[dict]) -> list[dict]:
@@ -63,6 +63,9 @@ def targets(rows: list[dict]) -> list[dict]:
         if b == "protocol" and r["scale"] == "reduced" and len(r["seeds"]) == 5 and r["dataset"] == "cifar10":
             hours = r["projected_total_s"] / 3600
             add("reproduce --scale reduced, 5 seeds (projected hours)", hours, "≤ 1 h to be the default", hours <= 1)
+        if b == "estimate":
+            add(f"estimate of {r['case']} (actual / estimated)", r["actual_over_estimated"], "within 1.5× either way",
+                r["within_goal"])
         if b == "startup" and r["case"].startswith(("privaudit", "usage", "bad value")):
             add(f"{r['case']} (best wall)", r["best_seconds"], "< 1 s", r["best_seconds"] < 1.0)
         if b == "inference":
@@ -265,6 +268,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows += bench_speed.run(root, source, device, data, args.quick)
             elif name == "protocol":
                 rows += bench_protocol.run(source, device, data, args.quick)
+            elif name == "estimate":
+                rows += bench_estimate.run(root, args.quick)
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
               "device": str(device), "data": source, "quick": args.quick, "peak": peak, "rows": rows}
     annotate(rows, peak["peak"])

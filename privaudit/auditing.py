@@ -22,6 +22,7 @@ from privaudit.config import RunConfig
 from privaudit.errors import ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
+from privaudit.executor.preview import estimated
 from privaudit.hooks import AuditHooks
 from privaudit.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa
 from privaudit.report.build import ReportResult
@@ -97,27 +98,37 @@ class AuditResult:
     report: ReportResult | None = None
 
 
+def audit_graph(plan: Sequence[RunConfig], data: DataCache, attacks: AttackPlan) -> list:
+    """The job graph of an audit of ``plan`` (:func:`privaudit.executor.audit_jobs`), each
+    dataset's input shape and size read from ``data`` (they decide what trains stacked)."""
+    targets = [cfg.validated() for cfg in plan]
+    shapes = {}
+    for cfg in targets:
+        if cfg.data.dataset not in shapes:
+            images = data.images(cfg)
+            shapes[cfg.data.dataset] = (images.input_shape, len(images.y))
+    return audit_jobs(targets, attacks, shapes)
+
+
 def run_audit(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, device: torch.device,
               hooks: AuditHooks | None = None, attacks: AttackPlan | None = None, executor=None) -> AuditResult:
     """Train (or reuse) every target of ``plan`` and what its attacks need (shadow, reference
     pool, canary model), attack it as ``attacks`` says, rebuild reports: the job graph of
-    :func:`privaudit.executor.audit_jobs`, run by ``executor`` (default: in this process)."""
+    :func:`audit_graph`, run by ``executor`` (default: in this process). With
+    ``hooks.on_estimate`` the graph is priced first (:func:`privaudit.executor.preview.preview`)
+    and the run's actual time is kept to correct later estimates."""
     hooks = hooks or AuditHooks()
     attacks = attacks or AttackPlan()
     workspace.ensure_writable()
     targets = [cfg.validated() for cfg in plan]
-    shapes = {}
-    for cfg in targets:  # each dataset's input shape and size: what decides which models train stacked
-        if cfg.data.dataset not in shapes:
-            images = data.images(cfg)
-            shapes[cfg.data.dataset] = (images.input_shape, len(images.y))
-    jobs = audit_jobs(targets, attacks, shapes)
+    jobs = audit_graph(targets, data, attacks)
     if hooks.on_plan:
         hooks.on_plan(jobs)
     check_reused(jobs, workspace)  # a damaged model, pool or attack folder stops the audit before it trains
     executor = executor or LocalExecutor()
-    results = executor.run(jobs, workspace, data, device, on_start=hooks.on_model_start, on_epoch=hooks.on_epoch,
-                           on_job_done=hooks.on_job_done)
+    with estimated("audit", jobs, workspace, data, device, hooks.on_estimate):
+        results = executor.run(jobs, workspace, data, device, on_start=hooks.on_model_start, on_epoch=hooks.on_epoch,
+                               on_job_done=hooks.on_job_done)
     trained = {r.name: r for job in jobs if job.kind == "train" for r in results[job.id]}
     return AuditResult(targets=[trained[t.run_name] for t in targets],
                        attacks=[results[f"attack:{t.run_name}"] for t in targets], report=results["report"])

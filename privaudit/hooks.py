@@ -15,3 +15,4 @@ class AuditHooks:
     on_epoch: Callable[[int, int, float], None] | None = None       # (epoch, epochs, loss) (local executor)
     on_plan: Callable[[list], None] | None = None                   # the job graph, once
     on_job_done: Callable[[Any, bool], None] | None = None          # (job, whether it was already done)
+    on_estimate: Callable[[Any], None] | None = None                # the run's RunPlan (its time), once, at its start

@@ -53,11 +53,31 @@ def test_svg_element_strips_metadata_and_prefixes_ids():
     assert inline.startswith('<svg role="img" aria-label="T" class="plot">') and "http" not in inline
     root = ET.fromstring(inline)
     pid = root.find("defs/path").get("id")
-    assert pid.endswith("-m1") and root.find("use").get("href") == "#" + pid and pid in root.find("g").get("clip-path")
+    assert pid.startswith("f") and root.find("use").get("href") == "#" + pid and pid in root.find("g").get("clip-path")
     assert 'xmlns="http://www.w3.org/2000/svg"' in svg_element(raw, "T", standalone=True)
     styled = raw.replace("<defs>", '<defs><style type="text/css">*{stroke-linejoin: round}</style>')
     assert "<style" not in svg_element(styled, "T")                   # inline: no page-wide CSS from a figure
     assert "<style" in svg_element(styled, "T", standalone=True)
+
+
+def test_compact_markup_keeps_the_drawing_and_writes_it_short():
+    from privaudit.report.plots import compact_markup
+
+    svg = ('<g id="figure_1">\n  <g id="line2d_1">\n   <defs>\n    <path id="m5a1" d="M0 0V3.5" style="stroke: #000"/>\n'
+           '   </defs>\n' + "".join(f'   <use href="#m5a1" x="{x}.123456" y="2.5" style="fill: #0072b2; stroke: #0072b2"/>\n'
+                                  for x in range(3)) +
+           '  </g>\n  <g id="p-series-0"><path d="M1 1L2 2" style="fill: none"/></g>\n'
+           '  <text transform="rotate(-0 1 2)" style="font-family: \'DejaVu Sans\', \'Bitstream Vera Sans\', sans-serif">a</text>'
+           '</g>')
+    out = compact_markup(svg, "p-")
+    root = ET.fromstring(f"<svg>{out}</svg>")
+    ids = [e.get("id") for e in root.iter() if e.get("id")]
+    assert ids == ["p-0", "p-series-0"]                         # referenced (shortened) and named ids only
+    uses = root.findall(".//use")
+    assert [u.get("href") for u in uses] == ["#p-0"] * 3 and [u.get("x") for u in uses] == ["0.12", "1.12", "2.12"]
+    assert {u.get("class") for u in uses} == {"p-s0"} and ".p-s0{fill: #0072b2; stroke: #0072b2}" in out
+    assert "\n" not in out and "rotate" not in out and "Bitstream" not in out
+    assert root.find(".//path[@d='M1 1L2 2']").get("style") == "fill: none"  # a style used once stays inline
 
 
 def test_thinning_keeps_the_ends_and_every_visible_cell():

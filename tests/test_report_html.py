@@ -511,11 +511,13 @@ def test_key_finding_sentence():
     table = make_pool_table()
     doc = render_report(table, make_pool_rocs(table), extras=make_extras())
     kf = _plain(doc[doc.index("Key findings"):doc.index('id="table"')])
-    assert ("Strongest attack: rmia (TPR 10.0% at 0.1% FPR on the baseline, AUC 0.830)."
-            in kf)
-    assert ("Empirical ε ≥ 2.34 for the baseline (one-run: 0.50); MG noise κ=0.2 (the largest ε bound "
-            "of its 3 settings): ε ≥ 1.20 (one-run: 0.20); DP-SGD σ=0.5 (accountant ε = 28.3; "
-            "the largest ε bound of its 2 settings): ε ≥ 0.80 (one-run: 0.10).") in kf
+    assert ("Strongest attack: rmia (the highest mean TPR at 0.1% FPR over the group's targets, then AUC; "
+            "TPR 10.0% at 0.1% FPR on the baseline, AUC 0.830).") in kf
+    assert ("Empirical ε lower bounds of rmia (the strongest attack; a heuristic that treats the samples of the "
+            "model as independent trials; the one-run canary bound is the rigorous one, from a single training "
+            "run): ε ≥ 2.34 for the baseline (one-run canary bound: 0.50); MG noise κ=0.2 (the largest ε bound "
+            "of its 3 settings): ε ≥ 1.20 (one-run canary bound: 0.20); DP-SGD σ=0.5 (accountant ε = 28.3; "
+            "the largest ε bound of its 2 settings): ε ≥ 0.80 (one-run canary bound: 0.10).") in kf
     assert "MG noise leaks less" in kf  # the old verdict stays
     # the same sentence opens the group's section
     group = _plain(doc[doc.index('id="g-cnn-cifar10"'):doc.index('id="e-cnn-cifar10"')])
@@ -524,7 +526,7 @@ def test_key_finding_sentence():
     no_base = table[table["target_run"] != "cnn-cifar10-base"].reset_index(drop=True)
     kf2 = _plain(render_report(no_base, {}).split('id="table"')[0])
     assert "on MG noise κ=0.2" in kf2 and "for the baseline" not in kf2
-    assert "Empirical ε lower bounds: MG noise κ=0.2" in kf2
+    assert "Empirical ε lower bounds of rmia (the strongest attack;" in kf2 and "training run): MG noise κ=0.2" in kf2
 
 
 def test_accountant_vs_empirical_plot_for_dp_rows():
@@ -612,7 +614,8 @@ def test_empirical_part_is_robust_to_nan_and_bad_extras():
     assert "No exposure details." in part
     assert 'class="num att best"' in part  # AUC still picks a strongest attack
     kf = _plain(doc[doc.index("Key findings"):doc.index('id="table"')])
-    assert "Strongest attack: rmia (on the baseline: AUC 0.830)." in kf
+    assert ("Strongest attack: rmia (the highest mean TPR at 0.1% FPR over the group's targets, then AUC; "
+            "on the baseline: AUC 0.830).") in kf
     assert "Empirical ε" not in kf and "TPR —" not in kf
     # a table with only NaN empirical values and no pool attack has no section
     plain = make_table().assign(eps_lower_bound=np.nan, one_run_eps_lower_bound=np.nan)
@@ -667,13 +670,13 @@ def test_the_page_shows_the_summary_layers_numbers():
     summary = summarise(table)
     doc = render_report(table, {}, summary=summary)
     ov = summary.overview.set_index("setting")
-    # the strongest-attacks table: accuracy mean with its t interval, the largest mean eps bound
+    # the strongest-attacks table: accuracy mean with its t interval, the strongest attack's mean eps bound
     rows = _emp_part(doc).split("<tbody>")[1].split("<tr")[1:]
     base = ov.loc["baseline"]
     assert f'{base["test_accuracy"]:.3f}<span class="sub">[{base["test_accuracy_lo"]:.3f}, ' \
            f'{base["test_accuracy_hi"]:.3f}]</span>' in rows[0]
-    assert base["eps_max"] == pytest.approx((2.345 + 2.345 / 2) / 2)
-    assert f"<strong>{math.floor(base['eps_max'] * 100) / 100:.2f}</strong>" in rows[0]
+    assert base["eps_strongest"] == pytest.approx((2.345 + 2.345 / 2) / 2)
+    assert f"<strong>{math.floor(base['eps_strongest'] * 100) / 100:.2f}</strong>" in rows[0]
     assert "(2 runs)" in rows[0]
     # the verdict sentence and the per-attack iso table: the summary's comparisons
     comp = summary.comparisons.set_index(["attack", "metric"])

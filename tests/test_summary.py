@@ -220,12 +220,31 @@ def test_overview_has_one_row_per_setting_with_its_strongest_attack():
     assert (ov["strongest"] == "lira").all() and (ov["n_seeds"] == 3).all()
     k2 = ov[ov["setting"] == "κ=2"].iloc[0]
     shadow_eps = st[(st["setting"] == "κ=2") & (st["attack"] == "shadow")]["eps_lower_bound"].iloc[0]
-    assert k2["eps_attack"] == "shadow" and k2["eps_max"] == pytest.approx(shadow_eps) and shadow_eps > 3
+    lira_eps = st[(st["setting"] == "κ=2") & (st["attack"] == "lira")]["eps_lower_bound"].iloc[0]
+    # one rule: a setting's ε bound is the strongest attack's, never the largest over attacks
+    assert k2["eps_attack"] == "lira" and k2["eps_strongest"] == pytest.approx(lira_eps) and shadow_eps > 3 > lira_eps
     assert k2["one_run_eps_lower_bound"] == pytest.approx(0.4) and math.isnan(ov.iloc[0]["one_run_eps_lower_bound"])
     assert k2["runs"] == ["k2-0", "k2-1", "k2-2"]
     acc = st[st["setting"] == "κ=2"]["test_accuracy"].iloc[0]
     assert k2["test_accuracy"] == acc == pytest.approx(t[t["target_run"].str.startswith("k2")]
                                                       .drop_duplicates("target_run")["test_accuracy"].mean())
+
+
+def test_one_strongest_attack_per_group_names_every_view():
+    """The group's strongest attack (the means over all its targets) is the one the verdicts,
+    every overview row and the JSON name, even where one setting's own strongest differs."""
+    from privaudit.report.summary import group_strongest, summarise
+
+    t = table(0.04)
+    k4 = t["target_run"].str.startswith("k4")
+    lira_k4 = t.loc[k4 & (t["attack"] == "lira"), "tpr_at_0p1pct_fpr"].to_numpy()
+    t.loc[k4 & (t["attack"] == "shadow"), "tpr_at_0p1pct_fpr"] = lira_k4 + 0.02  # κ=4's own strongest: shadow
+    assert group_strongest(t) == {("mlp", "cifar10"): "lira"}
+    s = summarise(t)
+    assert (s.overview["strongest"] == "lira").all()
+    assert s.overview.set_index("setting").loc["κ=4", "row_strongest"] == "shadow"
+    assert set(s.verdicts.loc[s.verdicts["comparison"] == "strongest attack", "attack"]) == {"lira"}
+    assert {r["strongest"] for r in s.to_json()["overview"]} == {"lira"}
 
 
 def test_verdicts_are_the_comparisons_that_answer_the_question():

@@ -23,6 +23,8 @@ from privaudit.hooks import AuditHooks
 if TYPE_CHECKING:
     import pandas as pd
 
+    from privaudit.executor.preview import RunPlan
+
 
 def _grid_text(values) -> str:
     return ",".join(f"{v:g}" for v in values)
@@ -112,7 +114,8 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
           model_args: Sequence[str] | dict | None = None, match_accuracy: bool = False,
           match_tolerance: float = 0.01, device: str = "auto", executor: str = "local",
           ray_address: str | None = None, cpus_per_job: int | None = None, workdir: str | Path = ".",
-          hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None) -> AuditReport:
+          hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
+          dry_run: bool = False) -> "AuditReport | RunPlan":
     """Train the undefended baseline, an MG-noise target per κ and a DP-SGD target per σ (or
     target ε), each with its shadow (and the reference pool the strongest attacks need),
     attack every target, and write the trade-off table and the report under ``workdir``.
@@ -169,8 +172,21 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     hooks = hooks or AuditHooks()
     runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
     dev = resolve_device(device)
-    ws = Workspace(workdir).ensure_writable()
     data = data or DataCache(data_dir, download)
+    if dry_run:
+        from privaudit.auditing import audit_graph
+        from privaudit.executor.preview import preview
+
+        ws = Workspace(workdir)
+        notes = ([f"--match-accuracy's search trains up to a few MG-noise targets per DP-SGD setting on seed "
+                  f"{seed_list[0]} (not counted: how many depends on the accuracies found)"] if match_accuracy else [])
+        if executor != "local":
+            notes.append("timed for this machine; on Ray the jobs run side by side")
+        jobs = audit_graph(replicate(plans), data, attack_plan)
+        snap = CLOCK.snapshot()
+        return preview("audit", jobs, ws, data, dev, startup_seconds=snap.get("import", 0) + snap.get("data", 0),
+                       log=say, notes=notes)
+    ws = Workspace(workdir).ensure_writable()
     matches: list = []
     if match_accuracy:
         say(f"match-accuracy: searching kappa for {len(s_grid or eps_grid)} DP-SGD settings (seed "
@@ -195,7 +211,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
             user_plan(jobs)
 
     run_hooks = AuditHooks(on_model_start=hooks.on_model_start, on_epoch=hooks.on_epoch, on_plan=on_plan,
-                           on_job_done=hooks.on_job_done)
+                           on_job_done=hooks.on_job_done, on_estimate=hooks.on_estimate)
     result = run_audit(plan, ws, data, dev, run_hooks, attack_plan, executor=runner)
     rep = result.report
     import pandas as pd

@@ -17,6 +17,8 @@ from privaudit.timing import importing
 if TYPE_CHECKING:
     import pandas as pd
 
+    from privaudit.executor.preview import RunPlan
+
 PAPERS = ("mg-noise",)
 
 
@@ -59,12 +61,13 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
               experiments: str | Sequence[str] | None = None, seeds: params.Seeds = None, device: str = "auto",
               executor: str = "local", ray_address: str | None = None, cpus_per_job: int | None = None,
               workdir: str | Path = ".", hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
-              command: str = "") -> Reproduction:
+              command: str = "", dry_run: bool = False) -> "Reproduction | RunPlan":
     """Reproduce ``paper``'s results (``mg-noise``: Figure 4, Figures 5–7 with the epoch sweep,
     Figures 9–10) at ``scale`` (``reduced`` or ``full``), over ``seeds`` (default 0, 1, 2),
     limited to ``models`` and ``experiments``; writes ``workdir``/reports/reproduce/mg-noise/
     and resumes from (and reuses) every model already in the workspace. Keyword arguments are
-    ``privaudit reproduce mg-noise``'s options."""
+    ``privaudit reproduce mg-noise``'s options. ``dry_run``: train nothing; return the
+    :class:`~privaudit.executor.preview.RunPlan` (what would run, what is reused, disk, time)."""
     import time
 
     t0 = time.perf_counter()
@@ -98,13 +101,25 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
     hooks = hooks or AuditHooks()
     runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
     dev = resolve_device(device)
-    ws = Workspace(workdir).ensure_writable()
     data = DataCache(data_dir, download)
+    if dry_run:
+        from privaudit.executor.preview import preview
+        from privaudit.reproduction.run import priced_jobs, reproduce_jobs
+        from privaudit.timing import CLOCK
+
+        images = data.get(proto.dataset)
+        jobs = priced_jobs(reproduce_jobs(proto, images.input_shape, len(images.y)))
+        snap = CLOCK.snapshot()
+        notes = ["timed for this machine; on Ray the jobs run side by side"] if executor != "local" else []
+        return preview("reproduce", jobs, Workspace(workdir), data, dev,
+                       startup_seconds=snap.get("import", 0) + snap.get("data", 0), log=log, notes=notes)
+    ws = Workspace(workdir).ensure_writable()
     if log:
         log(f"reproduce mg-noise: scale {proto.scale} on {proto.dataset}, seeds {', '.join(map(str, proto.seeds))}, "
             f"{proto.model_count()} models (device {dev}, executor {runner.name}) in {ws.root}")
     frames = run_reproduction(proto, ws, data, dev, executor=runner, on_plan=hooks.on_plan,
-                              on_start=hooks.on_model_start, on_epoch=hooks.on_epoch, on_job_done=hooks.on_job_done)
+                              on_start=hooks.on_model_start, on_epoch=hooks.on_epoch, on_job_done=hooks.on_job_done,
+                              on_estimate=hooks.on_estimate)
     summary = write_outputs(ws.reports, proto, frames, wall_seconds=time.perf_counter() - t0, command=command)
     return Reproduction(claims=pd.DataFrame(summary["claims"]), counts=summary["counts"],
                         report_path=Path(summary["html"]), folder=Path(summary["html"]).parent, summary=summary)

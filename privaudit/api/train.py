@@ -6,11 +6,14 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from privaudit.api import params
 from privaudit.errors import ConfigError
 from privaudit.timing import importing
+
+if TYPE_CHECKING:
+    from privaudit.executor.preview import RunPlan
 
 
 @dataclass
@@ -58,12 +61,15 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
           weight_decay: float | None = None, precision: str = "fp32", augment: str = "none",
           width: int | None = None, part_size: int | None = None, seed: int = 0, seeds: params.Seeds = None,
           model_args: Sequence[str] | dict | None = None, device: str = "auto", workdir: str | Path = ".",
-          on_start: Callable | None = None, on_epoch: Callable | None = None) -> TrainedModels:
+          on_start: Callable | None = None, on_epoch: Callable | None = None,
+          dry_run: bool = False) -> "TrainedModels | RunPlan":
     """Train one target model (one per seed of ``seeds``) with MG noise ``kappa`` and/or
     DP-SGD (``dp``, with ``noise_multiplier`` or ``target_epsilon``; ``defense`` names a
     mechanism: ``noisycgd`` for convex-relu), and save it under ``workdir``/models; a model
     with exactly this config is reused. Keyword arguments are ``privaudit train``'s options;
-    ``on_start(config)`` and ``on_epoch(epoch, epochs, loss)`` report progress."""
+    ``on_start(config)`` and ``on_epoch(epoch, epochs, loss)`` report progress. ``dry_run``:
+    train nothing; return the :class:`~privaudit.executor.preview.RunPlan` (what would train,
+    what is reused, disk, time estimated on this machine)."""
     with importing():
         from privaudit.config import make_config
 
@@ -86,7 +92,15 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         from privaudit.workspace import Workspace
 
     dev = resolve_device(device)
-    ws = Workspace(workdir).ensure_writable()
     data = data or runs.DataCache(data_dir, download)
+    if dry_run:
+        from privaudit.executor.plan import train_job
+        from privaudit.executor.preview import preview
+        from privaudit.timing import CLOCK
+
+        snap = CLOCK.snapshot()
+        return preview("train", [train_job([c]) for c in cfgs], Workspace(workdir), data, dev,
+                       startup_seconds=snap.get("import", 0) + snap.get("data", 0))
+    ws = Workspace(workdir).ensure_writable()
     done = [runs.ensure_model(c, ws, data, dev, on_start=on_start, on_epoch=on_epoch) for c in cfgs]
     return TrainedModels(runs=done, configs=cfgs, several_seeds=seeds is not None)

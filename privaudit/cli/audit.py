@@ -8,9 +8,9 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt,
-                                  SeedOpt, SeedsOpt, ShadowDatasetOpt, WorkdirOpt, emit_json, err, handle_errors,
+                                  SeedOpt, SeedsOpt, ShadowDatasetOpt, WorkdirOpt, emit_json, err, show_plan, handle_errors,
                                   info_console, number, one_of, training_progress)
-from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
+from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, DryRunOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
                                    ModelArgOpt, ModelOpt, PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
 from privaudit.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 
@@ -51,6 +51,7 @@ def audit_cmd(
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Ray cluster to join: auto, or ray://host:port; default: start (or join via RAY_ADDRESS) a local instance.")] = None,
     cpus_per_job: Annotated[Optional[int], typer.Option("--cpus-per-job", callback=number(1, 4096), help="CPUs (torch threads) of each job; default: this machine's torch thread count. The same value gives the same numbers on both executors.")] = None,
     workdir: WorkdirOpt = ".",
+    dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Train the baseline, every MG-noise and DP-SGD target and their shadows, attack them, write the report."""
@@ -66,11 +67,14 @@ def audit_cmd(
                        augment=augment, width=width, part_size=part_size, seed=seed, seeds=seeds,
                        model_args=model_arg, match_accuracy=match_accuracy, match_tolerance=match_tolerance,
                        device=device, executor=executor, ray_address=ray_address, cpus_per_job=cpus_per_job,
-                       workdir=workdir,
+                       workdir=workdir, dry_run=dry_run,
                        hooks=AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,
-                                        on_job_done=bars.job_done),
+                                        on_job_done=bars.job_done, on_estimate=bars.estimate),
                        log=lambda line: err.print(line, highlight=False, markup=False))
     wall = time.perf_counter() - t0
+    if dry_run:
+        show_plan(result, as_json)
+        return
     if as_json:
         emit_json({**result.to_json(), "wall_seconds": wall})
         return
@@ -81,7 +85,7 @@ def audit_cmd(
     ws, attack_plan, rep_html, rep_csv = Workspace(result.workdir), result.attack_plan, result.report_path, result.csv_path
     console = info_console(as_json)
     console.print(attack_summary_table(ws, [(a.target, attack_plan.asked(a.metrics), a.extras) for a in result.attacks],
-                                       title=f"privaudit audit: {model} on {dataset}"))
+                                       title=f"privaudit audit: {model} on {dataset}", summary=result.summary))
     verdicts = verdict_table(result.summary)
     if verdicts is not None:
         console.print(verdicts)

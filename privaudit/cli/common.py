@@ -23,7 +23,8 @@ from rich.markup import escape
 from privaudit.api.params import num as _num, outside as _outside, range_text as _range_text
 from privaudit.timing import importing  # noqa: F401  (the commands' import phase)
 from privaudit.defaults import DATA_DIR_ENV, MAX_POOL_SIZE, MAX_SEED
-from privaudit.errors import ArtifactError, PrivauditError
+from privaudit.errors import ArtifactError, DataError, PrivauditError
+from privaudit.npfiles import npz_problem
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -72,6 +73,24 @@ def emit_json(document: dict) -> None:
         document = {**document, "phase_seconds": CLOCK.snapshot()}
     sys.stdout.write(dumps_json(document))
     sys.stdout.flush()
+
+
+def show_plan(plan, as_json: bool) -> None:
+    """Print a ``--dry-run``'s plan: its table and estimate, or its JSON."""
+    if as_json:
+        emit_json(plan.to_json())
+        return
+    from privaudit.cli.summary import plan_table
+
+    console = info_console(as_json)
+    console.print(plan_table(plan))
+    console.print(plan.headline(), markup=False, highlight=False, soft_wrap=True)
+    if plan.attacks:
+        console.print(f"attacks: {', '.join(plan.attacks)}", markup=False, highlight=False, soft_wrap=True)
+    for note in plan.notes:
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"nothing was trained (--dry-run); the timing took {plan.calibration_seconds:.1f} s and is cached "
+                  f"for the next plans on this machine", markup=False, highlight=False, soft_wrap=True)
 
 
 def info_console(as_json: bool) -> Console:
@@ -166,14 +185,29 @@ class TrainingBars:
         self.progress = progress
         self.task = None
         self.jobs = None
+        self.remaining = None
 
     def plan(self, jobs) -> None:
         """One bar over a whole job graph (``audit``), advanced by :meth:`job_done`."""
         self.jobs = self.progress.add_task("audit jobs", total=len(jobs), info="")
 
+    def estimate(self, plan) -> None:
+        """The run's estimate (:class:`privaudit.executor.preview.RunPlan`): printed once, then
+        the time left beside the jobs bar."""
+        from privaudit.executor.preview import Remaining
+
+        self.progress.console.print(plan.headline().replace(" on this machine", " left on this machine", 1),
+                                    markup=False, highlight=False, soft_wrap=True)
+        self.remaining = Remaining(plan)
+
     def job_done(self, job, reused: bool) -> None:
         if self.jobs is not None:
-            self.progress.update(self.jobs, advance=1, info=f"{job.label}{' (reused)' if reused else ''}")
+            left = ""
+            if self.remaining is not None:
+                from privaudit.executor.preview import duration
+
+                left = f"about {duration(self.remaining.job_done(job))} left · "
+            self.progress.update(self.jobs, advance=1, info=f"{left}{job.label}{' (reused)' if reused else ''}")
 
     def start(self, config) -> None:
         self.task = self.progress.add_task(model_label(config), total=config.train.epochs, info="loss —")
@@ -195,14 +229,27 @@ class PlainProgress:
         self.label = ""
         self.started = self.last = 0.0
         self.total_jobs = self.done_jobs = 0
+        self.remaining = None
 
     def plan(self, jobs) -> None:
         self.total_jobs = len(jobs)
         self.write(f"audit: {self.total_jobs} jobs planned")
 
+    def estimate(self, plan) -> None:
+        """The run's estimate, once; then each job's line says the time left."""
+        from privaudit.executor.preview import Remaining
+
+        self.write(plan.headline().replace(" on this machine", " left on this machine", 1))
+        self.remaining = Remaining(plan, self.clock)
+
     def job_done(self, job, reused: bool) -> None:
         self.done_jobs += 1
-        self.write(f"[{self.done_jobs}/{self.total_jobs}] {job.label}{' (reused)' if reused else ''}")
+        left = ""
+        if self.remaining is not None:
+            from privaudit.executor.preview import duration
+
+            left = f" (about {duration(self.remaining.job_done(job))} left)"
+        self.write(f"[{self.done_jobs}/{self.total_jobs}] {job.label}{' (reused)' if reused else ''}{left}")
 
     def start(self, config) -> None:
         self.label = model_label(config)
@@ -278,9 +325,35 @@ def dataset_option(ctx: typer.Context, param: typer.CallbackParam, value):
     if value is None or ctx.resilient_parsing:
         return value
     name = normal_dataset(value)
-    if name is not None:
-        return name
-    raise typer.BadParameter(f"{value!r} is not one of {', '.join(NAMED_DATASETS)}, npz:PATH or folder:PATH")
+    if name is None:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(NAMED_DATASETS)}, npz:PATH or folder:PATH")
+    problem = custom_dataset_problem(name)
+    if problem:
+        raise typer.BadParameter(problem)
+    return name
+
+
+def custom_dataset_problem(name: str) -> str | None:
+    """Why the user's own data ``npz:PATH`` / ``folder:PATH`` cannot be read, judged from the
+    file system alone (a missing path, a file where a folder is expected, a file that is not
+    an .npz archive), or None: so that ``--dataset`` is refused before torch loads."""
+    kind, _, raw = str(name).partition(":")
+    if kind not in ("npz", "folder"):
+        return None
+    path = Path(raw)
+    if kind == "folder":
+        if not path.exists():
+            return f"folder:{path}: no such folder"
+        return None if path.is_dir() else f"folder:{path}: a file, not a folder (expected one sub-folder per class)"
+    if not path.exists():
+        return f"npz:{path}: no such file"
+    if path.is_dir():
+        return f"npz:{path}: a folder, not an .npz file (for a folder of images give folder:PATH)"
+    try:
+        problem = npz_problem(path)
+    except DataError as exc:
+        return str(exc)
+    return f"npz:{path}: {problem}" if problem else None
 
 
 def model_option(ctx: typer.Context, param: typer.CallbackParam, value):

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, err,
-                                  handle_errors, info_console, number, one_of, training_progress)
+                                  handle_errors, info_console, number, one_of, show_plan, training_progress)
 from privaudit.defaults import REPRODUCE_FAMILIES, REPRODUCE_SCALES
 
 app = typer.Typer(help="The papers' published results, reproduced as one command (CSV, figures and a page under "
@@ -33,6 +33,7 @@ def mg_noise_cmd(
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Ray cluster to join: auto, or ray://host:port; default: start (or join via RAY_ADDRESS) a local instance.")] = None,
     cpus_per_job: Annotated[Optional[int], typer.Option("--cpus-per-job", callback=number(1, 4096), help="CPUs (torch threads) of each job; default: this machine's torch thread count.")] = None,
     workdir: WorkdirOpt = ".",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Train nothing: print what would run (models per role and defence, what is already present and reused), the disk it writes and the time it takes on this machine (measured here in a few seconds, cached), then exit.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """The MG-noise paper's CIFAR-10 results: Figure 4 (accuracy vs κ), Figures 5-7 (attack AUC, precision, recall vs κ, and the epoch sweep), Figures 9-10 (MG noise vs DP-SGD at equal accuracy), each statement of the paper checked with a 95 % interval. Writes reports/reproduce/mg-noise/; resumes, and reuses what audit trained."""
@@ -46,9 +47,13 @@ def mg_noise_cmd(
                            models=models, experiments=experiments, seeds=seeds, device=device, executor=executor,
                            ray_address=ray_address, cpus_per_job=cpus_per_job, workdir=workdir,
                            hooks=AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,
-                                            on_job_done=bars.job_done),
-                           log=lambda line: err.print(line, highlight=False, markup=False), command=command)
+                                            on_job_done=bars.job_done, on_estimate=bars.estimate),
+                           log=lambda line: err.print(line, highlight=False, markup=False), command=command,
+                           dry_run=dry_run)
     wall = time.perf_counter() - t0
+    if dry_run:
+        show_plan(result, as_json)
+        return
     summary = result.summary
     if as_json:
         emit_json(summary)

@@ -24,21 +24,18 @@ def setting_text(cfg, metrics: dict) -> str:
     return setting_label(cfg.defence.dp, cfg.defence.kappa, metrics.get("noise_multiplier", float("nan")))
 
 
-def _max_eps(metrics: dict) -> tuple[float | None, str]:
-    best, name = None, ""
-    for attack, m in metrics.items():
-        eps = m.get("eps_lower_bound")
-        if eps is not None and math.isfinite(eps) and (best is None or eps > best):
-            best, name = eps, attack
-    return best, name
-
-
 def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
-                         title: str = "Membership inference") -> Table:
+                         title: str = "Membership inference", summary=None) -> Table:
     """One row per target: setting (and model, dataset and seed, when the targets span more than one),
-    accountant ε, test accuracy, the paper's shadow attack, the strongest attack (highest TPR
-    at 0.1 % FPR, then AUC, as in the HTML report) and the empirical ε lower bounds. Only the
-    attacks in each result's metrics are considered (the CLI passes those that were asked)."""
+    accountant ε, test accuracy, the paper's shadow attack, the strongest attack and the
+    empirical ε lower bounds. With the audit's ``summary`` (:mod:`privaudit.report.summary`)
+    the strongest attack is its group's, the one the HTML report and ``--json`` name (the
+    highest mean TPR at 0.1 % FPR over the group's targets, then AUC), and the ε lower bound
+    that attack's; without it (one target: ``privaudit attack``), the target's own strongest.
+    Only the attacks in each result's metrics are considered (the CLI passes those asked)."""
+    groups = {}
+    if summary is not None and not summary.overview.empty:
+        groups = {(str(r["model"]), str(r["dataset"])): r["strongest"] for _, r in summary.overview.iterrows()}
     rows = []
     for target, metrics, extras in results:
         try:
@@ -49,21 +46,28 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
     models = {cfg.model.name for cfg, *_ in rows}
     seeds = {cfg.seed for cfg, *_ in rows}
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, padding=(0, 0),
-                  caption="acc: test accuracy; shadow: AUC of the paper's attack; strongest: highest TPR at 0.1 % FPR "
-                          "(TPR.1%), then AUC; ε lb: empirical ε lower bound that treats the model's samples as "
+                  caption="acc: test accuracy; shadow: AUC of the paper's attack; strongest: "
+                          + ("the strongest attack of the audit (highest mean TPR at 0.1 % FPR over its targets, then "
+                             "AUC), as in the report" if groups else "highest TPR at 0.1 % FPR (TPR.1%), then AUC")
+                          + "; ε lb: its empirical ε lower bound, which treats the model's samples as "
                           "independent trials (a heuristic, not a proof; rounded down); 1-run: the rigorous one-run "
                           "canary bound; member = positive class")
     columns = (["model"] if len(models) > 1 else []) + (["dataset"] if len(datasets) > 1 else []) + [
         "setting"] + (["seed"] if len(seeds) > 1 else []) + ["ε acct", "acc", "shadow", "strongest", "AUC", "TPR.1%", "ε lb", "1-run"]
-    names = max((len(strongest_attack(m) or "") for *_, m, _ in rows), default=0)
+    def strongest_of(cfg, metrics: dict) -> str:
+        key = (cfg.model.name, cfg.data.dataset)
+        best = groups[key] if key in groups else strongest_attack(metrics)
+        return best if best in metrics else ""
+
+    names = max((len(strongest_of(cfg, m)) for cfg, _, m, _ in rows), default=0)
     for col in columns:  # a name is never split: the numbers' headers wrap instead
         table.add_column(col, justify="left" if col in ("model", "dataset", "setting", "strongest") else "right",
                          no_wrap=col in ("setting", "strongest"), overflow="fold",
                          min_width=names if col == "strongest" else len(col) if len(col) <= 6 else None)
     for cfg, tm, metrics, extras in rows:
-        strongest = strongest_attack(metrics) or ""
+        strongest = strongest_of(cfg, metrics)
         s = metrics.get(strongest, {})
-        eps, _ = _max_eps(metrics)
+        eps = s.get("eps_lower_bound")
         lead = ([cfg.model.name] if len(models) > 1 else []) + ([cfg.data.dataset] if len(datasets) > 1 else [])
         table.add_row(*lead, setting_text(cfg, tm), *([str(cfg.seed)] if len(seeds) > 1 else []), sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
                       fixed(tm.get("test_accuracy")), fixed(metrics.get("shadow", {}).get("auc")), strongest or "—",
@@ -119,4 +123,30 @@ def scan_table(result) -> Table:
                       fixed(m.get("tpr_at_1pct_fpr")), fixed(m.get("tpr_at_0p1pct_fpr")), fixed(m.get("precision")),
                       fixed(m.get("recall")), lower_bound(m.get("eps_lower_bound")),
                       short.get(m.get("calibration"), str(m.get("calibration", ""))[:4]))
+    return table
+
+
+def plan_table(plan) -> Table:
+    """``--dry-run``: the models a run trains, a row per architecture and defence setting with
+    a column per role (trained + reused), and the estimated training time
+    (:class:`privaudit.executor.preview.RunPlan`)."""
+    from privaudit.executor.preview import duration
+
+    roles = list(dict.fromkeys(m["role"] for m in plan.models))
+    rows: dict[tuple, dict] = {}
+    for m in plan.models:
+        row = rows.setdefault((m["model"], m["defence"], m["dataset"]), {"seconds": 0.0, "reused": 0})
+        row[m["role"]] = row.get(m["role"], 0) + m["models"]
+        row["reused"] += m["reused"]
+        row["seconds"] += m["seconds"]
+    table = Table(title=f"privaudit {plan.command} --dry-run: the models", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True, padding=(0, 1))
+    for col in ("model", "defence", "dataset"):
+        table.add_column(col, no_wrap=True)
+    for col in (*roles, "reused", "training"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for (model, defence, dataset), row in rows.items():
+        trained = sum(row.get(r, 0) for r in roles)
+        table.add_row(model, defence, dataset, *(str(row.get(r, 0)) for r in roles), str(row["reused"]),
+                      duration(row["seconds"]) if trained > row["reused"] else "—")
     return table

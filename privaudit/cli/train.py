@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, SeedOpt, SeedsOpt, WorkdirOpt,
-                                  emit_json, fmt, handle_errors, info_console, number, training_progress)
-from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, EpochsOpt, LrOpt,
+                                  emit_json, fmt, handle_errors, info_console, number, show_plan,
+                                  training_progress)
+from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, DryRunOpt, EpochsOpt, LrOpt,
                                    MaxGradNormOpt, ModelArgOpt, ModelOpt, NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt,
                                    TargetEpsilonOpt, WeightDecayOpt, WidthOpt)
 
@@ -39,6 +40,7 @@ def train_cmd(
     seeds: SeedsOpt = None,
     device: DeviceOpt = "auto",
     workdir: WorkdirOpt = ".",
+    dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Train one target model (one per seed of --seeds) and save it under WORKDIR/models (reused when it exists)."""
@@ -50,7 +52,10 @@ def train_cmd(
                        max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size, lr=lr,
                        weight_decay=weight_decay, precision=precision, augment=augment, width=width,
                        part_size=part_size, seed=seed, seeds=seeds, model_args=model_arg, device=device,
-                       workdir=workdir, on_start=bars.start, on_epoch=bars.on_epoch)
+                       workdir=workdir, on_start=bars.start, on_epoch=bars.on_epoch, dry_run=dry_run)
+    if dry_run:
+        show_plan(result, as_json)
+        return
     if as_json:
         emit_json(result.to_json())
         return

@@ -449,23 +449,25 @@ def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, ext
     clauses = []
     for family in _FAMILY_CSS:
         fam = ov[ov["family"] == family]
-        have = fam[fam["eps_max"].notna()]
+        have = fam[fam["eps_strongest"].notna()]
         if have.empty:
             continue
-        o = have.loc[have["eps_max"].idxmax()]
+        o = have.loc[have["eps_strongest"].idxmax()]
         notes = []
         if o["dp"] and _fin(o["epsilon"]):
             notes.append(f"accountant ε = {_sig3(o['epsilon'])}")
         if len(fam) > 1:
             notes.append(f"the largest ε bound of its {len(fam)} settings")
         note = f" ({'; '.join(notes)})" if notes else ""
-        one = (f" (one-run: {_lb(o['one_run_eps_lower_bound'])})"
+        one = (f" (one-run canary bound: {_lb(o['one_run_eps_lower_bound'])})"
                if with_one_run and _fin(o["one_run_eps_lower_bound"]) else "")
-        bound = f"ε ≥ {_lb(o['eps_max'])}"
+        bound = f"ε ≥ {_lb(o['eps_strongest'])}"
         clauses.append(f"{bound} for the baseline{one}" if family == "baseline"
                        else f"{_setting_name(o)}{note}: {bound}{one}")
     if clauses:
-        lead = "Empirical " if clauses[0].startswith("ε") else "Empirical ε lower bounds: "
+        attack = next((o["eps_attack"] for _, o in ov.iterrows() if o["eps_attack"]), None)
+        lead = (f"Empirical ε lower bounds of {attack} (the strongest attack; a heuristic that treats the samples of "
+                f"the model as independent trials{'; the one-run canary bound is the rigorous one, from a single training run' if with_one_run else ''}): ")
         out["bounds"] = lead + "; ".join(clauses) + "."
     return out if out["strongest"] or out["bounds"] else None
 
@@ -661,9 +663,9 @@ def _empirical_rows(st: pd.DataFrame, ov: pd.DataFrame, attacks: list[str], extr
             cells.append({"cls": "num missing", "text": _DASH, "title": "no formal ε", "sub": "no formal ε",
                           "space": True})
         if o["eps_attack"]:
-            cells.append({"cls": "num eps", "strong": True, "text": _lb(o["eps_max"]),
+            cells.append({"cls": "num eps", "strong": True, "text": _lb(o["eps_strongest"]),
                           "title": _eps_tip(att.loc[o["eps_attack"]]), "space": True,
-                          "sub": o["eps_attack"] if o["eps_max"] > 0 else ""})
+                          "sub": o["eps_attack"] if o["eps_strongest"] > 0 else ""})
         else:
             cells.append(missing)
         one = o["one_run_eps_lower_bound"]
@@ -682,7 +684,7 @@ def _empirical_rows(st: pd.DataFrame, ov: pd.DataFrame, attacks: list[str], extr
                 continue
             r = att.loc[a]
             auc = _num(r["auc"])
-            cells.append({"cls": "num att best" if a == strong else "num att", "title": _attack_tip(a, r),
+            cells.append({"cls": "num att best" if a == o["row_strongest"] else "num att", "title": _attack_tip(a, r),
                           "pair": (f"{auc:.2f}" if math.isfinite(auc) else _DASH, _pct(r["tpr_at_0p1pct_fpr"]))})
         out.append({"css": _FAMILY_CSS.get(o["family"], "fam0"), "name": _setting_name(o),
                     "runs": ", ".join(o["runs"]), "n_runs": len(o["runs"]), "cells": cells})
@@ -697,8 +699,8 @@ def _empirical_plots(st: pd.DataFrame, ov: pd.DataFrame, g: pd.DataFrame, rocs: 
     fam = ov["family"]
 
     def curve(rows: pd.DataFrame) -> dict:
-        rows = rows[rows["test_accuracy"].notna() & rows["eps_max"].notna()].sort_values("test_accuracy")
-        return {"x": rows["test_accuracy"].to_numpy(float), "y": rows["eps_max"].to_numpy(float)}
+        rows = rows[rows["test_accuracy"].notna() & rows["eps_strongest"].notna()].sort_values("test_accuracy")
+        return {"x": rows["test_accuracy"].to_numpy(float), "y": rows["eps_strongest"].to_numpy(float)}
 
     has_mg, has_dp = bool((fam == "MG noise").any()), bool(ov["dp"].any())
     series = [{"label": "MG noise (κ)", **curve(ov[fam.isin(["baseline", "MG noise"])] if has_mg else ov[:0])},
@@ -721,7 +723,7 @@ def _empirical_plots(st: pd.DataFrame, ov: pd.DataFrame, g: pd.DataFrame, rocs: 
         dp_ov = dp_ov.sort_values("noise_multiplier", kind="stable")
         sig = dp_ov["noise_multiplier"].to_numpy(float)
         series = [{"label": "accountant ε (upper bound)", "x": sig, "y": dp_ov["epsilon"].to_numpy(float)},
-                  {"label": "empirical ε (lower bound)", "x": sig, "y": dp_ov["eps_max"].to_numpy(float)}]
+                  {"label": "empirical ε (lower bound)", "x": sig, "y": dp_ov["eps_strongest"].to_numpy(float)}]
         one = dp_ov["one_run_eps_lower_bound"].to_numpy(float)
         if np.isfinite(one).any():
             series.append({"label": "one-run ε (lower bound)", "x": sig, "y": one})
@@ -740,7 +742,7 @@ def _empirical_plots(st: pd.DataFrame, ov: pd.DataFrame, g: pd.DataFrame, rocs: 
                                       xlabel="σ (noise multiplier)",
                                       ylabel="ε" + (" (log scale)" if log_y else ""), log_y=log_y), caption))
         eps = dp_ov["epsilon"]
-        above = (eps.notna() & ((dp_ov["eps_max"] > eps) | (dp_ov["one_run_eps_lower_bound"] > eps)))
+        above = (eps.notna() & ((dp_ov["eps_strongest"] > eps) | (dp_ov["one_run_eps_lower_bound"] > eps)))
         check = ", ".join(_setting_name(o) for _, o in dp_ov[above].iterrows())
 
     # log-log ROC of every attack on the baseline (else the least-defended target)

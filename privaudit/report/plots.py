@@ -67,7 +67,50 @@ def svg_element(raw: str, title: str, standalone: bool = False, salt: str | None
         head = re.sub(r'\sxmlns="[^"]*"', "", head)
         text = re.sub(r'<style type="text/css">[^<]*</style>', "", text)
     head = head.replace("<svg", f'<svg role="img" aria-label="{html.escape(title)}" class="plot"', 1)
-    return head + f"<title>{html.escape(title)}</title>" + compact_paths(text[head_end:])
+    return head + f"<title>{html.escape(title)}</title>" + compact_markup(compact_paths(text[head_end:]), prefix)
+
+
+_ATTR_NUMBER = re.compile(r'(\s(?:x|y|width|height)=")(-?\d+\.\d+)"')
+_FONT_FAMILY = re.compile(r"font-family: 'DejaVu Sans',[^;\"]*")
+
+
+#: ids that privaudit gives (``gid=series-<i>``: a plot's series, which readers and tests find)
+KEPT_ID = "series-"
+
+
+def compact_markup(svg: str, prefix: str) -> str:
+    """The rest of matplotlib's markup written short, the drawing unchanged: no indentation,
+    ids only where something refers to them (and then short: ``<prefix><n>``) or where
+    privaudit named the element (:data:`KEPT_ID`), x, y, width
+    and height to 0.01 pt, no zero rotations and empty ``<defs>``, and one short font list
+    (the browser draws the text with the first font it has, as it did with the long one)."""
+    refs = list(dict.fromkeys(re.findall(r'(?:href="#|url\(#)([^")]+)', svg)))
+    short = {old: f"{prefix}{i}" for i, old in enumerate(refs)}
+    svg = re.sub(r'\sid="([^"]+)"', lambda m: f' id="{short[m.group(1)]}"' if m.group(1) in short
+                 else m.group(0) if m.group(1).startswith(f"{prefix}{KEPT_ID}") else "", svg)
+    svg = re.sub(r'(href="#|url\(#)([^")]+)', lambda m: m.group(1) + short.get(m.group(2), m.group(2)), svg)
+    svg = re.sub(r">\s+<", "><", svg)
+    svg = _ATTR_NUMBER.sub(lambda m: m.group(1) + (f"{float(m.group(2)):.2f}".rstrip("0").rstrip(".") or "0") + '"', svg)
+    svg = re.sub(r'\stransform="rotate\(-?0 [^)]*\)"', "", svg)
+    svg = svg.replace("<defs></defs>", "")
+    svg = _FONT_FAMILY.sub("font-family: 'DejaVu Sans', Arial, sans-serif", svg)
+    return _style_classes(svg, prefix)
+
+
+def _style_classes(svg: str, prefix: str) -> str:
+    """Every inline ``style`` that several elements repeat, given once in the figure's own
+    ``<style>`` as a class (``<prefix>s<n>``, unique on the page); the rest stays inline."""
+    counts: dict[str, int] = {}
+    for style in re.findall(r' style="([^"]*)"', svg):
+        counts[style] = counts.get(style, 0) + 1
+    shared = {st: f"{prefix}s{i}" for i, st in enumerate(st for st, n in counts.items() if n >= 3)}
+    if not shared:
+        return svg
+    svg = re.sub(r' style="([^"]*)"', lambda m: f' class="{shared[m.group(1)]}"' if m.group(1) in shared
+                 else m.group(0), svg)
+    rules = "".join(f".{name}{{{html.unescape(st)}}}" for st, name in shared.items())
+    head = svg.index("</title>") + len("</title>") if "</title>" in svg else 0
+    return svg[:head] + f"<style>{rules}</style>" + svg[head:]
 
 
 _PATH_DATA = re.compile(r' d="([^"]*)"')

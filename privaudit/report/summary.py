@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -189,23 +189,35 @@ def _sampling_interval(r: pd.Series, metric: str, confidence: float) -> tuple[fl
 def strongest_attack(group: pd.DataFrame) -> str | None:
     """The strongest attack of a (model, dataset) group by :func:`privaudit.metrics.strongest_attack`
     on each attack's means over its rows; None when the group has no attack values."""
-    if group.empty or group["tpr_at_0p1pct_fpr"].isna().all():
+    if group.empty:
         return None
     means = group.groupby("attack", sort=True)[list(STRONGEST_KEY)].mean()
     return strongest_of(means.to_dict("index"))
 
 
-def overview(setting_rows: pd.DataFrame) -> pd.DataFrame:
+def group_strongest(table: pd.DataFrame | None) -> dict[tuple[str, str], str | None]:
+    """The strongest attack of each (model, dataset) group of a trade-off table, the one every
+    view names (verdicts, key findings, the tables, the terminal, ``--json``):
+    :func:`strongest_attack` on the attacks' means over the group's targets."""
+    df = prepare(table)
+    if df.empty:
+        return {}
+    return {(str(m), str(d)): strongest_attack(g) for (m, d), g in df.groupby(["model", "dataset"], sort=True)}
+
+
+def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str | None] | None = None) -> pd.DataFrame:
     """One row per setting of :func:`settings` (its rows of every attack together), in its
     order: the setting keys, ``setting``, ``family``, ``n_seeds``, ``runs``, ``epsilon``,
     ``delta``, test and train accuracy with their intervals (``interval``), the one-run bound
-    ``one_run_eps_lower_bound``, ``strongest`` (the setting's strongest attack by
-    :func:`privaudit.metrics.strongest_attack` on the attacks' means; None without values),
-    ``eps_max`` (the largest mean empirical ε lower bound of any attack; NaN without one) and
-    ``eps_attack`` (the attack that gives it, the first on ties)."""
+    ``one_run_eps_lower_bound``, ``strongest`` (the group's strongest attack,
+    :func:`group_strongest`; without ``strongest``, the setting's own by
+    :func:`privaudit.metrics.strongest_attack`), ``row_strongest`` (the setting's own
+    strongest attack, which the page highlights in its row), ``eps_strongest`` (the strongest
+    attack's mean empirical ε lower bound in this setting, the one ε bound every view gives
+    for a setting; NaN without one) and ``eps_attack`` (that attack, None without a bound)."""
     cols = [*SETTING_KEYS, "setting_id", "setting", "family", "n_seeds", "runs", "epsilon", "delta", "test_accuracy",
             "test_accuracy_lo", "test_accuracy_hi", "train_accuracy", "train_accuracy_lo", "train_accuracy_hi",
-            "interval", "one_run_eps_lower_bound", "strongest", "eps_max", "eps_attack"]
+            "interval", "one_run_eps_lower_bound", "strongest", "row_strongest", "eps_strongest", "eps_attack"]
     if setting_rows.empty:
         return pd.DataFrame(columns=cols)
     out = []
@@ -216,10 +228,15 @@ def overview(setting_rows: pd.DataFrame) -> pd.DataFrame:
         row["runs"] = list(dict.fromkeys(r for runs in g["runs"] for r in runs))
         one_run = g["one_run_eps_lower_bound"].dropna()
         row["one_run_eps_lower_bound"] = float(one_run.iloc[0]) if len(one_run) else math.nan
-        row["strongest"] = strongest_of(g.set_index("attack")[list(STRONGEST_KEY)].to_dict("index"))
-        eps = g.set_index("attack")["eps_lower_bound"].dropna()
-        row["eps_attack"] = str(eps.idxmax()) if len(eps) else None
-        row["eps_max"] = float(eps.max()) if len(eps) else math.nan
+        by_attack = g.set_index("attack")
+        row["row_strongest"] = strongest_of(by_attack[list(STRONGEST_KEY)].to_dict("index"))
+        row["strongest"] = (strongest.get((str(first["model"]), str(first["dataset"])))
+                            if strongest is not None else row["row_strongest"])
+        s = row["strongest"]
+        eps = (float(by_attack.loc[s, "eps_lower_bound"]) if s is not None and s in by_attack.index
+               else math.nan)
+        row["eps_strongest"] = eps
+        row["eps_attack"] = s if math.isfinite(eps) else None
         out.append(row)
     return pd.DataFrame(out, columns=cols)
 
@@ -371,13 +388,15 @@ def comparisons(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draw
 
 
 def verdicts(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: int = 1000, seed: int = 0,
-             compared: pd.DataFrame | None = None) -> pd.DataFrame:
+             compared: pd.DataFrame | None = None,
+             strongest: Mapping[tuple[str, str], str | None] | None = None) -> pd.DataFrame:
     """The comparisons that answer the question, one row per (model, dataset, comparison):
     the paper's attack by AUC, the strongest attack by TPR at 0.1 % FPR and by ε lower bound.
     Columns: model, dataset, comparison, attack, metric, n_seeds (seeds whose curves overlap),
     acc_low, acc_high (mean compared accuracy range), gap (mean DP − MG), gap_lo, gap_hi,
     interval, verdict, reason (why no verdict, when there is none). ``compared``: the
-    :func:`comparisons` of the same table, when already computed."""
+    :func:`comparisons` of the same table, when already computed; ``strongest``: its
+    :func:`group_strongest`, likewise."""
     df = prepare(table)
     compared = comparisons(df, confidence, draws, seed) if compared is None else compared
     cols = ["model", "dataset", "comparison", *COMPARISON_COLUMNS[2:]]
@@ -385,11 +404,11 @@ def verdicts(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: 
     for (model, dataset), g in df.groupby(["model", "dataset"], sort=True):
         if (g["defence"] == "noisycgd").any():
             continue
-        strongest = strongest_attack(g)
+        best = strongest.get((str(model), str(dataset))) if strongest is not None else strongest_attack(g)
         asks = [("paper's attack", PAPER_ATTACK, "auc")]
-        if strongest is not None:
-            asks += [("strongest attack", strongest, "tpr_at_0p1pct_fpr"),
-                     ("strongest attack", strongest, "eps_lower_bound")]
+        if best is not None:
+            asks += [("strongest attack", best, "tpr_at_0p1pct_fpr"),
+                     ("strongest attack", best, "eps_lower_bound")]
         for comparison, attack, metric in asks:
             hit = compared[(compared["model"] == model) & (compared["dataset"] == dataset)
                            & (compared["attack"] == attack) & (compared["metric"] == metric)]
@@ -484,7 +503,11 @@ class Summary:
 
 
 def summarise(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> Summary:
-    """Every derived number of one table, each computed once."""
+    """Every derived number of one table, each computed once: among them the strongest attack
+    of each (model, dataset) group (:func:`group_strongest`), which the verdicts and the
+    overview name alike."""
     per_setting = settings(table, confidence)
     compared = comparisons(table, confidence)
-    return Summary(per_setting, verdicts(table, confidence, compared=compared), compared, overview(per_setting))
+    strongest = group_strongest(table)
+    return Summary(per_setting, verdicts(table, confidence, compared=compared, strongest=strongest), compared,
+                   overview(per_setting, strongest))

@@ -21,6 +21,7 @@ from privaudit.config import RunConfig
 from privaudit.executor import Job, LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.executor.plan import epochs_job, train_job
+from privaudit.executor.preview import estimated
 from privaudit.report.build import attack_rows
 from privaudit.reproduction.protocol import Protocol
 from privaudit.runs import DataCache
@@ -118,14 +119,22 @@ def collect(protocol: Protocol, workspace: Workspace) -> Frames:
 def run_reproduction(protocol: Protocol, workspace: Workspace, data: DataCache, device: torch.device, *,
                      executor=None, on_plan: Callable[[list[Job]], None] | None = None,
                      on_start: Callable | None = None, on_epoch: Callable | None = None,
-                     on_job_done: Callable | None = None) -> Frames:
-    """Train (or reuse) and attack every model of ``protocol``; return its numbers."""
+                     on_job_done: Callable | None = None, on_estimate: Callable | None = None) -> Frames:
+    """Train (or reuse) and attack every model of ``protocol``; return its numbers. With
+    ``on_estimate`` the jobs are priced first (:func:`privaudit.executor.preview.estimated`)."""
     workspace.ensure_writable()
     images = data.get(protocol.dataset)
     jobs = reproduce_jobs(protocol, images.input_shape, len(images.y))
     if on_plan:
         on_plan(jobs)
     check_reused(jobs, workspace)  # a damaged artifact stops the run before anything trains
-    (executor or LocalExecutor()).run(jobs, workspace, data, device, on_start=on_start, on_epoch=on_epoch,
-                                      on_job_done=on_job_done)
+    with estimated("reproduce", priced_jobs(jobs), workspace, data, device, on_estimate):
+        (executor or LocalExecutor()).run(jobs, workspace, data, device, on_start=on_start, on_epoch=on_epoch,
+                                          on_job_done=on_job_done)
     return collect(protocol, workspace)
+
+
+def priced_jobs(jobs: list[Job]) -> list[Job]:
+    """The jobs a reproduction's estimate prices: its graph and the page it writes after them
+    (priced as a report over its attacked targets)."""
+    return jobs + [Job(id="page", kind="report", deps=tuple(j.id for j in jobs if j.kind == "attack"))]

@@ -1,0 +1,406 @@
+"""What a job graph will cost before it runs: time and disk, from measurements on this machine.
+
+The estimate of a job is built from rates measured here, in this process, on the job's own
+code paths, and cached per machine (:func:`cache_path`), so a second plan measures nothing:
+
+* **training**: each recipe family (architecture and width, input shape, DP-SGD or not, MG
+  noise or not, batch size, precision, augmentation, engine; for the stacked engine, the
+  number of models trained together) is timed by the trainer itself on a slice of at most
+  :data:`SLICE` members for three epochs. A model then costs
+
+      members × epochs × (seconds per member-epoch) + set-up + evaluation,
+
+  where an epoch of ⌈n / batch⌉ identical steps makes the cost per member-epoch the same at
+  any part size, set-up is the slice run's time outside its epochs, and evaluation is the
+  clean inference on the model's members and non-members.
+* **inference** (evaluation, pool logits, attack queries): seconds per sample of each
+  architecture, timed on 2,048 random inputs.
+* **attack numerics** (the shadow attack's classifier, LiRA and RMIA with their
+  leave-one-out calibration, the bootstrap intervals): the attack code itself, run on
+  random logits of the job's shapes at :data:`ATTACK_SLICE` samples a side, scaled linearly to
+  the part size (every step is linear in the samples for a fixed pool).
+* **report**: a fixed part and a part per attacked target, in seconds of the machine on which
+  they were measured (:data:`REPORT_SECONDS`), scaled by this machine's measured speed on a
+  fixed NumPy workload against that machine's (:data:`REFERENCE_NUMPY_SECONDS`).
+
+Not measured but counted: a job whose artifacts exist costs nothing (it is reused), and the
+process's start-up (import, data) is the one this process paid. After a run the ratio of its
+actual to its estimated time is kept in the cache, and later estimates of the same command on
+this machine are multiplied by the median of the last :data:`HISTORY` ratios (shown as the
+correction; ``benchmarks/bench_estimate.py`` measures the estimate without it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from privaudit.atomic import write_json
+from privaudit.config import RunConfig
+from privaudit.executor.plan import Job
+
+#: environment variable naming the folder of the cost cache (default: the user cache folder)
+CACHE_ENV = "PRIVAUDIT_CACHE_DIR"
+CACHE_SCHEMA = 2
+SLICE = 512            # samples a part of a calibration run at most
+ATTACK_SLICE = 512     # members (and as many non-members) of the attack calibration
+HISTORY = 5            # runs whose actual/estimated ratio corrects later estimates
+#: the report's cost on the machine the constants were measured on (AMD EPYC, 2 cores):
+#: seconds fixed, and per attacked target
+REPORT_SECONDS = (3.0, 0.45)
+#: :func:`numpy_seconds` on that machine (best of 5)
+REFERENCE_NUMPY_SECONDS = 0.060
+#: bytes of a model folder beside its weights (config, metrics, manifest), and of a report
+MODEL_EXTRA_BYTES = 4_096
+REPORT_BYTES = (400_000, 40_000)
+
+
+def cache_path() -> Path:
+    """The cost cache: ``$PRIVAUDIT_CACHE_DIR/costs.json``, else the user's cache folder
+    (``$XDG_CACHE_HOME/privaudit`` or ``~/.cache/privaudit``)."""
+    root = os.environ.get(CACHE_ENV)
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        root = str(Path(base) / "privaudit")
+    return Path(root) / "costs.json"
+
+
+def machine_key(device) -> str:
+    """What a measured rate belongs to: processor, core and thread counts, torch and its
+    device. Another machine (or another torch) measures again."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    dev = str(device)
+    if getattr(device, "type", "") == "cuda":
+        dev = torch.cuda.get_device_name(device)
+    text = f"{cpu}|{os.cpu_count()}|{torch.get_num_threads()}|{torch.__version__}|{dev}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def numpy_seconds() -> float:
+    """A fixed NumPy workload like the attacks' (sorts, cumulative sums, elementwise
+    maths on 200,000 values), best of 5: how fast this machine runs the report's and the
+    attacks' kind of work."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(200_000)
+    best = math.inf
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(4):
+            order = np.argsort(x)
+            np.cumsum(np.exp(-x[order] ** 2))
+            np.log1p(np.abs(x)).sum()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+@dataclass(frozen=True)
+class JobCost:
+    """A job's estimate: seconds, bytes it writes, and whether it is reused as it stands."""
+
+    job: Job
+    seconds: float
+    disk_bytes: int
+    reused: bool
+
+
+class CostModel:
+    """Rates measured on this machine (module docstring), cached in :func:`cache_path`.
+
+    ``data`` is the run's :class:`~privaudit.runs.DataCache` (datasets are loaded once, as the
+    run would load them), ``device`` its device."""
+
+    def __init__(self, data, device, path: Path | None = None, log: Callable[[str], None] | None = None):
+        self.data = data
+        self.device = device
+        self.path = path or cache_path()
+        self.key = machine_key(device)
+        self.log = log or (lambda line: None)
+        self.measured_seconds = 0.0  # calibration time spent by this process
+        self._store = self._read()
+        self.rates: dict = self._store["machines"].setdefault(self.key, {"rates": {}, "history": {}})
+
+    # -- the cache --------------------------------------------------------------------
+    def _read(self) -> dict:
+        try:
+            store = json.loads(self.path.read_text())
+            if store.get("schema") == CACHE_SCHEMA and isinstance(store.get("machines"), dict):
+                return store
+        except (OSError, ValueError):
+            pass
+        return {"schema": CACHE_SCHEMA, "machines": {}}
+
+    def _save(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_json(self.path, self._store)
+        except OSError:  # a read-only home: estimates are measured again next time
+            pass
+
+    def _rate(self, key: str, measure: Callable[[], float | list]) -> float | list:
+        table = self.rates["rates"]
+        if key not in table:
+            t = time.perf_counter()
+            table[key] = measure()
+            self.measured_seconds += time.perf_counter() - t
+            self._save()
+        return table[key]
+
+    # -- measured rates ----------------------------------------------------------------
+    def numpy_speed(self) -> float:
+        """This machine's time for :func:`numpy_seconds` over the reference machine's."""
+        return float(self._rate("numpy", numpy_seconds)) / REFERENCE_NUMPY_SECONDS
+
+    def inference_seconds(self, cfg: RunConfig) -> float:
+        """Seconds per sample of a clean forward pass of ``cfg``'s architecture."""
+        images = self.data.images(cfg)
+        key = f"infer|{cfg.model.name}|{cfg.model.width}|{cfg.model.args}|{images.input_shape}|{images.num_classes}"
+
+        def measure() -> float:
+            import torch
+
+            from privaudit.models import build_model
+            from privaudit.training.trainer import predict_logits
+
+            torch.manual_seed(0)
+            model = build_model(cfg.model.name, images.input_shape, images.num_classes, width=cfg.model.width,
+                                dp=cfg.defence.dp, args=cfg.model.args).to(self.device).eval()
+            x = torch.randn(2_048, *images.input_shape, device=self.device)
+            predict_logits(model, x[:256])  # kernels created
+            best = math.inf
+            for _ in range(2):
+                t = time.perf_counter()
+                predict_logits(model, x)
+                best = min(best, time.perf_counter() - t)
+            return best / len(x)
+
+        return float(self._rate(key, measure))
+
+    def training_rates(self, group: Sequence[RunConfig]) -> tuple[float, float]:
+        """(seconds per member-epoch of one model, set-up seconds per model) of training
+        ``group``: one model, or a stacked run of ``len(group)`` models."""
+        from privaudit.training.trainer import resolve_engine
+
+        cfg = group[0]
+        images = self.data.images(cfg)
+        t, d, m = cfg.train, cfg.defence, cfg.model
+        key = (f"train|{m.name}|{m.width}|{m.args}|{images.input_shape}|{images.num_classes}|dp={d.dp}|"
+               f"{d.mechanism if d.dp else ''}|mg={d.kappa > 0}|b={t.batch_size}|{t.precision}|{t.augment}|"
+               f"{resolve_engine()}|k={len(group)}")
+        rates = self._rate(key, lambda: self._measure_training(group, images))
+        return float(rates[0]), float(rates[1])
+
+    def _measure_training(self, group: Sequence[RunConfig], images) -> list[float]:
+        import torch
+
+        from privaudit.training.stacked import member_count, train_stacked
+        from privaudit.training.trainer import train_model
+
+        def run(part: int, epochs: int) -> tuple[float, list[float], float, int]:
+            small = [replace(c, data=replace(c.data, part_size=part), train=replace(c.train, epochs=epochs)).validated()
+                     for c in group]
+            ends: list[float] = []
+            tick = lambda e, n, loss: ends.append(time.perf_counter())  # noqa: E731
+            t0 = time.perf_counter()
+            if len(small) > 1:
+                train_stacked(small, images, self.device, on_epoch=tick)
+            else:
+                train_model(small[0], images, self.device, on_epoch=tick)
+            return t0, ends, time.perf_counter(), member_count(small[0], len(images.y))
+
+        part = max(2, min(group[0].data.part_size, SLICE, len(images.y) // 4))
+        self.log(f"estimate: timing {group[0].model.name} {group[0].defence.label} training"
+                 f"{f' (×{len(group)} stacked)' if len(group) > 1 else ''} on {part} samples a part")
+        # torch.optim's first use in a process imports torch._dynamo, and a recipe's first
+        # steps create its kernels and buffers: paid once, in a short run outside the
+        # measurement, as a run pays them once
+        torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+        run(max(2, min(part, 2 * group[0].train.batch_size)), 1)
+        t0, ends, t_end, members = run(part, 3)
+        steady = min(b - a for a, b in zip(ends, ends[1:]))  # the best epoch after the first
+        evaluation = 2 * part * self.inference_seconds(group[0]) * len(group)
+        setup = max(0.0, ends[0] - t0 - steady) + max(0.0, t_end - ends[-1] - evaluation)
+        return [steady / members / len(group), setup / len(group)]
+
+    def attack_numerics_seconds(self, target: RunConfig, pool_size: int, pool_attacks: Sequence[str],
+                                shadow: bool) -> float:
+        """Seconds of an attack's computation on outputs (no model queries) at
+        :data:`ATTACK_SLICE` samples a side; :meth:`job_seconds` scales it to the part."""
+        images = self.data.images(target)
+        queries = 2 if target.train.augment == "flip" else 1
+        key = (f"attack|C={images.num_classes}|P={pool_size}|A={queries}|{','.join(pool_attacks)}|"
+               f"shadow={shadow}")
+
+        def measure() -> float:
+            from privaudit.attacking import BASELINE_ATTACKS, run_attacks
+            from privaudit.attacks.pool_attacks import evaluate_scores, leave_one_out, pool_scores
+
+            rng = np.random.default_rng(0)
+            n, c = ATTACK_SLICE, images.num_classes
+
+            def side() -> tuple:
+                logits = rng.standard_normal((n, c)).astype(np.float32)
+                return logits, rng.integers(0, c, n), rng.standard_normal((n, c)).astype(np.float32), \
+                    rng.integers(0, c, n)
+
+            t = time.perf_counter()
+            if shadow:
+                run_attacks(side(), side(), data_free=0.5)
+            if pool_attacks:
+                from privaudit.data.splits import pool_keep
+
+                keep = pool_keep(pool_size, 2 * n, 0)
+                labels, pop_labels = rng.integers(0, c, 2 * n), rng.integers(0, c, 2 * n)
+                logits = rng.standard_normal((pool_size, 2 * n, queries, c)).astype(np.float32)
+                pop = rng.standard_normal((pool_size, 2 * n, queries, c)).astype(np.float32)
+                t_logits = rng.standard_normal((2 * n, queries, c)).astype(np.float32)
+                t_pop = rng.standard_normal((2 * n, queries, c)).astype(np.float32)
+                attacks = tuple(pool_attacks) + BASELINE_ATTACKS
+                _, loo = leave_one_out(logits, pop, keep, labels, pop_labels, attacks=attacks, delta=1e-5)
+                scores = pool_scores(t_logits, t_pop, labels, pop_labels, logits, pop, keep, attacks=pool_attacks)
+                member = np.repeat([1, 0], n).astype(np.int8)
+                for name, s in scores.items():
+                    evaluate_scores(member, s, keep.astype(int).ravel(), loo[name].ravel(), delta=1e-5)
+            return time.perf_counter() - t
+
+        return float(self._rate(key, measure))
+
+    # -- jobs -------------------------------------------------------------------------
+    def model_bytes(self, cfg: RunConfig) -> int:
+        """Bytes of a saved model folder: float32 weights and buffers, the normaliser, the
+        metadata files."""
+        images = self.data.images(cfg)
+        key = f"params|{cfg.model.name}|{cfg.model.width}|{cfg.model.args}|{images.input_shape}|" \
+              f"{images.num_classes}|dp={cfg.defence.dp}"
+
+        def measure() -> float:
+            from privaudit.models import build_model
+
+            model = build_model(cfg.model.name, images.input_shape, images.num_classes, width=cfg.model.width,
+                                dp=cfg.defence.dp, args=cfg.model.args)
+            return float(sum(p.numel() for p in model.state_dict().values()))
+
+        numel = float(self._rate(key, measure))
+        return int(4 * (numel + 2 * int(np.prod(images.input_shape)))) + MODEL_EXTRA_BYTES
+
+    def job_cost(self, job: Job, workspace, done: Callable[[Job], bool]) -> JobCost:
+        """The estimate of ``job`` in ``workspace``; ``done(job)`` says whether it is reused."""
+        reused = done(job)
+        if job.kind == "train":
+            disk = sum(self.model_bytes(c) for c in job.configs)
+            return JobCost(job, 0.0 if reused else self._train_seconds(job, workspace), 0 if reused else disk, reused)
+        if job.kind == "logits":
+            cfg = job.configs[0]
+            images = self.data.images(cfg)
+            queries = 2 if cfg.train.augment == "flip" else 1
+            samples = 4 * cfg.data.part_size * queries * job.pool_size  # pool (2 parts) and population (2 parts)
+            disk = samples * images.num_classes * 4
+            return JobCost(job, 0.0 if reused else samples * self.inference_seconds(cfg), 0 if reused else disk,
+                           reused)
+        if job.kind == "attack":
+            return self._attack_cost(job, reused)
+        if job.kind == "report":
+            fixed, per_target = REPORT_SECONDS
+            targets = len(job.deps)
+            disk = REPORT_BYTES[0] + REPORT_BYTES[1] * targets
+            return JobCost(job, (fixed + per_target * targets) * self.numpy_speed(), disk, False)
+        return JobCost(job, 0.0, 0, reused)
+
+    def _train_seconds(self, job: Job, workspace) -> float:
+        from privaudit.training.stacked import member_count
+
+        missing = [c for c in job.configs if not workspace.has_model(c)]
+        images = self.data.images(job.configs[0])
+        evaluation = 2 * job.configs[0].data.part_size * self.inference_seconds(job.configs[0])
+        if job.epochs_series:  # the longest missing model trains once; each missing one is evaluated
+            longest = max(missing, key=lambda c: c.train.epochs)
+            per, setup = self.training_rates([longest])
+            return (member_count(longest, len(images.y)) * longest.train.epochs * per + setup
+                    + evaluation * len(missing))
+        group = list(job.configs) if len(job.configs) > 1 else [job.configs[0]]
+        per, setup = self.training_rates(group)
+        # a stacked run with any model missing trains whole (privaudit.runs.ensure_models)
+        trained = group if len(group) > 1 else missing
+        return sum(member_count(c, len(images.y)) * c.train.epochs * per + setup + evaluation for c in trained)
+
+    def _attack_cost(self, job: Job, reused: bool) -> JobCost:
+        cfg, plan = job.configs[0], job.attacks
+        images = self.data.images(cfg)
+        part = cfg.data.part_size
+        queries = 2 if cfg.train.augment == "flip" else 1
+        if reused:
+            return JobCost(job, 0.0, 0, True)
+        infer = self.inference_seconds(cfg)
+        samples = 0
+        if plan.shadow:  # target and shadow on their members and non-members, the data-free threshold's queries
+            samples += 2 * part + 2 * part + 2 * part
+        if plan.pool_attacks:  # the target on the pool and the population
+            samples += 4 * part * queries
+        if plan.one_run:  # the canary model on the canaries
+            samples += part
+        numerics = self.attack_numerics_seconds(cfg, plan.pool_size, plan.pool_attacks, plan.shadow)
+        attacks = (3 if plan.shadow else 0) + len(plan.pool_attacks)
+        disk = (attacks + 1) * 2 * part * 8 + 30_000
+        return JobCost(job, samples * infer + numerics * part / ATTACK_SLICE, disk, False)
+
+    # -- the history correction ---------------------------------------------------------
+    def correction(self, command: str) -> tuple[float, int]:
+        """(median actual/estimated ratio of the last runs of ``command`` here, their count);
+        (1, 0) when there are none."""
+        ratios = self.rates["history"].get(command, [])[-HISTORY:]
+        if not ratios:
+            return 1.0, 0
+        return float(min(4.0, max(0.25, statistics.median(ratios)))), len(ratios)
+
+    def record(self, command: str, estimated: float, actual: float) -> None:
+        """Keep a finished run's actual/estimated ratio (runs of under 5 estimated seconds, or
+        that reused nearly everything, say nothing of the model and are not kept)."""
+        if estimated < 5.0 or actual <= 0:
+            return
+        history = self.rates["history"].setdefault(command, [])
+        history.append(actual / estimated)
+        del history[:-HISTORY]
+        self._save()
+
+
+def estimate_jobs(jobs: Iterable[Job], workspace, model: CostModel) -> list[JobCost]:
+    """Every job's :class:`JobCost`, its reuse decided as the executor decides it
+    (:func:`privaudit.executor.jobs.is_done`) and, for an attack, by whether its folder
+    already holds every attack it asks for."""
+    from privaudit.executor.jobs import is_done
+
+    def done(job: Job) -> bool:
+        if job.kind in ("train", "logits"):
+            return is_done(job, workspace)
+        if job.kind == "attack":
+            metrics = workspace.root / job.outputs[0] / "metrics.json"
+            if not metrics.is_file():
+                return False
+            try:
+                saved = json.loads(metrics.read_text())
+            except (OSError, ValueError):
+                return False
+            wanted = set(job.attacks.pool_attacks) | ({"shadow", "loss", "confidence"} if job.attacks.shadow else set())
+            return wanted <= set(saved) and (not job.attacks.one_run or
+                                             (workspace.root / job.outputs[0] / "one_run.json").is_file())
+        return False
+
+    return [model.job_cost(j, workspace, done) for j in jobs]

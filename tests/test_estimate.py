@@ -1,0 +1,154 @@
+"""A plan before the work: the cost model's arithmetic, its cache, what a dry run reports and
+reuses, and the time left of a running plan."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+
+import privaudit
+from privaudit.config import make_config
+from privaudit.executor.costs import CostModel
+from privaudit.executor.plan import Job, epochs_job, train_job
+from privaudit.executor.preview import Remaining, RunPlan, duration, size
+from privaudit.runs import ensure_model
+from privaudit.workspace import Workspace
+
+from cli_helpers import run_cli
+
+CPU = torch.device("cpu")
+SMALL = dict(dataset="digits", kappas="0.5", sigmas="none", epochs=2, width=16, part_size=60, attacks="shadow")
+
+
+def _model(data_cache, tmp_path, per=1e-3, setup=0.5, infer=1e-4) -> CostModel:
+    """A cost model whose measured rates are the given constants."""
+    model = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
+    model.training_rates = lambda group: (per, setup)
+    model.inference_seconds = lambda cfg: infer
+    return model
+
+
+def test_a_model_costs_members_times_epochs_plus_setup_and_evaluation(data_cache, tmp_path):
+    cfg = make_config(dataset="digits", part_size=60, epochs=3, width=16)
+    cost = _model(data_cache, tmp_path).job_cost(train_job([cfg]), Workspace(tmp_path / "ws"), lambda j: False)
+    assert cost.seconds == pytest.approx(60 * 3 * 1e-3 + 0.5 + 2 * 60 * 1e-4)
+    assert not cost.reused
+
+
+def test_a_stacked_run_costs_each_of_its_models_and_a_series_its_longest(data_cache, tmp_path):
+    cfgs = [make_config(dataset="digits", part_size=60, epochs=3, width=16, kappa=k) for k in (0.0, 0.5, 1.0, 2.0)]
+    model, ws = _model(data_cache, tmp_path), Workspace(tmp_path / "ws")
+    one = 60 * 3 * 1e-3 + 0.5 + 2 * 60 * 1e-4
+    assert model.job_cost(train_job(cfgs), ws, lambda j: False).seconds == pytest.approx(4 * one)
+    series = [replace(cfgs[0], train=replace(cfgs[0].train, epochs=e)).validated() for e in (2, 5, 9)]
+    # the longest trains once (9 epochs), every model of the series is evaluated
+    assert model.job_cost(epochs_job(series), ws, lambda j: False).seconds == pytest.approx(
+        60 * 9 * 1e-3 + 0.5 + 3 * 2 * 60 * 1e-4)
+
+
+def test_a_reused_model_costs_nothing_and_the_disk_estimate_is_its_folder(data_cache, tmp_path):
+    cfg = make_config(dataset="digits", part_size=60, epochs=2, width=16)
+    ws = Workspace(tmp_path / "ws")
+    model = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
+    job = train_job([cfg])
+    from privaudit.executor.costs import estimate_jobs
+
+    before = estimate_jobs([job], ws, model)[0]
+    assert not before.reused and before.seconds > 0
+    run = ensure_model(cfg, ws, data_cache, CPU)
+    on_disk = sum(p.stat().st_size for p in run.path.iterdir())
+    assert before.disk_bytes == pytest.approx(on_disk, rel=0.15)
+    after = estimate_jobs([job], ws, model)[0]
+    assert after.reused and after.seconds == 0 and after.disk_bytes == 0
+
+
+def test_rates_are_measured_once_per_machine_and_cached(data_cache, tmp_path):
+    cfg = make_config(dataset="digits", part_size=60, epochs=2, width=16)
+    first = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
+    per, setup = first.training_rates([cfg])
+    infer = first.inference_seconds(cfg)
+    assert 0 < per < 1 and setup >= 0 and 0 < infer < 1 and first.measured_seconds > 0
+    second = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
+    assert second.training_rates([cfg]) == (per, setup) and second.inference_seconds(cfg) == infer
+    assert second.measured_seconds == 0  # nothing measured again
+    saved = json.loads((tmp_path / "costs.json").read_text())
+    assert list(saved["machines"]) == [first.key]
+
+
+def test_the_history_correction_is_the_median_ratio_of_the_last_runs(data_cache, tmp_path):
+    model = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
+    assert model.correction("audit") == (1.0, 0)
+    model.record("audit", 2.0, 100.0)  # under 5 estimated seconds: says nothing, not kept
+    for actual in (20.0, 20.0, 40.0):
+        model.record("audit", 10.0, actual)
+    assert model.correction("audit") == (2.0, 3)
+    assert CostModel(data_cache, CPU, path=tmp_path / "costs.json").correction("audit") == (2.0, 3)
+    for _ in range(5):
+        model.record("audit", 10.0, 1000.0)
+    assert model.correction("audit") == (4.0, 5)  # at most ×4, over the last 5 runs
+    assert model.correction("reproduce") == (1.0, 0)
+
+
+def test_the_time_left_follows_the_pace_of_the_done_jobs():
+    jobs = [Job(id=f"j{i}", kind="train") for i in range(4)]
+    from privaudit.executor.costs import JobCost
+
+    plan = RunPlan(command="audit", workdir=None, models=[], attacks=[], jobs=4, reused_jobs=0, disk_bytes=0,
+                   job_seconds=40.0, startup_seconds=0.0, correction=1.0, corrected_by=0, calibration_seconds=0.0,
+                   costs=[JobCost(j, 10.0, 0, False) for j in jobs])
+    now = [0.0]
+    left = Remaining(plan, clock=lambda: now[0])
+    assert left.seconds_left() == 40.0
+    now[0] = 20.0  # the first job took twice its estimate
+    assert left.job_done(jobs[0]) == pytest.approx(60.0)
+    now[0] = 30.0
+    assert left.job_done(jobs[1]) == pytest.approx(30.0)  # 30 s for 20 estimated: 1.5× the 20 left
+
+
+def test_durations_and_sizes_read_as_people_write_them():
+    assert [duration(s) for s in (4.25, 42, 200, 7500)] == ["4.2 s", "42 s", "3 min 20 s", "2 h 05 min"]
+    assert [size(n) for n in (512, 20_100_000, 3.4e9)] == ["512 B", "20.1 MB", "3.40 GB"]
+
+
+def test_a_dry_run_plans_every_model_and_trains_none(tmp_path):
+    plan = privaudit.audit(**SMALL, workdir=tmp_path, dry_run=True)
+    assert isinstance(plan, RunPlan)
+    by_role = {}
+    for m in plan.models:
+        by_role[m["role"]] = by_role.get(m["role"], 0) + m["models"]
+    assert by_role == {"target": 2, "shadow": 2}  # the baseline and κ 0.5, each with its shadow
+    assert plan.jobs == 1 + 2 + 1 and plan.reused_jobs == 0  # one stacked training run, 2 attacks, the report
+    assert plan.attacks == ["shadow"]
+    assert math.isfinite(plan.seconds) and plan.seconds > 0 and plan.disk_bytes > 0
+    assert not (tmp_path / "models").exists() and not (tmp_path / "reports").exists()
+    # after the run every model and attack is reused: nothing is left to train
+    report = privaudit.audit(**SMALL, workdir=tmp_path)
+    again = privaudit.audit(**SMALL, workdir=tmp_path, dry_run=True)
+    assert sum(m["reused"] for m in again.models) == 4 and again.reused_jobs == 3
+    assert again.job_seconds < plan.job_seconds and all(c.seconds == 0 for c in again.costs if c.reused)
+    assert len(report.targets) == 2
+
+
+def test_dry_run_on_the_command_line_prints_the_plan_and_its_json(tmp_path):
+    code, out, err = run_cli("audit", *(f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()),
+                             "--workdir", str(tmp_path), "--dry-run", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["dry_run"] is True and doc["jobs"] == 4 and doc["estimated_seconds"] > 0
+    code, out, err = run_cli("train", "--dataset", "digits", "--epochs", "2", "--width", "16", "--part-size", "60",
+                             "--workdir", str(tmp_path), "--dry-run")
+    assert code == 0, err
+    assert "estimate: about" in out and "1 model to train, 0 reused" in out
+    assert not (tmp_path / "models").exists()
+
+
+def test_a_real_run_prints_its_estimate_and_the_time_left(tmp_path):
+    code, out, err = run_cli("audit", *(f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()),
+                             "--workdir", str(tmp_path))
+    assert code == 0, err
+    assert "estimate: about" in err and " left on this machine" in err
+    assert "left)" in [line for line in err.splitlines() if line.startswith("[4/4]")][0]
