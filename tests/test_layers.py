@@ -97,3 +97,55 @@ def test_the_check_catches_an_upward_import():
     planted = {"privaudit.models.evil": "def f():\n    from privaudit.report.html import render_report\n",
                "privaudit.report.fine": "from privaudit.models import build_model\nfrom . import html\n"}
     assert upward_imports(planted) == ["privaudit.models.evil:2 imports privaudit.report.html (models → report)"]
+
+
+def import_circles(files: dict[str, str]) -> list[list[str]]:
+    """The import circles among ``files``' modules (strongly connected groups of more than one
+    module, lazy imports inside functions included), each sorted."""
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for module, source in files.items():
+        for _, target in imports_of(source, module):
+            # ``from privaudit.data import loaders`` names a module too
+            graph[module].update(t for t in (target,) if t in files and t != module)
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                graph[module].update(f"{node.module}.{a.name}" for a in node.names
+                                     if f"{node.module}.{a.name}" in files)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_module_imports_itself_through_others():
+    assert import_circles(package_files()) == []
+
+
+def test_the_circle_check_finds_a_planted_circle():
+    planted = {"privaudit.a": "from privaudit.b import x\n", "privaudit.b": "def f():\n    from privaudit.c import y\n",
+               "privaudit.c": "import privaudit.a\n", "privaudit.d": "from privaudit.a import z\n"}
+    assert import_circles(planted) == [["privaudit.a", "privaudit.b", "privaudit.c"]]

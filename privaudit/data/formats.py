@@ -108,7 +108,7 @@ def _download(name: str, root: Path) -> None:
 # -- CIFAR-100 ---------------------------------------------------------------------------------
 
 def _cifar100(name: str, root: Path):
-    from privaudit.data.loaders import ImageData, _read_batch
+    from privaudit.data.images import ImageData, _read_batch
 
     folder = next((f for f in (root / CIFAR100_FOLDER, root) if (f / "test").is_file() and (f / "train").is_file()),
                   None)
@@ -146,7 +146,7 @@ def parse_idx(raw: bytes, what: str) -> np.ndarray:
 
 
 def _idx(name: str, root: Path):
-    from privaudit.data.loaders import ImageData
+    from privaudit.data.images import ImageData
 
     folder = _idx_folder(name, root)
     if folder is None:
@@ -169,7 +169,7 @@ def _idx(name: str, root: Path):
 def _svhn(name: str, root: Path):
     from scipy.io import loadmat
 
-    from privaudit.data.loaders import ImageData
+    from privaudit.data.images import ImageData
 
     folder = next((f for f in (root, root / "svhn", root / "SVHN") if (f / SVHN_FILES[1]).is_file()), None)
     if folder is None:

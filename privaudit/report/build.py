@@ -21,21 +21,10 @@ from privaudit.errors import ArtifactError, DamagedArtifactError
 from privaudit.integrity import verify_folder
 from privaudit.metrics import roc
 from privaudit.report.summary import Summary, summarise
+from privaudit.report.table import COLUMNS
 from privaudit.timing import timed
 from privaudit.workspace import Workspace
 
-COLUMNS = [
-    "target_run", "shadow_run", "model", "width", "dataset", "defence", "kappa", "dp", "noise_multiplier",
-    "epsilon", "delta", "accountant", "epsilon_replace_one", "epsilon_replace_one_sigma_half", "seed", "part_size",
-    "epochs", "train_accuracy",
-    "test_accuracy", "attack", "auc", "auc_lo", "auc_hi", "accuracy", "precision", "recall", "threshold", "advantage",
-    "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members", "n_nonmembers",
-    # empirical privacy (issue: strongest attacks); thresholds chosen on other models
-    "source", "eps_lower_bound", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo",
-    "tpr_at_0p1pct_fpr_hi", "loo_n_targets", "loo_auc_mean", "loo_auc_std", "loo_tpr_at_1pct_fpr_mean",
-    "loo_tpr_at_1pct_fpr_std", "loo_tpr_at_0p1pct_fpr_mean", "loo_tpr_at_0p1pct_fpr_std",
-    "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std", "one_run_eps_lower_bound",
-]
 LOO_KEYS = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "eps_lower_bound")
 EXTRAS = ("loo", "exposure", "one_run")
 

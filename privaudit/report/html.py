@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 from privaudit.formatting import difference, lower_bound, sig3, slug
-from privaudit.report.build import COLUMNS
+from privaudit.report.table import COLUMNS
 from privaudit.report.defences import noisycgd_comparison
-from privaudit.report.iso import as_bool
+from privaudit.report.table import as_bool
 from privaudit.report.plots import line_plot
 from privaudit.report.summary import VERDICT_DP, VERDICT_MG, Summary, setting_label, summarise
 

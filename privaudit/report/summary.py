@@ -23,7 +23,7 @@ row per target, defence setting, seed and attack). It computes, once:
 * **verdicts**: the comparisons that answer the question: the paper's attack (shadow AUC)
   and the strongest attack (TPR at 0.1 % FPR and the ε lower bound).
 
-The iso-accuracy gap of one seed follows :mod:`privaudit.report.iso`: the MG curve (baseline
+The iso-accuracy gap of one seed follows the linear interpolation of both curves on a common accuracy grid (tests/reference_iso.py holds the slow reference): the MG curve (baseline
 and MG-noise settings) and the DP curve (baseline and DP-SGD settings) are interpolated
 linearly on 25 accuracies spanning the overlap of their accuracy ranges, and the gap is the
 mean of DP − MG over that grid. Over seeds the gaps get a t-interval; with one seed the
@@ -46,7 +46,7 @@ from privaudit.formatting import number as _num
 from privaudit.formatting import sig3
 from privaudit.metrics import STRONGEST_KEY
 from privaudit.metrics import strongest_attack as strongest_of
-from privaudit.report.iso import as_bool
+from privaudit.report.table import as_bool
 
 CONFIDENCE = 0.95
 PAPER_ATTACK = "shadow"

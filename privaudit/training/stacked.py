@@ -48,6 +48,7 @@ from privaudit.models import build_model
 from privaudit.seeding import derive_seed, generator
 from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, poisson_batch
 from privaudit.training.loop import Batch, run_epochs
+from privaudit.training.mg_noise import apply_mg_noise
 from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, evaluate,
                                         resolve_engine, role_data, train_model)
 
@@ -288,20 +289,21 @@ def _adam(params: list[torch.Tensor], cfg: RunConfig) -> FusedAdam:
 
 
 def _views(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device):
-    """Each model's training view of its rows (K, b, d): its MG mask 1 + κ_k ε from its own
-    generator (the draws :func:`~privaudit.training.mg_noise.mg_mask` makes, written into one
-    buffer), none for κ = 0. ``view(xb, drawn)`` draws model k's mask for its first
-    ``drawn[k]`` rows only (default: all) and leaves the rows past them as they are (ε = 0)."""
-    noisy = [(k, g) for k, (c, g) in enumerate(zip(cfgs, st.gens)) if c.defence.kappa]
-    kappas = torch.tensor([c.defence.kappa for c in cfgs], dtype=torch.float32, device=device)[:, None, None]
+    """Each model's training view of its rows (K, b, d): model k's rows through
+    :func:`~privaudit.training.mg_noise.apply_mg_noise` with its own κ and generator (the one
+    place that draws MG masks, so the draws are those of its own training run), none for
+    κ = 0. ``view(xb, drawn)`` masks model k's first ``drawn[k]`` rows only (default: all)
+    and leaves the rows past them as they are."""
+    noisy = [(k, c.defence.kappa, g) for k, (c, g) in enumerate(zip(cfgs, st.gens)) if c.defence.kappa]
 
     def view(xb: torch.Tensor, drawn: Sequence[int] | None = None) -> torch.Tensor:
         if not noisy:
             return xb
-        eps = torch.zeros_like(xb)
-        for k, g in noisy:
-            eps[k, :xb.shape[1] if drawn is None else drawn[k]].normal_(0.0, 1.0, generator=g)
-        return xb * eps.mul_(kappas).add_(1.0)
+        out = xb.clone()
+        for k, kappa, g in noisy:
+            n = xb.shape[1] if drawn is None else drawn[k]
+            out[k, :n] = apply_mg_noise(xb[k, :n], kappa, g)
+        return out
 
     return view
 

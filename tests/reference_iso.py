@@ -1,4 +1,5 @@
-"""Iso-accuracy comparison of MG noise and DP-SGD (pure pandas/numpy).
+"""A slow, direct reference of the iso-accuracy comparison, for the tests of
+:func:`privaudit.report.summary.iso_gap` (the vectorised one the reports use).
 
 Both defences trade test accuracy for privacy. To compare them fairly we compare their
 leakage *at equal test accuracy*: each defence gives a curve of (test accuracy, leakage
@@ -23,32 +24,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["iso_accuracy", "iso_summary", "as_bool", "split_curves", "ISO_COLUMNS",
-           "SUMMARY_COLUMNS", "GROUP_KEYS"]
+from privaudit.report.table import as_bool
 
 GROUP_KEYS = ["model", "dataset", "attack"]
 ISO_COLUMNS = ["model", "dataset", "attack", "metric", "test_accuracy", "mg", "dp",
                "dp_minus_mg"]
 SUMMARY_COLUMNS = ["model", "dataset", "attack", "metric", "acc_low", "acc_high",
                    "mean_dp_minus_mg", "leaks_less"]
-
-
-def as_bool(values: Any) -> pd.Series:
-    """The ``dp`` column as booleans: True/False, 1/0, "true"/"false" (any case); missing
-    values count as False."""
-    s = pd.Series(values)
-
-    def one(v: Any) -> bool:
-        if isinstance(v, str):
-            return v.strip().lower() in ("true", "1", "yes", "y", "t")
-        try:
-            if pd.isna(v):
-                return False
-        except (TypeError, ValueError):
-            pass
-        return bool(v)
-
-    return s.map(one).astype(bool)
 
 
 def _points(acc: pd.Series, val: pd.Series) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,41 @@
+"""The trade-off table's schema: its columns (``reports/tradeoff.csv``), and how its
+boolean column is read back. Every report module reads it from here (the table is built by
+:mod:`privaudit.report.build` and drawn by :mod:`privaudit.report.html`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+#: the columns of the trade-off table, in the CSV's order: a row per target and attack
+COLUMNS = [
+    "target_run", "shadow_run", "model", "width", "dataset", "defence", "kappa", "dp", "noise_multiplier",
+    "epsilon", "delta", "accountant", "epsilon_replace_one", "epsilon_replace_one_sigma_half", "seed", "part_size",
+    "epochs", "train_accuracy",
+    "test_accuracy", "attack", "auc", "auc_lo", "auc_hi", "accuracy", "precision", "recall", "threshold", "advantage",
+    "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "n_members", "n_nonmembers",
+    # empirical privacy (issue: strongest attacks); thresholds chosen on other models
+    "source", "eps_lower_bound", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo",
+    "tpr_at_0p1pct_fpr_hi", "loo_n_targets", "loo_auc_mean", "loo_auc_std", "loo_tpr_at_1pct_fpr_mean",
+    "loo_tpr_at_1pct_fpr_std", "loo_tpr_at_0p1pct_fpr_mean", "loo_tpr_at_0p1pct_fpr_std",
+    "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std", "one_run_eps_lower_bound",
+]
+
+
+def as_bool(values: Any) -> pd.Series:
+    """The ``dp`` column as booleans: True/False, 1/0, "true"/"false" (any case); missing
+    values count as False."""
+    s = pd.Series(values)
+
+    def one(v: Any) -> bool:
+        if isinstance(v, str):
+            return v.strip().lower() in ("true", "1", "yes", "y", "t")
+        try:
+            if pd.isna(v):
+                return False
+        except (TypeError, ValueError):
+            pass
+        return bool(v)
+
+    return s.map(one).astype(bool)
