@@ -29,15 +29,9 @@ CIFAR_SHAPE = (3, 32, 32)
 # -- the machine ----------------------------------------------------------------------------
 
 def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info = {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+    from privaudit.provenance import cpu_name
+
+    info = {"cpu": cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
             "torch": torch.__version__, "python": platform.python_version()}
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)

@@ -23,6 +23,17 @@ def git_revision() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def cpu_name() -> str:
+    """The processor's model name (``/proc/cpuinfo`` on Linux), else what :mod:`platform` says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def provenance(device: str | torch.device) -> dict:
     try:
         import opacus

@@ -34,19 +34,19 @@ def _model(data_cache, tmp_path, per=1e-3, setup=0.5, infer=1e-4) -> CostModel:
 
 def test_a_model_costs_members_times_epochs_plus_setup_and_evaluation(data_cache, tmp_path):
     cfg = make_config(dataset="digits", part_size=60, epochs=3, width=16)
-    cost = _model(data_cache, tmp_path).job_cost(train_job([cfg]), Workspace(tmp_path / "ws"), lambda j: False)
+    cost = _model(data_cache, tmp_path).job_cost(train_job([cfg]), reused=False)
     assert cost.seconds == pytest.approx(60 * 3 * 1e-3 + 0.5 + 2 * 60 * 1e-4)
     assert not cost.reused
 
 
 def test_a_stacked_run_costs_each_of_its_models_and_a_series_its_longest(data_cache, tmp_path):
     cfgs = [make_config(dataset="digits", part_size=60, epochs=3, width=16, kappa=k) for k in (0.0, 0.5, 1.0, 2.0)]
-    model, ws = _model(data_cache, tmp_path), Workspace(tmp_path / "ws")
+    model = _model(data_cache, tmp_path)
     one = 60 * 3 * 1e-3 + 0.5 + 2 * 60 * 1e-4
-    assert model.job_cost(train_job(cfgs), ws, lambda j: False).seconds == pytest.approx(4 * one)
+    assert model.job_cost(train_job(cfgs), reused=False).seconds == pytest.approx(4 * one)
     series = [replace(cfgs[0], train=replace(cfgs[0].train, epochs=e)).validated() for e in (2, 5, 9)]
     # the longest trains once (9 epochs), every model of the series is evaluated
-    assert model.job_cost(epochs_job(series), ws, lambda j: False).seconds == pytest.approx(
+    assert model.job_cost(epochs_job(series), reused=False).seconds == pytest.approx(
         60 * 9 * 1e-3 + 0.5 + 3 * 2 * 60 * 1e-4)
 
 

@@ -180,12 +180,8 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         ws = Workspace(workdir)
         notes = ([f"--match-accuracy's search trains up to a few MG-noise targets per DP-SGD setting on seed "
                   f"{seed_list[0]} (not counted: how many depends on the accuracies found)"] if match_accuracy else [])
-        if executor != "local":
-            notes.append("timed for this machine; on Ray the jobs run side by side")
-        jobs = audit_graph(replicate(plans), data, attack_plan)
-        snap = CLOCK.snapshot()
-        return preview("audit", jobs, ws, data, dev, startup_seconds=snap.get("import", 0) + snap.get("data", 0),
-                       log=say, notes=notes)
+        return preview("audit", audit_graph(replicate(plans), data, attack_plan), ws, data, dev, log=say, notes=notes,
+                       executor=executor)
     ws = Workspace(workdir).ensure_writable()
     matches: list = []
     if match_accuracy:

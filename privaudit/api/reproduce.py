@@ -105,14 +105,10 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
     if dry_run:
         from privaudit.executor.preview import preview
         from privaudit.reproduction.run import priced_jobs, reproduce_jobs
-        from privaudit.timing import CLOCK
 
         images = data.get(proto.dataset)
         jobs = priced_jobs(reproduce_jobs(proto, images.input_shape, len(images.y)))
-        snap = CLOCK.snapshot()
-        notes = ["timed for this machine; on Ray the jobs run side by side"] if executor != "local" else []
-        return preview("reproduce", jobs, Workspace(workdir), data, dev,
-                       startup_seconds=snap.get("import", 0) + snap.get("data", 0), log=log, notes=notes)
+        return preview("reproduce", jobs, Workspace(workdir), data, dev, log=log, executor=executor)
     ws = Workspace(workdir).ensure_writable()
     if log:
         log(f"reproduce mg-noise: scale {proto.scale} on {proto.dataset}, seeds {', '.join(map(str, proto.seeds))}, "

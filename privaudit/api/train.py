@@ -96,11 +96,8 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     if dry_run:
         from privaudit.executor.plan import train_job
         from privaudit.executor.preview import preview
-        from privaudit.timing import CLOCK
 
-        snap = CLOCK.snapshot()
-        return preview("train", [train_job([c]) for c in cfgs], Workspace(workdir), data, dev,
-                       startup_seconds=snap.get("import", 0) + snap.get("data", 0))
+        return preview("train", [train_job([c]) for c in cfgs], Workspace(workdir), data, dev)
     ws = Workspace(workdir).ensure_writable()
     done = [runs.ensure_model(c, ws, data, dev, on_start=on_start, on_epoch=on_epoch) for c in cfgs]
     return TrainedModels(runs=done, configs=cfgs, several_seeds=seeds is not None)

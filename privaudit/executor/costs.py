@@ -36,7 +36,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import statistics
 import time
 from dataclasses import dataclass, replace
@@ -80,14 +79,9 @@ def machine_key(device) -> str:
     device. Another machine (or another torch) measures again."""
     import torch
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from privaudit.provenance import cpu_name
+
+    cpu = cpu_name()
     dev = str(device)
     if getattr(device, "type", "") == "cuda":
         dev = torch.cuda.get_device_name(device)
@@ -114,12 +108,14 @@ def numpy_seconds() -> float:
 
 @dataclass(frozen=True)
 class JobCost:
-    """A job's estimate: seconds, bytes it writes, and whether it is reused as it stands."""
+    """A job's estimate: seconds, bytes it writes, whether it is reused as it stands, and
+    (a train job) the run names of its models already in the workspace."""
 
     job: Job
     seconds: float
     disk_bytes: int
     reused: bool
+    present: frozenset[str] = frozenset()
 
 
 class CostModel:
@@ -301,12 +297,12 @@ class CostModel:
         numel = float(self._rate(key, measure))
         return int(4 * (numel + 2 * int(np.prod(images.input_shape)))) + MODEL_EXTRA_BYTES
 
-    def job_cost(self, job: Job, workspace, done: Callable[[Job], bool]) -> JobCost:
-        """The estimate of ``job`` in ``workspace``; ``done(job)`` says whether it is reused."""
-        reused = done(job)
+    def job_cost(self, job: Job, reused: bool, present: frozenset[str] = frozenset()) -> JobCost:
+        """The estimate of ``job``: ``reused`` says whether it is reused as it stands,
+        ``present`` (a train job) which of its models the workspace already holds."""
         if job.kind == "train":
-            disk = sum(self.model_bytes(c) for c in job.configs)
-            return JobCost(job, 0.0 if reused else self._train_seconds(job, workspace), 0 if reused else disk, reused)
+            disk = 0 if reused else sum(self.model_bytes(c) for c in job.configs)
+            return JobCost(job, 0.0 if reused else self._train_seconds(job, present), disk, reused, present)
         if job.kind == "logits":
             cfg = job.configs[0]
             images = self.data.images(cfg)
@@ -324,10 +320,10 @@ class CostModel:
             return JobCost(job, (fixed + per_target * targets) * self.numpy_speed(), disk, False)
         return JobCost(job, 0.0, 0, reused)
 
-    def _train_seconds(self, job: Job, workspace) -> float:
+    def _train_seconds(self, job: Job, present: frozenset[str]) -> float:
         from privaudit.training.stacked import member_count
 
-        missing = [c for c in job.configs if not workspace.has_model(c)]
+        missing = [c for c in job.configs if c.run_name not in present]
         images = self.data.images(job.configs[0])
         evaluation = 2 * job.configs[0].data.part_size * self.inference_seconds(job.configs[0])
         if job.epochs_series:  # the longest missing model trains once; each missing one is evaluated
@@ -382,13 +378,13 @@ class CostModel:
 
 
 def estimate_jobs(jobs: Iterable[Job], workspace, model: CostModel) -> list[JobCost]:
-    """Every job's :class:`JobCost`, its reuse decided as the executor decides it
-    (:func:`privaudit.executor.jobs.is_done`) and, for an attack, by whether its folder
-    already holds every attack it asks for."""
+    """Every job's :class:`JobCost`, its reuse decided as the executor decides it (a train
+    job: every model in the workspace; a pool: :func:`privaudit.executor.jobs.is_done`) and,
+    for an attack, by whether its folder already holds every attack it asks for."""
     from privaudit.executor.jobs import is_done
 
     def done(job: Job) -> bool:
-        if job.kind in ("train", "logits"):
+        if job.kind == "logits":
             return is_done(job, workspace)
         if job.kind == "attack":
             metrics = workspace.root / job.outputs[0] / "metrics.json"
@@ -403,4 +399,11 @@ def estimate_jobs(jobs: Iterable[Job], workspace, model: CostModel) -> list[JobC
                                              (workspace.root / job.outputs[0] / "one_run.json").is_file())
         return False
 
-    return [model.job_cost(j, workspace, done) for j in jobs]
+    costs = []
+    for job in jobs:
+        if job.kind == "train":  # each model looked up once (has_model reads and checks its folder)
+            present = frozenset(c.run_name for c in job.configs if workspace.has_model(c))
+            costs.append(model.job_cost(job, len(present) == len(job.configs), present))
+        else:
+            costs.append(model.job_cost(job, done(job)))
+    return costs

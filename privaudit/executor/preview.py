@@ -100,11 +100,21 @@ class RunPlan:
                 f"<p>attacks: {html.escape(', '.join(self.attacks) or 'none')}</p></div>")
 
 
-def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, startup_seconds: float = 0.0,
+def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, startup_seconds: float | None = None,
             log: Callable[[str], None] | None = None, model: CostModel | None = None,
-            notes: Sequence[str] = ()) -> RunPlan:
-    """Price ``jobs`` (of ``command``: ``audit``, ``reproduce`` or ``train``) in ``workspace``."""
+            notes: Sequence[str] = (), executor: str = "local") -> RunPlan:
+    """Price ``jobs`` (of ``command``: ``audit``, ``reproduce`` or ``train``) in ``workspace``.
+    ``startup_seconds`` defaults to this process's import and data time so far (the start-up
+    a run of the command pays again); ``executor``: where the run would go (the time is this
+    machine's, one job after another)."""
+    from privaudit.timing import CLOCK
+
     model = model or CostModel(data, device, log=log)
+    if startup_seconds is None:
+        phases = CLOCK.snapshot()
+        startup_seconds = phases.get("import", 0.0) + phases.get("data", 0.0)
+    if executor != "local":
+        notes = [*notes, "timed for this machine; on Ray the jobs run side by side"]
     costs = estimate_jobs(jobs, workspace, model)
     groups: dict[tuple, dict] = defaultdict(lambda: {"models": 0, "reused": 0, "seconds": 0.0})
     seen: set[str] = set()
@@ -116,7 +126,7 @@ def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, start
         for c in fresh:
             g = groups[(c.role, c.model.name, c.defence.label, c.data.dataset)]
             g["models"] += 1
-            g["reused"] += int(workspace.has_model(c))
+            g["reused"] += int(c.run_name in cost.present)
             g["seconds"] += cost.seconds / max(1, len(cost.job.configs))
     order = {"target": 0, "shadow": 1, "reference": 2, "canary": 3}
     models = [{"role": role, "model": name, "defence": label, "dataset": dataset, **g}
@@ -175,7 +185,7 @@ def estimated(command: str, jobs: Sequence[Job], workspace, data, device,
         yield None
         return
     model = CostModel(data, device)
-    plan = preview(command, jobs, workspace, data, device, model=model)
+    plan = preview(command, jobs, workspace, data, device, model=model, startup_seconds=0.0)
     on_estimate(plan)
     t0 = time.perf_counter()
     yield plan
