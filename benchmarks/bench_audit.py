@@ -3,7 +3,7 @@
 Runs the real command line in a fresh workspace (``python -m privaudit audit ... --json``)
 at reduced scale: 2,000-image parts, 5 epochs, κ ∈ {0.5}, σ ∈ {1}, a pool of 8 reference
 models, every attack. The wall time includes the interpreter and imports; the shares come
-from the audit's own phase clock (:mod:`privaudit.timing`): data loading, training
+from the audit's own phase clock (:mod:`privaudit.core.timing`): data loading, training
 (targets, shadows, pools, canary models), attacks (logits, scoring, metrics) and reports.
 """
 

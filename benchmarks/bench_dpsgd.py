@@ -23,7 +23,7 @@ from torch import nn
 from benchmarks.bench_training import privaudit_trainer
 from benchmarks.common import PeakMemory, sync
 from privaudit.data import Normaliser
-from privaudit.defaults import DEFAULT_WIDTHS
+from privaudit.core.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
 
 

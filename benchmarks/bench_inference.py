@@ -19,7 +19,7 @@ import torch
 from benchmarks.bench_training import privaudit_trainer
 from benchmarks.common import sync
 from privaudit.data import Normaliser
-from privaudit.defaults import DEFAULT_WIDTHS
+from privaudit.core.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
 from privaudit.training.trainer import predict_logits
 

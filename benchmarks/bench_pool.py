@@ -20,7 +20,7 @@ import time
 import torch
 
 from benchmarks.common import PeakMemory, sync
-from privaudit.config import make_config
+from privaudit.core.config import make_config
 from privaudit.data import load_dataset
 from privaudit.training import train_model
 from privaudit.training.stacked import can_stack, train_many, train_stacked

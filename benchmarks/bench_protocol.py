@@ -24,7 +24,7 @@ from collections import defaultdict
 
 import torch
 
-from privaudit.config import RunConfig
+from privaudit.core.config import RunConfig
 from privaudit.models import build_model
 from privaudit.reproduction.protocol import protocol
 from privaudit.reproduction.run import reproduce_jobs

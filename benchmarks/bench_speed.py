@@ -45,8 +45,8 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import matmul_peak, temp_dir, train_step_flops
-from privaudit.config import make_config
-from privaudit.defaults import DEFAULT_WIDTHS
+from privaudit.core.config import make_config
+from privaudit.core.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
 from privaudit.training import train_model
 

@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from benchmarks.common import EpochClock, PeakMemory, matmul_peak, sync, train_step_flops
-from privaudit.config import make_config
-from privaudit.defaults import DEFAULT_WIDTHS
+from privaudit.core.config import make_config
+from privaudit.core.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
 from privaudit.training import train_model
 

@@ -29,7 +29,7 @@ CIFAR_SHAPE = (3, 32, 32)
 # -- the machine ----------------------------------------------------------------------------
 
 def machine() -> dict:
-    from privaudit.provenance import cpu_name
+    from privaudit.core.provenance import cpu_name
 
     info = {"cpu": cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
             "torch": torch.__version__, "python": platform.python_version()}

@@ -15,7 +15,7 @@ import re
 
 import torch
 
-from privaudit.defaults import DEFAULT_WIDTHS
+from privaudit.core.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
 
 CIFAR = (3, 32, 32)

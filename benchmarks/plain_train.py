@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from benchmarks.bench_training import torchvision_cifar
-from privaudit.defaults import DEFAULT_WIDTHS
+from privaudit.core.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
 
 

@@ -20,7 +20,7 @@ from benchmarks import (bench_audit, bench_commands, bench_digits, bench_dpsgd, 
                         bench_training)
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from benchmarks.flops import annotate, columns
-from privaudit.atomic import write_json, write_text
+from privaudit.files.atomic import write_json, write_text
 
 BENCHMARKS = ("startup", "commands", "digits", "training", "inference", "dpsgd", "pool", "audit", "scoring", "precision",
               "executor", "speed", "protocol", "estimate")

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from privaudit.config import make_config
+from privaudit.core.config import make_config
 from privaudit.data import load_dataset
-from privaudit.runs import DataCache, ensure_model
-from privaudit.workspace import Workspace
+from privaudit.pipeline.runs import DataCache, ensure_model
+from privaudit.pipeline.workspace import Workspace
 
 CPU = torch.device("cpu")
 

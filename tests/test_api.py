@@ -128,7 +128,7 @@ def test_train_reuses_and_matches_the_command(tmp_path):
 
 
 def test_epsilon_is_the_accountants_and_the_commands(tmp_path):
-    from privaudit.accounting import epsilon_from_history
+    from privaudit.analysis.accounting import epsilon_from_history
 
     result = privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=10_520, epochs=50, noise_multiplier=1.0)
     steps = -(-10_520 // 128) * 50
@@ -173,7 +173,7 @@ def test_scan_takes_arrays_or_a_file_and_is_the_command(tmp_path):
     assert roc_auc_score(scores["member"], scores["loss"]) == pytest.approx(loss, abs=1e-9)
     cli = CliRunner().invoke(app, ["scan", str(tmp_path / "outputs.npz"), "--out", str(tmp_path / "cli"), "--json"])
     assert cli.exit_code == 0, cli.output
-    from privaudit.atomic import dumps_json
+    from privaudit.files.atomic import dumps_json
 
     strip = lambda d: {k: v for k, v in d.items() if k not in ("command", "folder", "html", "phase_seconds")}
     assert strip(json.loads(cli.stdout)) == strip(json.loads(dumps_json(from_file.to_json())))

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-import privaudit.integrity as integrity
+import privaudit.files.integrity as integrity
 from privaudit.errors import ArtifactError, DamagedArtifactError
 from privaudit.executor.bundle import pack, unpack
-from privaudit.integrity import MANIFEST, verify_folder
-from privaudit.pools import ensure_pool
-from privaudit.runs import ensure_model
-from privaudit.workspace import Workspace
+from privaudit.files.integrity import MANIFEST, verify_folder
+from privaudit.pipeline.pools import ensure_pool
+from privaudit.pipeline.runs import ensure_model
+from privaudit.pipeline.workspace import Workspace
 
 from cli_helpers import run_cli_joined as _run_cli
 

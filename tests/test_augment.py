@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from privaudit.config import make_config
+from privaudit.core.config import make_config
 from privaudit.data import ImageData
 from privaudit.errors import ConfigError
-from privaudit.pools import augmentations, pool_name
-from privaudit.seeding import generator
+from privaudit.pipeline.pools import augmentations, pool_name
+from privaudit.core.seeding import generator
 from privaudit.training import loop, trainer
 from privaudit.training.augment import random_flip
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from privaudit.locks import LOCK_FOLDER
+from privaudit.files.locks import LOCK_FOLDER
 from privaudit.cli import app
 
 runner = CliRunner()
@@ -268,7 +268,7 @@ def test_console_entry_skips_the_teardown_only_when_it_is_safe(monkeypatch):
     import sys
 
     import privaudit.cli as cli
-    from privaudit import timing
+    from privaudit.core import timing
 
     calls = []
     monkeypatch.setattr(timing, "FREEZE_IMPORTS", False)  # restored after the test: entry() sets it

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import typer.main
 
-import privaudit.attacking
-import privaudit.auditing
-import privaudit.runs
+import privaudit.pipeline.attacking
+import privaudit.executor.auditing
+import privaudit.pipeline.runs
 from privaudit.cli import app
 from cli_helpers import run_cli
 from privaudit.cli.common import PlainProgress
-from privaudit.config import MODELS, make_config
-from privaudit.formatting import lower_bound, sig3
+from privaudit.core.config import MODELS, make_config
+from privaudit.core.formatting import lower_bound, sig3
 
 HEAVY = ("torch", "numpy", "pandas", "sklearn", "scipy", "opacus")
 
@@ -51,8 +51,8 @@ def test_importing_the_cli_loads_no_heavy_library():
 def test_opacus_loads_only_when_an_epsilon_is_asked_for():
     """The library an audit runs on loads without Opacus (its import costs ~1.2 s); the first ε
     loads it, on whichever thread asks."""
-    assert "opacus" not in _modules_after("import privaudit.auditing, privaudit.report.build, privaudit.executor")
-    assert "opacus" in _modules_after("from privaudit.accounting import dpsgd_epsilon\n"
+    assert "opacus" not in _modules_after("import privaudit.executor.auditing, privaudit.report.build, privaudit.executor")
+    assert "opacus" in _modules_after("from privaudit.analysis.accounting import dpsgd_epsilon\n"
                                       "assert dpsgd_epsilon(1.0, 0.01, 100, 1e-5)[0] > 0")
 
 
@@ -78,8 +78,8 @@ def _accept(*args, **kwargs):
 @pytest.fixture
 def stubbed(monkeypatch, tmp_path):
     from privaudit.theory import experiments
-    for mod, name in ((privaudit.runs, "ensure_model"), (privaudit.attacking, "attack_target"),
-                      (privaudit.auditing, "run_audit")):
+    for mod, name in ((privaudit.pipeline.runs, "ensure_model"), (privaudit.pipeline.attacking, "attack_target"),
+                      (privaudit.executor.auditing, "run_audit")):
         monkeypatch.setattr(mod, name, _accept)
     for name in ("run_smoothing", "run_convergence", "run_federated", "run_masked_neurons", "run_all"):
         monkeypatch.setattr(experiments, name, _accept)
@@ -274,8 +274,8 @@ def _forge_cifar_target(root: Path) -> tuple[str, str]:
     data or the training, its manifest rewritten so that the copy is not 'damaged'."""
     import shutil
 
-    from privaudit.integrity import MANIFEST, write_manifest
-    from privaudit.workspace import Workspace
+    from privaudit.files.integrity import MANIFEST, write_manifest
+    from privaudit.pipeline.workspace import Workspace
 
     ws = Workspace(root)
     name = ws.model_names("target")[0]
@@ -293,7 +293,7 @@ def test_summary_shows_the_dataset_when_targets_span_more_than_one(tmp_path):
     from rich.console import Console
 
     from privaudit.cli.summary import attack_summary_table
-    from privaudit.workspace import Workspace
+    from privaudit.pipeline.workspace import Workspace
 
     _trained(tmp_path)
     digits, cifar = _forge_cifar_target(tmp_path)
@@ -344,8 +344,8 @@ def test_terminal_tables_never_split_an_attack_name_at_80_columns(tmp_path):
     from rich.console import Console
 
     from privaudit.cli.summary import attack_summary_table, verdict_table
-    from privaudit.formatting import difference
-    from privaudit.workspace import Workspace
+    from privaudit.core.formatting import difference
+    from privaudit.pipeline.workspace import Workspace
 
     def render(table) -> list[str]:
         console = Console(width=80, record=True)

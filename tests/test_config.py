@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from privaudit.config import (
+from privaudit.core.config import (
     DataConfig,
     DefenceConfig,
     ModelConfig,
@@ -62,7 +62,7 @@ def test_hash_is_stable_for_equal_configs():
 def test_hash_does_not_depend_on_the_process():
     """SHA-256 of canonical JSON, not Python's salted ``hash``: a fresh interpreter agrees."""
     cfg = make_config(model="cnn-improved", dp=True, noise_multiplier=1.5, kappa=0.2, seed=11)
-    code = ("from privaudit.config import make_config; "
+    code = ("from privaudit.core.config import make_config; "
             "print(make_config(model='cnn-improved', dp=True, noise_multiplier=1.5, kappa=0.2, seed=11).config_hash)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "12345"})

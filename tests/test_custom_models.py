@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from cli_helpers import one_error_line, run_cli, run_cli_joined
-from privaudit.config import make_config
+from privaudit.core.config import make_config
 from privaudit.errors import ConfigError
 from privaudit.models import build_model
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from cli_helpers import one_error_line, run_cli, run_cli_joined
-from privaudit.config import dataset_tag, make_config
+from privaudit.core.config import dataset_tag, make_config
 from privaudit.data import load_dataset
 from privaudit.data.formats import parse_idx
 from privaudit.errors import ConfigError, DataError
-from privaudit.runs import DataCache
+from privaudit.pipeline.runs import DataCache
 
 
 def _images(n, c, h, w, seed=0):

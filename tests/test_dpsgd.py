@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from opacus.accountants import PRVAccountant, RDPAccountant
 
-import privaudit.accounting as dpsgd
-from privaudit.config import make_config
+import privaudit.analysis.accounting as dpsgd
+from privaudit.core.config import make_config
 from privaudit.errors import ConfigError
 from privaudit.training import train_model
-from privaudit.accounting import calibrate_noise_multiplier, dpsgd_epsilon, epsilon_from_history
+from privaudit.analysis.accounting import calibrate_noise_multiplier, dpsgd_epsilon, epsilon_from_history
 
 
 def _opacus_epsilon(acc_cls, sigma, q, steps, delta):

@@ -15,7 +15,7 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import beta, binom, binomtest, norm
 
-from privaudit.empirical import (
+from privaudit.analysis.empirical import (
     best_threshold,
     clopper_pearson,
     epsilon_lower_bound,
@@ -24,7 +24,7 @@ from privaudit.empirical import (
     one_run_p_value,
     tpr_at_fpr_with_ci,
 )
-from privaudit.metrics import tpr_at_fpr
+from privaudit.analysis.metrics import tpr_at_fpr
 
 LN3 = math.log(3.0)
 
@@ -194,7 +194,7 @@ def test_best_threshold_maximises_the_bound_on_its_data():
 def test_many_counts_of_one_n_read_the_same_bounds_from_a_table():
     """Clopper–Pearson upper bounds of many counts out of one n come from a table of k = 0..n:
     the same values as computed one by one (Beta(k + 1, n − k) quantiles; 1 at k = n)."""
-    from privaudit.empirical import _cp_upper
+    from privaudit.analysis.empirical import _cp_upper
 
     level = 0.975
     for n in (1, 37, 500):

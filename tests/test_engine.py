@@ -296,7 +296,7 @@ def test_stacking_rejects_mixed_recipes(digits, tiny):
 
 
 def test_bf16_precision_config_rules(tiny):
-    from privaudit.auditing import audit_plan
+    from privaudit.executor.auditing import audit_plan
 
     fp32, bf16 = tiny(), tiny(precision="bf16")
     assert "precision" not in fp32.to_dict()["train"]  # fp32 configs keep their old hash

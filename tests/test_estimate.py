@@ -11,12 +11,12 @@ import pytest
 import torch
 
 import privaudit
-from privaudit.config import make_config
+from privaudit.core.config import make_config
 from privaudit.executor.costs import CostModel
 from privaudit.executor.plan import Job, epochs_job, train_job
 from privaudit.executor.preview import Remaining, RunPlan, duration, size
-from privaudit.runs import ensure_model
-from privaudit.workspace import Workspace
+from privaudit.pipeline.runs import ensure_model
+from privaudit.pipeline.workspace import Workspace
 
 from cli_helpers import run_cli
 

@@ -11,17 +11,17 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from privaudit.attacking import AttackPlan
-from privaudit.auditing import AuditHooks, audit_plan, run_audit
+from privaudit.pipeline.attacking import AttackPlan
+from privaudit.executor.auditing import AuditHooks, audit_plan, run_audit
 from privaudit.cli import app
-from privaudit.config import make_config
+from privaudit.core.config import make_config
 from privaudit.errors import ArtifactError, ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs, make_executor
 from privaudit.executor.bundle import pack, unpack
 from privaudit.executor.jobs import FAULT_ENV, is_done
-from privaudit.integrity import write_manifest
-from privaudit.runs import DataCache
-from privaudit.workspace import Workspace
+from privaudit.files.integrity import write_manifest
+from privaudit.pipeline.runs import DataCache
+from privaudit.pipeline.workspace import Workspace
 
 CPU = torch.device("cpu")
 ATTACKS = AttackPlan.from_choices(["shadow", "lira", "one-run"], 4)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from privaudit.cli import app
 from privaudit.errors import ConfigError
-from privaudit.hidden_state import (contraction, gdp_delta, gdp_epsilon, gdp_mu_for_epsilon, noisycgd_epsilon,
+from privaudit.analysis.hidden_state import (contraction, gdp_delta, gdp_epsilon, gdp_mu_for_epsilon, noisycgd_epsilon,
                                     noisycgd_mu, noisycgd_noise_for_epsilon)
 
 PAPER = dict(dataset_size=60_000, batch_size=1_000, epochs=400, delta=1e-5)
@@ -158,7 +158,7 @@ def test_replace_one_without_subsampling_is_the_gaussian_mechanism_of_sensitivit
     moves by up to 2C, with noise σC, so T steps are exactly (2√T/σ)-GDP (add/remove: √T/σ),
     whose ε has a closed form (gdp_epsilon). The PLD accountant must agree up to its
     discretisation, and Opacus's add/remove ε with the add/remove closed form."""
-    from privaudit.accounting import epsilon_from_history, replace_one_epsilon
+    from privaudit.analysis.accounting import epsilon_from_history, replace_one_epsilon
 
     eps, accountant = replace_one_epsilon(sigma, 1.0, steps, 1e-5)
     assert accountant.startswith("pld")
@@ -176,7 +176,7 @@ def test_replace_one_coarser_grid_is_an_upper_bound_within_1e3_of_the_library_de
     import dp_accounting
     from dp_accounting import pld
 
-    from privaudit.accounting import replace_one_discretisation, replace_one_epsilon
+    from privaudit.analysis.accounting import replace_one_discretisation, replace_one_epsilon
 
     assert replace_one_discretisation(steps) > 9e-4 and replace_one_discretisation(24_000) == 1e-4
     event = dp_accounting.SelfComposedDpEvent(
@@ -195,7 +195,7 @@ def test_replace_one_epsilon_of_a_cifar_recipe():
     import dp_accounting
     from dp_accounting import pld
 
-    from privaudit.accounting import epsilon_from_history, replace_one_epsilon, replace_one_epsilon_sigma_half
+    from privaudit.analysis.accounting import epsilon_from_history, replace_one_epsilon, replace_one_epsilon_sigma_half
 
     for sigma, exact in ((1.0, 6.906), (2.0, 2.860)):
         eps, _ = replace_one_epsilon(sigma, 1 / 106, 5300, 1e-5)
@@ -212,7 +212,7 @@ def test_replace_one_epsilon_of_a_cifar_recipe():
 
 
 def test_replace_one_falls_back_to_the_sigma_half_bound_past_prv_range():
-    from privaudit.accounting import REPLACE_ONE_MAX_BOUND, replace_one_epsilon
+    from privaudit.analysis.accounting import REPLACE_ONE_MAX_BOUND, replace_one_epsilon
 
     eps, accountant = replace_one_epsilon(0.2, 0.5, 2000, 1e-5)
     assert eps > REPLACE_ONE_MAX_BOUND and "upper bound" in accountant

@@ -1,12 +1,12 @@
 """The package's layer order, enforced: every import (lazy ones inside functions included)
 goes to the same layer or one below it, and every module belongs to a layer.
 
-Bottom to top: maths and accounting; data; models; training; the attacks' maths; workspace
-and pipeline steps (get-or-train, pools, canaries, attacking a target); the report; the
-theory experiments (which draw with the report's plots); the audit of a model from its
-outputs (``scanning``: the attacks, the report's pages, the workspace's export); orchestration
-(the audit's job graph and its executors, the papers' reproductions on it); the Python API
-(``privaudit.audit()`` and the other commands as functions); the command line over it.
+Bottom to top: the package root and its errors; the maths (``analysis``); the run vocabulary
+(``core``: configs, defaults, seeds, provenance); safe files (``files``); data; models;
+training; the attacks' maths; the pipeline steps (``pipeline``: workspace, get-or-train, pools,
+canaries, attacking a target); the report; the theory experiments (which draw with the report's
+plots); the audit of a model from its outputs (``scanning``); orchestration (``executor``: the
+audit's job graph and its executors; ``reproduction``); the Python API; the command line.
 """
 
 from __future__ import annotations
@@ -17,18 +17,19 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "privaudit"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("maths and accounting", ("privaudit", "errors", "defaults", "seeding", "atomic", "npfiles", "locks", "formatting",
-                              "timing", "hooks", "provenance", "metrics", "empirical", "integrity", "hidden_state",
-                              "accounting", "matching", "config")),
+    ("package root and errors", ("privaudit", "errors")),
+    ("maths", ("analysis",)),
+    ("run vocabulary", ("core",)),
+    ("files", ("files",)),
     ("data", ("data",)),
     ("models", ("models",)),
     ("training", ("training",)),
     ("attacks", ("attacks",)),
-    ("workspace and pipeline steps", ("workspace", "runs", "pools", "canary", "attacking")),
+    ("workspace and pipeline steps", ("pipeline",)),
     ("report", ("report",)),
     ("theory", ("theory",)),
     ("audits from outputs", ("scanning",)),
-    ("orchestration", ("auditing", "executor", "reproduction")),
+    ("orchestration", ("executor", "reproduction")),
     ("the Python API", ("api",)),
     ("command line", ("cli", "__main__")),
 ]

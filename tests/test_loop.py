@@ -10,7 +10,7 @@ from torch import nn
 
 from privaudit.models import build_model
 from privaudit.models.fast_linear import fast_layers
-from privaudit.seeding import derive_seed, generator
+from privaudit.core.seeding import derive_seed, generator
 from privaudit.training import loop, train_model
 from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, poisson_batch
 from privaudit.training.mg_noise import mg_mask
@@ -131,8 +131,8 @@ def test_a_snapshot_is_the_shorter_run(digits, tiny, model):
 
 
 def test_an_epoch_series_trains_once_and_resumes(digits, tiny, tmp_path, monkeypatch):
-    from privaudit import runs
-    from privaudit.workspace import Workspace
+    from privaudit.pipeline import runs
+    from privaudit.pipeline.workspace import Workspace
 
     calls = []
     real = runs.train_model

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from cli_helpers import one_error_line, run_cli, run_cli_joined
-from privaudit.matching import match_kappa, round_kappa
+from privaudit.analysis.matching import match_kappa, round_kappa
 
 
 def linear(kappa: float) -> float:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from privaudit.metrics import advantage, attack_metrics, roc, tpr_at_fpr
+from privaudit.analysis.metrics import advantage, attack_metrics, roc, tpr_at_fpr
 
 # A small example computed by hand (8 samples, 4 members):
 #   scores  0.9 0.8 0.7 0.6 0.55 0.4 0.3 0.2
@@ -145,8 +145,8 @@ def test_roc_points_and_auc_equal_scikit_learn(seed):
     from scipy.stats import beta
     from sklearn.metrics import roc_auc_score, roc_curve
 
-    from privaudit.empirical import _cp_lower, _cp_upper
-    from privaudit.metrics import auc_score, roc_points
+    from privaudit.analysis.empirical import _cp_lower, _cp_upper
+    from privaudit.analysis.metrics import auc_score, roc_points
 
     rng = np.random.default_rng(seed)
     for _ in range(50):
@@ -170,7 +170,7 @@ def test_roc_points_and_auc_equal_scikit_learn(seed):
 def test_midranks_are_scipys_average_ranks_bit_for_bit():
     from scipy.stats import rankdata
 
-    from privaudit.metrics import midranks
+    from privaudit.analysis.metrics import midranks
 
     rng = np.random.default_rng(3)
     for _ in range(50):
@@ -214,7 +214,7 @@ def test_invalid_inputs_raise_value_error(case, labels, scores):
 
 def test_strongest_attack_one_rule():
     """TPR at 0.1 % FPR first, AUC breaks ties, NaN and missing count as −∞, first wins a full tie."""
-    from privaudit.metrics import strongest_attack
+    from privaudit.analysis.metrics import strongest_attack
 
     assert strongest_attack({"a": {"tpr_at_0p1pct_fpr": 0.01, "auc": 0.9},
                              "b": {"tpr_at_0p1pct_fpr": 0.02, "auc": 0.6}}) == "b"
@@ -228,7 +228,7 @@ def test_strongest_attack_one_rule():
 
 def test_attacks_rank_by_the_strongest_rule_and_scan_lists_them_so():
     """rank_attacks orders by TPR at 0.1 % FPR, then AUC; scan's table (attacks.csv) follows it."""
-    from privaudit.metrics import rank_attacks
+    from privaudit.analysis.metrics import rank_attacks
     from privaudit.scanning.inputs import check
     from privaudit.scanning.run import scan
 

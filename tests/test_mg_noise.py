@@ -10,7 +10,7 @@ import torch
 
 import privaudit.training.loop as loop
 import privaudit.training.trainer as trainer
-from privaudit.seeding import generator
+from privaudit.core.seeding import generator
 from privaudit.training import train_model
 from privaudit.training.mg_noise import apply_mg_noise, mg_mask
 from privaudit.training.trainer import predict_logits, role_data

@@ -121,9 +121,9 @@ def test_batches_are_fixed_disjoint_and_cyclic():
 
 # -- wired into configs, training, the command line and reports -----------------------------
 
-from privaudit.config import make_config  # noqa: E402
+from privaudit.core.config import make_config  # noqa: E402
 from privaudit.errors import ConfigError  # noqa: E402
-from privaudit.hidden_state import noisycgd_epsilon  # noqa: E402
+from privaudit.analysis.hidden_state import noisycgd_epsilon  # noqa: E402
 from privaudit.training import train_model  # noqa: E402
 
 

@@ -9,14 +9,14 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from privaudit.attacking import AttackPlan, attack_target
+from privaudit.pipeline.attacking import AttackPlan, attack_target
 from privaudit.cli import app
 from privaudit.data import split_parts
 from privaudit.data.splits import member_indices, pool_keep
 from privaudit.errors import ConfigError
-from privaudit.pools import ensure_pool, model_logits
-from privaudit.runs import ensure_model
-from privaudit.workspace import Workspace
+from privaudit.pipeline.pools import ensure_pool, model_logits
+from privaudit.pipeline.runs import ensure_model
+from privaudit.pipeline.workspace import Workspace
 
 CPU = torch.device("cpu")
 
@@ -154,7 +154,7 @@ def test_an_interrupted_stacked_pool_resumes_bit_for_bit(tmp_path, tiny, data_ca
     out bit for bit as before (training them alone or in a smaller stack would not)."""
     import shutil
 
-    from privaudit.runs import ensure_models
+    from privaudit.pipeline.runs import ensure_models
     from privaudit.training.stacked import stack_groups
 
     recipe = tiny(epochs=3).recipe

@@ -12,9 +12,9 @@ import pytest
 from scipy.stats import linregress, t as student_t
 from typer.testing import CliRunner
 
-from privaudit.auditing import audit_plan
+from privaudit.executor.auditing import audit_plan
 from privaudit.cli import app
-from privaudit.config import make_config
+from privaudit.core.config import make_config
 from privaudit.errors import ConfigError
 from privaudit.reproduction import protocol
 from privaudit.reproduction.claims import (AGREES, DISAGREES, UNDECIDED, Estimate, accuracy_claims, epoch_claims,

@@ -28,7 +28,7 @@ import typer.main
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import privaudit.atomic as atomic_mod
+import privaudit.files.atomic as atomic_mod
 from cli_helpers import run_cli_joined as _run_cli
 from privaudit.cli import app
 
@@ -303,14 +303,14 @@ def command_lines(draw):
 def test_fuzzed_command_lines_never_trace_back(argv, tmp_path_factory, monkeypatch):
     work = tmp_path_factory.mktemp("fuzz")
     monkeypatch.chdir(work)
-    import privaudit.attacking
-    import privaudit.auditing
-    import privaudit.runs
+    import privaudit.pipeline.attacking
+    import privaudit.executor.auditing
+    import privaudit.pipeline.runs
     from privaudit.theory import experiments
     # the commands import the library when they run: stub it where they look it up
-    monkeypatch.setattr(privaudit.runs, "ensure_model", _accept)
-    monkeypatch.setattr(privaudit.attacking, "attack_target", _accept)
-    monkeypatch.setattr(privaudit.auditing, "run_audit", _accept)
+    monkeypatch.setattr(privaudit.pipeline.runs, "ensure_model", _accept)
+    monkeypatch.setattr(privaudit.pipeline.attacking, "attack_target", _accept)
+    monkeypatch.setattr(privaudit.executor.auditing, "run_audit", _accept)
     for name in ("run_smoothing", "run_convergence", "run_federated", "run_masked_neurons", "run_all"):
         monkeypatch.setattr(experiments, name, _accept)
     workdir = [] if argv[0] == "epsilon" else ["--workdir", str(work)]

@@ -13,15 +13,15 @@ from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
 from cli_helpers import one_error_line, run_cli, run_cli_joined
-from privaudit.attacking import AttackPlan, attack_target
+from privaudit.pipeline.attacking import AttackPlan, attack_target
 from privaudit.attacks.crossval import fold_ids, threshold_decisions
 from privaudit.attacks.scores import modified_entropy_scores, softmax
 from privaudit.errors import DataError
-from privaudit.runs import ensure_model
+from privaudit.pipeline.runs import ensure_model
 from privaudit.scanning.export import export_arrays
 from privaudit.scanning.inputs import check, load
 from privaudit.scanning.run import scan
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 CPU = __import__("torch").device("cpu")
 C = 10
@@ -411,7 +411,7 @@ def test_audit_model_refuses_bad_input(external_model, tmp_path):
 def test_data_free_attack_is_ml_leaks_adversary_3(attacked, data_cache):
     """Top posterior thresholded at the 90th percentile of the model's top posterior on random
     images: same ranking as the confidence attack, its own threshold, no data used."""
-    from privaudit.attacking import DATA_FREE_PERCENTILE, data_free_threshold
+    from privaudit.pipeline.attacking import DATA_FREE_PERCENTILE, data_free_threshold
 
     ws, target, result = attacked
     m, conf = result.metrics["data-free"], result.metrics["confidence"]

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from privaudit.metrics import auc_interval
+from privaudit.analysis.metrics import auc_interval
 from reference_iso import iso_accuracy
 from privaudit.report.summary import (VERDICT_DP, VERDICT_MG, VERDICT_TIE, binomial_interval, compare, comparisons,
                                       iso_gap, iso_gaps, overview, read_verdict, settings, strongest_attack, summarise,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import privaudit.timing as timing
+import privaudit.core.timing as timing
 
 
 def test_nested_phases_are_exclusive(monkeypatch):

@@ -9,12 +9,12 @@ import torch
 from opacus.validators import ModuleValidator
 from torch import nn
 
-from privaudit.config import MODELS
+from privaudit.core.config import MODELS
 from privaudit.errors import ConfigError
 from privaudit.models import build_model
-from privaudit.runs import ensure_model
+from privaudit.pipeline.runs import ensure_model
 from privaudit.training import resolve_device, train_model
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 CPU = torch.device("cpu")
 TIMING_KEYS = {"train_seconds", "fit_seconds", "epoch_seconds"}
@@ -71,7 +71,7 @@ def test_cnn_improved_uses_groupnorm_under_dp_and_batchnorm_otherwise():
 
 
 def test_default_widths_follow_the_paper():
-    from privaudit.config import make_config
+    from privaudit.core.config import make_config
 
     assert {m: make_config(model=m, dataset="cifar10").model.width
             for m in ("mlp", "cnn", "cnn-improved", "cnn-improved-small")} == {

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import torch
 
-import privaudit.workspace as workspace_mod
-from privaudit import atomic
-from privaudit.locks import LOCK_FOLDER
-from privaudit.atomic import owner_tag, read_json, write_bytes, write_json, write_text
+import privaudit.pipeline.workspace as workspace_mod
+from privaudit.files import atomic
+from privaudit.files.locks import LOCK_FOLDER
+from privaudit.files.atomic import owner_tag, read_json, write_bytes, write_json, write_text
 from privaudit.errors import ArtifactError
 from privaudit.training.trainer import predict_logits, role_data
-from privaudit.workspace import Workspace, load_weights
+from privaudit.pipeline.workspace import Workspace, load_weights
 
 CPU = torch.device("cpu")
 

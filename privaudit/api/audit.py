@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from privaudit.api import params
-from privaudit.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
+from privaudit.core.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 from privaudit.errors import ConfigError
-from privaudit.timing import CLOCK, importing
+from privaudit.core.timing import CLOCK, importing
 
-from privaudit.hooks import AuditHooks
+from privaudit.core.hooks import AuditHooks
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,8 +46,8 @@ class AuditReport:
     jobs: int
     wall_seconds: float
     phase_seconds: dict[str, float]
-    targets: list = field(repr=False, default_factory=list)   #: privaudit.runs.RunResult, one per target
-    attacks: list = field(repr=False, default_factory=list)   #: privaudit.attacking.AttackResult, one per target
+    targets: list = field(repr=False, default_factory=list)   #: privaudit.pipeline.runs.RunResult, one per target
+    attacks: list = field(repr=False, default_factory=list)   #: privaudit.pipeline.attacking.AttackResult, one per target
     summary: Any = field(repr=False, default=None)            #: privaudit.report.summary.Summary
     match_accuracy: list = field(repr=False, default_factory=list)
     attack_plan: Any = field(repr=False, default=None)
@@ -124,7 +124,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     ``"0.5,1"``, ``"none"`` or lists of numbers; ``seeds`` as ``"0,1,2"`` or a list (it
     replaces ``seed``); ``attacks`` as ``"all"``, ``"shadow,lira"`` or a list. A rerun with
     the same workdir reuses every finished artifact. ``hooks``: progress callbacks
-    (:class:`privaudit.hooks.AuditHooks`); ``log``: receives the one-line notes the command
+    (:class:`privaudit.core.hooks.AuditHooks`); ``log``: receives the one-line notes the command
     line prints on stderr. Bad values raise :class:`privaudit.errors.ConfigError` with the
     command line's message."""
     t0 = time.perf_counter()
@@ -150,8 +150,8 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         raise ConfigError(f"--match-tolerance must be > 0 and <= 1 (got {match_tolerance:g})")
 
     with importing():
-        from privaudit.auditing import audit_plan, match_accuracy as match_kappas, replicate, run_audit
-        from privaudit.config import make_config
+        from privaudit.executor.auditing import audit_plan, match_accuracy as match_kappas, replicate, run_audit
+        from privaudit.core.config import make_config
 
     dataset_kwargs, data = params.dataset_config(dataset, data_dir, download)
     bases = [make_config(model=model, dataset=dataset, width=width, part_size=part_size,
@@ -164,9 +164,9 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
 
     with importing():
         from privaudit.executor import make_executor
-        from privaudit.runs import DataCache
+        from privaudit.pipeline.runs import DataCache
         from privaudit.training import resolve_device
-        from privaudit.workspace import Workspace
+        from privaudit.pipeline.workspace import Workspace
 
     say = log or (lambda line: None)
     hooks = hooks or AuditHooks()
@@ -174,7 +174,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     dev = resolve_device(device)
     data = data or DataCache(data_dir, download)
     if dry_run:
-        from privaudit.auditing import audit_graph
+        from privaudit.executor.auditing import audit_graph
         from privaudit.executor.preview import preview
 
         ws = Workspace(workdir)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from privaudit.api import params
-from privaudit.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
+from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
 from privaudit.errors import ConfigError
 
 DEFENSES = ("noisycgd", "dpsgd")
@@ -52,7 +52,7 @@ def _dpsgd(noise_multiplier: float, sample_rate: float, steps: int, delta: float
     train --dp`` reports it; under replace-one adjacency (the notion of the NoisyCGD bound)
     exactly, from dp_accounting's PLD accountant; and the paper's conservative replace-one
     comparator, Opacus's ε at noise multiplier σ/2 (docs/methods.md B.3)."""
-    from privaudit.accounting import epsilon_from_history, replace_one_epsilon, replace_one_epsilon_sigma_half
+    from privaudit.analysis.accounting import epsilon_from_history, replace_one_epsilon, replace_one_epsilon_sigma_half
 
     eps, accountant = epsilon_from_history([(noise_multiplier, sample_rate, steps)], delta)
     eps_r1, accountant_r1 = replace_one_epsilon(noise_multiplier, sample_rate, steps, delta)
@@ -95,8 +95,8 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
     if defense == "noisycgd":
         if lr is None or l2 is None:
             raise ConfigError("--defense noisycgd needs --lr and --l2 (the bound depends on the contraction 1 - lr*l2)")
-        from privaudit.accounting import replace_one_epsilon, replace_one_epsilon_sigma_half
-        from privaudit.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon, smoothness_ceiling
+        from privaudit.analysis.accounting import replace_one_epsilon, replace_one_epsilon_sigma_half
+        from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon, smoothness_ceiling
 
         if noise_multiplier is not None:
             p = noisycgd_epsilon(noise_multiplier, dataset_size, batch_size, epochs, lr, l2, delta, smoothness)
@@ -119,7 +119,7 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
     else:
         if lr is not None or l2 is not None or smoothness is not None:
             raise ConfigError("--lr, --l2 and --smoothness are for --defense noisycgd")
-        from privaudit.accounting import calibrate_noise_multiplier
+        from privaudit.analysis.accounting import calibrate_noise_multiplier
 
         q, steps = 1.0 / per_epoch, per_epoch * epochs
         if noise_multiplier is None:

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Iterable, Sequence, Union
 
-from privaudit.defaults import MAX_SEED
+from privaudit.core.defaults import MAX_SEED
 from privaudit.errors import ConfigError
 
 #: a grid of numbers: "0.5,1", "none", or a sequence of numbers
@@ -94,7 +94,7 @@ def seeds(value: Seeds, seed: int = 0) -> list[int]:
 
 def attacks(value: str | Sequence[str], pool_size: int, shadow_dataset: str | None = None):
     """``"lira,rmia"``, ``["lira", "rmia"]`` or ``["lira,rmia"]`` → an AttackPlan."""
-    from privaudit.attacking import AttackPlan
+    from privaudit.pipeline.attacking import AttackPlan
 
     items = value.split(",") if isinstance(value, str) else [v for item in value for v in str(item).split(",")]
     return AttackPlan.from_choices([v.strip() for v in items if v.strip()], pool_size, shadow_dataset)
@@ -128,7 +128,7 @@ def model_args(items: Sequence[str] | dict | None) -> dict:
 def normal_dataset(value: str) -> str | None:
     """A dataset known by name, or the user's own ``npz:PATH`` / ``folder:PATH`` with its path
     made absolute (the name a model's config records); None for anything else."""
-    from privaudit.defaults import CUSTOM_DATASET_PREFIXES, NAMED_DATASETS
+    from privaudit.core.defaults import CUSTOM_DATASET_PREFIXES, NAMED_DATASETS
 
     if value in NAMED_DATASETS:
         return value
@@ -141,7 +141,7 @@ def normal_dataset(value: str) -> str | None:
 
 def dataset_name(value: str) -> str:
     """:func:`normal_dataset`, or a ConfigError naming ``--dataset``."""
-    from privaudit.defaults import NAMED_DATASETS
+    from privaudit.core.defaults import NAMED_DATASETS
 
     name = normal_dataset(value)
     if name is None:
@@ -150,15 +150,15 @@ def dataset_name(value: str) -> str:
 
 
 def dataset_config(dataset: str, data_dir, download: bool):
-    """(what :func:`~privaudit.config.make_config` needs beyond the dataset's name, the
-    :class:`~privaudit.runs.DataCache` that loaded it or None). Only the user's own data is
+    """(what :func:`~privaudit.core.config.make_config` needs beyond the dataset's name, the
+    :class:`~privaudit.pipeline.runs.DataCache` that loaded it or None). Only the user's own data is
     read here (for its fingerprint and size); a dataset known by name loads when a model
     trains, so that a refused setting still answers before torch is imported."""
-    from privaudit.config import is_custom_dataset
+    from privaudit.core.config import is_custom_dataset
 
     if not is_custom_dataset(dataset):
         return {}, None
-    from privaudit.runs import DataCache
+    from privaudit.pipeline.runs import DataCache
 
     data = DataCache(data_dir, download)
     return data.config_kwargs(dataset), data

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from privaudit.api import params
-from privaudit.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
+from privaudit.core.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
 from privaudit.errors import ConfigError
-from privaudit.hooks import AuditHooks
-from privaudit.timing import importing
+from privaudit.core.hooks import AuditHooks
+from privaudit.core.timing import importing
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,9 +94,9 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
         from privaudit.executor import make_executor
         from privaudit.reproduction.page import write_outputs
         from privaudit.reproduction.run import run_reproduction
-        from privaudit.runs import DataCache
+        from privaudit.pipeline.runs import DataCache
         from privaudit.training import resolve_device
-        from privaudit.workspace import Workspace
+        from privaudit.pipeline.workspace import Workspace
 
     hooks = hooks or AuditHooks()
     runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privaudit.api import params
-from privaudit.atomic import check_output_folder
-from privaudit.defaults import MAX_SEED
+from privaudit.files.atomic import check_output_folder
+from privaudit.core.defaults import MAX_SEED
 from privaudit.errors import ConfigError
 from privaudit.scanning import FILES, require_input
-from privaudit.timing import importing, phase
+from privaudit.core.timing import importing, phase
 
 if TYPE_CHECKING:
     import pandas as pd

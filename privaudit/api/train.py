@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from privaudit.api import params
 from privaudit.errors import ConfigError
-from privaudit.timing import importing
+from privaudit.core.timing import importing
 
 if TYPE_CHECKING:
     from privaudit.executor.preview import RunPlan
@@ -21,8 +21,8 @@ class TrainedModels:
     """The models of one ``train`` call, one per seed: each with its workspace folder, its
     metrics (accuracies, ε for DP, timings) and whether it was reused."""
 
-    runs: list                       #: privaudit.runs.RunResult, one per seed
-    configs: list                    #: privaudit.config.RunConfig, one per seed
+    runs: list                       #: privaudit.pipeline.runs.RunResult, one per seed
+    configs: list                    #: privaudit.core.config.RunConfig, one per seed
     several_seeds: bool = False      #: asked with ``seeds`` (the JSON lists every run)
 
     @property
@@ -71,7 +71,7 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     train nothing; return the :class:`~privaudit.executor.preview.RunPlan` (what would train,
     what is reused, disk, time estimated on this machine)."""
     with importing():
-        from privaudit.config import make_config
+        from privaudit.core.config import make_config
 
     if not 0 <= kappa <= 100:
         raise ConfigError(f"--kappa must be between 0 and 100 (got {params.num(kappa)})")
@@ -87,9 +87,9 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
             for s in seed_list]  # validated
 
     with importing():
-        from privaudit import runs
+        from privaudit.pipeline import runs
         from privaudit.training import resolve_device
-        from privaudit.workspace import Workspace
+        from privaudit.pipeline.workspace import Workspace
 
     dev = resolve_device(device)
     data = data or runs.DataCache(data_dir, download)

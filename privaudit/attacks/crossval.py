@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from privaudit.attacks.scores import softmax
-from privaudit.empirical import best_threshold
-from privaudit.metrics import advantage_threshold
+from privaudit.analysis.empirical import best_threshold
+from privaudit.analysis.metrics import advantage_threshold
 
 DEFAULT_FOLDS = 5
 INNER_FOLDS = 3

@@ -1,10 +1,10 @@
 """Attacks that use a reference pool: LiRA, RMIA, the many-shadow attack, and their
 leave-one-out evaluation with empirical ε lower bounds.
 
-Every function here works on saved arrays (:class:`privaudit.pools.Pool`), so adding an
+Every function here works on saved arrays (:class:`privaudit.pipeline.pools.Pool`), so adding an
 attack retrains nothing. Conventions: member = positive class, higher score = more likely
 a member; shapes (M reference models, n audited samples, z population samples, A queries,
-C classes) as in :mod:`privaudit.pools`.
+C classes) as in :mod:`privaudit.pipeline.pools`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from privaudit.attacks.lira import lira_scores
 from privaudit.attacks.rmia import calibrate_a, rmia_scores
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
-from privaudit.empirical import best_threshold, epsilon_lower_bound, tpr_at_fpr_with_ci
-from privaudit.metrics import advantage_threshold, attack_metrics
+from privaudit.analysis.empirical import best_threshold, epsilon_lower_bound, tpr_at_fpr_with_ci
+from privaudit.analysis.metrics import advantage_threshold, attack_metrics
 
 POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "rmia", "shadow-pool")
 BASELINE_ATTACKS = ("loss", "confidence")
@@ -134,7 +134,7 @@ def empirical_privacy(labels: np.ndarray, scores: np.ndarray, calib_labels: np.n
 
 def tpr_intervals(labels: np.ndarray, scores: np.ndarray, confidence: float = 0.95) -> dict[str, float]:
     """Clopper–Pearson intervals of the TPR at 1 % and 0.1 % FPR: ``tpr_at_1pct_fpr_lo`` …
-    ``tpr_at_0p1pct_fpr_hi`` (:func:`privaudit.empirical.tpr_at_fpr_with_ci`)."""
+    ``tpr_at_0p1pct_fpr_hi`` (:func:`privaudit.analysis.empirical.tpr_at_fpr_with_ci`)."""
     out = {}
     for key, level in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0p1pct_fpr", 0.001)):
         ci = tpr_at_fpr_with_ci(labels, scores, level, confidence=confidence)
@@ -211,7 +211,7 @@ def exposure(labels01: np.ndarray, scores: np.ndarray, classes: np.ndarray, samp
              top: int = 10) -> dict:
     """Which classes and samples an attack exposes most: per-class AUC (members vs
     non-members of that class) and the ``top`` members with the highest scores."""
-    from privaudit.metrics import auc_score
+    from privaudit.analysis.metrics import auc_score
 
     per_class = {}
     for c in np.unique(classes):

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privaudit.metrics import auc_score
+from privaudit.analysis.metrics import auc_score
 
 # Pr(·) is floored here so that a sample every OUT model gives probability 0 (softmax
 # underflow) yields a huge but finite likelihood ratio instead of a division by zero.
@@ -159,7 +159,7 @@ def calibrate_a(
       - ``p_ref_z_by_model`` (M, Z), all M models' probabilities on population samples that
         no model trained on, when given.
     Samples with no OUT model among the references are left out of that simulation. The
-    AUC (:func:`privaudit.metrics.auc_score`, scikit-learn's ``roc_auc_score``) of :func:`rmia_scores` with every candidate a is
+    AUC (:func:`privaudit.analysis.metrics.auc_score`, scikit-learn's ``roc_auc_score``) of :func:`rmia_scores` with every candidate a is
     averaged over pseudo-targets, and the a with the largest mean AUC is returned (the
     smallest such a on ties).
 

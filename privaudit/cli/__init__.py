@@ -64,7 +64,7 @@ class OneLineErrors(TyperGroup):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         def invoke():
-            from privaudit.timing import CLOCK
+            from privaudit.core.timing import CLOCK
 
             CLOCK.reset()  # phase_seconds count from the command's start
             return super(OneLineErrors, self).main(args, prog_name, complete_var, standalone_mode=False, **extra)
@@ -115,20 +115,20 @@ def entry() -> None:
     Once torch, scikit-learn, Opacus and matplotlib are loaded, the interpreter's shutdown spends
     1.3-1.8 s (measured on a 2-core machine) tearing down modules that a finished process need
     not free. When the command has returned, everything it wrote is closed (artifacts are
-    written atomically, :mod:`privaudit.atomic`), so the process runs its exit handlers, flushes
+    written atomically, :mod:`privaudit.files.atomic`), so the process runs its exit handlers, flushes
     its streams and leaves with :func:`os._exit`. Where another thread is still alive, the exit
     status is not a number, or a profiler or tracer is watching (``python -m cProfile``, which
     writes its results after the program returns), the normal shutdown runs instead.
 
     In this process the cyclic garbage collector also does less needless work: the command's
-    imports are kept out of its full passes (:func:`privaudit.timing.importing`), and its
+    imports are kept out of its full passes (:func:`privaudit.core.timing.importing`), and its
     youngest generation is collected every 10,000 allocations instead of 700 (a training loop
     allocates thousands of short-lived tensors that reference counting frees anyway). Measured
     on the digits audit: 1.5-2.0 s of collection before, 0.4-0.5 s after.
     """
-    from privaudit import timing
+    from privaudit.core import timing
 
-    timing.FREEZE_IMPORTS = True  # this process is the command's own (privaudit.timing.importing)
+    timing.FREEZE_IMPORTS = True  # this process is the command's own (privaudit.core.timing.importing)
     gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
     try:
         main()

@@ -10,8 +10,8 @@ from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, Devic
                                   ShadowDatasetOpt, WorkdirOpt, dataset_option, emit_json, handle_errors, importing,
                                   info_console, parse_attacks, parse_seeds, refresh_reports, require_workspace,
                                   training_progress)
-from privaudit.config import DATASETS, MODELS, is_custom_model
-from privaudit.defaults import DEFAULT_POOL_SIZE
+from privaudit.core.config import DATASETS, MODELS, is_custom_model
+from privaudit.core.defaults import DEFAULT_POOL_SIZE
 
 TargetOpt = Annotated[str, typer.Option(
     "--target", help=f"An architecture ({', '.join(MODELS)}: every trained target of it) or one target's run name.")]
@@ -46,12 +46,12 @@ def attack_cmd(
     plan = parse_attacks(attacks, pool_size, shadow_dataset)  # loads the attack library (torch)
 
     with importing():
-        from privaudit.attacking import attack_target
+        from privaudit.pipeline.attacking import attack_target
     from privaudit.cli.summary import attack_summary_table
     with importing():
-        from privaudit.runs import DataCache
+        from privaudit.pipeline.runs import DataCache
         from privaudit.training import resolve_device
-        from privaudit.workspace import Workspace
+        from privaudit.pipeline.workspace import Workspace
 
     ws = Workspace(root)
     names = ws.resolve_targets(target, dataset=dataset, seeds=None if seeds is None else parse_seeds(seeds, 0))

@@ -12,7 +12,7 @@ from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, Devic
                                   info_console, number, one_of, training_progress)
 from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, DryRunOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
                                    ModelArgOpt, ModelOpt, PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
-from privaudit.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
+from privaudit.core.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 
 
 def _grid_text(values) -> str:
@@ -57,7 +57,7 @@ def audit_cmd(
     """Train the baseline, every MG-noise and DP-SGD target and their shadows, attack them, write the report."""
     t0 = time.perf_counter()
     from privaudit.api.audit import audit
-    from privaudit.hooks import AuditHooks
+    from privaudit.core.hooks import AuditHooks
 
     with training_progress() as bars:
         result = audit(model=model, dataset=dataset, data_dir=data_dir, download=download, kappas=kappas,
@@ -79,8 +79,8 @@ def audit_cmd(
         emit_json({**result.to_json(), "wall_seconds": wall})
         return
     from privaudit.cli.summary import attack_summary_table, verdict_table
-    from privaudit.timing import CLOCK
-    from privaudit.workspace import Workspace
+    from privaudit.core.timing import CLOCK
+    from privaudit.pipeline.workspace import Workspace
 
     ws, attack_plan, rep_html, rep_csv = Workspace(result.workdir), result.attack_plan, result.report_path, result.csv_path
     console = info_console(as_json)

@@ -21,10 +21,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from privaudit.api.params import num as _num, outside as _outside, range_text as _range_text
-from privaudit.timing import importing  # noqa: F401  (the commands' import phase)
-from privaudit.defaults import DATA_DIR_ENV, MAX_POOL_SIZE, MAX_SEED
+from privaudit.core.timing import importing  # noqa: F401  (the commands' import phase)
+from privaudit.core.defaults import DATA_DIR_ENV, MAX_POOL_SIZE, MAX_SEED
 from privaudit.errors import ArtifactError, DataError, PrivauditError
-from privaudit.npfiles import npz_problem
+from privaudit.files.npfiles import npz_problem
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -65,9 +65,9 @@ def handle_errors(fn):
 def emit_json(document: dict) -> None:
     """Print one JSON document on stdout (for ``--json``), with ``phase_seconds``: where
     the command's wall time went so far (import, data, train, evaluate, attack, report;
-    :mod:`privaudit.timing`)."""
-    from privaudit.atomic import dumps_json
-    from privaudit.timing import CLOCK
+    :mod:`privaudit.core.timing`)."""
+    from privaudit.files.atomic import dumps_json
+    from privaudit.core.timing import CLOCK
 
     if isinstance(document, dict) and "phase_seconds" not in document:
         document = {**document, "phase_seconds": CLOCK.snapshot()}
@@ -320,7 +320,7 @@ def dataset_option(ctx: typer.Context, param: typer.CallbackParam, value):
     ``npz:PATH`` / ``folder:PATH``, returned with its path made absolute (the name a model's
     config records); anything else is a usage error naming the option."""
     from privaudit.api.params import normal_dataset
-    from privaudit.defaults import NAMED_DATASETS
+    from privaudit.core.defaults import NAMED_DATASETS
 
     if value is None or ctx.resilient_parsing:
         return value
@@ -360,8 +360,8 @@ def model_option(ctx: typer.Context, param: typer.CallbackParam, value):
     """Typer callback of ``--model``: a built-in architecture, ``torchvision:NAME`` or
     ``module:MODULE:CALLABLE`` (checked for its form here; built, and so checked for real,
     when a model trains)."""
-    from privaudit.config import MODELS
-    from privaudit.defaults import CUSTOM_MODEL_PREFIXES
+    from privaudit.core.config import MODELS
+    from privaudit.core.defaults import CUSTOM_MODEL_PREFIXES
 
     if value is None or ctx.resilient_parsing or value in MODELS:
         return value

@@ -8,10 +8,10 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.api.epsilon import DEFENSES
-from privaudit.accounting import REPLACE_ONE_MAX_BOUND
+from privaudit.analysis.accounting import REPLACE_ONE_MAX_BOUND
 from privaudit.cli.common import JsonOpt, emit_json, handle_errors, info_console, number, one_of
 from privaudit.cli.options import DeltaOpt, NoiseMultiplierOpt, TargetEpsilonOpt
-from privaudit.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
+from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
 
 
 @handle_errors
@@ -78,7 +78,7 @@ LABELS: dict[str, str | tuple[str, str]] = {
 
 
 #: the replace-one ε rows when the exact PLD is not computed (its σ/2 bound exceeds
-#: REPLACE_ONE_MAX_BOUND; privaudit.accounting.replace_one_epsilon returns that bound then)
+#: REPLACE_ONE_MAX_BOUND; privaudit.analysis.accounting.replace_one_epsilon returns that bound then)
 EXACT_OR_BOUND = {
     "epsilon_replace_one": "ε at δ, replace-one adjacency: the σ/2 upper bound (over 1,000, the exact PLD is "
                            "not computed)",

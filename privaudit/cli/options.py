@@ -11,8 +11,8 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.common import dataset_option, model_option, number, one_of
-from privaudit.config import AUGMENTS, MECHANISMS, PRECISIONS
-from privaudit.defaults import MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_WIDTH
+from privaudit.core.config import AUGMENTS, MECHANISMS, PRECISIONS
+from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_WIDTH
 
 ModelOpt = Annotated[str, typer.Option("--model", callback=model_option, help="Architecture: mlp (one hidden layer), cnn (ML-Leaks Standard CNN), cnn-improved (three conv blocks, BatchNorm/GroupNorm + dropout), cnn-improved-small (its two-block variant), convex-relu (convex two-layer ReLU approximation, trained by cyclic gradient descent), or your own: torchvision:NAME (e.g. torchvision:resnet18) or module:MODULE:CALLABLE (a factory returning an nn.Module).")]
 ModelArgOpt = Annotated[Optional[list[str]], typer.Option("--model-arg", help="key=value passed to a torchvision: or module: model's factory (repeatable; values read as JSON when they parse). torchvision ResNets take small_stem=true for small images.")]

@@ -11,7 +11,7 @@ def report_cmd(workdir: WorkdirOpt = ".", as_json: JsonOpt = False) -> None:
     """Rebuild reports/tradeoff.csv and reports/index.html from every attack in the workspace."""
     root = require_workspace(workdir)  # a mistyped --workdir is an error, not an empty report
     with importing():
-        from privaudit.workspace import Workspace
+        from privaudit.pipeline.workspace import Workspace
 
     rep = refresh_reports(Workspace(root).ensure_writable())  # warns per damaged folder
     if as_json:

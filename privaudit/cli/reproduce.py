@@ -12,7 +12,7 @@ import typer
 
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, err,
                                   handle_errors, info_console, number, one_of, show_plan, training_progress)
-from privaudit.defaults import REPRODUCE_FAMILIES, REPRODUCE_SCALES
+from privaudit.core.defaults import REPRODUCE_FAMILIES, REPRODUCE_SCALES
 
 app = typer.Typer(help="The papers' published results, reproduced as one command (CSV, figures and a page under "
                        "reports/reproduce/).", no_args_is_help=True, rich_markup_mode="rich")
@@ -39,7 +39,7 @@ def mg_noise_cmd(
     """The MG-noise paper's CIFAR-10 results: Figure 4 (accuracy vs κ), Figures 5-7 (attack AUC, precision, recall vs κ, and the epoch sweep), Figures 9-10 (MG noise vs DP-SGD at equal accuracy), each statement of the paper checked with a 95 % interval. Writes reports/reproduce/mg-noise/; resumes, and reuses what audit trained."""
     t0 = time.perf_counter()
     from privaudit.api.reproduce import reproduce
-    from privaudit.hooks import AuditHooks
+    from privaudit.core.hooks import AuditHooks
 
     command = "privaudit " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else ""
     with training_progress() as bars:

@@ -10,12 +10,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.atomic import check_output_file
+from privaudit.files.atomic import check_output_file
 from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, dataset_config, emit_json,
                                   err, handle_errors, importing, info_console, number, parse_model_args, path_option,
                                   require_workspace, training_progress)
 from privaudit.cli.options import AugmentOpt, DatasetOpt, DeltaOpt, ModelArgOpt, ModelOpt, WeightDecayOpt, WidthOpt
-from privaudit.defaults import MAX_SEED
+from privaudit.core.defaults import MAX_SEED
 
 InputArg = Annotated[str, typer.Argument(
     callback=path_option, show_default=False,
@@ -72,11 +72,11 @@ def export_cmd(
 
         raise ArtifactError(f"no model folder {root / 'models' / target}")
     with importing():
-        from privaudit.atomic import write_bytes
-        from privaudit.runs import DataCache
+        from privaudit.files.atomic import write_bytes
+        from privaudit.pipeline.runs import DataCache
         from privaudit.scanning.export import export_arrays, npz_bytes
         from privaudit.training import resolve_device
-        from privaudit.workspace import Workspace
+        from privaudit.pipeline.workspace import Workspace
 
     arrays = export_arrays(Workspace(root), target, DataCache(data_dir, False), resolve_device(device),
                            pool_size=pool_size)
@@ -93,9 +93,9 @@ def _check_audit_model_paths(weights, members: str, non_members: Optional[str], 
     loads: the weights file exists, a --members / --non-members file exists (and an .npy is
     one), and the results folder and the workspace can be written."""
     from privaudit.api.scan import _stem
-    from privaudit.atomic import check_output_folder
+    from privaudit.files.atomic import check_output_folder
     from privaudit.errors import DataError
-    from privaudit.npfiles import ids_problem
+    from privaudit.files.npfiles import ids_problem
     from privaudit.scanning import FILES
 
     w = Path(weights)
@@ -160,11 +160,11 @@ def audit_model_cmd(
     _check_audit_model_paths(weights, members, non_members, workdir, out)  # before torch loads
     dataset_kwargs, data = dataset_config(dataset, data_dir, download)
     with importing():
-        from privaudit.runs import DataCache
+        from privaudit.pipeline.runs import DataCache
         from privaudit.scanning.external import Recipe, audit_model, parse_ids
         from privaudit.scanning.report import write
         from privaudit.training import resolve_device
-        from privaudit.workspace import Workspace
+        from privaudit.pipeline.workspace import Workspace
 
     data = data or DataCache(data_dir, download)
     n = len(data.get(dataset).y)
@@ -181,7 +181,7 @@ def audit_model_cmd(
 
     folder = Path(out) if out else ws.reports / "audit-model" / _stem(str(weights))
     command = "privaudit audit-model " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
-    from privaudit.timing import phase
+    from privaudit.core.timing import phase
 
     with phase("report"):
         summary = write(result, folder, command=command, references=match)

@@ -1,6 +1,6 @@
 """The rich summary table printed at the end of ``attack`` and ``audit``.
 
-Numbers are written by :mod:`privaudit.formatting`, the rules of the HTML report: an
+Numbers are written by :mod:`privaudit.core.formatting`, the rules of the HTML report: an
 empirical ε lower bound is rounded down, an accountant's ε has 3 significant digits.
 """
 
@@ -12,10 +12,10 @@ from rich import box
 from rich.table import Table
 
 from privaudit.errors import ArtifactError
-from privaudit.formatting import difference, fixed, lower_bound, sig3
-from privaudit.metrics import rank_attacks, strongest_attack
+from privaudit.core.formatting import difference, fixed, lower_bound, sig3
+from privaudit.analysis.metrics import rank_attacks, strongest_attack
 from privaudit.report.summary import setting_label
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 
 def setting_text(cfg, metrics: dict) -> str:

@@ -8,7 +8,7 @@ import typer
 
 from privaudit.cli.common import (JsonOpt, SeedOpt, WorkdirOpt, emit_json, handle_errors, info_console, number,
                                   one_of, parse_grid, refresh_reports)
-from privaudit.defaults import THEORY_LABELS
+from privaudit.core.defaults import THEORY_LABELS
 from privaudit.errors import ConfigError
 
 app = typer.Typer(help="The papers' theory as runnable experiments (CSV, SVG and a page under reports/theory/).",
@@ -51,7 +51,7 @@ def _fits(n: int, d: int, m: int) -> None:
 
 def _refresh_main_report(workdir) -> None:
     """The main report's Papers' figures section reads reports/theory/: rebuild it."""
-    from privaudit.workspace import Workspace
+    from privaudit.pipeline.workspace import Workspace
 
     refresh_reports(Workspace(workdir).ensure_writable())
 

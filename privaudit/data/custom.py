@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.errors import DataError
-from privaudit.npfiles import npz_member, open_npz
+from privaudit.files.npfiles import npz_member, open_npz
 
 PREFIXES = ("npz:", "folder:")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
@@ -92,7 +92,7 @@ def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray, int]:
     label = f"npz:{path}"
     if not path.is_file():
         raise DataError(f"{label}: no such file")
-    with open_npz(path, label) as npz:  # a file that is no .npz is refused as what it is (privaudit.npfiles)
+    with open_npz(path, label) as npz:  # a file that is no .npz is refused as what it is (privaudit.files.npfiles)
         missing = [k for k in ("x", "y") if k not in npz.files]
         if missing:
             raise DataError(f"{label}: no array {missing[0]!r} (expected x: uint8 images, y: integer labels)")

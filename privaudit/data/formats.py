@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.defaults import DATA_DIR_ENV
+from privaudit.core.defaults import DATA_DIR_ENV
 from privaudit.errors import DataError
 
 # name → torchvision's dataset class (for --download)

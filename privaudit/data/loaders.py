@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.defaults import CUSTOM_DATASET_PREFIXES, DATA_DIR_ENV, NAMED_DATASETS
+from privaudit.core.defaults import CUSTOM_DATASET_PREFIXES, DATA_DIR_ENV, NAMED_DATASETS
 from privaudit.errors import DataError
 from privaudit.data.images import ImageData, _read_batch  # noqa: F401  (re-exported)
 

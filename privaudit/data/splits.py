@@ -60,13 +60,13 @@ def member_indices(role: str, split: Split, *, pool_size: int = 0, pool_index: i
 
 def pool_seed(seed: int, pool_size: int) -> int:
     """Seed of a pool's membership array, derived from the data seed and the pool size."""
-    from privaudit.seeding import derive_seed
+    from privaudit.core.seeding import derive_seed
 
     return derive_seed(seed, "pool", pool_size)
 
 
 def canary_seed(seed: int) -> int:
-    from privaudit.seeding import derive_seed
+    from privaudit.core.seeding import derive_seed
 
     return derive_seed(seed, "canaries")
 

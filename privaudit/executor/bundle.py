@@ -4,7 +4,7 @@ A bundle maps each workspace-relative folder (``models/<run>``, ``attacks/<targe
 ``attacks/pools/<pool>``) to ``{relative file path: bytes}``. The driver packs a job's
 inputs, the worker unpacks them into a private workspace, runs the job there and packs
 the job's outputs, and the driver writes those into its workspace, each folder atomically
-(:meth:`privaudit.workspace.Workspace.commit_folder`), as a local run would.
+(:meth:`privaudit.pipeline.workspace.Workspace.commit_folder`), as a local run would.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
-from privaudit.atomic import write_bytes
+from privaudit.files.atomic import write_bytes
 from privaudit.errors import ArtifactError
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 Bundle = dict[str, dict[str, bytes]]
 

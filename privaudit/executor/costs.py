@@ -44,8 +44,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from privaudit.atomic import write_json
-from privaudit.config import RunConfig
+from privaudit.files.atomic import write_json
+from privaudit.core.config import RunConfig
 from privaudit.executor.plan import Job
 
 #: environment variable naming the folder of the cost cache (default: the user cache folder)
@@ -79,7 +79,7 @@ def machine_key(device) -> str:
     device. Another machine (or another torch) measures again."""
     import torch
 
-    from privaudit.provenance import cpu_name
+    from privaudit.core.provenance import cpu_name
 
     cpu = cpu_name()
     dev = str(device)
@@ -121,7 +121,7 @@ class JobCost:
 class CostModel:
     """Rates measured on this machine (module docstring), cached in :func:`cache_path`.
 
-    ``data`` is the run's :class:`~privaudit.runs.DataCache` (datasets are loaded once, as the
+    ``data`` is the run's :class:`~privaudit.pipeline.runs.DataCache` (datasets are loaded once, as the
     run would load them), ``device`` its device."""
 
     def __init__(self, data, device, path: Path | None = None, log: Callable[[str], None] | None = None):
@@ -246,7 +246,7 @@ class CostModel:
                f"shadow={shadow}")
 
         def measure() -> float:
-            from privaudit.attacking import BASELINE_ATTACKS, run_attacks
+            from privaudit.pipeline.attacking import BASELINE_ATTACKS, run_attacks
             from privaudit.attacks.pool_attacks import evaluate_scores, leave_one_out, pool_scores
 
             rng = np.random.default_rng(0)
@@ -333,7 +333,7 @@ class CostModel:
                     + evaluation * len(missing))
         group = list(job.configs) if len(job.configs) > 1 else [job.configs[0]]
         per, setup = self.training_rates(group)
-        # a stacked run with any model missing trains whole (privaudit.runs.ensure_models)
+        # a stacked run with any model missing trains whole (privaudit.pipeline.runs.ensure_models)
         trained = group if len(group) > 1 else missing
         return sum(member_count(c, len(images.y)) * c.train.epochs * per + setup + evaluation for c in trained)
 

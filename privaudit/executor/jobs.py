@@ -15,14 +15,14 @@ from typing import Callable, Iterable
 
 import torch
 
-from privaudit.attacking import attack_target
+from privaudit.pipeline.attacking import attack_target
 from privaudit.executor.plan import Job
-from privaudit.integrity import verify_folder
-from privaudit.pools import ensure_pool
+from privaudit.files.integrity import verify_folder
+from privaudit.pipeline.pools import ensure_pool
 from privaudit.report.build import build_reports
-from privaudit.runs import DataCache, ensure_epochs, ensure_model, ensure_models
+from privaudit.pipeline.runs import DataCache, ensure_epochs, ensure_model, ensure_models
 from privaudit.training.trainer import EpochCallback
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 #: Fault injection for the executor's tests: ``<text>@<marker file>`` makes the first job
 #: whose id contains <text> kill its own process (SIGKILL) after its first epoch, once (the

@@ -21,10 +21,10 @@ import torch
 
 from privaudit.executor.jobs import is_done, run_job
 from privaudit.executor.plan import Job
-from privaudit.runs import DataCache
-from privaudit.timing import phase
+from privaudit.pipeline.runs import DataCache
+from privaudit.core.timing import phase
 from privaudit.training.trainer import EpochCallback
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 JobDone = Callable[[Job, bool], None]  # (job, whether it was already done)
 

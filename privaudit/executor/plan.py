@@ -8,8 +8,8 @@ Each job is one unit of the audit that an executor may run anywhere:
   they share a schedule (:func:`privaudit.training.stacked.stack_groups`, the same grouping
   a local run uses, so the numbers are the same);
 * ``logits:<pool>``: the logits of every model of one reference pool on the pool samples
-  and the population (:func:`privaudit.pools.ensure_pool`, once the pool's models exist);
-* ``attack:<target>``: every attack of one target (:func:`privaudit.attacking.attack_target`),
+  and the population (:func:`privaudit.pipeline.pools.ensure_pool`, once the pool's models exist);
+* ``attack:<target>``: every attack of one target (:func:`privaudit.pipeline.attacking.attack_target`),
   once its target, shadow, pool logits and canary model exist;
 * ``report``: the reports, from the whole workspace, after every attack.
 
@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from privaudit.attacking import AttackPlan
-from privaudit.config import RunConfig
-from privaudit.pools import POOLS_FOLDER, pool_name
+from privaudit.pipeline.attacking import AttackPlan
+from privaudit.core.config import RunConfig
+from privaudit.pipeline.pools import POOLS_FOLDER, pool_name
 from privaudit.training.stacked import stack_groups
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def train_job(configs: Sequence[RunConfig]) -> Job:
 
 def epochs_job(configs: Sequence[RunConfig]) -> Job:
     """The job that trains one recipe once to its longest epoch count and saves the shorter
-    ones on the way (:func:`privaudit.runs.ensure_epochs`)."""
+    ones on the way (:func:`privaudit.pipeline.runs.ensure_epochs`)."""
     configs = sorted(configs, key=lambda c: c.train.epochs)
     return Job(id=f"train:{configs[-1].run_name}+epochs", kind="train", configs=tuple(configs),
                outputs=tuple(_model_folder(c) for c in configs), epochs_series=True)

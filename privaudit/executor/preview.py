@@ -107,7 +107,7 @@ def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, start
     ``startup_seconds`` defaults to this process's import and data time so far (the start-up
     a run of the command pays again); ``executor``: where the run would go (the time is this
     machine's, one job after another)."""
-    from privaudit.timing import CLOCK
+    from privaudit.core.timing import CLOCK
 
     model = model or CostModel(data, device, log=log)
     if startup_seconds is None:

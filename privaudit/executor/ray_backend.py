@@ -35,13 +35,13 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from privaudit.atomic import owner_tag, remove_orphans
+from privaudit.files.atomic import owner_tag, remove_orphans
 from privaudit.errors import ConfigError, PrivauditError
 from privaudit.executor.bundle import pack, unpack
 from privaudit.executor.jobs import is_done, run_job
 from privaudit.executor.plan import Job
-from privaudit.runs import DataCache
-from privaudit.workspace import Workspace
+from privaudit.pipeline.runs import DataCache
+from privaudit.pipeline.workspace import Workspace
 
 INSTALL_HINT = 'the Ray executor needs Ray: pip install "privaudit[ray]"'
 DEFAULT_RETRIES = 3
@@ -84,7 +84,7 @@ PRIVATE_PREFIX = "privaudit-job-"
 def private_workspace(tmp: str | None = None) -> str:
     """A new private workspace folder ``privaudit-job-<pid>@<host>-…`` in this node's temporary
     folder, after removing those that this host's dead processes left (a worker killed mid-job
-    cannot remove its own, and the node's next job does: :func:`privaudit.atomic.remove_orphans`)."""
+    cannot remove its own, and the node's next job does: :func:`privaudit.files.atomic.remove_orphans`)."""
     tmp = tmp or tempfile.gettempdir()
     remove_orphans(Path(tmp), PRIVATE_PREFIX)
     return tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{owner_tag()}-", dir=tmp)

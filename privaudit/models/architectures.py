@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from privaudit.defaults import DEFAULT_WIDTHS
+from privaudit.core.defaults import DEFAULT_WIDTHS
 from privaudit.errors import ConfigError
 
 
@@ -25,7 +25,7 @@ def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, 
     """Build a freshly initialised model (initialisation uses torch's global RNG).
 
     ``width`` is the hidden units of the dense layer (the config's default is
-    :data:`privaudit.defaults.DEFAULT_WIDTHS`).
+    :data:`privaudit.core.defaults.DEFAULT_WIDTHS`).
 
     mlp: flatten -> Linear(C*H*W, width) -> ReLU -> Linear(width, classes).
     cnn: the ML-Leaks "Standard CNN": conv5x5x32 (padding 2) -> ReLU -> pool ->

@@ -9,7 +9,7 @@ the gated copies of the input,
 the Pilanci–Ergen convex reformulation with the cone constraints dropped. With softmax
 cross-entropy and an L2 term λ/2‖v‖² the training objective is λ-strongly convex and
 smooth, which the hidden-state privacy bound of NoisyCGD needs
-(:mod:`privaudit.hidden_state`).
+(:mod:`privaudit.analysis.hidden_state`).
 
 The P·d features are never materialised: the logits are one product x Wᵀ, W = v arranged as
 (P·C, d) (:func:`to_working`), masked by the gates and summed over i.

@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from privaudit.atomic import read_json, write_bytes, write_text
+from privaudit.files.atomic import read_json, write_bytes, write_text
 from privaudit.errors import ArtifactError, DamagedArtifactError
-from privaudit.integrity import verify_folder
-from privaudit.metrics import roc
+from privaudit.files.integrity import verify_folder
+from privaudit.analysis.metrics import roc
 from privaudit.report.summary import Summary, summarise
 from privaudit.report.table import COLUMNS
-from privaudit.timing import timed
-from privaudit.workspace import Workspace
+from privaudit.core.timing import timed
+from privaudit.pipeline.workspace import Workspace
 
 LOO_KEYS = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "eps_lower_bound")
 EXTRAS = ("loo", "exposure", "one_run")
@@ -131,7 +131,7 @@ def _replace_one_epsilon(defence, metrics: dict, sigma_half: bool = False) -> fl
                    float(defence.delta))
     except (KeyError, TypeError, ValueError):
         return math.nan
-    from privaudit.accounting import replace_one_epsilon, replace_one_epsilon_sigma_half
+    from privaudit.analysis.accounting import replace_one_epsilon, replace_one_epsilon_sigma_half
 
     return (replace_one_epsilon_sigma_half if sigma_half else replace_one_epsilon)(*setting)[0]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privaudit.formatting import slug as _slug
+from privaudit.core.formatting import slug as _slug
 from privaudit.report.plots import error_bars, svg_element
 from privaudit.report.summary import PAPER_ATTACK, Summary
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from privaudit.formatting import difference, lower_bound, sig3, slug
+from privaudit.core.formatting import difference, lower_bound, sig3, slug
 from privaudit.report.table import COLUMNS
 from privaudit.report.defences import noisycgd_comparison
 from privaudit.report.table import as_bool
@@ -92,7 +92,7 @@ def _int(v: Any) -> str:
     return str(int(round(f))) if math.isfinite(f) else _DASH
 
 
-_lb = lower_bound  # one rounding rule with the terminal (privaudit.formatting)
+_lb = lower_bound  # one rounding rule with the terminal (privaudit.core.formatting)
 
 
 def _pct(v: Any, digits: int = 1) -> str:

@@ -12,7 +12,7 @@ import html
 import re
 from pathlib import Path
 
-from privaudit.atomic import read_json, write_text
+from privaudit.files.atomic import read_json, write_text
 from privaudit.report.templates import stylesheet
 
 THEORY_FOLDER = ("reports", "theory")

@@ -41,11 +41,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm, t as student_t
 
-from privaudit.empirical import clopper_pearson
-from privaudit.formatting import number as _num
-from privaudit.formatting import sig3
-from privaudit.metrics import STRONGEST_KEY
-from privaudit.metrics import strongest_attack as strongest_of
+from privaudit.analysis.empirical import clopper_pearson
+from privaudit.core.formatting import number as _num
+from privaudit.core.formatting import sig3
+from privaudit.analysis.metrics import STRONGEST_KEY
+from privaudit.analysis.metrics import strongest_attack as strongest_of
 from privaudit.report.table import as_bool
 
 CONFIDENCE = 0.95
@@ -82,7 +82,7 @@ def t_interval(values: Any, confidence: float = CONFIDENCE) -> tuple[float, floa
 
 
 def binomial_interval(p: float, n: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Two-sided Clopper–Pearson interval (:func:`privaudit.empirical.clopper_pearson`) of a
+    """Two-sided Clopper–Pearson interval (:func:`privaudit.analysis.empirical.clopper_pearson`) of a
     proportion ``p`` observed on ``n`` trials; NaNs when either is missing."""
     if not (np.isfinite(p) and np.isfinite(n) and n >= 1):
         return math.nan, math.nan
@@ -187,7 +187,7 @@ def _sampling_interval(r: pd.Series, metric: str, confidence: float) -> tuple[fl
 # -- the strongest attack, one row per setting ---------------------------------------------
 
 def strongest_attack(group: pd.DataFrame) -> str | None:
-    """The strongest attack of a (model, dataset) group by :func:`privaudit.metrics.strongest_attack`
+    """The strongest attack of a (model, dataset) group by :func:`privaudit.analysis.metrics.strongest_attack`
     on each attack's means over its rows; None when the group has no attack values."""
     if group.empty:
         return None
@@ -211,7 +211,7 @@ def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str
     ``delta``, test and train accuracy with their intervals (``interval``), the one-run bound
     ``one_run_eps_lower_bound``, ``strongest`` (the group's strongest attack,
     :func:`group_strongest`; without ``strongest``, the setting's own by
-    :func:`privaudit.metrics.strongest_attack`), ``row_strongest`` (the setting's own
+    :func:`privaudit.analysis.metrics.strongest_attack`), ``row_strongest`` (the setting's own
     strongest attack, which the page highlights in its row), ``eps_strongest`` (the strongest
     attack's mean empirical ε lower bound in this setting, the one ε bound every view gives
     for a setting; NaN without one) and ``eps_attack`` (that attack, None without a bound)."""

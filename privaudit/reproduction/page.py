@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from privaudit.atomic import write_json, write_text
+from privaudit.files.atomic import write_json, write_text
 from privaudit.report.plots import line_plot
 from privaudit.report.summary import t_interval
 from privaudit.report.templates import render, stylesheet

@@ -1,7 +1,7 @@
 """The MG-noise paper's CIFAR-10 protocol as lists of model configs (docs/methods.md A.3–A.5).
 
-Three experiments, each a list of ordinary :class:`~privaudit.config.RunConfig` targets, so
-that every model is the cached, resumable get-or-train of :mod:`privaudit.runs` and a model
+Three experiments, each a list of ordinary :class:`~privaudit.core.config.RunConfig` targets, so
+that every model is the cached, resumable get-or-train of :mod:`privaudit.pipeline.runs` and a model
 ``privaudit audit`` already trained with the same recipe is reused, not trained again:
 
 * **accuracy** (Figure 4): test accuracy against κ for the MLP, the Standard CNN and the
@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from privaudit.config import RunConfig, make_config
-from privaudit.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
+from privaudit.core.config import RunConfig, make_config
+from privaudit.core.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
 from privaudit.errors import ConfigError
 
 SCALES = REPRODUCE_SCALES

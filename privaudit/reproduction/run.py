@@ -16,16 +16,16 @@ from typing import Callable
 import pandas as pd
 import torch
 
-from privaudit.attacking import AttackPlan
-from privaudit.config import RunConfig
+from privaudit.pipeline.attacking import AttackPlan
+from privaudit.core.config import RunConfig
 from privaudit.executor import Job, LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.executor.plan import epochs_job, train_job
 from privaudit.executor.preview import estimated
 from privaudit.report.build import attack_rows
 from privaudit.reproduction.protocol import Protocol
-from privaudit.runs import DataCache
-from privaudit.workspace import Workspace
+from privaudit.pipeline.runs import DataCache
+from privaudit.pipeline.workspace import Workspace
 
 PAPER_ATTACK = "shadow"
 ACCURACY_COLUMNS = ["run", "model", "kappa", "seed", "epochs", "batch_size", "part_size", "train_accuracy",

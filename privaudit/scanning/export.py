@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from privaudit.errors import ArtifactError
-from privaudit.runs import DataCache
-from privaudit.workspace import Workspace
+from privaudit.pipeline.runs import DataCache
+from privaudit.pipeline.workspace import Workspace
 
 
 def export_arrays(workspace: Workspace, target: str, data: DataCache, device: torch.device, *,
@@ -23,8 +23,8 @@ def export_arrays(workspace: Workspace, target: str, data: DataCache, device: to
     """The scan arrays of the trained target ``target`` (docs/scan.md), from the saved models
     only: its shadow model when it has been trained, and the pool of ``pool_size`` when
     given (which must exist: nothing is trained here)."""
-    from privaudit.attacking import model_outputs
-    from privaudit.pools import _load_pool, _pool_plan, model_logits
+    from privaudit.pipeline.attacking import model_outputs
+    from privaudit.pipeline.pools import _load_pool, _pool_plan, model_logits
 
     cfg = workspace.read_model_config(target)
     if cfg.role != "target":

@@ -40,21 +40,21 @@ from typing import Callable
 import numpy as np
 import torch
 
-from privaudit.atomic import write_bytes, write_json
+from privaudit.files.atomic import write_bytes, write_json
 from privaudit.attacks.lira import logit_scaled_confidence
-from privaudit.config import RunConfig, make_config
+from privaudit.core.config import RunConfig, make_config
 from privaudit.data import Normaliser
 from privaudit.errors import ConfigError, DataError
 from privaudit.models import build_model
 from privaudit.models.weights_file import load_into, read_state_dict
-from privaudit.npfiles import ids_problem, load_npy
-from privaudit.runs import DataCache
+from privaudit.files.npfiles import ids_problem, load_npy
+from privaudit.pipeline.runs import DataCache
 from privaudit.scanning.inputs import Outputs, References, ScanInput
 from privaudit.scanning.run import ScanResult, scan
-from privaudit.timing import phase
+from privaudit.core.timing import phase
 from privaudit.training import train_model
 from privaudit.training.trainer import EpochCallback, RoleData, predict_logits
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 ACCURACY_GAP_WARN = 0.05
 KS_WARN = 0.2

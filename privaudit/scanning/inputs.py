@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.errors import DataError
-from privaudit.npfiles import load_npy, npz_member, open_npz
+from privaudit.files.npfiles import load_npy, npz_member, open_npz
 from privaudit.scanning import require_input
 
 OUTPUT_KINDS = ("logits", "probs", "loss")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.atomic import write_bytes, write_json, write_text
+from privaudit.files.atomic import write_bytes, write_json, write_text
 from privaudit.errors import ArtifactError
-from privaudit.metrics import roc
+from privaudit.analysis.metrics import roc
 from privaudit.report.plots import line_plot
 from privaudit.report.templates import render, stylesheet
 from privaudit.scanning import FILES

@@ -33,9 +33,9 @@ from privaudit.attacks.pool_attacks import (POOL_ATTACKS, evaluate_scores, leave
                                             tpr_intervals)
 from privaudit.attacks.features import compute_features
 from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
-from privaudit.empirical import epsilon_lower_bound
+from privaudit.analysis.empirical import epsilon_lower_bound
 from privaudit.errors import DataError
-from privaudit.metrics import attack_metrics, auc_interval, rank_attacks, strongest_attack
+from privaudit.analysis.metrics import attack_metrics, auc_interval, rank_attacks, strongest_attack
 from privaudit.scanning.inputs import ScanInput
 
 SCORE_ATTACKS = ("loss", "confidence", "entropy", "modified-entropy")
@@ -75,7 +75,7 @@ class ScanResult:
         return strongest_attack(self.metrics)
 
     def table(self) -> pd.DataFrame:
-        """One row per attack: every metric, the strongest first (:func:`privaudit.metrics.rank_attacks`:
+        """One row per attack: every metric, the strongest first (:func:`privaudit.analysis.metrics.rank_attacks`:
         TPR at 0.1 % FPR, then AUC)."""
         rows = [{"attack": name, "description": DESCRIPTIONS.get(name, ""), **self.metrics[name]}
                 for name in rank_attacks(self.metrics)]
@@ -155,7 +155,7 @@ def _key(m: dict, k: str) -> float:
 def _shadow_attacks(inp: ScanInput, labels, base, metrics, scores, delta, confidence) -> set[str]:
     """The ML-Leaks trio exactly as ``privaudit attack`` computes it, and entropy /
     modified entropy thresholded on the shadow model. Returns the attacks done."""
-    from privaudit.attacking import run_attacks
+    from privaudit.pipeline.attacking import run_attacks
 
     s_in, s_out = inp.shadow
     target = (inp.members.plain, inp.members.labels, inp.nonmembers.plain, inp.nonmembers.labels)

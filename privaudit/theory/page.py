@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from privaudit.atomic import write_json, write_text
+from privaudit.files.atomic import write_json, write_text
 from privaudit.report.papers import THEORY_FOLDER, build_page
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privaudit.defaults import THEORY_LABELS
+from privaudit.core.defaults import THEORY_LABELS
 from privaudit.theory.smoothing import expected_relu
 
 LABELS = THEORY_LABELS

@@ -8,7 +8,7 @@ probability q, clips every per-sample gradient to norm C and adds Gaussian noise
     ĝ = ( Σ_{i∈B} g_i · min(1, C / (‖g_i‖ + 1e-6)) + N(0, σ²C² I) ) / E|B|,
 
 with E|B| = ⌊n q⌋ as Opacus divides, and q, σ and the step count are what the accountant
-(:func:`privaudit.accounting.epsilon_from_history`) is given. Only the computation
+(:func:`privaudit.analysis.accounting.epsilon_from_history`) is given. Only the computation
 differs from Opacus, which either materialises every per-sample gradient of every layer
 (its default hooks) or gets the norms from a first backward pass and the clipped sum from
 a second one (ghost clipping). Here one forward runs with the weights detached, one

@@ -8,7 +8,7 @@ smaller batch with a larger sensitivity, are left out and never touched), and pe
     g = (1/b) Σ_{j∈batch} clip(∇ℓ_j(v), C) + N(0, (σC/b)² I) + λv,     v ← v − ηg,
 
 with clip(g, C) = g · min(1, C/(‖g‖ + 1e-6)) as in Opacus. Only the last iterate is
-released; its privacy is :func:`privaudit.hidden_state.noisycgd_epsilon`.
+released; its privacy is :func:`privaudit.analysis.hidden_state.noisycgd_epsilon`.
 
 Per-sample gradients in closed form. For softmax cross-entropy, with r_j = softmax(z_j) −
 onehot(y_j) and gates g_j ∈ {0, 1}^P, the gradient of ℓ_j with respect to v_{i,:,c} is

@@ -41,11 +41,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from privaudit.config import RunConfig
+from privaudit.core.config import RunConfig
 from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.models import build_model
-from privaudit.seeding import derive_seed, generator
+from privaudit.core.seeding import derive_seed, generator
 from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, poisson_batch
 from privaudit.training.loop import Batch, run_epochs
 from privaudit.training.mg_noise import apply_mg_noise

@@ -45,17 +45,17 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from privaudit.config import RunConfig
+from privaudit.core.config import RunConfig
 from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.errors import ConfigError
-from privaudit.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
+from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
 from privaudit.models import build_model
-from privaudit.seeding import derive_seed, generator
+from privaudit.core.seeding import derive_seed, generator
 from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, supports_ghost
-from privaudit.accounting import calibrate_noise_multiplier, epsilon_from_history
+from privaudit.analysis.accounting import calibrate_noise_multiplier, epsilon_from_history
 from privaudit.models.fast_linear import fast_layers
-from privaudit.timing import phase
+from privaudit.core.timing import phase
 from privaudit.training.loop import (Batch, EpochCallback, from_loader, poisson, run_epochs, shuffled,
                                      training_view)
 from privaudit.training.noisycgd import train_noisycgd

@@ -9,16 +9,16 @@ from typing import Callable
 
 import torch
 
-from privaudit.config import RunConfig, is_custom_dataset
+from privaudit.core.config import RunConfig, is_custom_dataset
 from privaudit.data import ImageData, load_dataset
 from privaudit.errors import DataError
-from privaudit.locks import artifact_lock
-from privaudit.provenance import provenance
-from privaudit.timing import phase
+from privaudit.files.locks import artifact_lock
+from privaudit.core.provenance import provenance
+from privaudit.core.timing import phase
 from privaudit.training import train_model
 from privaudit.training.stacked import stack_groups, train_stacked
 from privaudit.training.trainer import EpochCallback, TrainResult
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 
 class DataCache:
@@ -47,7 +47,7 @@ class DataCache:
         return images
 
     def config_kwargs(self, dataset: str) -> dict:
-        """What :func:`~privaudit.config.make_config` needs to know of ``dataset`` beyond its
+        """What :func:`~privaudit.core.config.make_config` needs to know of ``dataset`` beyond its
         name: for the user's own data (loaded here, once) its fingerprint and size."""
         if not is_custom_dataset(dataset):
             return {}

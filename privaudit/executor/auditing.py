@@ -4,9 +4,9 @@ For one architecture and dataset the plan is the undefended baseline, one MG-noi
 per κ of the grid and one DP-SGD target per σ (or per target ε) of the grid. Every target
 gets its shadow model with the identical recipe, every target is attacked, and the reports
 are rebuilt from the whole workspace. With a reference pool the strongest attacks (LiRA,
-RMIA, many shadows) and the empirical ε lower bounds are added (:mod:`privaudit.attacking`).
+RMIA, many shadows) and the empirical ε lower bounds are added (:mod:`privaudit.pipeline.attacking`).
 The audit is a graph of jobs (:mod:`privaudit.executor`) run in this process or on Ray;
-each job is the cached get-or-train of :mod:`privaudit.runs`, so an interrupted audit
+each job is the cached get-or-train of :mod:`privaudit.pipeline.runs`, so an interrupted audit
 resumes where it stopped.
 """
 
@@ -17,18 +17,18 @@ from typing import Callable, Sequence
 
 import torch
 
-from privaudit.attacking import AttackPlan, AttackResult
-from privaudit.config import RunConfig
+from privaudit.pipeline.attacking import AttackPlan, AttackResult
+from privaudit.core.config import RunConfig
 from privaudit.errors import ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.executor.preview import estimated
-from privaudit.hooks import AuditHooks
-from privaudit.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa
+from privaudit.core.hooks import AuditHooks
+from privaudit.analysis.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa
 from privaudit.report.build import ReportResult
-from privaudit.runs import DataCache, RunResult
+from privaudit.pipeline.runs import DataCache, RunResult
 from privaudit.training.trainer import EpochCallback
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 
 
@@ -67,10 +67,10 @@ def match_accuracy(plan: Sequence[RunConfig], workspace: Workspace, data: DataCa
                    on_epoch: EpochCallback | None = None) -> list[tuple[RunConfig, KappaMatch]]:
     """For each DP-SGD target of ``plan`` (one seed's plan of :func:`audit_plan`), the κ at
     which an MG-noise target of the same recipe and seed reaches its test accuracy
-    (:func:`privaudit.matching.match_kappa`). The baseline and the grid's MG targets bracket
+    (:func:`privaudit.analysis.matching.match_kappa`). The baseline and the grid's MG targets bracket
     the search; every model it trains is an ordinary cached target, so a rerun trains nothing
     and the chosen κ's target is the one the audit then attacks."""
-    from privaudit.runs import ensure_model
+    from privaudit.pipeline.runs import ensure_model
 
     def accuracy(cfg: RunConfig) -> float:
         run = ensure_model(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)

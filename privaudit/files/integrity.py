@@ -1,6 +1,6 @@
 """Checksums of artifact folders: what was written is what is reused.
 
-Every folder committed by :meth:`privaudit.workspace.Workspace.commit_folder` (a model, an
+Every folder committed by :meth:`privaudit.pipeline.workspace.Workspace.commit_folder` (a model, an
 attack, a pool's logits) gets a ``manifest.json`` written inside it before the atomic rename::
 
     {"schema": 1, "files": {"weights.npz": {"sha256": "<64 hex>", "size": 123}, ...}}
@@ -13,7 +13,7 @@ checksum, or the manifest itself is unreadable. Files not listed are ignored.
 
 A folder written by an earlier version has no manifest: :func:`verify_folder` returns
 ``False`` and the caller decides (a model folder is still accepted when its weights load,
-:meth:`privaudit.workspace.Workspace.verify_model`).
+:meth:`privaudit.pipeline.workspace.Workspace.verify_model`).
 
 A folder that arrives with a manifest (a bundle shipped from a Ray worker,
 :mod:`privaudit.executor.bundle`) is checked against it before it is committed, so damage
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from privaudit.atomic import read_json, write_json
+from privaudit.files.atomic import read_json, write_json
 from privaudit.errors import ArtifactError, DamagedArtifactError
 
 MANIFEST = "manifest.json"

@@ -4,7 +4,7 @@ One extra model of the audited recipe (role ``canary``) trains on the target's m
 each of m canaries (the target's non-members) included independently with probability ½.
 The auditor scores every canary with the model's loss (score = −loss), guesses IN for the k
 highest and OUT for the k lowest scores, and turns the number of correct guesses into an ε
-lower bound (:func:`privaudit.empirical.one_run_epsilon_lower_bound`). k is tried on a small
+lower bound (:func:`privaudit.analysis.empirical.one_run_epsilon_lower_bound`). k is tried on a small
 grid of fractions of m; the confidence is split evenly over the grid (Bonferroni), so the
 maximum over the grid still holds at the stated confidence.
 """
@@ -17,14 +17,14 @@ import numpy as np
 import torch
 
 from privaudit.attacks.scores import loss_scores
-from privaudit.config import RunConfig
+from privaudit.core.config import RunConfig
 from privaudit.data import split_parts
 from privaudit.data.splits import canary_inclusion, canary_seed
-from privaudit.empirical import one_run_epsilon_lower_bound, one_run_guesses
-from privaudit.pools import model_logits
-from privaudit.runs import DataCache, ensure_model
+from privaudit.analysis.empirical import one_run_epsilon_lower_bound, one_run_guesses
+from privaudit.pipeline.pools import model_logits
+from privaudit.pipeline.runs import DataCache, ensure_model
 from privaudit.training.trainer import EpochCallback
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 GUESS_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2)
 

@@ -14,7 +14,7 @@ saved config hash differs from its name is ignored (never reused). Weights are a
 ``.npz`` read with ``allow_pickle=False``: loading a model file cannot execute code.
 
 Every committed folder also holds ``manifest.json``, the size and SHA-256 of each of its
-files (:mod:`privaudit.integrity`). A folder is verified against it whenever it is reused
+files (:mod:`privaudit.files.integrity`). A folder is verified against it whenever it is reused
 (:meth:`Workspace.has_model`, :meth:`Workspace.verify_model`, :meth:`Workspace.load_model`,
 the pool and attack readers); a mismatch, or a ``config.json`` that cannot be read, raises
 :class:`~privaudit.errors.DamagedArtifactError` naming the folder ("… is damaged: …; delete
@@ -35,12 +35,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from privaudit.atomic import owner_tag, read_json, remove_orphans, write_bytes, write_json
-from privaudit.config import MODELS, RunConfig, is_custom_model, model_tag
+from privaudit.files.atomic import owner_tag, read_json, remove_orphans, write_bytes, write_json
+from privaudit.core.config import MODELS, RunConfig, is_custom_model, model_tag
 from privaudit.data import Normaliser
 from privaudit.errors import ArtifactError, ConfigError, DamagedArtifactError
-from privaudit.integrity import MANIFEST, check_incoming, damaged, settled, stat_key, verify_folder, write_manifest
-from privaudit.locks import artifact_lock
+from privaudit.files.integrity import MANIFEST, check_incoming, damaged, settled, stat_key, verify_folder, write_manifest
+from privaudit.files.locks import artifact_lock
 from privaudit.models import build_model
 
 NORM_KEYS = ("norm/mean", "norm/std")
@@ -157,9 +157,9 @@ class Workspace:
     def commit_folder(self, parent: Path, name: str, write) -> Path:
         """Build ``parent/name`` in a hidden temporary folder via ``write(tmp_path)``, then
         rename it into place atomically. An existing complete folder is replaced. The swap holds
-        the artifact's ``commit`` lock (:mod:`privaudit.locks`), so concurrent writers of one
+        the artifact's ``commit`` lock (:mod:`privaudit.files.locks`), so concurrent writers of one
         name take turns. Before the rename the folder gets its ``manifest.json``
-        (:mod:`privaudit.integrity`); a folder that ``write`` filled with a manifest of its own
+        (:mod:`privaudit.files.integrity`); a folder that ``write`` filled with a manifest of its own
         (a shipped bundle) is checked against it instead, and refused when it does not match."""
         final = parent / name
         parent.mkdir(parents=True, exist_ok=True)

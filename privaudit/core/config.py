@@ -20,7 +20,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from privaudit.defaults import CUSTOM_DATASET_PREFIXES, CUSTOM_MODEL_PREFIXES, DEFAULT_WIDTHS, NAMED_DATASETS
+from privaudit.core.defaults import CUSTOM_DATASET_PREFIXES, CUSTOM_MODEL_PREFIXES, DEFAULT_WIDTHS, NAMED_DATASETS
 from privaudit.errors import ConfigError
 
 MODELS = ("mlp", "cnn", "cnn-improved", "cnn-improved-small", "convex-relu")
@@ -100,7 +100,7 @@ class DataConfig:
     user's own data, ``npz:PATH`` / ``folder:PATH`` with an absolute path, whose contents'
     SHA-256 prefix is ``fingerprint`` (empty for a dataset known by name). ``pool_size`` and ``pool_index`` place a
     reference model in a pool of that many models (role ``reference``; see
-    :mod:`privaudit.pools`); they are 0 for every other role.
+    :mod:`privaudit.pipeline.pools`); they are 0 for every other role.
     """
 
     dataset: str = "digits"
@@ -333,7 +333,7 @@ class RunConfig:
             _require(t.batch_size <= d.part_size,
                      f"--batch-size {t.batch_size} exceeds the {d.part_size} training samples (--part-size)")
             if f.dp:
-                from privaudit.hidden_state import contraction
+                from privaudit.analysis.hidden_state import contraction
                 contraction(t.lr, t.weight_decay)  # the hidden-state bound's assumptions, or an error
         if t.augment not in AUGMENTS:
             raise ConfigError(f"unknown --augment {t.augment!r}; expected one of {', '.join(AUGMENTS)}")
@@ -400,7 +400,7 @@ def make_config(
 
     The user's own data (``npz:PATH``, ``folder:PATH``) needs its ``fingerprint`` and, for
     the default part size (a quarter of its images, at most CIFAR-10's 10,520), its
-    ``dataset_size``: :meth:`privaudit.runs.DataCache.config_kwargs` gives both. The user's
+    ``dataset_size``: :meth:`privaudit.pipeline.runs.DataCache.config_kwargs` gives both. The user's
     own architecture takes ``model_args`` (JSON values) and no ``width``."""
     custom = is_custom_dataset(dataset)
     if not custom and dataset not in DATASET_DEFAULTS:

@@ -13,7 +13,7 @@ out), and the ML-Leaks target itself has known membership on the pool samples.
 Files, under ``attacks/pools/<pool name>/``: ``pool.json`` (recipe, size, model names) and
 ``outputs.npz`` (keep, sample indices, labels, logits float32 of shape (M, n, A, C) and
 population logits (M, z, A, C)), and ``manifest.json`` (their checksums,
-:mod:`privaudit.integrity`). A saved pool whose files no longer match their manifest is an
+:mod:`privaudit.files.integrity`). A saved pool whose files no longer match their manifest is an
 error naming the folder (:class:`~privaudit.errors.DamagedArtifactError`), never silently
 recomputed; one written before manifests is reused when it loads, else recomputed.
 """
@@ -30,17 +30,17 @@ from typing import Callable
 import numpy as np
 import torch
 
-from privaudit.atomic import read_json, write_bytes, write_json
-from privaudit.config import RunConfig, dataset_tag, model_tag
+from privaudit.files.atomic import read_json, write_bytes, write_json
+from privaudit.core.config import RunConfig, dataset_tag, model_tag
 from privaudit.data import ImageData, split_parts
 from privaudit.data.splits import pool_keep, pool_seed
 from privaudit.errors import ArtifactError
-from privaudit.integrity import verify_folder
-from privaudit.locks import artifact_lock
-from privaudit.runs import DataCache, ensure_models
+from privaudit.files.integrity import verify_folder
+from privaudit.files.locks import artifact_lock
+from privaudit.pipeline.runs import DataCache, ensure_models
 from privaudit.training.augment import query_views
 from privaudit.training.trainer import EpochCallback, predict_logits
-from privaudit.workspace import Workspace
+from privaudit.pipeline.workspace import Workspace
 
 # 2: the views queried follow the recipe's --augment (schema 1 queried CIFAR-10's mirror
 # whatever the models trained on), so earlier pools are recomputed, not reused

@@ -5,7 +5,7 @@ naming its ``source``: the shadow model or the pool it was computed from), ``sco
 (labels and one score vector per attack, samples = the target's members then its
 non-members), and when a pool was used ``loo.json`` (leave-one-out evaluation over the pool)
 and ``exposure.json``; when the one-run audit ran, ``one_run.json``; ``manifest.json``
-holds their checksums (:mod:`privaudit.integrity`). Re-running with more attacks adds them;
+holds their checksums (:mod:`privaudit.files.integrity`). Re-running with more attacks adds them;
 an attack whose source is unchanged is not recomputed.
 
 Before anything is trained, every artifact the plan reuses is verified: the target's model
@@ -25,23 +25,23 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-from privaudit.atomic import read_json, write_bytes, write_json
+from privaudit.files.atomic import read_json, write_bytes, write_json
 from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, empirical_privacy, evaluate_scores,
                                             exposure, leave_one_out, pool_scores, summarise, tpr_intervals)
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
-from privaudit.config import RunConfig
-from privaudit.defaults import ATTACK_CHOICES, DEFAULT_POOL_SIZE
-from privaudit.empirical import epsilon_lower_bound
+from privaudit.core.config import RunConfig
+from privaudit.core.defaults import ATTACK_CHOICES, DEFAULT_POOL_SIZE
+from privaudit.analysis.empirical import epsilon_lower_bound
 from privaudit.errors import ArtifactError, ConfigError
-from privaudit.integrity import verify_folder
-from privaudit.locks import artifact_lock
-from privaudit.metrics import attack_metrics, strongest_attack
-from privaudit.provenance import provenance
-from privaudit.runs import DataCache, ensure_model
+from privaudit.files.integrity import verify_folder
+from privaudit.files.locks import artifact_lock
+from privaudit.analysis.metrics import attack_metrics, strongest_attack
+from privaudit.core.provenance import provenance
+from privaudit.pipeline.runs import DataCache, ensure_model
 from privaudit.training.trainer import EpochCallback, predict_logits, role_data
-from privaudit.timing import timed
-from privaudit.workspace import Workspace
+from privaudit.core.timing import timed
+from privaudit.pipeline.workspace import Workspace
 
 ATTACK_SCHEMA = 3  # 3: AUC intervals (metrics.auc_interval) in every attack's metrics
 SHADOW_ATTACKS = ("shadow", "loss", "confidence", "data-free")
@@ -137,7 +137,7 @@ def data_free_threshold(workspace: Workspace, name: str, data: DataCache, device
     :data:`DATA_FREE_QUERIES` images of uniformly random pixels (over the dataset's raw value
     range, normalised as the model's inputs are), seeded by the model's own seed. The
     attacker needs no data at all, only queries."""
-    from privaudit.seeding import derive_seed
+    from privaudit.core.seeding import derive_seed
 
     cfg = workspace.read_model_config(name)
     images = data.images(cfg)
@@ -229,8 +229,8 @@ def attack_target(workspace: Workspace, target: str, data: DataCache, device: to
 
 def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, device: torch.device,
             plan: AttackPlan, on_start, on_epoch) -> AttackResult:
-    from privaudit.canary import one_run_audit
-    from privaudit.pools import ensure_pool, model_logits, pool_name
+    from privaudit.pipeline.canary import one_run_audit
+    from privaudit.pipeline.pools import ensure_pool, model_logits, pool_name
 
     folder = workspace.attacks / target
     metrics, arrays, extras = _read_existing(folder, target)
@@ -312,7 +312,7 @@ def _check_reused(workspace: Workspace, cfg: RunConfig, plan: AttackPlan, shadow
                   one_run: bool) -> None:
     """Raise :class:`~privaudit.errors.DamagedArtifactError` for a damaged model or pool folder
     that the attacks to run would reuse, before any of them trains anything."""
-    from privaudit.pools import check_pool
+    from privaudit.pipeline.pools import check_pool
 
     if shadow:
         workspace.has_model(cfg.as_shadow().validated())

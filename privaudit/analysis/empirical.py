@@ -1,6 +1,6 @@
 """Empirical lower bounds on differential-privacy ε from attack outcomes (docs/methods.md D).
 
-Conventions as in :mod:`privaudit.metrics`: ``labels`` (N,) with 1 = member (the positive
+Conventions as in :mod:`privaudit.analysis.metrics`: ``labels`` (N,) with 1 = member (the positive
 class), 0 = non-member; ``scores`` (N,) with higher = more likely a member; an attack at
 ``threshold`` predicts "member" iff score >= threshold.
 
@@ -30,7 +30,7 @@ import numpy as np
 from scipy.special import betaincinv, expit
 from scipy.stats import binom
 
-from privaudit.metrics import check_scores as _check, roc_points
+from privaudit.analysis.metrics import check_scores as _check, roc_points
 
 
 def _check_confidence(confidence: float) -> float:
@@ -105,7 +105,7 @@ def clopper_pearson(k, n, confidence: float = 0.95):
 def tpr_at_fpr_with_ci(labels: np.ndarray, scores: np.ndarray, max_fpr: float, confidence: float = 0.95) -> dict:
     """Largest TPR of a threshold with FPR ≤ ``max_fpr``, with its Clopper–Pearson interval.
 
-    Same threshold set and convention as :func:`privaudit.metrics.tpr_at_fpr` (every
+    Same threshold set and convention as :func:`privaudit.analysis.metrics.tpr_at_fpr` (every
     distinct score, plus +inf = "predict no member"; member iff score >= threshold); among
     thresholds with the largest TPR, the one with the smallest FPR is reported.
 
