@@ -24,10 +24,10 @@ CPU = torch.device("cpu")
 SMALL = dict(dataset="digits", kappas="0.5", sigmas="none", epochs=2, width=16, part_size=60, attacks="shadow")
 
 
-def _model(data_cache, tmp_path, per=1e-3, setup=0.5, infer=1e-4) -> CostModel:
+def _model(data_cache, tmp_path, per=1e-3, fixed=0.02, setup=0.5, infer=1e-4) -> CostModel:
     """A cost model whose measured rates are the given constants."""
     model = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
-    model.training_rates = lambda group: (per, setup)
+    model.training_rates = lambda group: (per, fixed, setup)
     model.inference_seconds = lambda cfg: infer
     return model
 
@@ -35,19 +35,19 @@ def _model(data_cache, tmp_path, per=1e-3, setup=0.5, infer=1e-4) -> CostModel:
 def test_a_model_costs_members_times_epochs_plus_setup_and_evaluation(data_cache, tmp_path):
     cfg = make_config(dataset="digits", part_size=60, epochs=3, width=16)
     cost = _model(data_cache, tmp_path).job_cost(train_job([cfg]), reused=False)
-    assert cost.seconds == pytest.approx(60 * 3 * 1e-3 + 0.5 + 2 * 60 * 1e-4)
+    assert cost.seconds == pytest.approx(3 * (60 * 1e-3 + 0.02) + 0.5 + 2 * 60 * 1e-4)
     assert not cost.reused
 
 
 def test_a_stacked_run_costs_each_of_its_models_and_a_series_its_longest(data_cache, tmp_path):
     cfgs = [make_config(dataset="digits", part_size=60, epochs=3, width=16, kappa=k) for k in (0.0, 0.5, 1.0, 2.0)]
     model = _model(data_cache, tmp_path)
-    one = 60 * 3 * 1e-3 + 0.5 + 2 * 60 * 1e-4
+    one = 3 * (60 * 1e-3 + 0.02) + 0.5 + 2 * 60 * 1e-4
     assert model.job_cost(train_job(cfgs), reused=False).seconds == pytest.approx(4 * one)
     series = [replace(cfgs[0], train=replace(cfgs[0].train, epochs=e)).validated() for e in (2, 5, 9)]
     # the longest trains once (9 epochs), every model of the series is evaluated
     assert model.job_cost(epochs_job(series), reused=False).seconds == pytest.approx(
-        60 * 9 * 1e-3 + 0.5 + 3 * 2 * 60 * 1e-4)
+        9 * (60 * 1e-3 + 0.02) + 0.5 + 3 * 2 * 60 * 1e-4)
 
 
 def test_a_reused_model_costs_nothing_and_the_disk_estimate_is_its_folder(data_cache, tmp_path):
@@ -69,11 +69,11 @@ def test_a_reused_model_costs_nothing_and_the_disk_estimate_is_its_folder(data_c
 def test_rates_are_measured_once_per_machine_and_cached(data_cache, tmp_path):
     cfg = make_config(dataset="digits", part_size=60, epochs=2, width=16)
     first = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
-    per, setup = first.training_rates([cfg])
+    per, fixed, setup = first.training_rates([cfg])
     infer = first.inference_seconds(cfg)
-    assert 0 < per < 1 and setup >= 0 and 0 < infer < 1 and first.measured_seconds > 0
+    assert 0 < per < 1 and fixed >= 0 and setup >= 0 and 0 < infer < 1 and first.measured_seconds > 0
     second = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
-    assert second.training_rates([cfg]) == (per, setup) and second.inference_seconds(cfg) == infer
+    assert second.training_rates([cfg]) == (per, fixed, setup) and second.inference_seconds(cfg) == infer
     assert second.measured_seconds == 0  # nothing measured again
     saved = json.loads((tmp_path / "costs.json").read_text())
     assert list(saved["machines"]) == [first.key]
@@ -152,3 +152,42 @@ def test_a_real_run_prints_its_estimate_and_the_time_left(tmp_path):
     assert code == 0, err
     assert "estimate: about" in err and " left on this machine" in err
     assert "left)" in [line for line in err.splitlines() if line.startswith("[4/4]")][0]
+
+
+@pytest.mark.parametrize("per_member, per_epoch", [(2e-4, 0.05), (5e-3, 0.01)])
+def test_the_calibration_fits_an_epochs_cost_as_a_line_in_its_members(data_cache, tmp_path, monkeypatch,
+                                                                       per_member, per_epoch):
+    """A fake trainer on a fake clock whose epoch costs ``a + b × members``: the two-size
+    calibration recovers a and b, and a slow recipe is measured on a smaller slice, so each
+    family's calibration takes about the same time."""
+    import types
+
+    from privaudit.executor import costs
+    from privaudit.training import trainer
+    from privaudit.training.stacked import member_count
+
+    clock = [0.0]
+    sizes: list[int] = []
+
+    def fake_train(cfg, images, device, on_epoch=None, **_):
+        members = member_count(cfg, len(images.y))
+        sizes.append(members)
+        clock[0] += 0.4  # model and data set-up
+        for e in range(cfg.train.epochs):
+            clock[0] += per_epoch + per_member * members
+            on_epoch(e + 1, cfg.train.epochs, 0.0)
+        clock[0] += 2 * cfg.data.part_size * 1e-5  # the evaluation
+
+    monkeypatch.setattr(trainer, "train_model", fake_train)
+    monkeypatch.setattr(costs, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    model = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
+    model.inference_seconds = lambda cfg: 1e-5
+    cfg = make_config(dataset="digits", part_size=400, epochs=2, width=16, batch_size=32)
+    per, fixed, setup = model.training_rates([cfg])
+    assert per == pytest.approx(per_member, rel=1e-6) and fixed == pytest.approx(per_epoch, rel=1e-6)
+    assert setup == pytest.approx(0.4, rel=1e-6)
+    small, large = sizes[1], sizes[2]
+    assert small == 64  # two batches
+    expected = min(400, max(128, int(costs.EPOCH_TARGET / ((per_epoch + per_member * 64) / 64))))
+    assert large == expected
+    assert 3 * (per_epoch + per_member * large) < 3 * costs.EPOCH_TARGET + 3 * (per_epoch + per_member * 128)

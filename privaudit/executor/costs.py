@@ -5,14 +5,18 @@ code paths, and cached per machine (:func:`cache_path`), so a second plan measur
 
 * **training**: each recipe family (architecture and width, input shape, DP-SGD or not, MG
   noise or not, batch size, precision, augmentation, engine; for the stacked engine, the
-  number of models trained together) is timed by the trainer itself on a slice of at most
-  :data:`SLICE` members for three epochs. A model then costs
+  number of models trained together) is timed by the trainer itself, three epochs at each of
+  two part sizes: a small one (two batches) and one sized to take about
+  :data:`EPOCH_TARGET` seconds an epoch (at most :data:`SLICE` samples and the model's part), so
+  a slow recipe is measured on less data and every family costs about the same few seconds.
+  The two best epochs give an epoch's cost as a line in its members,
+  ``a + b × members`` (``a``: what an epoch pays at any size, such as shuffling and the
+  optimiser's step set-up; ``b``: the cost of a member), and a model costs
 
-      members × epochs × (seconds per member-epoch) + set-up + evaluation,
+      epochs × (a + b × members) + set-up + evaluation,
 
-  where an epoch of ⌈n / batch⌉ identical steps makes the cost per member-epoch the same at
-  any part size, set-up is the slice run's time outside its epochs, and evaluation is the
-  clean inference on the model's members and non-members.
+  where set-up is the measured run's time outside its epochs and evaluation is the clean
+  inference on the model's members and non-members.
 * **inference** (evaluation, pool logits, attack queries): seconds per sample of each
   architecture, timed on 2,048 random inputs.
 * **attack numerics** (the shadow attack's classifier, LiRA and RMIA with their
@@ -50,8 +54,9 @@ from privaudit.executor.plan import Job
 
 #: environment variable naming the folder of the cost cache (default: the user cache folder)
 CACHE_ENV = "PRIVAUDIT_CACHE_DIR"
-CACHE_SCHEMA = 2
-SLICE = 512            # samples a part of a calibration run at most
+CACHE_SCHEMA = 3
+SLICE = 2_048          # samples a part of a calibration run at most
+EPOCH_TARGET = 0.3     # seconds an epoch of the larger calibration run is sized to take
 ATTACK_SLICE = 512     # members (and as many non-members) of the attack calibration
 HISTORY = 5            # runs whose actual/estimated ratio corrects later estimates
 #: the report's cost on the machine the constants were measured on (AMD EPYC, 2 cores):
@@ -190,9 +195,9 @@ class CostModel:
 
         return float(self._rate(key, measure))
 
-    def training_rates(self, group: Sequence[RunConfig]) -> tuple[float, float]:
-        """(seconds per member-epoch of one model, set-up seconds per model) of training
-        ``group``: one model, or a stacked run of ``len(group)`` models."""
+    def training_rates(self, group: Sequence[RunConfig]) -> tuple[float, float, float]:
+        """(seconds per member and epoch, seconds per epoch at any size, set-up seconds), each
+        per model, of training ``group``: one model, or a stacked run of ``len(group)`` models."""
         from privaudit.training.trainer import resolve_engine
 
         cfg = group[0]
@@ -202,7 +207,7 @@ class CostModel:
                f"{d.mechanism if d.dp else ''}|mg={d.kappa > 0}|b={t.batch_size}|{t.precision}|{t.augment}|"
                f"{resolve_engine()}|k={len(group)}")
         rates = self._rate(key, lambda: self._measure_training(group, images))
-        return float(rates[0]), float(rates[1])
+        return float(rates[0]), float(rates[1]), float(rates[2])
 
     def _measure_training(self, group: Sequence[RunConfig], images) -> list[float]:
         import torch
@@ -210,7 +215,8 @@ class CostModel:
         from privaudit.training.stacked import member_count, train_stacked
         from privaudit.training.trainer import train_model
 
-        def run(part: int, epochs: int) -> tuple[float, list[float], float, int]:
+        def run(part: int, epochs: int) -> tuple[float, float, float, int]:
+            """(best epoch after the first, set-up outside the epochs, seconds, members)."""
             small = [replace(c, data=replace(c.data, part_size=part), train=replace(c.train, epochs=epochs)).validated()
                      for c in group]
             ends: list[float] = []
@@ -220,21 +226,32 @@ class CostModel:
                 train_stacked(small, images, self.device, on_epoch=tick)
             else:
                 train_model(small[0], images, self.device, on_epoch=tick)
-            return t0, ends, time.perf_counter(), member_count(small[0], len(images.y))
+            t_end = time.perf_counter()
+            best = min((b - a for a, b in zip(ends, ends[1:])), default=ends[-1] - t0)
+            evaluation = 2 * part * self.inference_seconds(group[0]) * len(group)
+            setup = max(0.0, ends[0] - t0 - best) + max(0.0, t_end - ends[-1] - evaluation)
+            return best, setup, t_end - t0, member_count(small[0], len(images.y))
 
-        part = max(2, min(group[0].data.part_size, SLICE, len(images.y) // 4))
+        cap = max(2, min(group[0].data.part_size, SLICE, len(images.y) // 4))
+        small = max(2, min(cap, 2 * group[0].train.batch_size))
         self.log(f"estimate: timing {group[0].model.name} {group[0].defence.label} training"
-                 f"{f' (×{len(group)} stacked)' if len(group) > 1 else ''} on {part} samples a part")
+                 f"{f' (×{len(group)} stacked)' if len(group) > 1 else ''}")
         # torch.optim's first use in a process imports torch._dynamo, and a recipe's first
         # steps create its kernels and buffers: paid once, in a short run outside the
         # measurement, as a run pays them once
         torch.optim.Adam([torch.zeros(1, requires_grad=True)])
-        run(max(2, min(part, 2 * group[0].train.batch_size)), 1)
-        t0, ends, t_end, members = run(part, 3)
-        steady = min(b - a for a, b in zip(ends, ends[1:]))  # the best epoch after the first
-        evaluation = 2 * part * self.inference_seconds(group[0]) * len(group)
-        setup = max(0.0, ends[0] - t0 - steady) + max(0.0, t_end - ends[-1] - evaluation)
-        return [steady / members / len(group), setup / len(group)]
+        run(small, 1)
+        epoch_1, setup, _, members_1 = run(small, 3)
+        per = epoch_1 / members_1
+        large = min(cap, max(2 * small, int(EPOCH_TARGET / max(per, 1e-9))))
+        if large <= small:  # the model's part is the small slice: one size, no line to fit
+            return [per / len(group), 0.0, setup / len(group)]
+        epoch_2, setup, _, members_2 = run(large, 3)
+        slope = (epoch_2 - epoch_1) / (members_2 - members_1)
+        if slope <= 0:  # timing noise larger than the slice's growth: the larger run's mean rate
+            return [epoch_2 / members_2 / len(group), 0.0, setup / len(group)]
+        fixed = max(0.0, epoch_1 - slope * members_1)
+        return [slope / len(group), fixed / len(group), setup / len(group)]
 
     def attack_numerics_seconds(self, target: RunConfig, pool_size: int, pool_attacks: Sequence[str],
                                 shadow: bool) -> float:
@@ -328,14 +345,15 @@ class CostModel:
         evaluation = 2 * job.configs[0].data.part_size * self.inference_seconds(job.configs[0])
         if job.epochs_series:  # the longest missing model trains once; each missing one is evaluated
             longest = max(missing, key=lambda c: c.train.epochs)
-            per, setup = self.training_rates([longest])
-            return (member_count(longest, len(images.y)) * longest.train.epochs * per + setup
+            per, fixed, setup = self.training_rates([longest])
+            return (longest.train.epochs * (member_count(longest, len(images.y)) * per + fixed) + setup
                     + evaluation * len(missing))
         group = list(job.configs) if len(job.configs) > 1 else [job.configs[0]]
-        per, setup = self.training_rates(group)
+        per, fixed, setup = self.training_rates(group)
         # a stacked run with any model missing trains whole (privaudit.pipeline.runs.ensure_models)
         trained = group if len(group) > 1 else missing
-        return sum(member_count(c, len(images.y)) * c.train.epochs * per + setup + evaluation for c in trained)
+        return sum(c.train.epochs * (member_count(c, len(images.y)) * per + fixed) + setup + evaluation
+                   for c in trained)
 
     def _attack_cost(self, job: Job, reused: bool) -> JobCost:
         cfg, plan = job.configs[0], job.attacks
