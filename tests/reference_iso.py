@@ -1,5 +1,5 @@
 """A slow, direct reference of the iso-accuracy comparison, for the tests of
-:func:`privaudit.report.summary.iso_gap` (the vectorised one the reports use).
+:func:`privaudit.reporting.summary.iso_gap` (the vectorised one the reports use).
 
 Both defences trade test accuracy for privacy. To compare them fairly we compare their
 leakage *at equal test accuracy*: each defence gives a curve of (test accuracy, leakage
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.report.table import as_bool
+from privaudit.reporting.table import as_bool
 
 GROUP_KEYS = ["model", "dataset", "attack"]
 ISO_COLUMNS = ["model", "dataset", "attack", "metric", "test_accuracy", "mg", "dp",

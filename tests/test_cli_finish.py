@@ -51,7 +51,7 @@ def test_importing_the_cli_loads_no_heavy_library():
 def test_opacus_loads_only_when_an_epsilon_is_asked_for():
     """The library an audit runs on loads without Opacus (its import costs ~1.2 s); the first ε
     loads it, on whichever thread asks."""
-    assert "opacus" not in _modules_after("import privaudit.executor.auditing, privaudit.report.build, privaudit.executor")
+    assert "opacus" not in _modules_after("import privaudit.executor.auditing, privaudit.reporting.build, privaudit.executor")
     assert "opacus" in _modules_after("from privaudit.analysis.accounting import dpsgd_epsilon\n"
                                       "assert dpsgd_epsilon(1.0, 0.01, 100, 1e-5)[0] > 0")
 
@@ -77,7 +77,7 @@ def _accept(*args, **kwargs):
 
 @pytest.fixture
 def stubbed(monkeypatch, tmp_path):
-    from privaudit.theory import experiments
+    from privaudit.theorems import experiments
     for mod, name in ((privaudit.pipeline.runs, "ensure_model"), (privaudit.pipeline.attacking, "attack_target"),
                       (privaudit.executor.auditing, "run_audit")):
         monkeypatch.setattr(mod, name, _accept)
@@ -217,7 +217,7 @@ def test_epsilon_states_its_smoothness_assumption_and_refuses_large_steps():
 
 
 def test_lower_bounds_round_down_in_the_terminal_and_the_page():
-    from privaudit.report import html
+    from privaudit.reporting import html
     for value, text in [(2.2799, "2.27"), (2.28, "2.28"), (0.004, "0.00"), (-0.001, "-0.01"), (12345.6, "1.23e+04")]:
         assert lower_bound(value) == text
         assert html._lb(value) == text

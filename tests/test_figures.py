@@ -1,4 +1,4 @@
-"""The verdict figures (privaudit.report.figures): matplotlib, inline SVG plus PDF and PNG."""
+"""The verdict figures (privaudit.reporting.figures): matplotlib, inline SVG plus PDF and PNG."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pandas as pd
 
-from privaudit.report.figures import _errors, group_figures
-from privaudit.report.html import render_report
-from privaudit.report.summary import summarise
+from privaudit.reporting.figures import _errors, group_figures
+from privaudit.reporting.html import render_report
+from privaudit.reporting.summary import summarise
 from test_summary import table
 
 

@@ -26,8 +26,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("training", ("training",)),
     ("attacks", ("attacks",)),
     ("workspace and pipeline steps", ("pipeline",)),
-    ("report", ("report",)),
-    ("theory", ("theory",)),
+    ("report", ("reporting",)),
+    ("theory", ("theorems",)),
     ("audits from outputs", ("scanning",)),
     ("orchestration", ("executor", "reproduction")),
     ("the Python API", ("api",)),
@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 
 def layer_of(module: str) -> int:
-    """Index in :data:`LAYERS` of a dotted module name (``privaudit.report.html`` → report)."""
+    """Index in :data:`LAYERS` of a dotted module name (``privaudit.reporting.html`` → report)."""
     parts = module.split(".")
     top = parts[1] if len(parts) > 1 else "privaudit"
     for i, (_, names) in enumerate(LAYERS):
@@ -95,9 +95,9 @@ def test_every_module_has_a_layer():
 
 
 def test_the_check_catches_an_upward_import():
-    planted = {"privaudit.models.evil": "def f():\n    from privaudit.report.html import render_report\n",
-               "privaudit.report.fine": "from privaudit.models import build_model\nfrom . import html\n"}
-    assert upward_imports(planted) == ["privaudit.models.evil:2 imports privaudit.report.html (models → report)"]
+    planted = {"privaudit.models.evil": "def f():\n    from privaudit.reporting.html import render_report\n",
+               "privaudit.reporting.fine": "from privaudit.models import build_model\nfrom . import html\n"}
+    assert upward_imports(planted) == ["privaudit.models.evil:2 imports privaudit.reporting.html (models → report)"]
 
 
 def import_circles(files: dict[str, str]) -> list[list[str]]:

@@ -1,4 +1,4 @@
-"""The matplotlib plots of privaudit.report.plots: the heatmap and the SVG clean-up (the
+"""The matplotlib plots of privaudit.reporting.plots: the heatmap and the SVG clean-up (the
 line plot is tested with the report in test_report_html.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from privaudit.report.plots import format_sig, heatmap, svg_element
+from privaudit.reporting.plots import format_sig, heatmap, svg_element
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -61,7 +61,7 @@ def test_svg_element_strips_metadata_and_prefixes_ids():
 
 
 def test_compact_markup_keeps_the_drawing_and_writes_it_short():
-    from privaudit.report.plots import compact_markup
+    from privaudit.reporting.plots import compact_markup
 
     svg = ('<g id="figure_1">\n  <g id="line2d_1">\n   <defs>\n    <path id="m5a1" d="M0 0V3.5" style="stroke: #000"/>\n'
            '   </defs>\n' + "".join(f'   <use href="#m5a1" x="{x}.123456" y="2.5" style="fill: #0072b2; stroke: #0072b2"/>\n'
@@ -81,7 +81,7 @@ def test_compact_markup_keeps_the_drawing_and_writes_it_short():
 
 
 def test_thinning_keeps_the_ends_and_every_visible_cell():
-    from privaudit.report.plots import _thin
+    from privaudit.reporting.plots import _thin
 
     x = np.linspace(0, 1, 50_000)
     y = np.sqrt(x)
@@ -116,7 +116,7 @@ def test_compact_paths_keep_every_point_to_a_hundredth_of_a_point():
     the SVG changes: a tick label with 3 decimals stays as it is."""
     import xml.etree.ElementTree as ET
 
-    from privaudit.report.plots import compact_paths
+    from privaudit.reporting.plots import compact_paths
 
     rng = np.random.default_rng(0)
     xs, ys = np.cumsum(rng.random(300)) * 1.234567, np.cumsum(rng.random(300)) * 0.987654

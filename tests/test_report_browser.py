@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from privaudit.cli import app
-from privaudit.theory import experiments
+from privaudit.theorems import experiments
 from typer.testing import CliRunner
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -135,7 +135,7 @@ def test_theory_page_loads_clean(workspace, tmp_path):
 
 
 def test_a_script_planted_in_a_figure_does_not_run(tmp_path):
-    from privaudit.report.papers import build_page
+    from privaudit.reporting.papers import build_page
 
     folder = tmp_path / "theory"
     folder.mkdir()

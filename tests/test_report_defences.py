@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from privaudit.report.defences import noisycgd_comparison
-from privaudit.report.html import render_report
+from privaudit.reporting.defences import noisycgd_comparison
+from privaudit.reporting.html import render_report
 
 
 def _row(model, defence, dp, sigma, eps, acc, auc, tpr, kappa=0.0, attack="shadow"):
@@ -58,7 +58,7 @@ def test_epsilons_of_different_adjacency_are_not_mixed():
 
 def test_replace_one_epsilon_of_dpsgd_exact_and_the_papers_half_sigma_comparator():
     from privaudit.core.config import make_config
-    from privaudit.report.build import _replace_one_epsilon
+    from privaudit.reporting.build import _replace_one_epsilon
     from privaudit.analysis.accounting import replace_one_epsilon
 
     d = make_config(dp=True, noise_multiplier=1.8425).defence

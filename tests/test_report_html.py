@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privaudit.report.html import TABLE_COLUMNS, render_report, setting_label
+from privaudit.reporting.html import TABLE_COLUMNS, render_report, setting_label
 from reference_iso import iso_accuracy, iso_summary
-from privaudit.report.plots import line_plot
+from privaudit.reporting.plots import line_plot
 
 PLOTS_PER_GROUP = 7  # acc-vs-kappa, auc-vs-kappa, precision/recall/auc-vs-acc, 2 ROC
 ATTACKS = ("shadow", "loss", "confidence")
@@ -655,9 +655,9 @@ def test_empirical_part_escapes_user_strings():
 
 
 def test_the_page_shows_the_summary_layers_numbers():
-    """Means, intervals and verdicts on the page are the summary layer's (privaudit.report.summary),
+    """Means, intervals and verdicts on the page are the summary layer's (privaudit.reporting.summary),
     not averaged again: two seeds per setting, so every interval is a t interval over seeds."""
-    from privaudit.report.summary import summarise
+    from privaudit.reporting.summary import summarise
 
     one = make_pool_table()
     two = one.copy()

@@ -306,7 +306,7 @@ def test_fuzzed_command_lines_never_trace_back(argv, tmp_path_factory, monkeypat
     import privaudit.pipeline.attacking
     import privaudit.executor.auditing
     import privaudit.pipeline.runs
-    from privaudit.theory import experiments
+    from privaudit.theorems import experiments
     # the commands import the library when they run: stub it where they look it up
     monkeypatch.setattr(privaudit.pipeline.runs, "ensure_model", _accept)
     monkeypatch.setattr(privaudit.pipeline.attacking, "attack_target", _accept)

@@ -1,4 +1,4 @@
-"""The summary layer (privaudit.report.summary): intervals, the strongest attack, verdicts.
+"""The summary layer (privaudit.reporting.summary): intervals, the strongest attack, verdicts.
 
 Verdicts are checked on constructed tables whose answer is known: DP-SGD clearly leakier,
 MG noise clearly leakier, and a tie (no true difference, noise only), with seeds and with
@@ -16,7 +16,7 @@ from scipy import stats
 
 from privaudit.analysis.metrics import auc_interval
 from reference_iso import iso_accuracy
-from privaudit.report.summary import (VERDICT_DP, VERDICT_MG, VERDICT_TIE, binomial_interval, compare, comparisons,
+from privaudit.reporting.summary import (VERDICT_DP, VERDICT_MG, VERDICT_TIE, binomial_interval, compare, comparisons,
                                       iso_gap, iso_gaps, overview, read_verdict, settings, strongest_attack, summarise,
                                       t_interval, verdicts)
 
@@ -233,7 +233,7 @@ def test_overview_has_one_row_per_setting_with_its_strongest_attack():
 def test_one_strongest_attack_per_group_names_every_view():
     """The group's strongest attack (the means over all its targets) is the one the verdicts,
     every overview row and the JSON name, even where one setting's own strongest differs."""
-    from privaudit.report.summary import group_strongest, summarise
+    from privaudit.reporting.summary import group_strongest, summarise
 
     t = table(0.04)
     k4 = t["target_run"].str.startswith("k4")

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from privaudit.cli import app
-from privaudit.theory import experiments
+from privaudit.theorems import experiments
 
 runner = CliRunner()
 
@@ -99,7 +99,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args):
 
 def test_page_does_not_trust_what_is_on_disk(tmp_path):
     """A summary edited on disk cannot inject markup, read files outside the folder, or run a script."""
-    from privaudit.report.papers import build_page, papers_section
+    from privaudit.reporting.papers import build_page, papers_section
 
     folder = tmp_path / "theory"
     folder.mkdir()

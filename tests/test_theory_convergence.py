@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit.theory.convergence import convergence_experiment, floor_of, loglog_slope, masked_gd
-from privaudit.theory.federated import federated_gd, shards
-from privaudit.theory.twolayer import make_problem
+from privaudit.theorems.convergence import convergence_experiment, floor_of, loglog_slope, masked_gd
+from privaudit.theorems.federated import federated_gd, shards
+from privaudit.theorems.twolayer import make_problem
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from privaudit.theory.masked_neurons import (cell_rng, final_error, masked_neurons_experiment, masked_round,
+from privaudit.theorems.masked_neurons import (cell_rng, final_error, masked_neurons_experiment, masked_round,
                                              masked_training, sample_masks)
-from privaudit.theory.twolayer import make_problem
+from privaudit.theorems.twolayer import make_problem
 
 
 def _slow_masked_loss_gradient(W, a, X, y, keep):

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from privaudit.cli import app
-from privaudit.theory.smoothing import (expected_relu, monte_carlo_relu, neuron_input, proxy_relu,
+from privaudit.theorems.smoothing import (expected_relu, monte_carlo_relu, neuron_input, proxy_relu,
                                         smoothing_experiment)
 
 

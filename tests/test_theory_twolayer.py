@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from privaudit.theory.smoothing import proxy_relu
-from privaudit.theory.twolayer import (gradient, least_eigenvalue, make_problem, mask_inputs,
+from privaudit.theorems.smoothing import proxy_relu
+from privaudit.theorems.twolayer import (gradient, least_eigenvalue, make_problem, mask_inputs,
                                        masked_loss_decomposition, ntk_gram, predict, smoothed_predict)
 
 

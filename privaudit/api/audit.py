@@ -48,7 +48,7 @@ class AuditReport:
     phase_seconds: dict[str, float]
     targets: list = field(repr=False, default_factory=list)   #: privaudit.pipeline.runs.RunResult, one per target
     attacks: list = field(repr=False, default_factory=list)   #: privaudit.pipeline.attacking.AttackResult, one per target
-    summary: Any = field(repr=False, default=None)            #: privaudit.report.summary.Summary
+    summary: Any = field(repr=False, default=None)            #: privaudit.reporting.summary.Summary
     match_accuracy: list = field(repr=False, default_factory=list)
     attack_plan: Any = field(repr=False, default=None)
 

@@ -393,8 +393,8 @@ def dataset_config(dataset: str, data_dir, download: bool):
 def refresh_reports(ws):
     """Rebuild ``reports/`` after a command wrote results it feeds, so the pages never lag
     behind the workspace; one warning line on stderr per skipped damaged folder. Returns the
-    :class:`~privaudit.report.build.ReportResult`."""
-    from privaudit.report.build import build_reports
+    :class:`~privaudit.reporting.build.ReportResult`."""
+    from privaudit.reporting.build import build_reports
 
     rep = build_reports(ws)
     for line in rep.warnings:

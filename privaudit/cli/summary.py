@@ -14,7 +14,7 @@ from rich.table import Table
 from privaudit.errors import ArtifactError
 from privaudit.core.formatting import difference, fixed, lower_bound, sig3
 from privaudit.analysis.metrics import rank_attacks, strongest_attack
-from privaudit.report.summary import setting_label
+from privaudit.reporting.summary import setting_label
 from privaudit.pipeline.workspace import Workspace
 
 
@@ -28,7 +28,7 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
                          title: str = "Membership inference", summary=None) -> Table:
     """One row per target: setting (and model, dataset and seed, when the targets span more than one),
     accountant ε, test accuracy, the paper's shadow attack, the strongest attack and the
-    empirical ε lower bounds. With the audit's ``summary`` (:mod:`privaudit.report.summary`)
+    empirical ε lower bounds. With the audit's ``summary`` (:mod:`privaudit.reporting.summary`)
     the strongest attack is its group's, the one the HTML report and ``--json`` name (the
     highest mean TPR at 0.1 % FPR over the group's targets, then AUC), and the ε lower bound
     that attack's; without it (one target: ``privaudit attack``), the target's own strongest.
@@ -77,7 +77,7 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
 
 
 def verdict_table(summary) -> Table | None:
-    """The report's verdicts (:mod:`privaudit.report.summary`): per model and dataset, DP-SGD
+    """The report's verdicts (:mod:`privaudit.reporting.summary`): per model and dataset, DP-SGD
     − MG noise at equal test accuracy with its 95 % interval, and what it decides; None when
     nothing was compared."""
     v = summary.verdicts if summary is not None else None

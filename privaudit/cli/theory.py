@@ -76,7 +76,7 @@ def smoothing_cmd(
 ) -> None:
     """Figures 1-2 of docs/methods.md A.2 with their numbers."""
     grid = _floats(kappas, "--kappas", allow_low=False)
-    from privaudit.theory import experiments
+    from privaudit.theorems import experiments
 
     r = experiments.run_smoothing(workdir, kappas=grid, draws=draws, seed=seed)
     _finish(workdir, r, f"smoothing: largest |closed form − Monte Carlo| = {r['max_gap']:.2e} (SE {r['max_gap_se']:.2e}; "
@@ -100,7 +100,7 @@ def convergence_cmd(
     """Figure 3(a) of docs/methods.md A.2."""
     grid = _floats(kappas, "--kappas")
     _fits(n, d, m)
-    from privaudit.theory import experiments
+    from privaudit.theorems import experiments
 
     r = experiments.run_convergence(workdir, kappas=grid, n=n, d=d, m=m, lr=lr, iterations=iterations,
                                     labels=labels, seed=seed)
@@ -125,7 +125,7 @@ def federated_cmd(
 ) -> None:
     """Figure 3(b) of docs/methods.md A.2."""
     grid, steps = _floats(kappas, "--kappas"), _ints(local_steps, "--local-steps")
-    from privaudit.theory import experiments
+    from privaudit.theorems import experiments
 
     r = experiments.run_federated(workdir, kappas=grid, local_steps=steps, workers=workers, rounds=rounds, lr=lr,
                                   labels=labels, seed=seed)
@@ -156,7 +156,7 @@ def masked_neurons_cmd(
     categorical = [p for p in p_grid if p > 1]  # one categorical subnetwork is plain GD
     if not categorical:
         raise ConfigError("--p needs a value >= 2 for the categorical (IST) heatmap")
-    from privaudit.theory import experiments
+    from privaudit.theorems import experiments
 
     r = experiments.run_masked_neurons(workdir, n=n, d=d, m=m, lr=lr, rounds=rounds, labels=labels,
                                        bernoulli_ps=p_grid, xis=xi_grid, categorical_ps=categorical, steps=steps,
@@ -168,7 +168,7 @@ def masked_neurons_cmd(
 @app.command("all", help="Run every theory experiment with its defaults and build reports/theory/index.html.")
 @handle_errors
 def all_cmd(seed: SeedOpt = 0, workdir: WorkdirOpt = ".", as_json: JsonOpt = False) -> None:
-    from privaudit.theory import experiments
+    from privaudit.theorems import experiments
 
     console = info_console(as_json)
     r = experiments.run_all(workdir, seed=seed, progress=lambda name, s: console.print(f"{name}: {s:.1f} s"))

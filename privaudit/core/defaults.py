@@ -35,7 +35,7 @@ DEFAULT_SIGMAS = (0.5, 1.0, 2.0)
 ATTACK_CHOICES = ("shadow", "loss", "lira", "rmia", "one-run", "all")
 DEFAULT_POOL_SIZE = 8
 
-# Targets of the theory experiments (privaudit.theory.twolayer).
+# Targets of the theory experiments (privaudit.theorems.twolayer).
 THEORY_LABELS = ("teacher", "gaussian", "sign")
 
 # ``privaudit reproduce mg-noise``: its scales, the architectures it can be limited to

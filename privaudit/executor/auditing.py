@@ -25,7 +25,7 @@ from privaudit.executor.jobs import check_reused
 from privaudit.executor.preview import estimated
 from privaudit.core.hooks import AuditHooks
 from privaudit.analysis.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa
-from privaudit.report.build import ReportResult
+from privaudit.reporting.build import ReportResult
 from privaudit.pipeline.runs import DataCache, RunResult
 from privaudit.training.trainer import EpochCallback
 from privaudit.pipeline.workspace import Workspace

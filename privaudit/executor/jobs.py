@@ -19,7 +19,7 @@ from privaudit.pipeline.attacking import attack_target
 from privaudit.executor.plan import Job
 from privaudit.files.integrity import verify_folder
 from privaudit.pipeline.pools import ensure_pool
-from privaudit.report.build import build_reports
+from privaudit.reporting.build import build_reports
 from privaudit.pipeline.runs import DataCache, ensure_epochs, ensure_model, ensure_models
 from privaudit.training.trainer import EpochCallback
 from privaudit.pipeline.workspace import Workspace

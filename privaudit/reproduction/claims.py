@@ -20,7 +20,7 @@ The numbers (docs/methods.md A.6):
   κ = 0.2 is below :data:`HOLD_MARGIN` with 95 % confidence, disagrees when the loss is above
   it with 95 % confidence;
 * the MG-vs-DP figures are the summary layer's comparison at equal accuracy
-  (:func:`privaudit.report.summary.comparisons`, DP − MG), whose reading is the report's.
+  (:func:`privaudit.reporting.summary.comparisons`, DP − MG), whose reading is the report's.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm, t as student_t
 
-from privaudit.report.summary import CONFIDENCE, comparisons, t_interval
+from privaudit.reporting.summary import CONFIDENCE, comparisons, t_interval
 
 AGREES, DISAGREES, UNDECIDED = "agrees", "disagrees", "undecided"
 #: accuracy a model may lose at κ = 0.2 and still "hold its baseline" (2 percentage points)

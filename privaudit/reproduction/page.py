@@ -21,9 +21,9 @@ from pathlib import Path
 import pandas as pd
 
 from privaudit.files.atomic import write_json, write_text
-from privaudit.report.plots import line_plot
-from privaudit.report.summary import t_interval
-from privaudit.report.templates import render, stylesheet
+from privaudit.reporting.plots import line_plot
+from privaudit.reporting.summary import t_interval
+from privaudit.reporting.templates import render, stylesheet
 from privaudit.reproduction.claims import (AGREES, DISAGREES, MODEL_NAMES, Claim, accuracy_claims, epoch_claims,
                                         leakage_claims, tradeoff_claims)
 from privaudit.reproduction.protocol import Protocol

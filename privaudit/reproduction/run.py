@@ -22,7 +22,7 @@ from privaudit.executor import Job, LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.executor.plan import epochs_job, train_job
 from privaudit.executor.preview import estimated
-from privaudit.report.build import attack_rows
+from privaudit.reporting.build import attack_rows
 from privaudit.reproduction.protocol import Protocol
 from privaudit.pipeline.runs import DataCache
 from privaudit.pipeline.workspace import Workspace

@@ -14,8 +14,8 @@ import numpy as np
 from privaudit.files.atomic import write_bytes, write_json, write_text
 from privaudit.errors import ArtifactError
 from privaudit.analysis.metrics import roc
-from privaudit.report.plots import line_plot
-from privaudit.report.templates import render, stylesheet
+from privaudit.reporting.plots import line_plot
+from privaudit.reporting.templates import render, stylesheet
 from privaudit.scanning import FILES
 from privaudit.scanning.run import CALIBRATION, DESCRIPTIONS, ScanResult
 

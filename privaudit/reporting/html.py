@@ -4,12 +4,12 @@
 attack), the attacks' ROC curves and the per-target extras into one HTML5 document that opens
 from disk with no network. Every derived number (per-setting means and intervals, the
 strongest attack, the iso-accuracy comparisons and verdicts) comes from the summary layer,
-:mod:`privaudit.report.summary`, which the terminal and ``--json`` read too; this module only
+:mod:`privaudit.reporting.summary`, which the terminal and ``--json`` read too; this module only
 picks, formats and lays out. The markup is Jinja2 templates with autoescaping
 (``templates/``: the page, the first screen, the key findings and their sentences, each
 group's section, the strongest-attacks part, the long table, the NoisyCGD comparison, "How to
 read this"); the stylesheet ``templates/report.css`` is inlined; plots are inline SVG drawn by
-matplotlib (:mod:`privaudit.report.plots`). There is no JavaScript, no font, no image and no
+matplotlib (:mod:`privaudit.reporting.plots`). There is no JavaScript, no font, no image and no
 link to anything outside the page (only ``#`` anchors).
 """
 
@@ -23,15 +23,15 @@ import numpy as np
 import pandas as pd
 
 from privaudit.core.formatting import difference, lower_bound, sig3, slug
-from privaudit.report.table import COLUMNS
-from privaudit.report.defences import noisycgd_comparison
-from privaudit.report.table import as_bool
-from privaudit.report.plots import line_plot
-from privaudit.report.summary import VERDICT_DP, VERDICT_MG, Summary, setting_label, summarise
+from privaudit.reporting.table import COLUMNS
+from privaudit.reporting.defences import noisycgd_comparison
+from privaudit.reporting.table import as_bool
+from privaudit.reporting.plots import line_plot
+from privaudit.reporting.summary import VERDICT_DP, VERDICT_MG, Summary, setting_label, summarise
 
 __all__ = ["render_report", "TABLE_COLUMNS", "setting_label"]
 
-#: The trade-off table's columns, in order (the CSV's, privaudit.report.build).
+#: The trade-off table's columns, in order (the CSV's, privaudit.reporting.build).
 TABLE_COLUMNS = COLUMNS
 _TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "accountant", "attack",
                  "source"]
@@ -176,11 +176,11 @@ def _ci(lo: Any, hi: Any, fmt: Callable[[Any], str]) -> str:
 
 
 def _first_screen(summary: Summary, figures: list) -> str:
-    """The verdict, its figure (:mod:`privaudit.report.figures`, inline SVG) and one row per
+    """The verdict, its figure (:mod:`privaudit.reporting.figures`, inline SVG) and one row per
     setting (templates/first_screen.html.j2)."""
     from markupsafe import Markup
 
-    from privaudit.report.templates import render
+    from privaudit.reporting.templates import render
 
     svgs = {f.stem: f for f in figures}
 
@@ -283,7 +283,7 @@ def _cell_tip(r: pd.Series, col: str) -> str:
 def _tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]], n_rows: int, n_targets: int) -> str:
     """The "Trade-off table" section, the long table (templates/tradeoff_table.html.j2): rows
     of one target striped alike."""
-    from privaudit.report.templates import render
+    from privaudit.reporting.templates import render
 
     out = []
     for model, dataset, g in groups:
@@ -370,7 +370,7 @@ def _class_name(dataset: str, c: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# what each group shows, read from the summary layer (privaudit.report.summary)
+# what each group shows, read from the summary layer (privaudit.reporting.summary)
 
 
 def _primary_attack(g: pd.DataFrame) -> str | None:
@@ -604,7 +604,7 @@ def _group_view(model: str, dataset: str, g: pd.DataFrame, summary: Summary, ext
 def _group_section(view: dict, rocs: Mapping[str, Any], extras: Any) -> str:
     from markupsafe import Markup
 
-    from privaudit.report.templates import render
+    from privaudit.reporting.templates import render
 
     model, dataset, g, st, ov = (view[k] for k in ("model", "dataset", "g", "st", "ov"))
     attack = _primary_attack(g) or "shadow"
@@ -632,7 +632,7 @@ def _group_section(view: dict, rocs: Mapping[str, Any], extras: Any) -> str:
 def _key_findings(views: list[dict]) -> str:
     from markupsafe import Markup
 
-    from privaudit.report.templates import macro, render
+    from privaudit.reporting.templates import macro, render
 
     items = [Markup(_name_dp(macro("sentences.html.j2", "finding", {
         "slug": _slug("g", v["model"], v["dataset"]), "emp_slug": _slug("e", v["model"], v["dataset"]),
@@ -812,7 +812,7 @@ def _empirical_section(model: str, dataset: str, g: pd.DataFrame, st: pd.DataFra
                        rocs: Mapping[str, Any], extras: Any) -> str:
     if not _has_empirical(g, extras) or ov.empty:
         return ""
-    from privaudit.report.templates import render
+    from privaudit.reporting.templates import render
 
     attacks = sorted(set(g["attack"]), key=_attack_key)
     sizes = sorted({_int(loo.get("pool_size")) for _, o in ov.iterrows() for run in o["runs"]
@@ -844,7 +844,7 @@ def _defences_section(table: pd.DataFrame) -> str:
     comp = noisycgd_comparison(table)
     if comp.empty:
         return ""
-    from privaudit.report.templates import render
+    from privaudit.reporting.templates import render
 
     head = ["dataset", "attack", "P", "mlp width", "NoisyCGD σ", "ε", "NoisyCGD test acc", "DP-SGD test acc",
             "NoisyCGD AUC", "DP-SGD AUC", "MG AUC", "NoisyCGD TPR@0.1%", "DP-SGD TPR@0.1%", "MG TPR@0.1%"]
@@ -868,11 +868,11 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
     treated as all-NaN). ``rocs``: ``{target_run: {attack: (fpr, tpr)}}``; entries for
     runs not in the table are ignored. ``generated``: a timestamp text shown under the
     title. ``extras``: ``{target_run: {"loo": ..., "exposure": ..., "one_run": ...}}`` as
-    written next to each attack (see :func:`privaudit.report.build.read_extras`); optional,
+    written next to each attack (see :func:`privaudit.reporting.build.read_extras`); optional,
     any part may be missing. A (model, dataset) group with pool attacks, empirical ε or
     one-run values gets a "Strongest attacks and empirical ε" part. An empty table gives a
     page saying nothing has been audited yet. ``papers_html``: the "Papers' figures" section
-    (:func:`privaudit.report.papers.papers_section`), placed before "How to read this".
+    (:func:`privaudit.reporting.papers.papers_section`), placed before "How to read this".
     """
     rocs = rocs if isinstance(rocs, Mapping) else {}
     extras = extras if isinstance(extras, Mapping) else {}
@@ -882,7 +882,7 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
 
     from markupsafe import Markup
 
-    from privaudit.report.templates import render, stylesheet
+    from privaudit.reporting.templates import render, stylesheet
 
     defences = _defences_section(df) if groups else ""
     toc, sections = [], []

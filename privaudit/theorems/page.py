@@ -1,5 +1,5 @@
 """``reports/theory/``: each experiment's CSV, SVG figure and summary, and one HTML page
-(drawn by :mod:`privaudit.report.papers`).
+(drawn by :mod:`privaudit.reporting.papers`).
 
 Every experiment writes ``<name>.csv`` (the numbers), ``<name>.svg`` (its figure, labelled
 axes) and ``<name>.json`` (its summary and caption); ``index.html`` is rebuilt from every
@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from privaudit.files.atomic import write_json, write_text
-from privaudit.report.papers import THEORY_FOLDER, build_page
+from privaudit.reporting.papers import THEORY_FOLDER, build_page
 
 
 def theory_dir(workdir: Path) -> Path:

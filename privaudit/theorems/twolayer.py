@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privaudit.core.defaults import THEORY_LABELS
-from privaudit.theory.smoothing import expected_relu
+from privaudit.theorems.smoothing import expected_relu
 
 LABELS = THEORY_LABELS
 TEACHER_WIDTH = 50

@@ -1,6 +1,6 @@
 """Convergence of gradient descent under Gaussian input masks (docs/methods.md A.2, Figure 3(a)).
 
-Full-batch GD on the two-layer ReLU network of :mod:`privaudit.theory.twolayer`, each step
+Full-batch GD on the two-layer ReLU network of :mod:`privaudit.theorems.twolayer`, each step
 on freshly masked inputs X ⊙ C, C ~ N(1, κ²):
 
     W_{k+1} = W_k − η ∇_W ½‖f(W_k, X ⊙ C_k) − y‖².
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privaudit.theory.twolayer import (Problem, clean_loss, gradient, least_eigenvalue, mask_inputs,
+from privaudit.theorems.twolayer import (Problem, clean_loss, gradient, least_eigenvalue, mask_inputs,
                                       masked_loss_decomposition)
 
 KAPPAS = (0.0, 0.05, 0.2, 0.4, 0.6, 1.0, 2.0)

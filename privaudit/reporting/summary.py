@@ -1,7 +1,7 @@
 """The summary layer: every derived number the report, the terminal and ``--json`` show
 (docs/methods.md E).
 
-Pure pandas/NumPy/SciPy over the tidy trade-off table of :mod:`privaudit.report.build` (one
+Pure pandas/NumPy/SciPy over the tidy trade-off table of :mod:`privaudit.reporting.build` (one
 row per target, defence setting, seed and attack). It computes, once:
 
 * **settings**: one row per (model, dataset, recipe, defence setting, attack) with the mean
@@ -46,7 +46,7 @@ from privaudit.core.formatting import number as _num
 from privaudit.core.formatting import sig3
 from privaudit.analysis.metrics import STRONGEST_KEY
 from privaudit.analysis.metrics import strongest_attack as strongest_of
-from privaudit.report.table import as_bool
+from privaudit.reporting.table import as_bool
 
 CONFIDENCE = 0.95
 PAPER_ATTACK = "shadow"
@@ -373,7 +373,7 @@ def comparisons(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draw
     at equal test accuracy, with the columns of :func:`compare` (n_seeds, acc_low, acc_high,
     gap, gap_lo, gap_hi, interval, verdict, reason). Only rows of the MG-noise and DP-SGD
     families and the baseline enter; groups trained with NoisyCGD are left out (compared with
-    DP-SGD at equal ε in :mod:`privaudit.report.defences`). Each comparison's bootstrap has its
+    DP-SGD at equal ε in :mod:`privaudit.reporting.defences`). Each comparison's bootstrap has its
     own generator seeded with ``seed``, so a row does not depend on which others were asked."""
     df = prepare(table)
     out = []

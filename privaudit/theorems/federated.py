@@ -1,6 +1,6 @@
 """Distributed training with Gaussian input masks (docs/methods.md A.2, Figure 3(b)).
 
-FedAvg on the two-layer network of :mod:`privaudit.theory.twolayer`: the n samples are
+FedAvg on the two-layer network of :mod:`privaudit.theorems.twolayer`: the n samples are
 split into K disjoint shards of near-equal size (a seeded permutation); each round, every
 worker starts from the server's W, runs τ local full-batch GD steps on its own masked
 inputs, and the server replaces W by the plain average of the workers' weights.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privaudit.theory.twolayer import Problem, clean_loss, gradient, mask_inputs
+from privaudit.theorems.twolayer import Problem, clean_loss, gradient, mask_inputs
 
 
 def shards(n: int, workers: int, rng: np.random.Generator) -> list[np.ndarray]:

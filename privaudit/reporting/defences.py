@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from privaudit.report.table import as_bool
+from privaudit.reporting.table import as_bool
 
 METRICS = ("test_accuracy", "auc", "tpr_at_0p1pct_fpr")
 COLUMNS = ["dataset", "attack", "width", "noise_multiplier", "epsilon", "mlp_width",

@@ -1,6 +1,6 @@
 """The trade-off table's schema: its columns (``reports/tradeoff.csv``), and how its
 boolean column is read back. Every report module reads it from here (the table is built by
-:mod:`privaudit.report.build` and drawn by :mod:`privaudit.report.html`)."""
+:mod:`privaudit.reporting.build` and drawn by :mod:`privaudit.reporting.html`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Training with randomly masked neurons: dropout, multi-sample dropout, IST (docs/methods.md C).
 
 Liao & Kyrillidis, *On the Convergence of Shallow Neural Network Training with Randomly
-Masked Neurons* (TMLR 2022), on the two-layer network of :mod:`privaudit.theory.twolayer`.
+Masked Neurons* (TMLR 2022), on the two-layer network of :mod:`privaudit.theorems.twolayer`.
 Each global round k:
 
 1. sample masks M ∈ {0, 1}^{p × m} for p subnetworks over the m hidden neurons:
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privaudit.theory.twolayer import Problem, gradient, least_eigenvalue, predict
+from privaudit.theorems.twolayer import Problem, gradient, least_eigenvalue, predict
 
 MASKS = ("bernoulli", "categorical")
 

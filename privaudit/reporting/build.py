@@ -20,8 +20,8 @@ from privaudit.files.atomic import read_json, write_bytes, write_text
 from privaudit.errors import ArtifactError, DamagedArtifactError
 from privaudit.files.integrity import verify_folder
 from privaudit.analysis.metrics import roc
-from privaudit.report.summary import Summary, summarise
-from privaudit.report.table import COLUMNS
+from privaudit.reporting.summary import Summary, summarise
+from privaudit.reporting.table import COLUMNS
 from privaudit.core.timing import timed
 from privaudit.pipeline.workspace import Workspace
 
@@ -36,7 +36,7 @@ class ReportResult:
     table: pd.DataFrame
     skipped: list[str]
     warnings: list[str] = field(default_factory=list)  # one line per skipped folder: which one, why
-    summary: Summary | None = None  # privaudit.report.summary: what every view shows
+    summary: Summary | None = None  # privaudit.reporting.summary: what every view shows
 
 
 def collect_table(workspace: Workspace, warnings: list[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
@@ -166,9 +166,9 @@ def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str,
 @timed("report")
 def build_reports(workspace: Workspace) -> ReportResult:
     """Write ``reports/tradeoff.csv`` and ``reports/index.html`` (atomically) and return them."""
-    from privaudit.report.figures import group_figures
-    from privaudit.report.html import render_report
-    from privaudit.report.papers import THEORY_FOLDER, papers_section
+    from privaudit.reporting.figures import group_figures
+    from privaudit.reporting.html import render_report
+    from privaudit.reporting.papers import THEORY_FOLDER, papers_section
 
     warnings: list[str] = []
     table, skipped = collect_table(workspace, warnings)

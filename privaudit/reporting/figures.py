@@ -3,7 +3,7 @@
 One figure per (model, dataset): leakage against test accuracy, MG noise (over κ) and
 DP-SGD (over σ) as two curves that both start at the undefended baseline, every point with
 its 95 % interval as error bars in both directions (accuracy and leakage; see
-:mod:`privaudit.report.summary` for how they are computed). Left: the paper's attack (shadow
+:mod:`privaudit.reporting.summary` for how they are computed). Left: the paper's attack (shadow
 AUC); right: the strongest attack (TPR at 0.1 % FPR). The same figure is embedded in the page
 as inline SVG (text kept as text) and written as PDF and PNG under ``reports/figures/`` for
 papers and slides.
@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from privaudit.core.formatting import slug as _slug
-from privaudit.report.plots import error_bars, svg_element
-from privaudit.report.summary import PAPER_ATTACK, Summary
+from privaudit.reporting.plots import error_bars, svg_element
+from privaudit.reporting.summary import PAPER_ATTACK, Summary
 
 COLOURS = {"MG noise": "#0072B2", "DP-SGD": "#D55E00", "baseline": "#555555"}  # Okabe–Ito, colour-blind safe
 PANELS = (("paper's attack", "auc", "AUC", False), ("strongest attack", "tpr_at_0p1pct_fpr", "TPR at 0.1% FPR", True))
@@ -37,7 +37,7 @@ class Figure:
 
 
 def _errors(rows: pd.DataFrame, metric: str) -> np.ndarray:
-    """:func:`privaudit.report.plots.error_bars` of a metric's column and its interval columns."""
+    """:func:`privaudit.reporting.plots.error_bars` of a metric's column and its interval columns."""
     return error_bars(rows[metric], rows[f"{metric}_lo"], rows[f"{metric}_hi"])
 
 

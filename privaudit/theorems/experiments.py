@@ -15,15 +15,15 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from privaudit.report.plots import heatmap
-from privaudit.report.plots import line_plot
-from privaudit.theory.convergence import KAPPAS, convergence_experiment
-from privaudit.theory.federated import federated_gd
-from privaudit.theory.masked_neurons import (BERNOULLI_PS, BERNOULLI_XIS, CATEGORICAL_PS, CATEGORICAL_STEPS,
+from privaudit.reporting.plots import heatmap
+from privaudit.reporting.plots import line_plot
+from privaudit.theorems.convergence import KAPPAS, convergence_experiment
+from privaudit.theorems.federated import federated_gd
+from privaudit.theorems.masked_neurons import (BERNOULLI_PS, BERNOULLI_XIS, CATEGORICAL_PS, CATEGORICAL_STEPS,
                                              masked_neurons_experiment)
-from privaudit.theory.page import save_experiment, theory_dir
-from privaudit.theory.smoothing import smoothing_experiment
-from privaudit.theory.twolayer import least_eigenvalue, make_problem
+from privaudit.theorems.page import save_experiment, theory_dir
+from privaudit.theorems.smoothing import smoothing_experiment
+from privaudit.theorems.twolayer import least_eigenvalue, make_problem
 
 
 def _public(summary: dict) -> dict:

@@ -1,7 +1,7 @@
 """The theory experiments' results as pages: the main report's "Papers' figures" section and
 ``reports/theory/index.html``.
 
-Only reads what :mod:`privaudit.theory` wrote under ``reports/theory/`` (each experiment's
+Only reads what :mod:`privaudit.theorems` wrote under ``reports/theory/`` (each experiment's
 ``<name>.json`` summary, CSVs and SVG figures), so the report never imports the experiments.
 """
 
@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from privaudit.files.atomic import read_json, write_text
-from privaudit.report.templates import stylesheet
+from privaudit.reporting.templates import stylesheet
 
 THEORY_FOLDER = ("reports", "theory")
 #: What each experiment reproduces, for the main report's "Papers' figures" section.
