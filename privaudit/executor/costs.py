@@ -5,20 +5,24 @@ code paths, and cached per machine (:func:`cache_path`), so a second plan measur
 
 * **training**: each recipe family (architecture and width, input shape, DP-SGD or not, MG
   noise or not, batch size, precision, augmentation, engine; for the stacked engine, the
-  number of models trained together) is timed by the trainer itself, three epochs at each of
-  two part sizes: a small one (two batches) and one sized to take about
-  :data:`EPOCH_TARGET` seconds an epoch (at most :data:`SLICE` samples and the model's part), so
-  a slow recipe is measured on less data and every family costs about the same few seconds.
-  The two best epochs give an epoch's cost as a line in its members,
-  ``a + b × members`` (``a``: what an epoch pays at any size, such as shuffling and the
-  optimiser's step set-up; ``b``: the cost of a member), and a model costs
+  number of models trained together) is timed by the trainer itself, after a one-batch
+  warm-up (kernels, buffers), three epochs at each of two part sizes: a small one (two
+  batches) and one sized to take about :data:`EPOCH_TARGET` seconds an epoch (at most
+  :data:`SLICE` samples and the model's part), so a slow recipe is measured on less data and
+  every family costs about the same few seconds. The two best epochs give an epoch's cost
+  as a line in its members, ``a + b × members`` (``a``: what an epoch pays at any size, such
+  as shuffling and the optimiser's step set-up; ``b``: the cost of a member), and a model
+  costs
 
       epochs × (a + b × members) + set-up + evaluation,
 
   where set-up is the measured run's time outside its epochs and evaluation is the clean
-  inference on the model's members and non-members.
+  inference on the model's members and non-members. A recipe whose small epoch already takes
+  :data:`EPOCH_TARGET` is timed at that size alone (``a`` is then a small share of any epoch,
+  and the mean rate prices it).
 * **inference** (evaluation, pool logits, attack queries): seconds per sample of each
-  architecture, timed on 2,048 random inputs.
+  architecture, timed on inputs sized to take about :data:`EPOCH_TARGET` a pass (256 to
+  :data:`INFER_SLICE` random inputs).
 * **attack numerics** (the shadow attack's classifier, LiRA and RMIA with their
   leave-one-out calibration, the bootstrap intervals): the attack code itself, run on
   random logits of the job's shapes at :data:`ATTACK_SLICE` samples a side, scaled linearly to
@@ -56,6 +60,7 @@ from privaudit.executor.plan import Job
 CACHE_ENV = "PRIVAUDIT_CACHE_DIR"
 CACHE_SCHEMA = 3
 SLICE = 2_048          # samples a part of a calibration run at most
+INFER_SLICE = 2_048    # inputs of the inference calibration at most
 EPOCH_TARGET = 0.3     # seconds an epoch of the larger calibration run is sized to take
 ATTACK_SLICE = 512     # members (and as many non-members) of the attack calibration
 HISTORY = 5            # runs whose actual/estimated ratio corrects later estimates
@@ -184,14 +189,19 @@ class CostModel:
             torch.manual_seed(0)
             model = build_model(cfg.model.name, images.input_shape, images.num_classes, width=cfg.model.width,
                                 dp=cfg.defence.dp, args=cfg.model.args).to(self.device).eval()
-            x = torch.randn(2_048, *images.input_shape, device=self.device)
-            predict_logits(model, x[:256])  # kernels created
-            best = math.inf
-            for _ in range(2):
+            x = torch.randn(INFER_SLICE, *images.input_shape, device=self.device)
+            predict_logits(model, x[:64])  # kernels created
+            t = time.perf_counter()
+            predict_logits(model, x[:256])
+            first = (time.perf_counter() - t) / 256
+            # a slow architecture is timed on fewer samples: about EPOCH_TARGET a pass
+            n = min(INFER_SLICE, max(256, int(EPOCH_TARGET / max(first, 1e-12))))
+            best = first * n if n == 256 else math.inf
+            for _ in range(1 if n == 256 else 2):
                 t = time.perf_counter()
-                predict_logits(model, x)
+                predict_logits(model, x[:n])
                 best = min(best, time.perf_counter() - t)
-            return best / len(x)
+            return best / n
 
         return float(self._rate(key, measure))
 
@@ -240,11 +250,14 @@ class CostModel:
         # steps create its kernels and buffers: paid once, in a short run outside the
         # measurement, as a run pays them once
         torch.optim.Adam([torch.zeros(1, requires_grad=True)])
-        run(small, 1)
+        run(max(2, min(cap, group[0].train.batch_size)), 1)
         epoch_1, setup, _, members_1 = run(small, 3)
         per = epoch_1 / members_1
         large = min(cap, max(2 * small, int(EPOCH_TARGET / max(per, 1e-9))))
-        if large <= small:  # the model's part is the small slice: one size, no line to fit
+        if large <= small or epoch_1 >= EPOCH_TARGET:
+            # the model's part is the small slice, or a slow recipe whose epoch of two
+            # batches already takes the target: its fixed part is a small share of any
+            # epoch, and the mean rate prices it (a larger run would only cost time)
             return [per / len(group), 0.0, setup / len(group)]
         epoch_2, setup, _, members_2 = run(large, 3)
         slope = (epoch_2 - epoch_1) / (members_2 - members_1)
