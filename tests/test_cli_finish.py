@@ -18,7 +18,7 @@ import privaudit.executor.auditing
 import privaudit.pipeline.runs
 from privaudit.cli import app
 from cli_helpers import run_cli
-from privaudit.cli.common import PlainProgress
+from privaudit.cli.progress import PlainProgress
 from privaudit.core.config import MODELS, make_config
 from privaudit.core.formatting import lower_bound, sig3
 
@@ -217,11 +217,11 @@ def test_epsilon_states_its_smoothness_assumption_and_refuses_large_steps():
 
 
 def test_lower_bounds_round_down_in_the_terminal_and_the_page():
-    from privaudit.reporting import html
+    from privaudit.reporting import page_numbers
     for value, text in [(2.2799, "2.27"), (2.28, "2.28"), (0.004, "0.00"), (-0.001, "-0.01"), (12345.6, "1.23e+04")]:
         assert lower_bound(value) == text
-        assert html._lb(value) == text
-    assert sig3(3.0949) == html._sig3(3.0949) == "3.09"
+        assert page_numbers.lb(value) == text
+    assert sig3(3.0949) == page_numbers.sig3(3.0949) == "3.09"
 
 
 def test_plain_progress_prints_one_line_per_model_and_at_most_one_a_minute():

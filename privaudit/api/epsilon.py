@@ -42,11 +42,6 @@ class EpsilonResult:
         return f"<table><caption>privaudit epsilon: {html.escape(self.values['defense'])}</caption>{rows}</table>"
 
 
-def _check(value, option: str, low: float, high: float, *, low_open: bool = False) -> None:
-    if value is not None and params.outside(value, low, high, low_open):
-        raise ConfigError(f"{option} must be {params.range_text(low, high, low_open)} (got {params.num(value)})")
-
-
 def _dpsgd(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> dict:
     """DP-SGD's ε: under add/remove adjacency through Opacus's accountants, as ``privaudit
     train --dp`` reports it; under replace-one adjacency (the notion of the NoisyCGD bound)
@@ -71,15 +66,15 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
     ``target_epsilon`` (give exactly one). NoisyCGD needs ``lr`` and ``l2`` (the contraction
     1 − lr·l2) and takes the loss's ``smoothness`` when known."""
     params.one_of(defense, "--defense", *DEFENSES)
-    _check(batch_size, "--batch-size", 1, MAX_BATCH_SIZE)
-    _check(dataset_size, "--dataset-size", 1, 10**10)
-    _check(epochs, "--epochs", 1, MAX_EPOCHS)
-    _check(noise_multiplier, "--noise-multiplier", 0, 1e6, low_open=True)
-    _check(target_epsilon, "--target-epsilon", 0, 1e4, low_open=True)
-    _check(delta, "--delta", 0, 1, low_open=True)
-    _check(lr, "--lr", 0, 100, low_open=True)
-    _check(l2, "--l2", 0, 1e6, low_open=True)
-    _check(smoothness, "--smoothness", 0, 1e12, low_open=True)
+    params.in_range(batch_size, "--batch-size", 1, MAX_BATCH_SIZE)
+    params.in_range(dataset_size, "--dataset-size", 1, 10**10)
+    params.in_range(epochs, "--epochs", 1, MAX_EPOCHS)
+    params.in_range(noise_multiplier, "--noise-multiplier", 0, 1e6, True)
+    params.in_range(target_epsilon, "--target-epsilon", 0, 1e4, True)
+    params.in_range(delta, "--delta", 0, 1, True)
+    params.in_range(lr, "--lr", 0, 100, True)
+    params.in_range(l2, "--l2", 0, 1e6, True)
+    params.in_range(smoothness, "--smoothness", 0, 1e12, True)
     if (noise_multiplier is None) == (target_epsilon is None):
         raise ConfigError("give exactly one of --noise-multiplier and --target-epsilon")
     if not (1 <= batch_size <= dataset_size) or epochs < 1:

@@ -1,8 +1,9 @@
-"""The one place that turns the options of an audit, a training run or a scan into values:
-the command line passes its option strings, the Python API its keyword arguments (strings as
-on the command line, or numbers and lists), and both get the same checks and the same
-one-line :class:`~privaudit.errors.ConfigError`, naming the option as the command line
-spells it."""
+"""The one place that turns the options of every command into values: the command line passes
+its option strings, the Python API its keyword arguments (strings as on the command line, or
+numbers and lists), and both get the same checks and the same one-line
+:class:`~privaudit.errors.ConfigError`, naming the option as the command line spells it. A
+check the command line makes while parsing (:mod:`privaudit.cli.callbacks`) says the problem
+found here (``*_problem``), as a usage error."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Iterable, Sequence, Union
 
 from privaudit.core.defaults import MAX_SEED
-from privaudit.errors import ConfigError
+from privaudit.errors import ArtifactError, ConfigError, DataError
 
 #: a grid of numbers: "0.5,1", "none", or a sequence of numbers
 Grid = Union[str, Sequence[float], None]
@@ -28,6 +29,66 @@ def outside(value: float, low: float | None, high: float | None, low_open: bool)
 def num(v) -> str:
     """A bound or value as a person writes it: ``100000``, ``0.5``, ``1e-05``."""
     return str(int(v)) if float(v).is_integer() and abs(v) < 1e16 else f"{v:g}"
+
+
+def range_problem(value: float, low: float | None, high: float | None, low_open: bool = False) -> str | None:
+    """What is wrong with ``value`` as a number in [low, high] (``low_open``: (low, high]), in
+    words that follow the option's name (``must be between 0 and 100 (got -1)``); None when
+    nothing is. The command line's callbacks say it as a usage error, the API as a
+    ConfigError (:func:`in_range`)."""
+    if not math.isfinite(value):
+        return f"must be a finite number (got {value})"
+    if outside(value, low, high, low_open):
+        return f"must be {range_text(low, high, low_open)} (got {num(value)})"
+    return None
+
+
+def in_range(value, option: str, low: float | None = None, high: float | None = None, low_open: bool = False):
+    """``value`` when it is None or a finite number in [low, high] (``low_open``: (low, high]);
+    else a ConfigError naming ``option``."""
+    problem = None if value is None else range_problem(value, low, high, low_open)
+    if problem:
+        raise ConfigError(f"{option} {problem}")
+    return value
+
+
+def bounded(bounds: dict[str, tuple], **values) -> None:
+    """Each of ``values`` (None passes) within its range in ``bounds`` (keyword → ``(low, high)``
+    or ``(low, high, low_open)``, the ranges the command line's options declare too), else a
+    ConfigError naming its option (:func:`flag`)."""
+    for name, value in values.items():
+        in_range(value, flag(name), *bounds[name])
+
+
+def flag(name: str) -> str:
+    """A keyword argument's command-line option: ``local_steps`` → ``--local-steps``."""
+    return "--" + name.replace("_", "-")
+
+
+#: an empty path option, in words that follow its name (it would silently mean the current folder)
+EMPTY_PATH = "must not be empty (give a folder, e.g. '.')"
+
+
+def path(value: str | Path | None, option: str) -> Path | None:
+    """``value`` as a Path (None stays None); an empty path is a ConfigError naming ``option``."""
+    if value is None:
+        return None
+    if not str(value).strip():
+        raise ConfigError(f"{option} {EMPTY_PATH}")
+    return Path(value)
+
+
+def require_workspace(workdir: str | Path, *, with_content: bool = True) -> Path:
+    """``workdir`` when it exists (and, with ``with_content``, holds ``models/`` or
+    ``attacks/``: it is a privaudit workspace); else an :class:`ArtifactError` naming it."""
+    root = path(workdir, "--workdir")
+    if not root.is_dir():
+        raise ArtifactError(f"workspace {root} does not exist (give --workdir the folder that holds models/ "
+                            "and attacks/, or run `privaudit audit` or `privaudit train` there first)")
+    if with_content and not ((root / "models").is_dir() or (root / "attacks").is_dir()):
+        raise ArtifactError(f"{root} is not a privaudit workspace: it holds neither models/ nor attacks/ "
+                            "(run `privaudit audit` or `privaudit train` there first)")
+    return root
 
 
 def range_text(low, high, low_open: bool) -> str:
@@ -139,14 +200,74 @@ def normal_dataset(value: str) -> str | None:
     return None
 
 
-def dataset_name(value: str) -> str:
-    """:func:`normal_dataset`, or a ConfigError naming ``--dataset``."""
+def custom_dataset_problem(name: str) -> str | None:
+    """Why the user's own data ``npz:PATH`` / ``folder:PATH`` cannot be read, judged from the
+    file system alone (a missing path, a file where a folder is expected, a file that is not
+    an .npz archive), or None: so that ``--dataset`` is refused before torch loads."""
+    from privaudit.files.npfiles import npz_problem
+
+    kind, _, raw = str(name).partition(":")
+    if kind not in ("npz", "folder"):
+        return None
+    where = Path(raw)
+    if kind == "folder":
+        if not where.exists():
+            return f"folder:{where}: no such folder"
+        return None if where.is_dir() else f"folder:{where}: a file, not a folder (expected one sub-folder per class)"
+    if not where.exists():
+        return f"npz:{where}: no such file"
+    if where.is_dir():
+        return f"npz:{where}: a folder, not an .npz file (for a folder of images give folder:PATH)"
+    try:
+        problem = npz_problem(where)
+    except DataError as exc:
+        return str(exc)
+    return f"npz:{where}: {problem}" if problem else None
+
+
+def dataset_problem(value: str) -> str | None:
+    """Why ``value`` is no dataset (neither a known name nor ``npz:PATH`` / ``folder:PATH``, or
+    the user's own data that cannot be read: :func:`custom_dataset_problem`), in words that
+    follow the option's name; None when it is one."""
     from privaudit.core.defaults import NAMED_DATASETS
 
     name = normal_dataset(value)
     if name is None:
-        raise ConfigError(f"--dataset {value!r} is not one of {', '.join(NAMED_DATASETS)}, npz:PATH or folder:PATH")
-    return name
+        return f"{value!r} is not one of {', '.join(NAMED_DATASETS)}, npz:PATH or folder:PATH"
+    return custom_dataset_problem(name)
+
+
+def dataset_name(value: str, option: str = "--dataset") -> str:
+    """:func:`normal_dataset`, or a ConfigError naming ``option`` (:func:`dataset_problem`)."""
+    problem = dataset_problem(value)
+    if problem:
+        raise ConfigError(f"{option} {problem}")
+    return normal_dataset(value)
+
+
+def model_problem(value: str) -> str | None:
+    """Why ``value`` is no architecture: neither a built-in one nor ``torchvision:NAME`` or
+    ``module:MODULE:CALLABLE`` (checked for its form here; built, and so checked for real,
+    when a model trains); None when it is one."""
+    from privaudit.core.config import MODELS
+    from privaudit.core.defaults import CUSTOM_MODEL_PREFIXES
+
+    if value in MODELS:
+        return None
+    kind, _, rest = str(value).partition(":")
+    if (kind == "torchvision" and rest.strip()) or (kind == "module" and ":" in rest
+                                                    and all(p.strip() for p in rest.rpartition(":")[::2])):
+        return None
+    return (f"{value!r} is not one of {', '.join(MODELS)}, {' or '.join(p + '…' for p in CUSTOM_MODEL_PREFIXES)} "
+            "(torchvision:NAME, module:MODULE:CALLABLE)")
+
+
+def model_name(value: str) -> str:
+    """``value`` when it names an architecture (:func:`model_problem`), else a ConfigError naming ``--model``."""
+    problem = model_problem(value)
+    if problem:
+        raise ConfigError(f"--model {problem}")
+    return value
 
 
 def dataset_config(dataset: str, data_dir, download: bool):

@@ -32,6 +32,7 @@ class ScanReport:
     report_path: Path              #: the self-contained index.html
     summary: dict = field(repr=False, default_factory=dict)  #: what ``privaudit scan --json`` prints
     result: Any = field(repr=False, default=None)            #: privaudit.scanning.run.ScanResult
+    _command = "scan"                                         # the command whose result this is
 
     @property
     def verdict(self) -> str:
@@ -49,14 +50,27 @@ class ScanReport:
         return pd.DataFrame({"member": self.result.membership.astype(int), **self.result.scores})
 
     def to_json(self) -> dict:
+        """The document ``privaudit scan --json`` prints (what summary.json holds)."""
         return dict(self.summary)
+
+    @classmethod
+    def of(cls, result, summary: dict, folder: Path, **extra: Any):
+        """From a :class:`~privaudit.scanning.run.ScanResult` and the summary
+        :func:`privaudit.scanning.report.write` returned."""
+        return cls(table=result.table(), groups=result.groups, headline=summary["headline"], folder=folder,
+                   report_path=Path(summary["html"]), summary=summary, result=result, **extra)
 
     def _repr_html_(self) -> str:
         keep = [c for c in ("attack", "auc", "auc_lo", "auc_hi", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr",
                             "eps_lower_bound") if c in self.table.columns]
         table = self.table[keep].to_html(index=False, border=0, float_format=lambda v: f"{v:.3f}")
-        return (f"<div><h3>privaudit scan</h3><p>{html.escape(self.verdict)}</p>{table}<p>Report: <a href=\""
-                f"{html.escape(self.report_path.resolve().as_uri())}\">{html.escape(str(self.report_path))}</a></p></div>")
+        return (f"<div><h3>privaudit {self._command}</h3>{self._notes_html()}<p>{html.escape(self.verdict)}</p>{table}"
+                f"<p>Report: <a href=\"{html.escape(self.report_path.resolve().as_uri())}\">"
+                f"{html.escape(str(self.report_path))}</a></p></div>")
+
+    def _notes_html(self) -> str:
+        """What a notebook shows between the title and the verdict (nothing, for a scan)."""
+        return ""
 
 
 def _stem(path: str | Path) -> str:
@@ -111,5 +125,4 @@ def scan(input: str | Path | None = None, *, out: str | Path | None = None, delt
         result = run_scan(inp, delta=delta, folds=folds, seed=seed)
     with phase("report"):
         summary = write(result, folder, command=command)
-    return ScanReport(table=result.table(), groups=result.groups, headline=summary["headline"], folder=folder,
-                      report_path=Path(summary["html"]), summary=summary, result=result)
+    return ScanReport.of(result, summary, folder)

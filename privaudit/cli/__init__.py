@@ -1,4 +1,8 @@
-"""The ``privaudit`` command line: thin Typer wrappers over the library.
+"""The ``privaudit`` command line: each command a thin Typer layer over its function of the
+Python API (:mod:`privaudit.api`): its options parsed and checked, the function called, the
+result printed. The commands share their option declarations (``options``) and callbacks
+(``callbacks``), what they print (``output``, ``summary``), the one-line failure
+(``failures``) and the training progress (``progress``).
 
 Importing this package loads Typer and rich only; each command imports the library (torch,
 NumPy, pandas, scikit-learn) when it runs, so ``--help`` and usage errors answer at once.

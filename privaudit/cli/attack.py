@@ -6,11 +6,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt,
-                                  ShadowDatasetOpt, WorkdirOpt, dataset_option, emit_json, handle_errors, importing,
-                                  info_console, parse_attacks, parse_seeds, refresh_reports, require_workspace,
-                                  training_progress)
-from privaudit.core.config import DATASETS, MODELS, is_custom_model
+from privaudit.cli.callbacks import dataset_option
+from privaudit.cli.failures import handle_errors
+from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt,
+                                   ShadowDatasetOpt, WorkdirOpt)
+from privaudit.cli.output import emit_json, info_console, warn
+from privaudit.cli.progress import training_progress
+from privaudit.core.config import DATASETS, MODELS
 from privaudit.core.defaults import DEFAULT_POOL_SIZE
 
 TargetOpt = Annotated[str, typer.Option(
@@ -37,38 +39,20 @@ def attack_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Attack each target: shadow model, reference pool and canary model share its recipe and defence."""
-    root = require_workspace(workdir, with_content=False)  # no models: resolve_targets says so
-    if target not in MODELS and not is_custom_model(target) and not (root / "models" / target / "config.json").is_file():
-        from privaudit.errors import ArtifactError  # said before torch loads, as Workspace.resolve_targets says it
+    from privaudit.api.attack import attack
 
-        raise ArtifactError(f"no target named {target!r} in {root / 'models'} (give a run name or one of "
-                            f"{', '.join(MODELS)})")
-    plan = parse_attacks(attacks, pool_size, shadow_dataset)  # loads the attack library (torch)
-
-    with importing():
-        from privaudit.pipeline.attacking import attack_target
-    from privaudit.cli.summary import attack_summary_table
-    with importing():
-        from privaudit.pipeline.runs import DataCache
-        from privaudit.training import resolve_device
-        from privaudit.pipeline.workspace import Workspace
-
-    ws = Workspace(root)
-    names = ws.resolve_targets(target, dataset=dataset, seeds=None if seeds is None else parse_seeds(seeds, 0))
-    ws.ensure_writable()
-    dev = resolve_device(device)
-    data = DataCache(data_dir, download)
-    results = []
     with training_progress() as bars:
-        for name in names:
-            results.append(attack_target(ws, name, data, dev, plan, on_start=bars.start, on_epoch=bars.on_epoch))
-    rep = refresh_reports(ws) if report else None
+        result = attack(target, attacks=attacks, pool_size=pool_size, shadow_dataset=shadow_dataset, dataset=dataset,
+                        seeds=seeds, data_dir=data_dir, download=download, device=device, workdir=workdir,
+                        report=report, on_start=bars.start, on_epoch=bars.on_epoch, log=warn)
     if as_json:
-        emit_json({"attacks": [{"target": r.target, "shadow": r.shadow, "path": str(r.path), "reused": r.reused,
-                                "metrics": plan.asked(r.metrics), **r.extras} for r in results],
-                   "report": {"csv": str(rep.csv), "html": str(rep.html)} if rep else None})
+        emit_json(result.to_json())
         return
+    from privaudit.cli.summary import attack_summary_table
+    from privaudit.pipeline.workspace import Workspace
+
     console = info_console(as_json)
-    console.print(attack_summary_table(ws, [(r.target, plan.asked(r.metrics), r.extras) for r in results]))
-    if rep:
-        console.print(f"report: {rep.html}  table: {rep.csv}")
+    console.print(attack_summary_table(Workspace(result.workdir), [(r.target, result.plan.asked(r.metrics), r.extras)
+                                                                   for r in result.results]))
+    if result.report:
+        console.print(f"report: {result.report_path}  table: {result.csv_path}")

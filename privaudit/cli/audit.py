@@ -7,11 +7,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.common import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt,
-                                  SeedOpt, SeedsOpt, ShadowDatasetOpt, WorkdirOpt, emit_json, err, show_plan, handle_errors,
-                                  info_console, number, one_of, training_progress)
-from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DeltaOpt, DryRunOpt, EpochsOpt, LrOpt, MaxGradNormOpt,
-                                   ModelArgOpt, ModelOpt, PartSizeOpt, PrecisionOpt, WeightDecayOpt, WidthOpt)
+from privaudit.cli.callbacks import number, one_of
+from privaudit.cli.failures import handle_errors
+from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DeltaOpt,
+                                   DeviceOpt, DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, LrOpt, MaxGradNormOpt, ModelArgOpt,
+                                   ModelOpt, PartSizeOpt, PoolSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt, ShadowDatasetOpt,
+                                   WeightDecayOpt, WidthOpt, WorkdirOpt)
+from privaudit.cli.output import emit_json, err, info_console, show_plan
+from privaudit.cli.progress import training_progress
 from privaudit.core.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 
 

@@ -9,8 +9,10 @@ import typer
 
 from privaudit.api.epsilon import DEFENSES
 from privaudit.analysis.accounting import REPLACE_ONE_MAX_BOUND
-from privaudit.cli.common import JsonOpt, emit_json, handle_errors, info_console, number, one_of
-from privaudit.cli.options import DeltaOpt, NoiseMultiplierOpt, TargetEpsilonOpt
+from privaudit.cli.callbacks import number, one_of
+from privaudit.cli.failures import handle_errors
+from privaudit.cli.options import DeltaOpt, JsonOpt, NoiseMultiplierOpt, TargetEpsilonOpt
+from privaudit.cli.output import emit_json, info_console
 from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
 
 
@@ -104,7 +106,7 @@ def epsilon_table(doc: dict, *, calibrated: bool = False, width: int | None = No
     from rich import box
     from rich.table import Table
 
-    from privaudit.cli.common import out
+    from privaudit.cli.output import out
 
     defense = doc.get("defense", "")
     keys = (width or out.width) >= KEY_COLUMN_WIDTH

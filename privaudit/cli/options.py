@@ -1,6 +1,7 @@
-"""Options of the training recipe, shared by ``train`` and ``audit``.
+"""The options several commands share: the workspace, the data, the device, ``--json``, the
+attacks, and the training recipe (``train``, ``audit``, ``audit-model``).
 
-Every numeric option declares its range (:func:`privaudit.cli.common.number`): a value
+Every numeric option declares its range (:func:`privaudit.cli.callbacks.number`): a value
 outside it, NaN or ±inf is a usage error that names the option, before anything loads.
 """
 
@@ -10,10 +11,37 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.common import dataset_option, model_option, number, one_of
+from privaudit.cli.callbacks import dataset_option, model_option, number, one_of, path_option
 from privaudit.core.config import AUGMENTS, MECHANISMS, PRECISIONS
-from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_WIDTH
+from privaudit.core.defaults import (DATA_DIR_ENV, MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_POOL_SIZE, MAX_SEED,
+                                     MAX_WIDTH)
 
+WorkdirOpt = Annotated[str, typer.Option("--workdir", callback=path_option,
+                                         help="Workspace folder that holds models/, attacks/ and reports/.")]
+DataDirOpt = Annotated[Optional[str], typer.Option(
+    "--data-dir", envvar=DATA_DIR_ENV, callback=path_option,
+    help="Folder holding cifar-10-batches-py (or that folder itself); default ./data.")]
+DownloadOpt = Annotated[bool, typer.Option("--download", help="Fetch CIFAR-10 through torchvision when it is not in --data-dir (needs a network).")]
+DeviceOpt = Annotated[str, typer.Option("--device", callback=one_of("auto", "cpu", "cuda"), help="Where to train: auto (CUDA when present), cpu or cuda.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document of what was produced (paths and metrics) on stdout.")]
+PoolSizeOpt = Annotated[int, typer.Option("--pool-size", callback=number(4, MAX_POOL_SIZE), help="Reference models per defence setting for lira, rmia and the many-shadow attack (even, >= 4; each trains on half of the target's members and non-members).")]
+SeedOpt = Annotated[int, typer.Option("--seed", callback=number(0, MAX_SEED), help="Root seed (>= 0) of every random choice: data split, initialisation, shuffling, masks, DP noise.")]
+SeedsOpt = Annotated[Optional[str], typer.Option(
+    "--seeds", help="Comma-separated root seeds to replicate over, e.g. 0,1,2: every setting once per seed, each "
+                    "seed re-drawing the data split and all training randomness (replaces --seed); summaries give "
+                    "the mean and a 95% t-interval over seeds.")]
+AttacksOpt = Annotated[list[str], typer.Option(
+    "--attacks", "--attack",
+    help="Comma-separated or repeated: shadow (the paper's attack), loss (loss, confidence and data-free baselines), lira, "
+         "rmia, one-run (canary audit) or all. shadow and loss share one shadow model and are computed together; "
+         "the summary shows what was asked. lira and rmia train a reference pool, one-run a canary model.")]
+DEFAULT_ATTACKS = ["all"]
+ShadowDatasetOpt = Annotated[Optional[str], typer.Option(
+    "--shadow-dataset", callback=dataset_option,
+    help="Add ML-Leaks' transfer attack (adversary 2): a shadow model with the target's recipe trained on this other "
+         "dataset (any --dataset value), the attacker's own data.")]
+
+# -- the training recipe
 ModelOpt = Annotated[str, typer.Option("--model", callback=model_option, help="Architecture: mlp (one hidden layer), cnn (ML-Leaks Standard CNN), cnn-improved (three conv blocks, BatchNorm/GroupNorm + dropout), cnn-improved-small (its two-block variant), convex-relu (convex two-layer ReLU approximation, trained by cyclic gradient descent), or your own: torchvision:NAME (e.g. torchvision:resnet18) or module:MODULE:CALLABLE (a factory returning an nn.Module).")]
 ModelArgOpt = Annotated[Optional[list[str]], typer.Option("--model-arg", help="key=value passed to a torchvision: or module: model's factory (repeatable; values read as JSON when they parse). torchvision ResNets take small_stem=true for small images.")]
 DatasetOpt = Annotated[str, typer.Option("--dataset", callback=dataset_option, help="cifar10 (needs the data, see --data-dir), digits (scikit-learn's bundled 8x8 digits, no download), torchvision's cifar100, mnist, fashion-mnist or svhn (their standard files under --data-dir, or --download), or your own images: npz:PATH (x uint8 NHWC or NCHW, y int) or folder:PATH (one sub-folder per class).")]

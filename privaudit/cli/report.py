@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
-from privaudit.cli.common import (JsonOpt, WorkdirOpt, emit_json, handle_errors, importing, info_console,
-                                  refresh_reports, require_workspace)
+from privaudit.cli.failures import handle_errors
+from privaudit.cli.options import JsonOpt, WorkdirOpt
+from privaudit.cli.output import emit_json, info_console, warn
 
 
 @handle_errors
 def report_cmd(workdir: WorkdirOpt = ".", as_json: JsonOpt = False) -> None:
     """Rebuild reports/tradeoff.csv and reports/index.html from every attack in the workspace."""
-    root = require_workspace(workdir)  # a mistyped --workdir is an error, not an empty report
-    with importing():
-        from privaudit.pipeline.workspace import Workspace
+    from privaudit.api.report import report
 
-    rep = refresh_reports(Workspace(root).ensure_writable())  # warns per damaged folder
+    result = report(workdir=workdir, log=warn)  # a mistyped --workdir is an error, not an empty report
     if as_json:
-        emit_json({"csv": str(rep.csv), "html": str(rep.html), "rows": int(len(rep.table)), "skipped": rep.skipped,
-                   "table": rep.table.to_dict(orient="records"),
-                   "summary": rep.summary.to_json() if rep.summary is not None else None})
+        emit_json(result.to_json())
         return
     from privaudit.cli.summary import verdict_table
 
     console = info_console(as_json)
-    verdicts = verdict_table(rep.summary)
+    verdicts = verdict_table(result.summary)
     if verdicts is not None:
         console.print(verdicts)
-    console.print(f"{len(rep.table)} rows  report: {rep.html}  table: {rep.csv}")
+    console.print(f"{len(result.table)} rows  report: {result.report_path}  table: {result.csv_path}")

@@ -10,8 +10,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, emit_json, err,
-                                  handle_errors, info_console, number, one_of, show_plan, training_progress)
+from privaudit.cli.callbacks import number, one_of
+from privaudit.cli.failures import handle_errors
+from privaudit.cli.options import DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt
+from privaudit.cli.output import emit_json, err, info_console, show_plan
+from privaudit.cli.progress import training_progress
 from privaudit.core.defaults import REPRODUCE_FAMILIES, REPRODUCE_SCALES
 
 app = typer.Typer(help="The papers' published results, reproduced as one command (CSV, figures and a page under "

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import math
 import shlex
 import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from privaudit.files.atomic import check_output_file
-from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt, dataset_config, emit_json,
-                                  err, handle_errors, importing, info_console, number, parse_model_args, path_option,
-                                  require_workspace, training_progress)
-from privaudit.cli.options import AugmentOpt, DatasetOpt, DeltaOpt, ModelArgOpt, ModelOpt, WeightDecayOpt, WidthOpt
+from privaudit.api.audit_model import BOUNDS
+from privaudit.api.export_logits import BOUNDS as EXPORT_BOUNDS
+from privaudit.cli.callbacks import number, path_option
+from privaudit.cli.failures import handle_errors
+from privaudit.cli.options import (AugmentOpt, DataDirOpt, DatasetOpt, DeltaOpt, DeviceOpt, DownloadOpt, JsonOpt,
+                                   ModelArgOpt, ModelOpt, WeightDecayOpt, WidthOpt, WorkdirOpt)
+from privaudit.cli.output import emit_json, err, info_console
+from privaudit.cli.progress import training_progress
 from privaudit.core.defaults import MAX_SEED
 
 InputArg = Annotated[str, typer.Argument(
@@ -36,96 +37,48 @@ def scan_cmd(
     """Run every attack the arrays allow (loss, confidence, entropy, modified entropy, a cross-validated attack classifier; the shadow attack with a shadow model; LiRA, RMIA and the many-shadow attack with reference models), with intervals, per class and per slice; write attacks.csv, groups.csv, summary.json and a self-contained index.html. Nothing in the input is unpickled."""
     from privaudit.api.scan import scan
 
-    command = "privaudit scan " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
-    report = scan(input_path, out=out, delta=delta, folds=folds, seed=seed, command=command)
-    summary, result, folder = report.summary, report.result, report.folder
+    report = scan(input_path, out=out, delta=delta, folds=folds, seed=seed, command=_command("scan"))
     if as_json:
-        emit_json(summary)
+        emit_json(report.to_json())
         return
+    _print_scan(report)
+
+
+def _command(name: str) -> str:
+    """The command line as typed, recorded on the results page."""
+    return f"privaudit {name} " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
+
+
+def _print_scan(report, between=None) -> None:
+    """A scan's table, what ``between(console)`` prints, the verdict, and where the results are."""
     from privaudit.cli.summary import scan_table
 
-    console = info_console(as_json)
-    console.print(scan_table(result))
-    console.print(summary["headline"].get("verdict", ""))
-    console.print(f"report: {summary['html']}  table: {folder / 'attacks.csv'}")
+    console = info_console(False)
+    console.print(scan_table(report.result))
+    if between is not None:
+        between(console)
+    console.print(report.verdict)
+    console.print(f"report: {report.report_path}  table: {report.folder / 'attacks.csv'}")
 
 
 @handle_errors
 def export_cmd(
     target: Annotated[str, typer.Argument(show_default=False, help="A trained target's run name (see models/).")],
     out: Annotated[str, typer.Option("--out", callback=path_option, help="The .npz file to write.")],
-    pool_size: Annotated[Optional[int], typer.Option("--pool-size", callback=number(4, 4096), help="Add the reference pool of this size (trained earlier by attack or audit) and its population.")] = None,
+    pool_size: Annotated[Optional[int], typer.Option("--pool-size", callback=number(*EXPORT_BOUNDS["pool_size"]), help="Add the reference pool of this size (trained earlier by attack or audit) and its population.")] = None,
     data_dir: DataDirOpt = None,
     device: DeviceOpt = "auto",
     workdir: WorkdirOpt = ".",
     as_json: JsonOpt = False,
 ) -> None:
     """Write a trained target's outputs (and its shadow model's, and a pool's) in the format privaudit scan reads: the arrays attack computes from, for use in other tools or to check scan against attack."""
-    if not str(out).endswith(".npz"):
-        from privaudit.errors import ConfigError
+    from privaudit.api.export_logits import export_logits
 
-        raise ConfigError(f"--out must name an .npz file, got {str(out)!r}")
-    check_output_file(out, "--out")  # before any work: a path that cannot be written is refused now
-    root = require_workspace(workdir)
-    if not (root / "models" / target).is_dir():  # said before torch loads (Workspace.read_model_config says the same)
-        from privaudit.errors import ArtifactError
-
-        raise ArtifactError(f"no model folder {root / 'models' / target}")
-    with importing():
-        from privaudit.files.atomic import write_bytes
-        from privaudit.pipeline.runs import DataCache
-        from privaudit.scanning.export import export_arrays, npz_bytes
-        from privaudit.training import resolve_device
-        from privaudit.pipeline.workspace import Workspace
-
-    arrays = export_arrays(Workspace(root), target, DataCache(data_dir, False), resolve_device(device),
-                           pool_size=pool_size)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    write_bytes(Path(out), npz_bytes(arrays))
+    result = export_logits(target, out=out, pool_size=pool_size, data_dir=data_dir, device=device, workdir=workdir)
     if as_json:
-        emit_json({"path": str(out), "arrays": {k: list(v.shape) for k, v in arrays.items()}})
+        emit_json(result.to_json())
         return
-    info_console(as_json).print(f"wrote {out}: " + ", ".join(f"{k} {tuple(v.shape)}" for k, v in arrays.items()))
-
-
-def _check_audit_model_paths(weights, members: str, non_members: Optional[str], workdir, out) -> None:
-    """What audit-model reads and writes, checked from the file system before anything heavy
-    loads: the weights file exists, a --members / --non-members file exists (and an .npy is
-    one), and the results folder and the workspace can be written."""
-    from privaudit.api.scan import _stem
-    from privaudit.files.atomic import check_output_folder
-    from privaudit.errors import DataError
-    from privaudit.files.npfiles import ids_problem
-    from privaudit.scanning import FILES
-
-    w = Path(weights)
-    if w.is_dir():
-        raise DataError(f"weights file {w} is a folder (give the .safetensors or torch.save file)")
-    if not w.is_file():
-        raise DataError(f"weights file {w} does not exist")
-    for text, option in ((members, "--members"), (non_members, "--non-members")):
-        problem = ids_problem(text, option) if text else None
-        if problem:
-            raise DataError(problem)
-    check_output_folder(workdir, "--workdir")
-    folder = Path(out) if out else Path(workdir) / "reports" / "audit-model" / _stem(str(weights))
-    check_output_folder(folder, "--out" if out else "the default --out", FILES)
-
-
-def _floats(text: Optional[str], option: str) -> list[float]:
-    if not text:
-        return []
-    try:
-        values = [float(t) for t in text.replace(",", " ").split()]
-    except ValueError:
-        from privaudit.errors import ConfigError
-
-        raise ConfigError(f"{option} takes comma-separated numbers, got {text!r}") from None
-    if not all(math.isfinite(v) for v in values):
-        from privaudit.errors import ConfigError
-
-        raise ConfigError(f"{option} takes finite numbers, got {text!r}")
-    return values
+    info_console(as_json).print(f"wrote {result.path}: " + ", ".join(f"{k} {v}" for k, v in result.shapes.items()))
 
 
 @handle_errors
@@ -139,16 +92,16 @@ def audit_model_cmd(
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     non_members: Annotated[Optional[str], typer.Option("--non-members", help="Samples it did not train on (same forms as --members); default: as many, drawn from the rest of the dataset.")] = None,
-    references: Annotated[int, typer.Option("--references", callback=number(2, 1024), help="Reference models to train with the stated recipe, none on an audited sample (even).")] = 8,
-    epochs: Annotated[int, typer.Option("--epochs", callback=number(1, 100_000), help="The target's training epochs (the references train the same way).")] = 10,
-    batch_size: Annotated[int, typer.Option("--batch-size", callback=number(1, 1_000_000), help="The target's batch size.")] = 128,
-    lr: Annotated[float, typer.Option("--lr", callback=number(0, 100, low_open=True), help="The target's Adam learning rate.")] = 1e-3,
+    references: Annotated[int, typer.Option("--references", callback=number(*BOUNDS["references"]), help="Reference models to train with the stated recipe, none on an audited sample (even).")] = 8,
+    epochs: Annotated[int, typer.Option("--epochs", callback=number(*BOUNDS["epochs"]), help="The target's training epochs (the references train the same way).")] = 10,
+    batch_size: Annotated[int, typer.Option("--batch-size", callback=number(*BOUNDS["batch_size"]), help="The target's batch size.")] = 128,
+    lr: Annotated[float, typer.Option("--lr", callback=number(*BOUNDS["lr"]), help="The target's Adam learning rate.")] = 1e-3,
     weight_decay: WeightDecayOpt = None,
     augment: AugmentOpt = "none",
-    kappa: Annotated[float, typer.Option("--kappa", callback=number(0, 100), help="MG noise the target trained with (0: none).")] = 0.0,
+    kappa: Annotated[float, typer.Option("--kappa", callback=number(*BOUNDS["kappa"]), help="MG noise the target trained with (0: none).")] = 0.0,
     mean: Annotated[Optional[str], typer.Option("--mean", help="Per-channel mean of the target's input normalisation after pixel/255 (torchvision's Normalize), e.g. 0.4914,0.4822,0.4465; default 0.")] = None,
     std: Annotated[Optional[str], typer.Option("--std", help="Per-channel std of the target's input normalisation after pixel/255; default 1.")] = None,
-    seed: Annotated[int, typer.Option("--seed", callback=number(0, MAX_SEED), help="Seed of the non-member draw, the references (data and training) and the cross-validation.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", callback=number(*BOUNDS["seed"]), help="Seed of the non-member draw, the references (data and training) and the cross-validation.")] = 0,
     delta: DeltaOpt = 1e-5,
     device: DeviceOpt = "auto",
     workdir: WorkdirOpt = ".",
@@ -156,45 +109,24 @@ def audit_model_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Audit a model trained elsewhere: load its weights safely, train reference models with its recipe on data it did not see, run every attack (offline LiRA and RMIA included) with intervals, and say how well the references match it."""
-    mean_v, std_v = _floats(mean, "--mean"), _floats(std, "--std")
-    _check_audit_model_paths(weights, members, non_members, workdir, out)  # before torch loads
-    dataset_kwargs, data = dataset_config(dataset, data_dir, download)
-    with importing():
-        from privaudit.pipeline.runs import DataCache
-        from privaudit.scanning.external import Recipe, audit_model, parse_ids
-        from privaudit.scanning.report import write
-        from privaudit.training import resolve_device
-        from privaudit.pipeline.workspace import Workspace
+    from privaudit.api.audit_model import audit_model
 
-    data = data or DataCache(data_dir, download)
-    n = len(data.get(dataset).y)
-    member_ids = parse_ids(members, n, "--members")
-    non_ids = parse_ids(non_members, n, "--non-members") if non_members else None
-    recipe = Recipe(model=model, width=width, model_args=parse_model_args(model_arg), epochs=epochs,
-                    batch_size=batch_size, lr=lr, weight_decay=weight_decay, augment=augment, kappa=kappa)
-    ws = Workspace(workdir).ensure_writable()
     with training_progress() as bars:
-        result, match = audit_model(weights, recipe, dataset, member_ids, ws, data, resolve_device(device),
-                                    non_members=non_ids, references=references, seed=seed, mean=mean_v, std=std_v,
-                                    delta=delta, on_epoch=bars.on_epoch)
-    from privaudit.api.scan import _stem
-
-    folder = Path(out) if out else ws.reports / "audit-model" / _stem(str(weights))
-    command = "privaudit audit-model " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
-    from privaudit.core.timing import phase
-
-    with phase("report"):
-        summary = write(result, folder, command=command, references=match)
+        result = audit_model(weights=weights, members=members, model=model, model_args=model_arg, width=width,
+                             dataset=dataset, data_dir=data_dir, download=download, non_members=non_members,
+                             references=references, epochs=epochs, batch_size=batch_size, lr=lr,
+                             weight_decay=weight_decay, augment=augment, kappa=kappa, mean=mean, std=std, seed=seed,
+                             delta=delta, device=device, workdir=workdir, out=out, command=_command("audit-model"),
+                             on_epoch=bars.on_epoch)
     if as_json:
-        emit_json(summary)
+        emit_json(result.to_json())
         return
-    from privaudit.cli.summary import scan_table
+    match = result.references
 
-    console = info_console(as_json)
-    console.print(scan_table(result))
-    console.print(f"references: accuracy on non-members {match['reference_test_accuracy']:.3f} vs the model's "
-                  f"{match['target_test_accuracy']:.3f}; KS distance {match['ks_distance']:.2f}", markup=False)
-    for w in match["warnings"]:
-        err.print(f"[yellow]warning:[/] {w}", soft_wrap=True, highlight=False)
-    console.print(summary["headline"].get("verdict", ""))
-    console.print(f"report: {summary['html']}  table: {folder / 'attacks.csv'}")
+    def references_line(console) -> None:
+        console.print(f"references: accuracy on non-members {match['reference_test_accuracy']:.3f} vs the model's "
+                      f"{match['target_test_accuracy']:.3f}; KS distance {match['ks_distance']:.2f}", markup=False)
+        for w in result.warnings:
+            err.print(f"[yellow]warning:[/] {w}", soft_wrap=True, highlight=False)
+
+    _print_scan(result, references_line)

@@ -6,12 +6,14 @@ from typing import Annotated
 
 import typer
 
-from privaudit.cli.common import (DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, SeedOpt, SeedsOpt, WorkdirOpt,
-                                  emit_json, fmt, handle_errors, info_console, number, show_plan,
-                                  training_progress)
-from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DatasetOpt, DefenseOpt, DeltaOpt, DryRunOpt, EpochsOpt, LrOpt,
-                                   MaxGradNormOpt, ModelArgOpt, ModelOpt, NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt,
-                                   TargetEpsilonOpt, WeightDecayOpt, WidthOpt)
+from privaudit.cli.callbacks import number
+from privaudit.cli.failures import handle_errors
+from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DefenseOpt, DeltaOpt, DeviceOpt,
+                                   DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, LrOpt, MaxGradNormOpt, ModelArgOpt, ModelOpt,
+                                   NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt, TargetEpsilonOpt,
+                                   WeightDecayOpt, WidthOpt, WorkdirOpt)
+from privaudit.cli.output import emit_json, fmt, info_console, show_plan
+from privaudit.cli.progress import training_progress
 
 
 @handle_errors

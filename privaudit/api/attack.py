@@ -1,0 +1,108 @@
+"""``privaudit.attack()``: attack trained targets (training their shadow models, reference
+pools and canary models as needed); ``privaudit attack`` prints what it returns."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from privaudit.api import params
+from privaudit.core.config import MODELS, is_custom_model
+from privaudit.core.defaults import DEFAULT_POOL_SIZE, MAX_POOL_SIZE
+from privaudit.core.timing import importing
+from privaudit.errors import ArtifactError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class AttackResults:
+    """The attacks of one ``attack`` call: a row per target and attack asked for
+    (:attr:`metrics`), each target's attack folder, and the reports rebuilt afterwards."""
+
+    metrics: "pd.DataFrame"          #: target, attack, and the attack's AUC, TPR at low FPR, ε lower bound, …
+    workdir: Path
+    report_path: Path | None = None  #: the rebuilt HTML report (None with ``report=False``)
+    csv_path: Path | None = None     #: the rebuilt trade-off table
+    results: list = field(repr=False, default_factory=list)  #: privaudit.pipeline.attacking.AttackResult each
+    plan: Any = field(repr=False, default=None)              #: privaudit.pipeline.attacking.AttackPlan
+    report: Any = field(repr=False, default=None)            #: privaudit.api.report.WorkspaceReport
+
+    @property
+    def targets(self) -> list[str]:
+        """The attacked targets' run names, in order."""
+        return [r.target for r in self.results]
+
+    def to_json(self) -> dict:
+        """The document ``privaudit attack --json`` prints."""
+        return {"attacks": [{"target": r.target, "shadow": r.shadow, "path": str(r.path), "reused": r.reused,
+                             "metrics": self.plan.asked(r.metrics), **r.extras} for r in self.results],
+                "report": {"csv": str(self.csv_path), "html": str(self.report_path)} if self.report else None}
+
+    def _repr_html_(self) -> str:
+        keep = [c for c in ("target", "attack", "auc", "auc_lo", "auc_hi", "tpr_at_0p1pct_fpr", "eps_lower_bound")
+                if c in self.metrics.columns]
+        table = self.metrics[keep].head(40).to_html(index=False, border=0, float_format=lambda v: f"{v:.3f}")
+        link = (f"<p>Report: <a href=\"{html.escape(self.report_path.resolve().as_uri())}\">"
+                f"{html.escape(str(self.report_path))}</a></p>" if self.report_path else "")
+        return (f"<div><h3>privaudit attack: {len(self.results)} target{'s' if len(self.results) != 1 else ''} "
+                f"(first 40 of {len(self.metrics)} rows)</h3>{table}{link}</div>")
+
+
+def _metrics_frame(results: list, plan) -> "pd.DataFrame":
+    """A row per target and asked-for attack, with the attack's numbers (its scalar metrics)."""
+    import pandas as pd
+
+    rows = [{"target": r.target, "attack": name,
+             **{k: v for k, v in m.items() if isinstance(v, (int, float, str, bool)) or v is None}}
+            for r in results for name, m in plan.asked(r.metrics).items()]
+    return pd.DataFrame(rows, columns=None if rows else ["target", "attack"])
+
+
+def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int = DEFAULT_POOL_SIZE,
+           shadow_dataset: str | None = None, dataset: str | None = None, seeds: params.Seeds = None,
+           data_dir: str | Path | None = None, download: bool = False, device: str = "auto",
+           workdir: str | Path = ".", report: bool = True, on_start: Callable | None = None,
+           on_epoch: Callable | None = None, log: Callable[[str], None] | None = None) -> AttackResults:
+    """Attack ``target`` (one target's run name, or an architecture: every trained target of
+    it, limited to those trained on ``dataset`` and with a root seed in ``seeds`` when given)
+    in the workspace ``workdir``; its shadow model, reference pool and canary model share its
+    recipe and defence, and are trained when missing. Keyword arguments are ``privaudit
+    attack``'s options (``attacks`` as ``"all"``, ``"shadow,lira"`` or a list). ``report``:
+    rebuild the reports afterwards (``log`` receives a line per damaged folder they skip);
+    ``on_start(config)`` and ``on_epoch(epoch, epochs, loss)`` report training progress."""
+    params.in_range(pool_size, "--pool-size", 4, MAX_POOL_SIZE)
+    params.one_of(device, "--device", "auto", "cpu", "cuda")
+    shadow_dataset = None if shadow_dataset is None else params.dataset_name(shadow_dataset, "--shadow-dataset")
+    dataset = None if dataset is None else params.dataset_name(dataset)
+    seed_list = None if seeds is None else params.seeds(seeds)
+    root = params.require_workspace(workdir, with_content=False)  # no models: resolve_targets says so
+    known = target in MODELS or is_custom_model(target) or (root / "models" / target / "config.json").is_file()
+    if not known:  # said before torch loads, as Workspace.resolve_targets says it
+        raise ArtifactError(f"no target named {target!r} in {root / 'models'} (give a run name or one of "
+                            f"{', '.join(MODELS)})")
+    plan = params.attacks(attacks, pool_size, shadow_dataset)  # loads the attack library (torch)
+
+    with importing():
+        from privaudit.pipeline.attacking import attack_target
+        from privaudit.pipeline.runs import DataCache
+        from privaudit.pipeline.workspace import Workspace
+        from privaudit.training import resolve_device
+
+    ws = Workspace(root)
+    names = ws.resolve_targets(target, dataset=dataset, seeds=seed_list)
+    ws.ensure_writable()
+    dev = resolve_device(device)
+    data = DataCache(data_dir, download)
+    results = [attack_target(ws, name, data, dev, plan, on_start=on_start, on_epoch=on_epoch) for name in names]
+    rebuilt = None
+    if report:
+        from privaudit.api.report import rebuild
+
+        rebuilt = rebuild(ws, log)
+    return AttackResults(metrics=_metrics_frame(results, plan), workdir=root,
+                         report_path=rebuilt.report_path if rebuilt else None,
+                         csv_path=rebuilt.csv_path if rebuilt else None, results=results, plan=plan, report=rebuilt)

@@ -1,0 +1,44 @@
+"""A failure as one ``error: …`` line on stderr and an exit status, never a traceback."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import typer
+from rich.markup import escape
+
+from privaudit.cli.output import err
+from privaudit.errors import PrivauditError
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print ``error: message`` as one line on stderr and exit with ``code``."""
+    text = escape(" ".join(str(message).split()))  # a message's own brackets are text, not markup
+    err.print(f"[bold red]error:[/] {text}", soft_wrap=True, markup=True, emoji=False, highlight=False)
+    raise typer.Exit(code)
+
+
+def handle_errors(fn):
+    """Turn expected failures into one line on stderr and a non-zero exit, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except PrivauditError as exc:
+            fail(str(exc), 2)
+        except KeyboardInterrupt:
+            fail("interrupted; finished artifacts are kept and a rerun resumes from them", 130)
+        except MemoryError:
+            fail("out of memory; try a smaller --part-size, --batch-size or --width", 1)
+        except OSError as exc:
+            fail(f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}", 1)
+        except Exception as exc:  # a bug: still one line, the traceback on request
+            if os.environ.get("PRIVAUDIT_DEBUG"):
+                raise
+            fail(f"internal error {type(exc).__name__}: {exc} (set PRIVAUDIT_DEBUG=1 for the traceback)", 1)
+
+    return wrapper
