@@ -690,3 +690,68 @@ def test_the_page_shows_the_summary_layers_numbers():
     single = render_report(one, {})
     iso1 = single[single.index("<h3>Iso-accuracy comparison</h3>"):single.index("<h3>ROC curves</h3>")]
     assert "no interval: cannot decide" in iso1 and "replicate with --seeds" in iso1
+
+
+# ---------------------------------------------------------------------------------------
+# the page's weight
+
+DIGITS_SETTINGS = [("plain", {}), ("k0.25", dict(kappa=0.25)), ("k0.5", dict(kappa=0.5)), ("k1", dict(kappa=1.0)),
+                   ("k2", dict(kappa=2.0)), ("dp-s0.5", dict(sigma=0.5, eps=52.74)),
+                   ("dp-s1", dict(sigma=1.0, eps=7.318)), ("dp-s2", dict(sigma=2.0, eps=1.936))]
+DIGITS_ATTACKS = ("shadow", "shadow-pool", "lira-online", "lira-online-global", "lira-offline", "lira-offline-global",
+                  "rmia", "loss", "confidence", "data-free")
+
+
+def digits_like(seed=0):
+    """The table, ROC curves and extras of a page shaped like `privaudit audit --dataset
+    digits`'s: 8 targets (the baseline, 4 MG κ, 3 DP-SGD σ), 10 attacks each (6 with a pool
+    of 8), 449 members and 449 non-members, every extra."""
+    from privaudit.analysis.metrics import auc_score, roc
+
+    rng = np.random.default_rng(seed)
+    labels = np.r_[np.ones(449), np.zeros(449)]
+    rows, rocs, extras = [], {}, {}
+    for i, (name, kw) in enumerate(DIGITS_SETTINGS):
+        run, pool = f"target-mlp-digits-{name}-{i:010x}", f"pool-mlp-digits-{name}-n8-{i:010x}"
+        rocs[run] = {}
+        for attack in DIGITS_ATTACKS:
+            scores = rng.normal(labels * rng.uniform(0.1, 0.8), 1.0)
+            rocs[run][attack] = roc(labels, scores)
+            auc, tpr, tpr1, in_pool = auc_score(labels, scores), rng.uniform(0, 0.05), rng.uniform(0, 0.1), attack in POOL
+            loo = dict(loo_n_targets=8, loo_auc_mean=auc - 0.01, loo_auc_std=rng.uniform(0, 0.05),
+                       loo_eps_lower_bound_mean=rng.uniform(0, 2), loo_eps_lower_bound_std=rng.uniform(0, 0.5))
+            rows.append(_row(run, "mlp", "digits", attack=attack, auc=auc, test_acc=rng.uniform(0.85, 0.95),
+                             precision=rng.uniform(0.5, 0.6), recall=rng.uniform(0.5, 1), part_size=449, n_members=449,
+                             n_nonmembers=449, epochs=60, source=pool if in_pool else np.nan, tpr_at_0p1pct_fpr=tpr,
+                             tpr_at_0p1pct_fpr_lo=tpr / 3, tpr_at_0p1pct_fpr_hi=tpr * 3 + 0.01, tpr_at_1pct_fpr=tpr1,
+                             tpr_at_1pct_fpr_lo=tpr1 / 2, tpr_at_1pct_fpr_hi=tpr1 * 2 + 0.01,
+                             eps_lower_bound=rng.uniform(0, 2.5), threshold=rng.normal(),
+                             one_run_eps_lower_bound=rng.uniform(0, 0.1), **(loo if in_pool else {}), **kw))
+        extras[run] = {
+            "loo": {"pool": pool, "pool_size": 8, "summary": {}},
+            "exposure": {"attack": "lira-offline-global",
+                         "per_class_auc": {str(c): rng.uniform(0.55, 0.75) for c in range(10)},
+                         "top_samples": [{"class": int(rng.integers(10)), "index": int(rng.integers(1797)),
+                                          "score": -rng.exponential(1e-5)} for _ in range(10)]},
+            "one_run": {"canary_run": f"canary-mlp-digits-{name}-{i:010x}", "confidence": 0.95, "delta": 1e-5,
+                        "eps_lower_bound": 0.05, "num_canaries": 449, "num_correct": 31, "num_guesses": 44,
+                        "num_included": 231, "score": "loss"}}
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS), rocs, extras
+
+
+def test_a_digits_sized_page_weighs_at_most_300_kb_with_every_figure():
+    """The README's digits audit writes about 290 KB: its figures, series and tables all drawn."""
+    from privaudit.reporting.figures import group_figures
+    from privaudit.reporting.summary import summarise
+
+    table, rocs, extras = digits_like()
+    summary = summarise(table)
+    doc = render_report(table, rocs, extras=extras, summary=summary, figures=group_figures(summary),
+                        generated="2024-05-01 12:00 UTC")
+    assert len(doc.encode()) <= 300_000
+    _assert_self_contained(doc)
+    assert len(svgs_of(doc)) == 1 + 3 + PLOTS_PER_GROUP                # verdict, empirical part, group
+    for title, n in (("ROC, shadow attack", 8), ("ROC, shadow attack (log-log)", 8),
+                     ("ROC of every attack, baseline (log-log)", 10), ("Attack AUC vs MG noise κ", 10)):
+        assert n_series(_svg_by_title(doc, title)) == n, title
+    assert doc.count("<tr") >= len(table) + 9 * 20                  # the long table, the exposure tables

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from privaudit.core.formatting import slug as _slug
-from privaudit.reporting.plots import error_bars, svg_element
+from privaudit.reporting.plots import error_bars
+from privaudit.reporting.svg import svg_element
 from privaudit.reporting.summary import PAPER_ATTACK, Summary
 
 COLOURS = {"MG noise": "#0072B2", "DP-SGD": "#D55E00", "baseline": "#555555"}  # Okabe–Ito, colour-blind safe

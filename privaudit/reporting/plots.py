@@ -7,28 +7,34 @@ colours are the colour-blind-safe Okabe–Ito palette and viridis, the output ha
 its element ids are salted per figure, so the same data give the same bytes and several
 plots can share one page. The first child of each ``<svg>`` is its ``<title>`` (the plot's
 accessible name). Points with a non-finite coordinate, or one ≤ 0 on a log axis, are
-dropped; long series (ROC curves) are simplified by matplotlib's path simplification, which
-keeps every visible bend. An empty plot says "no data".
+dropped; a plain line (no markers, no error bars: a ROC curve) is drawn from the points its
+drawing needs (:func:`privaudit.reporting.curves.simplify`, in the axes as drawn: no point of the
+data lies farther than :data:`TOLERANCE` from the drawn line), its ``exact_below`` end kept whole. An empty plot says "no
+data". The SVG is written short by :mod:`privaudit.reporting.svg`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import html
 import io
 import math
-import re
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
+
+from privaudit.reporting.curves import simplify, up_to
+from privaudit.reporting.svg import svg_element
 
 #: Okabe–Ito colours (yellow left out: too pale on white), in drawing order.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 _DASHES = ("-", "--", ":", "-.")
 _STYLE = {"svg.fonttype": "none", "font.size": 10, "axes.titlesize": 11, "axes.titleweight": "bold",
           "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.color": "#e3e5e8",
-          "grid.linewidth": 0.7, "legend.frameon": False, "legend.fontsize": 8.5, "path.simplify": True,
-          "path.simplify_threshold": 0.2, "pdf.fonttype": 42}
+          "grid.linewidth": 0.7, "legend.frameon": False, "legend.fontsize": 8.5, "path.simplify": False,
+          "pdf.fonttype": 42}
+#: how far (in points, 0.4 pixel at a figure's own size) a simplified line may be from its data
+TOLERANCE = 0.3
 
 
 def _figure(width: float, height: float):
@@ -50,111 +56,6 @@ def _svg(fig, title: str, salt: str, standalone: bool) -> str:
     return svg_element(buf.getvalue().decode(), title, standalone, salt)
 
 
-def svg_element(raw: str, title: str, standalone: bool = False, salt: str | None = None) -> str:
-    """matplotlib's SVG document as one ``<svg>`` element whose first child is ``<title>``:
-    without the XML prolog, doctype and RDF metadata block, links as SVG 2 ``href`` (so that
-    no namespace but SVG's is needed), and inline (``standalone=False``) without any xmlns,
-    ready for an HTML page. Every element id gets a prefix from ``salt`` (default: the title), so
-    that several figures on one page never share an id."""
-    text = raw[raw.index("<svg"):]
-    prefix = "f" + hashlib.sha1((title if salt is None else salt).encode()).hexdigest()[:8] + "-"
-    text = re.sub(r'(\sid="|href="#|url\(#)([^")]+)', lambda m: m.group(1) + prefix + m.group(2), text)
-    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, count=1, flags=re.S)
-    text = text.replace("xlink:href=", "href=")
-    head_end = text.index(">") + 1
-    head = re.sub(r'\sxmlns:xlink="[^"]*"', "", text[:head_end])
-    if not standalone:  # matplotlib's document-wide <style> would leak into the page: report.css scopes it
-        head = re.sub(r'\sxmlns="[^"]*"', "", head)
-        text = re.sub(r'<style type="text/css">[^<]*</style>', "", text)
-    head = head.replace("<svg", f'<svg role="img" aria-label="{html.escape(title)}" class="plot"', 1)
-    return head + f"<title>{html.escape(title)}</title>" + compact_markup(compact_paths(text[head_end:]), prefix)
-
-
-_ATTR_NUMBER = re.compile(r'(\s(?:x|y|width|height)=")(-?\d+\.\d+)"')
-_FONT_FAMILY = re.compile(r"font-family: 'DejaVu Sans',[^;\"]*")
-
-
-#: ids that privaudit gives (``gid=series-<i>``: a plot's series, which readers and tests find)
-KEPT_ID = "series-"
-
-
-def compact_markup(svg: str, prefix: str) -> str:
-    """The rest of matplotlib's markup written short, the drawing unchanged: no indentation,
-    ids only where something refers to them (and then short: ``<prefix><n>``) or where
-    privaudit named the element (:data:`KEPT_ID`), x, y, width
-    and height to 0.01 pt, no zero rotations and empty ``<defs>``, and one short font list
-    (the browser draws the text with the first font it has, as it did with the long one)."""
-    refs = list(dict.fromkeys(re.findall(r'(?:href="#|url\(#)([^")]+)', svg)))
-    short = {old: f"{prefix}{i}" for i, old in enumerate(refs)}
-    svg = re.sub(r'\sid="([^"]+)"', lambda m: f' id="{short[m.group(1)]}"' if m.group(1) in short
-                 else m.group(0) if m.group(1).startswith(f"{prefix}{KEPT_ID}") else "", svg)
-    svg = re.sub(r'(href="#|url\(#)([^")]+)', lambda m: m.group(1) + short.get(m.group(2), m.group(2)), svg)
-    svg = re.sub(r">\s+<", "><", svg)
-    svg = _ATTR_NUMBER.sub(lambda m: m.group(1) + (f"{float(m.group(2)):.2f}".rstrip("0").rstrip(".") or "0") + '"', svg)
-    svg = re.sub(r'\stransform="rotate\(-?0 [^)]*\)"', "", svg)
-    svg = svg.replace("<defs></defs>", "")
-    svg = _FONT_FAMILY.sub("font-family: 'DejaVu Sans', Arial, sans-serif", svg)
-    return _style_classes(svg, prefix)
-
-
-def _style_classes(svg: str, prefix: str) -> str:
-    """Every inline ``style`` that several elements repeat, given once in the figure's own
-    ``<style>`` as a class (``<prefix>s<n>``, unique on the page); the rest stays inline."""
-    counts: dict[str, int] = {}
-    for style in re.findall(r' style="([^"]*)"', svg):
-        counts[style] = counts.get(style, 0) + 1
-    shared = {st: f"{prefix}s{i}" for i, st in enumerate(st for st, n in counts.items() if n >= 3)}
-    if not shared:
-        return svg
-    svg = re.sub(r' style="([^"]*)"', lambda m: f' class="{shared[m.group(1)]}"' if m.group(1) in shared
-                 else m.group(0), svg)
-    rules = "".join(f".{name}{{{html.unescape(st)}}}" for st, name in shared.items())
-    head = svg.index("</title>") + len("</title>") if "</title>" in svg else 0
-    return svg[:head] + f"<style>{rules}</style>" + svg[head:]
-
-
-_PATH_DATA = re.compile(r' d="([^"]*)"')
-_DECIMAL = re.compile(r"-?\d+\.\d+")
-
-
-def compact_paths(svg: str) -> str:
-    """Path data written short: coordinates to 0.01 pt (matplotlib writes 6 decimals; a
-    hundredth of a point is far below a pixel) and no spaces around the commands. Only the
-    ``d`` attributes change, so text, ticks and ids stay as they are."""
-    def short(number: re.Match) -> str:
-        text = f"{float(number.group()):.2f}".rstrip("0").rstrip(".")
-        return "0" if text in ("-0", "") else text
-
-    def compact(match: re.Match) -> str:
-        d = _DECIMAL.sub(short, match.group(1))
-        d = re.sub(r"\s*([MLHVCSQTAZmlhvcsqtaz])\s*", r"\1", d)
-        d = re.sub(r"\s+", " ", d).strip()
-        return ' d="' + _horizontal_vertical(d) + '"'
-
-    return _PATH_DATA.sub(compact, svg)
-
-
-_MOVE_LINE = re.compile(r"([ML])(-?[\d.]+) (-?[\d.]+)")
-
-
-def _horizontal_vertical(d: str) -> str:
-    """A path of straight segments (M and L only, as a ROC staircase is) with its horizontal
-    and vertical segments as H and V: the same points, each written once."""
-    steps = _MOVE_LINE.findall(d)
-    if not steps or "".join(f"{c}{x} {y}" for c, x, y in steps) != d:
-        return d
-    out, px, py = [], None, None
-    for c, x, y in steps:
-        if c == "L" and y == py and x != px:
-            out.append(f"H{x}")
-        elif c == "L" and x == px and y != py:
-            out.append(f"V{y}")
-        else:
-            out.append(f"{c}{x} {y}")
-        px, py = x, y
-    return "".join(out)
-
-
 def error_bars(values: Any, lo: Any, hi: Any) -> np.ndarray:
     """(2, n) distances from each value down to its interval's lower and up to its upper end,
     as matplotlib's ``xerr``/``yerr`` take them (0 where a point has no interval)."""
@@ -169,21 +70,6 @@ def _floats(values: Any) -> np.ndarray:
         return np.array([float(v) if isinstance(v, (int, float)) else math.nan for v in values], dtype=float)
 
 
-def _thin(x: np.ndarray, y: np.ndarray, log_x: bool, log_y: bool, cells: int = 2000) -> np.ndarray:
-    """Indices of the points of a long line that fall in distinct cells of a ``cells`` × ``cells``
-    grid over its own range (log10 on log axes), first and last kept: at plot size nothing
-    visible is lost, and a 20,000-point ROC curve draws from a few thousand."""
-    if len(x) <= cells:
-        return np.arange(len(x))
-    tx, ty = (np.log10(x) if log_x else x), (np.log10(y) if log_y else y)
-    gx = np.floor((tx - tx.min()) / max(np.ptp(tx), 1e-300) * (cells - 1))
-    gy = np.floor((ty - ty.min()) / max(np.ptp(ty), 1e-300) * (cells - 1))
-    key = gx * cells + gy
-    keep = np.r_[True, key[1:] != key[:-1]]
-    keep[-1] = True
-    return np.flatnonzero(keep)
-
-
 def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, ylabel: str,
               log_x: bool = False, log_y: bool = False, width: int = 560, height: int = 380,
               x_range: tuple[float, float] | None = None, y_range: tuple[float, float] | None = None,
@@ -191,8 +77,10 @@ def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, y
     """An ``<svg>`` line/scatter plot of ``series``.
 
     ``series``: dicts ``{"label", "x", "y"}`` with optional ``"markers"`` and ``"line"``
-    (default True; ``line=False`` draws points only) and ``"y_lo"``/``"y_hi"`` (an interval
-    per point, drawn as error bars; NaN = none). ``x_range``/``y_range`` fix an axis range;
+    (default True; ``line=False`` draws points only), ``"y_lo"``/``"y_hi"`` (an interval
+    per point, drawn as error bars; NaN = none) and, on a plain line (``markers=False``) with
+    ascending x, ``"exact_below"``: every point up to this x is drawn (a ROC curve's low-FPR
+    end, whose TPR the page reports). ``x_range``/``y_range`` fix an axis range;
     ``diagonal`` draws the chance line y = x (ROC curves). Series i is the SVG group whose
     id ends in ``series-i`` (its points are the ``<use>`` markers in it).
     """
@@ -211,11 +99,6 @@ def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, y
             if not ok.any():
                 continue
             drawn += 1
-            if not s.get("markers", True) and "y_lo" not in s:  # a plain line: thin what cannot show
-                x, y = x[ok], y[ok]
-                idx = _thin(x, y, log_x, log_y)
-                x, y, ok = x[idx], y[idx], np.ones(len(idx), bool)
-                n = len(x)
             colour, dash = PALETTE[i % len(PALETTE)], _DASHES[(i // len(PALETTE)) % len(_DASHES)]
             line, markers = s.get("line", True), s.get("markers", True)
             style = dict(color=colour, label=str(s.get("label", "")), linestyle=dash if line else "none",
@@ -224,6 +107,9 @@ def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, y
                 err = error_bars(y[ok], _floats(s["y_lo"])[:n][ok], _floats(s["y_hi"])[:n][ok])
                 ax.errorbar(x[ok], y[ok], yerr=err, elinewidth=0.9, capsize=2.5, **style).lines[0].set_gid(
                     f"series-{i}")
+            elif line and not markers:  # a plain line: drawn from the points its drawing needs
+                exact = up_to(x[ok], s["exact_below"]) if "exact_below" in s else None
+                ax.add_line(_simplified_line()(x[ok], y[ok], exact, gid=f"series-{i}", **style))
             else:
                 ax.plot(x[ok], y[ok], gid=f"series-{i}", **style)
         if log_x:
@@ -247,6 +133,30 @@ def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, y
             fig.legend(loc="outside lower center", ncols=min(3, drawn))
         salt = repr((title, xlabel, ylabel, [str(s.get("label", "")) for s in series]))
         return _svg(fig, title, salt, standalone)
+
+
+@functools.lru_cache(maxsize=1)
+def _simplified_line():
+    """matplotlib's Line2D drawing only the points its drawing needs: at each drawing, in the
+    axes as laid out then, :func:`privaudit.reporting.curves.simplify` of the whole data at
+    :data:`TOLERANCE` (its ``exact`` points kept). The axes' ranges are those of the whole data."""
+    from matplotlib.lines import Line2D
+
+    class SimplifiedLine(Line2D):
+        def __init__(self, x: np.ndarray, y: np.ndarray, exact: np.ndarray | None, **style):
+            super().__init__(x, y, **style)
+            self.whole, self.exact, self.drawn_at = (x, y), exact, None
+
+        def draw(self, renderer):
+            x, y = self.whole
+            at = (self.get_transform().get_affine().get_matrix().tobytes(), renderer.points_to_pixels(TOLERANCE))
+            if at != self.drawn_at:  # savefig draws twice, for its layout and for the file: the same axes
+                keep = simplify(self.get_transform().transform(np.column_stack([x, y])), at[1], self.exact)
+                self.set_data(x[keep], y[keep])
+                self.drawn_at = at
+            super().draw(renderer)
+
+    return SimplifiedLine
 
 
 def format_sig(v: float, digits: int = 3) -> str:

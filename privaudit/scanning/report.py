@@ -14,6 +14,7 @@ import numpy as np
 from privaudit.files.atomic import write_bytes, write_json, write_text
 from privaudit.errors import ArtifactError
 from privaudit.analysis.metrics import roc
+from privaudit.reporting.curves import EXACT_FPR
 from privaudit.reporting.plots import line_plot
 from privaudit.reporting.templates import render, stylesheet
 from privaudit.scanning import FILES
@@ -49,7 +50,7 @@ def _roc_svg(result: ScanResult) -> str:
     series = []
     for name, s in result.scores.items():
         fpr, tpr = roc(result.membership, s)
-        series.append({"label": name, "x": fpr, "y": tpr, "markers": False})
+        series.append({"label": name, "x": fpr, "y": tpr, "markers": False, "exact_below": EXACT_FPR})
     return line_plot(series, title="ROC curves (log-log)", xlabel="false-positive rate", ylabel="true-positive rate",
                      log_x=True, log_y=True, diagonal=True, standalone=True)
 

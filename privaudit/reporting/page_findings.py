@@ -1,0 +1,123 @@
+"""The sentences of the report page, worked out once per (model, dataset) group: the verdict
+at equal test accuracy, the undefended baseline, the strongest attack and the empirical ε
+(templates/sentences.html.j2), read from the summary layer (:mod:`privaudit.reporting.summary`).
+The key findings list them; each group's section opens with them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from privaudit.core.formatting import slug
+from privaudit.reporting.page_data import (FAMILY_CSS, attack_rows, dp_family, has_empirical, name_dp,
+                                           primary_attack, setting_name)
+from privaudit.reporting.page_numbers import f3, finite, lb, pct, sig3
+from privaudit.reporting.summary import VERDICT_DP, VERDICT_MG, Summary
+
+# "DP-SGD" with a non-breaking hyphen: looks the same, and name_dp leaves it alone where a
+# NoisyCGD group's text means DP-SGD itself.
+_DPSGD_KEPT = "DP\u2011SGD"
+
+
+def _of(frame: pd.DataFrame, model: str, dataset: str) -> pd.DataFrame:
+    """The rows of one (model, dataset) group of a summary frame."""
+    if frame.empty:
+        return frame
+    return frame[(frame["model"] == model) & (frame["dataset"] == dataset)]
+
+
+def _verdict(g: pd.DataFrame, comps: pd.DataFrame) -> dict:
+    """The group's verdict sentence (templates/sentences.html.j2), from the summary's
+    comparison of its primary attack by AUC."""
+    if dp_family(g) == "NoisyCGD":
+        return {"kind": "noisycgd", "dpsgd": _DPSGD_KEPT}
+    attack = primary_attack(g)
+    if attack is None:
+        return {"kind": "text", "text": "No attack results."}
+    hit = comps[(comps["attack"] == attack) & (comps["metric"] == "auc")] if len(comps) else comps
+    if hit.empty:  # every row of the attack is MG + DP-SGD
+        return {"kind": "text", "text": "No iso-accuracy comparison: the attack ran on combined MG + DP-SGD "
+                                        "targets only."}
+    c = hit.iloc[0]
+    if not finite(c["gap"]):
+        return {"kind": "text", "text": f"No iso-accuracy comparison: {c['reason']}."}
+    ci = (f"95% interval {c['gap_lo']:+.3f} to {c['gap_hi']:+.3f}, {c['interval']}" if finite(c["gap_lo"])
+          else "no interval")
+    return {"kind": "gap", "acc": f"{c['acc_low']:.3f}–{c['acc_high']:.3f}", "attack": attack,
+            "gap": f"{c['gap']:+.3f}", "ci": ci, "verdict": c["verdict"],
+            "named": c["verdict"] in (VERDICT_MG, VERDICT_DP)}
+
+
+def _baseline_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame) -> str:
+    attack = primary_attack(g)
+    base = ov[ov["family"] == "baseline"] if len(ov) else ov
+    if base.empty:
+        return "No undefended baseline (κ = 0, no DP-SGD) has been audited."
+    acc = base.iloc[0]["test_accuracy"]
+    rows = st[(st["setting_id"] == base.iloc[0]["setting_id"]) & (st["attack"] == attack)]
+    auc = rows.iloc[0]["auc"] if len(rows) else math.nan
+    return f"Undefended baseline: test accuracy {f3(acc)}, {attack or 'attack'}-attack AUC {f3(auc)}."
+
+
+def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, extras: Any) -> dict | None:
+    """The sentence about the strongest attack and the empirical ε (templates/sentences.html.j2),
+    or None when the group has no such results."""
+    if not has_empirical(g, extras) or ov.empty:
+        return None
+    out: dict = {"strongest": None, "bounds": ""}
+    ref = next((o for _, o in ov.iterrows() if o["family"] == "baseline"), ov.iloc[0])
+    if ref["strongest"]:
+        r = attack_rows(st, ref).loc[ref["strongest"]]
+        out.update(strongest=ref["strongest"], auc=f3(r["auc"]),
+                   where="the baseline" if ref["family"] == "baseline" else setting_name(ref),
+                   tpr=pct(r["tpr_at_0p1pct_fpr"]) if finite(r["tpr_at_0p1pct_fpr"]) else "")
+    with_one_run = ov["one_run_eps_lower_bound"].notna().any()
+    clauses = []
+    for family in FAMILY_CSS:
+        fam = ov[ov["family"] == family]
+        have = fam[fam["eps_strongest"].notna()]
+        if have.empty:
+            continue
+        o = have.loc[have["eps_strongest"].idxmax()]
+        notes = []
+        if o["dp"] and finite(o["epsilon"]):
+            notes.append(f"accountant ε = {sig3(o['epsilon'])}")
+        if len(fam) > 1:
+            notes.append(f"the largest ε bound of its {len(fam)} settings")
+        note = f" ({'; '.join(notes)})" if notes else ""
+        one = (f" (one-run canary bound: {lb(o['one_run_eps_lower_bound'])})"
+               if with_one_run and finite(o["one_run_eps_lower_bound"]) else "")
+        bound = f"ε ≥ {lb(o['eps_strongest'])}"
+        clauses.append(f"{bound} for the baseline{one}" if family == "baseline"
+                       else f"{setting_name(o)}{note}: {bound}{one}")
+    if clauses:
+        attack = next((o["eps_attack"] for _, o in ov.iterrows() if o["eps_attack"]), None)
+        lead = (f"Empirical ε lower bounds of {attack} (the strongest attack; a heuristic that treats the samples of "
+                f"the model as independent trials{'; the one-run canary bound is the rigorous one, from a single training run' if with_one_run else ''}): ")
+        out["bounds"] = lead + "; ".join(clauses) + "."
+    return out if out["strongest"] or out["bounds"] else None
+
+
+def group_view(model: str, dataset: str, g: pd.DataFrame, summary: Summary, extras: Any) -> dict:
+    """One (model, dataset) group as both its key finding and its section read it: its rows of
+    the table (``g``) and of the summary (``st``, ``ov``, ``comps``), and its sentences (the
+    verdict, the baseline, the strongest attack and empirical ε), each worked out once."""
+    st, ov, comps = (_of(f, model, dataset) for f in (summary.settings, summary.overview, summary.comparisons))
+    return {"model": model, "dataset": dataset, "g": g, "st": st, "ov": ov, "comps": comps,
+            "verdict": _verdict(g, comps), "baseline": _baseline_sentence(g, st, ov),
+            "empirical": _empirical_sentence(g, st, ov, extras)}
+
+
+def key_findings(views: list[dict]) -> str:
+    """The "Key findings" list: one item per group, its DP rows named by their mechanism."""
+    from markupsafe import Markup
+
+    from privaudit.reporting.templates import macro, render
+
+    items = [Markup(name_dp(macro("sentences.html.j2", "finding", {
+        "slug": slug("g", v["model"], v["dataset"]), "emp_slug": slug("e", v["model"], v["dataset"]),
+        **{k: v[k] for k in ("model", "dataset", "verdict", "baseline", "empirical")}}), v["g"]))
+        for v in views]
+    return render("findings.html.j2", items=items)

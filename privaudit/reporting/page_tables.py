@@ -1,0 +1,115 @@
+"""The report page's tables of rows: the long trade-off table, a row per target and attack with
+a tooltip where a cell has more to say (templates/tradeoff_table.html.j2), and the NoisyCGD
+comparison (templates/defences.html.j2, from :mod:`privaudit.reporting.defences`)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from privaudit.core.formatting import slug
+from privaudit.reporting.defences import noisycgd_comparison
+from privaudit.reporting.page_data import ATTACK_ORDER
+from privaudit.reporting.page_numbers import DASH, f3, finite, integer, lb, pct, plain, short, sig3
+
+_TABLE_SPEC: list[tuple[str, str, Callable[[Any], str], str]] = [
+    # (header, column, formatter, css class)
+    ("target run", "target_run", plain, "txt"),
+    ("source", "_source", plain, "txt"),
+    ("defence", "defence", plain, "txt"),
+    ("κ", "kappa", short, "num"),
+    ("σ", "noise_multiplier", short, "num"),
+    ("ε", "epsilon", sig3, "num"),
+    ("seed", "seed", integer, "num"),
+    ("epochs", "epochs", integer, "num"),
+    ("train acc", "train_accuracy", f3, "num"),
+    ("test acc", "test_accuracy", f3, "num"),
+    ("attack", "attack", plain, "txt"),
+    ("AUC", "auc", f3, "num"),
+    ("attack acc", "accuracy", f3, "num"),
+    ("precision", "precision", f3, "num"),
+    ("recall", "recall", f3, "num"),
+    ("threshold", "threshold", f3, "num"),
+    ("advantage", "advantage", f3, "num"),
+    ("TPR @ 1% FPR", "tpr_at_1pct_fpr", f3, "num"),
+    ("TPR @ 0.1% FPR", "tpr_at_0p1pct_fpr", f3, "num"),
+    ("ε lb", "eps_lower_bound", lb, "num"),
+    ("members", "n_members", integer, "num"),
+    ("non-members", "n_nonmembers", integer, "num"),
+]
+
+
+def _ci_text(lo: Any, hi: Any) -> str:
+    """ "95% CI 0.001–0.016" (Clopper–Pearson) or "" when a side is missing."""
+    if not (finite(lo) and finite(hi)):
+        return ""
+    return f"95% CI {f3(lo)}–{f3(hi)} (Clopper–Pearson)"
+
+
+def eps_tip(r: Mapping[str, Any]) -> str:
+    """The tooltip of an empirical ε lower bound: its δ, confidence and leave-one-out spread."""
+    delta = f"δ={short(r['delta'])}" if finite(r["delta"]) else "the run's δ"
+    tip = (f"empirical ε lower bound at {delta}, 95% confidence, threshold chosen on other "
+           f"models than this target")
+    if finite(r["loo_eps_lower_bound_mean"]):
+        tip += (f"; leave-one-out over {integer(r['loo_n_targets'])} pool models: "
+                f"{lb(r['loo_eps_lower_bound_mean'])} ± {f3(r['loo_eps_lower_bound_std'])}")
+    return tip
+
+
+def _cell_tip(r: pd.Series, col: str) -> str:
+    """The tooltip of one cell of the long table (empty: none)."""
+    if col == "epsilon" and finite(r["epsilon"]):
+        return f"δ={short(r['delta'])}, accountant: {plain(r['accountant'])}"
+    if col == "target_run":
+        return f"part size {integer(r['part_size'])}, {plain(r['defence']) if r['dp'] else 'no DP'}"
+    if col == "auc" and finite(r["auc_lo"]) and finite(r["auc_hi"]):
+        return f"95% CI {f3(r['auc_lo'])}–{f3(r['auc_hi'])} (DeLong)"
+    if col in ("tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr"):
+        return _ci_text(r[f"{col}_lo"], r[f"{col}_hi"])
+    if col == "eps_lower_bound" and finite(r["eps_lower_bound"]):
+        return eps_tip(r)
+    return ""
+
+
+def tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]], n_rows: int, n_targets: int) -> str:
+    """The "Trade-off table" section, the long table: rows of one target striped alike."""
+    from privaudit.reporting.templates import render
+
+    out = []
+    for model, dataset, g in groups:
+        rows, prev_run, alt = [], None, True
+        for _, r in g.iterrows():
+            first = r["_run"] != prev_run
+            if first:
+                alt, prev_run = not alt, r["_run"]
+            cells = []
+            for _, col, fmt, ccls in _TABLE_SPEC:
+                text = fmt(r[col])
+                cells.append({"text": text, "cls": f"{ccls} missing" if text == DASH else ccls,
+                              "title": _cell_tip(r, col)})
+            rows.append({"cls": " ".join(c for c in ("alt" if alt else "", "first" if first else "") if c),
+                         "cells": cells})
+        out.append({"slug": slug("g", model, dataset), "model": model, "dataset": dataset, "rows": rows})
+    head = [{"text": h, "cls": cls} for h, _, _, cls in _TABLE_SPEC]
+    return render("tradeoff_table.html.j2", head=head, groups=out, n_rows=n_rows, n_targets=n_targets, dash=DASH)
+
+
+def defences_section(table: pd.DataFrame) -> str:
+    """NoisyCGD (convex-relu) beside DP-SGD (mlp) at equal ε and MG noise at equal accuracy."""
+    comp = noisycgd_comparison(table)
+    if comp.empty:
+        return ""
+    from privaudit.reporting.templates import render
+
+    head = ["dataset", "attack", "P", "mlp width", "NoisyCGD σ", "ε", "NoisyCGD test acc", "DP-SGD test acc",
+            "NoisyCGD AUC", "DP-SGD AUC", "MG AUC", "NoisyCGD TPR@0.1%", "DP-SGD TPR@0.1%", "MG TPR@0.1%"]
+    comp = comp.assign(_rank=comp["attack"].map(ATTACK_ORDER).fillna(9)).sort_values(
+        ["dataset", "_rank", "attack", "noise_multiplier"], kind="stable")
+    rows = [[plain(r["dataset"]), plain(r["attack"]), integer(r["width"]), plain(r["mlp_width"]),
+             short(r["noise_multiplier"]), sig3(r["epsilon"]), f3(r["ncgd_test_accuracy"]),
+             f3(r["dpsgd_test_accuracy"]), f3(r["ncgd_auc"]), f3(r["dpsgd_auc"]), f3(r["mg_auc"]),
+             pct(r["ncgd_tpr_at_0p1pct_fpr"]), pct(r["dpsgd_tpr_at_0p1pct_fpr"]), pct(r["mg_tpr_at_0p1pct_fpr"])]
+            for _, r in comp.iterrows()]
+    return render("defences.html.j2", head=head, rows=rows, dash=DASH)
