@@ -182,6 +182,7 @@ def test_the_calibration_fits_an_epochs_cost_as_a_line_in_its_members(data_cache
 
     monkeypatch.setattr(trainer, "train_model", fake_train)
     monkeypatch.setattr(costs, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(costs, "speed_probe", lambda: 1.0)  # a quiet machine
     model = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
     model.inference_seconds = lambda cfg: 1e-5
     cfg = make_config(dataset="digits", part_size=400, epochs=2, width=16, batch_size=32)
@@ -199,3 +200,37 @@ def test_the_calibration_fits_an_epochs_cost_as_a_line_in_its_members(data_cache
     expected = min(400, max(128, int(costs.EPOCH_TARGET / ((per_epoch + per_member * 64) / 64))))
     assert large == expected
     assert 3 * (per_epoch + per_member * large) < 3 * costs.EPOCH_TARGET + 3 * (per_epoch + per_member * 128)
+
+def test_a_rate_measured_while_the_machine_is_busy_is_measured_again_when_it_is_quiet(data_cache, tmp_path,
+                                                                                     monkeypatch):
+    """A measurement framed by speed probes much slower than the machine's fastest is kept for
+    the plan that made it, and measured again by the next plan made on a quiet machine (not
+    by one made while it is still busy); a count (not a time) is never measured again; a plan
+    made while the probe runs slow says the machine is busy."""
+    from privaudit.executor import costs
+
+    speed = [1.0]
+    monkeypatch.setattr(costs, "speed_probe", lambda: speed[0])
+    path = tmp_path / "costs.json"
+    first = CostModel(data_cache, CPU, path=path)
+    assert first.slowdown() == 1.0
+    speed[0] = 3.0  # another process takes the cores
+    assert first._rate("train|x", lambda: [0.6, 0.3, 1.5]) == [0.6, 0.3, 1.5]
+    assert first._rate("count", lambda: 7.0, timed=False) == 7.0
+    assert first._rate("train|x", lambda: pytest.fail("measured twice in a plan")) == [0.6, 0.3, 1.5]
+    busy = CostModel(data_cache, CPU, path=path)  # the next plan, still busy: keeps the rate
+    assert busy.slowdown() == pytest.approx(3.0)
+    assert busy._rate("train|x", lambda: pytest.fail("measured on a busy machine")) == [0.6, 0.3, 1.5]
+    speed[0] = 1.1  # quiet again
+    quiet = CostModel(data_cache, CPU, path=path)
+    assert quiet._rate("train|x", lambda: [0.2, 0.1, 0.5]) == [0.2, 0.1, 0.5]
+    assert quiet._rate("count", lambda: pytest.fail("a count measured again"), timed=False) == 7.0
+    again = CostModel(data_cache, CPU, path=path)
+    assert again._rate("train|x", lambda: pytest.fail("a quiet rate measured again")) == [0.2, 0.1, 0.5]
+    monkeypatch.setenv(costs.CACHE_ENV, str(tmp_path / "plans"))  # a machine seen by these probes alone
+    speed[0] = 3.0
+    plan = privaudit.audit(**SMALL, workdir=tmp_path / "w", dry_run=True)
+    assert not any("busy" in n for n in plan.notes)  # the fastest probe seen is this plan's own
+    speed[0] = 9.0
+    plan = privaudit.audit(**SMALL, workdir=tmp_path / "w", dry_run=True)
+    assert any("busy now (a speed probe ran 3.0x slower" in n for n in plan.notes)

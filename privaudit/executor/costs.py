@@ -31,6 +31,16 @@ code paths, and cached per machine (:func:`cache_path`), so a second plan measur
   they were measured (:data:`REPORT_SECONDS`), scaled by this machine's measured speed on a
   fixed NumPy workload against that machine's (:data:`REFERENCE_NUMPY_SECONDS`).
 
+**A busy machine.** A shared machine runs a measurement slower while another process holds
+a core (PyTorch's threads then wait for each other: 2–60× on 2 cores, the more the smaller the
+operations), and a rate measured then would price every later plan. So each measurement is
+framed by a speed probe (:func:`speed_probe`: small PyTorch products on the run's threads,
+the most sensitive kind), kept with the rate; the machine's fastest probe is kept too. A
+rate whose probe ran more than :data:`BUSY` times slower than the fastest was measured on a
+busy machine, and the next plan made while the machine is quiet measures it again. A plan
+made while the machine is busy says so in its notes (the load of the moment is not
+extrapolated; the history correction below learns a machine that is always busy).
+
 Not measured but counted: a job whose artifacts exist costs nothing (it is reused), and the
 process's start-up (import, data) is the one this process paid. After a run the ratio of its
 actual to its estimated time is kept in the cache, and later estimates of the same command on
@@ -58,12 +68,13 @@ from privaudit.executor.plan import Job
 
 #: environment variable naming the folder of the cost cache (default: the user cache folder)
 CACHE_ENV = "PRIVAUDIT_CACHE_DIR"
-CACHE_SCHEMA = 3
+CACHE_SCHEMA = 4
 SLICE = 2_048          # samples a part of a calibration run at most
 INFER_SLICE = 2_048    # inputs of the inference calibration at most
 EPOCH_TARGET = 0.3     # seconds an epoch of the larger calibration run is sized to take
 ATTACK_SLICE = 512     # members (and as many non-members) of the attack calibration
 HISTORY = 5            # runs whose actual/estimated ratio corrects later estimates
+BUSY = 1.5             # a probe this much slower than the machine's fastest: the machine is busy
 #: the report's cost on the machine the constants were measured on (AMD EPYC, 2 cores):
 #: seconds fixed, and per attacked target
 REPORT_SECONDS = (3.0, 0.45)
@@ -116,6 +127,26 @@ def numpy_seconds() -> float:
     return best
 
 
+def speed_probe() -> float:
+    """Seconds of a fixed PyTorch workload (ten 256 × 256 matrix products on the process's
+    threads, about 1 ms on 2 quiet cores), best of 3: how fast this machine runs now. Another
+    process holding a core slows it more than it slows any training (60× measured on 2 cores,
+    where a training step slows 2–10×), which makes it a sensitive sign of a busy machine,
+    not a measure of how much slower the work runs."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(256, 256, generator=g), torch.randn(256, 256, generator=g)
+    torch.mm(a, b)  # kernels created
+    best = math.inf
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(10):
+            torch.mm(a, b)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
 @dataclass(frozen=True)
 class JobCost:
     """A job's estimate: seconds, bytes it writes, whether it is reused as it stands, and
@@ -141,6 +172,8 @@ class CostModel:
         self.key = machine_key(device)
         self.log = log or (lambda line: None)
         self.measured_seconds = 0.0  # calibration time spent by this process
+        self._slowdown: float | None = None
+        self._measured: set[str] = set()  # keys this cost model measured (never twice)
         self._store = self._read()
         self.rates: dict = self._store["machines"].setdefault(self.key, {"rates": {}, "history": {}})
 
@@ -161,14 +194,44 @@ class CostModel:
         except OSError:  # a read-only home: estimates are measured again next time
             pass
 
-    def _rate(self, key: str, measure: Callable[[], float | list]) -> float | list:
+    def probe(self) -> float:
+        """Run :func:`speed_probe` now; the machine's fastest probe is kept in the cache."""
+        seconds = max(speed_probe(), 1e-9)
+        self.rates["probe_best"] = min(self.rates.get("probe_best", math.inf), seconds)
+        return seconds
+
+    def slowdown(self) -> float:
+        """How much slower the speed probe runs now than at its fastest here (1: as fast);
+        probed once per cost model."""
+        if self._slowdown is None:
+            now = self.probe()
+            self._save()
+            self._slowdown = now / self.rates["probe_best"]
+        return self._slowdown
+
+    def _rate(self, key: str, measure: Callable[[], float | list], timed: bool = True) -> float | list:
+        """The cached value of ``key``, measured first if absent. A ``timed`` value (seconds)
+        is stored with the speed probe around its measurement (the faster of before and
+        after), and measured again (by a later cost model) if that probe was slow and the machine
+        is quiet now."""
         table = self.rates["rates"]
-        if key not in table:
+        entry = table.get(key)
+        if (timed and entry is not None and key not in self._measured
+                and entry["probe"] > BUSY * self.rates["probe_best"] and self.slowdown() < BUSY):
+            entry = None  # measured while the machine was busy, and it is quiet now
+        if entry is None:
             t = time.perf_counter()
-            table[key] = measure()
+            if timed:
+                before = self.probe()
+                value = measure()
+                entry = {"value": value, "probe": min(before, self.probe())}
+            else:
+                entry = measure()
+            table[key] = entry
+            self._measured.add(key)
             self.measured_seconds += time.perf_counter() - t
             self._save()
-        return table[key]
+        return entry["value"] if timed else entry
 
     # -- measured rates ----------------------------------------------------------------
     def numpy_speed(self) -> float:
@@ -324,7 +387,7 @@ class CostModel:
                                 dp=cfg.defence.dp, args=cfg.model.args)
             return float(sum(p.numel() for p in model.state_dict().values()))
 
-        numel = float(self._rate(key, measure))
+        numel = float(self._rate(key, measure, timed=False))
         return int(4 * (numel + 2 * int(np.prod(images.input_shape)))) + MODEL_EXTRA_BYTES
 
     def job_cost(self, job: Job, reused: bool, present: frozenset[str] = frozenset()) -> JobCost:

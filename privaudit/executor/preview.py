@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from privaudit.executor.costs import CostModel, JobCost, estimate_jobs
+from privaudit.executor.costs import BUSY, CostModel, JobCost, estimate_jobs
 from privaudit.executor.plan import Job
 
 
@@ -139,6 +139,10 @@ def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, start
             if plan.one_run:
                 names.append("one-run")
             attacks.extend(n for n in names if n not in attacks)
+    slowdown = model.slowdown()
+    if slowdown >= BUSY:
+        notes = [*notes, f"the machine is busy now (a speed probe ran {slowdown:.1f}x slower than its fastest here: "
+                         "another process holds its cores): expect longer than the estimate while the load lasts"]
     correction, runs = model.correction(command)
     return RunPlan(command=command, workdir=Path(workspace.root), models=models, attacks=attacks, jobs=len(costs),
                    reused_jobs=sum(c.reused for c in costs), disk_bytes=sum(c.disk_bytes for c in costs),
