@@ -431,3 +431,27 @@ def test_ensure_writable_on_a_read_only_folder_is_an_artifact_error(tmp_path):
             Workspace(ro / "ws").ensure_writable()
     finally:
         ro.chmod(0o755)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027])
+def test_artifacts_get_the_permissions_of_any_file_the_user_writes(tmp_path, mask):
+    """Atomic writes and committed folders go through tempfile, which makes them private
+    (0600, 0700): they end with 0666 / 0777 less the umask, as open() and mkdir() would give,
+    so a colleague or a web server reads a report and a model folder as any other file."""
+    old = os.umask(mask)
+    try:
+        write_json(tmp_path / "reports" / "a.json", {"x": 1})
+        ws = Workspace(tmp_path / "ws").ensure_writable()
+
+        def fill(folder: Path) -> None:
+            write_text(folder / "config.json", "{}")
+            (folder / "plain.txt").write_text("made by open()")
+
+        done = ws.commit_folder(ws.root / "models", "m", fill)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "reports" / "a.json").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert done.stat().st_mode & 0o777 == 0o777 & ~mask
+    assert (done / "config.json").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (done / "plain.txt").stat().st_mode & 0o777 == (done / "config.json").stat().st_mode & 0o777
+    assert atomic.umask() == old

@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from privaudit.errors import DataError
+from privaudit.files.atomic import shared_mode
 
 CACHE_ENV = "PRIVAUDIT_CACHE_DIR"
 SCHEMA = 1
@@ -104,6 +105,7 @@ def _write(folder: Path, data) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
+        shared_mode(tmp, folder=True)
         np.save(tmp / "x.npy", np.ascontiguousarray(data.x, dtype=np.uint8), allow_pickle=False)
         np.save(tmp / "y.npy", np.asarray(data.y, dtype=np.int64), allow_pickle=False)
         meta = {"schema": SCHEMA, "name": data.name, "x_shape": list(data.x.shape), "num_classes": int(data.num_classes),

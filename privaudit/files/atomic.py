@@ -54,6 +54,25 @@ def remove_orphans(parent: Path, prefix: str) -> None:
             continue
 
 
+def umask() -> int:
+    """The process's umask (the system call reads it only by setting it, so it is set back at
+    once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def shared_mode(path: Path | int, folder: bool = False) -> None:
+    """Give a file (a path or an open descriptor) or a folder that :mod:`tempfile` made private
+    (0600, 0700) the permissions ``open()`` or ``mkdir()`` would have given it: 0666 or 0777
+    less the umask, so a report or a model is as readable as any other file the user writes."""
+    mode = (0o777 if folder else 0o666) & ~umask()
+    if isinstance(path, int):
+        os.fchmod(path, mode)
+    else:
+        os.chmod(path, mode)
+
+
 def _write_via_temp(path: Path, write: Callable[[Any], None], binary: bool) -> None:
     path = Path(path)
     try:
@@ -65,6 +84,7 @@ def _write_via_temp(path: Path, write: Callable[[Any], None], binary: bool) -> N
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
             write(fh)
             fh.flush()
+            shared_mode(fh.fileno())
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from privaudit.files.atomic import owner_tag, read_json, remove_orphans, write_bytes, write_json
+from privaudit.files.atomic import owner_tag, read_json, remove_orphans, shared_mode, write_bytes, write_json
 from privaudit.core.config import MODELS, RunConfig, is_custom_model, model_tag
 from privaudit.data import Normaliser
 from privaudit.errors import ArtifactError, ConfigError, DamagedArtifactError
@@ -167,6 +167,7 @@ class Workspace:
         tmp = Path(tempfile.mkdtemp(prefix=f"{PARTIAL_PREFIX}{owner_tag()}-{name}-", dir=parent))
         backup: Path | None = None
         try:
+            shared_mode(tmp, folder=True)
             write(tmp)
             if (tmp / MANIFEST).is_file():
                 check_incoming(tmp, folder_kind(parent), str(final))
