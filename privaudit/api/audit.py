@@ -26,10 +26,6 @@ if TYPE_CHECKING:
     from privaudit.executor.preview import RunPlan
 
 
-def _grid_text(values) -> str:
-    return ",".join(f"{v:g}" for v in values)
-
-
 @dataclass
 class AuditReport:
     """What an audit produced: the trade-off table, the verdicts, the report's paths, and
@@ -133,12 +129,12 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     if sigmas is not None and target_epsilons is not None:
         raise ConfigError("give --sigmas or --target-epsilons, not both (both set the DP rows)")
     if kappas is None:
-        kappas = "none" if model == "convex-relu" else _grid_text(CIFAR10_KAPPAS if dataset == "cifar10"
+        kappas = "none" if model == "convex-relu" else params.grid_text(CIFAR10_KAPPAS if dataset == "cifar10"
                                                                   else DEFAULT_KAPPAS)
     k_grid = params.grid(kappas, "--kappas", low=0.0, high=100.0)
     eps_grid = params.grid(target_epsilons, "--target-epsilons", low=0.0, low_open=True, high=1e4)
     s_grid = [] if target_epsilons is not None else params.grid(
-        _grid_text(DEFAULT_SIGMAS) if sigmas is None else sigmas, "--sigmas", low=0.0, low_open=True, high=1e6)
+        params.grid_text(DEFAULT_SIGMAS) if sigmas is None else sigmas, "--sigmas", low=0.0, low_open=True, high=1e6)
     if ray_address is not None and executor != "ray":
         raise ConfigError("--ray-address needs --executor ray")
     seed_list = params.seeds(seeds, seed)

@@ -101,6 +101,11 @@ def range_text(low, high, low_open: bool) -> str:
     return f"between {num(low)} and {num(high)}"
 
 
+def grid_text(values) -> str:
+    """A grid as the command line writes it: ``0.5,1,2``."""
+    return ",".join(f"{v:g}" for v in values)
+
+
 def grid(value: Grid, option: str, *, low: float | None = None, low_open: bool = False,
          high: float | None = None) -> list[float]:
     """A comma-separated list of finite numbers ("" or "none" = empty), or a sequence of

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from privaudit.api import params
 from privaudit.cli.callbacks import number, one_of
 from privaudit.cli.failures import handle_errors
 from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DeltaOpt,
@@ -18,10 +19,6 @@ from privaudit.cli.progress import training_progress
 from privaudit.core.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 
 
-def _grid_text(values) -> str:
-    return ",".join(f"{v:g}" for v in values)
-
-
 @handle_errors
 def audit_cmd(
     model: ModelOpt = "mlp",
@@ -29,8 +26,8 @@ def audit_cmd(
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    kappas: Annotated[Optional[str], typer.Option("--kappas", help=f"Comma-separated MG-noise kappas (>= 0) to audit besides the undefended baseline ('none' for no MG rows); default {_grid_text(CIFAR10_KAPPAS)} on cifar10 (down to the lowest DP-SGD accuracy), {_grid_text(DEFAULT_KAPPAS)} on digits, none for convex-relu.")] = None,
-    sigmas: Annotated[Optional[str], typer.Option("--sigmas", help=f"Comma-separated noise multipliers (> 0) of DP-SGD (NoisyCGD for convex-relu); 'none' for no DP rows; default {_grid_text(DEFAULT_SIGMAS)}.")] = None,
+    kappas: Annotated[Optional[str], typer.Option("--kappas", help=f"Comma-separated MG-noise kappas (>= 0) to audit besides the undefended baseline ('none' for no MG rows); default {params.grid_text(CIFAR10_KAPPAS)} on cifar10 (down to the lowest DP-SGD accuracy), {params.grid_text(DEFAULT_KAPPAS)} on digits, none for convex-relu.")] = None,
+    sigmas: Annotated[Optional[str], typer.Option("--sigmas", help=f"Comma-separated noise multipliers (> 0) of DP-SGD (NoisyCGD for convex-relu); 'none' for no DP rows; default {params.grid_text(DEFAULT_SIGMAS)}.")] = None,
     target_epsilons: Annotated[Optional[str], typer.Option("--target-epsilons", help="Comma-separated target epsilons (> 0) for the DP rows instead of --sigmas (sigma calibrated per value).")] = None,
     attacks: AttacksOpt = DEFAULT_ATTACKS,
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
