@@ -1,7 +1,8 @@
 """The package's layer order, enforced: every import (lazy ones inside functions included)
 goes to the same layer or one below it, and every module belongs to a layer.
 
-Bottom to top: the package root and its errors; the maths (``analysis``); the run vocabulary
+Bottom to top: the package root and its errors; the maths (``analysis``); the defences (``defenses``: their
+registry, knobs and training hooks, plain torch); the run vocabulary
 (``core``: configs, defaults, seeds, provenance); safe files (``files``); data; models;
 training; the attacks' maths; the pipeline steps (``pipeline``: workspace, get-or-train, pools,
 canaries, attacking a target); the report; the theory experiments (which draw with the report's
@@ -19,6 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "privaudit"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("package root and errors", ("privaudit", "errors")),
     ("maths", ("analysis",)),
+    ("defences' vocabulary and hooks", ("defenses",)),
     ("run vocabulary", ("core",)),
     ("files", ("files",)),
     ("data", ("data",)),

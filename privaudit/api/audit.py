@@ -102,7 +102,8 @@ class AuditReport:
 
 def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path | None = None,
           download: bool = False, kappas: params.Grid = None, sigmas: params.Grid = None,
-          target_epsilons: params.Grid = None, attacks: str | Sequence[str] = "all",
+          target_epsilons: params.Grid = None, defenses: str | Sequence[str] | None = None,
+          knobs: Sequence[str] | dict | None = None, attacks: str | Sequence[str] = "all",
           pool_size: int = DEFAULT_POOL_SIZE, shadow_dataset: str | None = None, max_grad_norm: float = 1.0,
           delta: float = 1e-5, epochs: int | None = None, batch_size: int | None = None, lr: float | None = None,
           weight_decay: float | None = None, precision: str = "fp32", augment: str = "none",
@@ -113,7 +114,10 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
           hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
           dry_run: bool = False) -> "AuditReport | RunPlan":
     """Train the undefended baseline, an MG-noise target per κ and a DP-SGD target per σ (or
-    target ε), each with its shadow (and the reference pool the strongest attacks need),
+    target ε), and with ``defenses`` (``"all"`` or names of :mod:`privaudit.defenses`) a target
+    per knob value of each defence named (its default grid, or ``knobs``: ``"mixup=0.2,0.5"``
+    entries or a mapping; MG noise and DP-SGD rows then come only when named or when
+    ``kappas`` / ``sigmas`` are given), each with its shadow (and the reference pool the strongest attacks need),
     attack every target, and write the trade-off table and the report under ``workdir``.
 
     Keyword arguments are the command line's options (``privaudit audit --help``): grids as
@@ -128,6 +132,11 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     params.one_of(executor, "--executor", "local", "ray")
     if sigmas is not None and target_epsilons is not None:
         raise ConfigError("give --sigmas or --target-epsilons, not both (both set the DP rows)")
+    chosen, other_grids = params.defense_grids(defenses, knobs)
+    if chosen is not None and kappas is None and "mg" not in chosen:
+        kappas = "none"
+    if chosen is not None and sigmas is None and target_epsilons is None and not {"dpsgd", "noisycgd"} & set(chosen):
+        sigmas = "none"
     if kappas is None:
         kappas = "none" if model == "convex-relu" else params.grid_text(CIFAR10_KAPPAS if dataset == "cifar10"
                                                                   else DEFAULT_KAPPAS)
@@ -155,7 +164,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
                          lr=lr, weight_decay=weight_decay, precision=precision, augment=augment, seed=s,
                          model_args=params.model_args(model_args), **dataset_kwargs)
              for s in seed_list]
-    plans = [audit_plan(b, k_grid, s_grid, eps_grid) for b in bases]
+    plans = [audit_plan(b, k_grid, s_grid, eps_grid, other_grids) for b in bases]
     attack_plan = params.attacks(attacks, pool_size, shadow_dataset)
 
     with importing():
@@ -186,7 +195,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         matches = match_kappas(plans[0], ws, data, dev, tolerance=match_tolerance, on_start=hooks.on_model_start,
                                on_epoch=hooks.on_epoch)
         extra = [m.kappa for _, m in matches if m.kappa > 0]
-        plans = [audit_plan(b, k_grid + extra, s_grid, eps_grid) for b in bases]
+        plans = [audit_plan(b, k_grid + extra, s_grid, eps_grid, other_grids) for b in bases]
         for dp_cfg, m in matches:
             say(f"match-accuracy: {dp_cfg.defence.label} test accuracy {m.goal:.4f} -> kappa {m.kappa:g} "
                 f"({m.accuracy:.4f}, {'within' if m.within else 'NOT within'} {m.tolerance:g}, "

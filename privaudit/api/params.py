@@ -294,3 +294,75 @@ def one_of(value: str, option: str, *choices: str) -> str:
     if value not in choices:
         raise ConfigError(f"{option} {value!r} is not one of {', '.join(choices)}")
     return value
+
+
+def defense_choice(defense: str | None, knob: float | None, *, kappa: float = 0.0, dp: bool = False,
+                   noise_multiplier: float | None = None, target_epsilon: float | None = None) -> dict:
+    """``train``'s defence options as :func:`privaudit.core.config.make_config` arguments.
+
+    ``--defense mg --knob κ`` is ``--kappa κ``; ``--defense dpsgd|noisycgd`` is ``--dp`` with
+    that mechanism, σ from ``--knob`` or ``--noise-multiplier`` (or ``--target-epsilon``);
+    any other defence is its name and knob. A value given twice is an error."""
+    from privaudit.defenses import get
+
+    out = {"kappa": kappa, "dp": dp, "noise_multiplier": noise_multiplier, "target_epsilon": target_epsilon}
+    if defense is None:
+        if knob is not None:
+            raise ConfigError("--knob needs --defense NAME")
+        return out
+    chosen = get(defense)
+    if chosen.name == "mg":
+        if knob is not None and kappa:
+            raise ConfigError("give MG noise's kappa once: --knob or --kappa")
+        out["kappa"] = chosen.check_knob(knob if knob is not None else (kappa or None))
+        return out
+    if chosen.name in ("dpsgd", "noisycgd"):
+        if knob is not None and (noise_multiplier is not None or target_epsilon is not None):
+            raise ConfigError(f"give {chosen.name}'s sigma once: --knob, --noise-multiplier or --target-epsilon")
+        if knob is not None:
+            out["noise_multiplier"] = chosen.check_knob(knob)
+        return {**out, "dp": True, "mechanism": chosen.name}
+    if kappa or dp or noise_multiplier is not None or target_epsilon is not None:
+        raise ConfigError(f"one defence a model: --defense {chosen.name} trains without --kappa and --dp")
+    return {**out, "defense": chosen.name, "knob": knob}
+
+
+def defense_grids(defenses: str | Sequence[str] | None, knobs: Sequence[str] | dict | None = None
+                  ) -> tuple[list[str] | None, list[tuple[str, list[float]]]]:
+    """``audit``'s ``--defenses`` and ``--knobs`` → (the names asked for, or None when
+    ``--defenses`` was not given; the other defences' grids, each (name, knob values)).
+
+    ``--knobs`` entries are ``NAME=v1,v2`` (or a mapping name → values) and replace a
+    defence's default grid (:attr:`privaudit.defenses.Knob.grid`); MG noise and DP-SGD take
+    their grids from ``--kappas`` and ``--sigmas``."""
+    from privaudit.defenses import FIELD_DEFENSES, get, parse
+
+    chosen = None if defenses is None else [d.name for d in parse(defenses)]
+    given: dict[str, list[float]] = {}
+    items = list(knobs.items()) if isinstance(knobs, dict) else [_knob_item(k) for k in (knobs or [])]
+    for name, values in items:
+        d = get(name)
+        if d.name in FIELD_DEFENSES:
+            raise ConfigError(f"--knobs {d.name}=...: give MG noise's grid with --kappas and DP's with --sigmas")
+        if d.knob is None:
+            raise ConfigError(f"--knobs {d.name}=...: {d.name} takes no knob")
+        if chosen is not None and d.name not in chosen:
+            raise ConfigError(f"--knobs names {d.name}, which --defenses does not include")
+        vals = grid(values, f"--knobs {d.name}")
+        given[d.name] = [d.check_knob(v) for v in vals]
+    if chosen is None and given:
+        raise ConfigError("--knobs sets the grids of --defenses: give --defenses too")
+    grids = []
+    for name in chosen or []:
+        d = get(name)
+        if d.name in FIELD_DEFENSES:
+            continue
+        grids.append((d.name, given.get(d.name, list(d.knob.grid) if d.knob is not None else [0.0])))
+    return chosen, grids
+
+
+def _knob_item(text: str) -> tuple[str, str]:
+    name, sep, values = str(text).partition("=")
+    if not sep or not name.strip() or not values.strip():
+        raise ConfigError(f"--knobs takes NAME=v1,v2 (e.g. mixup=0.2,0.5), not {text!r}")
+    return name.strip(), values.strip()

@@ -55,7 +55,8 @@ class TrainedModels:
 
 
 def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path | None = None, download: bool = False,
-          kappa: float = 0.0, dp: bool = False, defense: str | None = None, noise_multiplier: float | None = None,
+          kappa: float = 0.0, dp: bool = False, defense: str | None = None, knob: float | None = None,
+          noise_multiplier: float | None = None,
           target_epsilon: float | None = None, max_grad_norm: float = 1.0, delta: float = 1e-5,
           epochs: int | None = None, batch_size: int | None = None, lr: float | None = None,
           weight_decay: float | None = None, precision: str = "fp32", augment: str = "none",
@@ -64,8 +65,10 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
           on_start: Callable | None = None, on_epoch: Callable | None = None,
           dry_run: bool = False) -> "TrainedModels | RunPlan":
     """Train one target model (one per seed of ``seeds``) with MG noise ``kappa`` and/or
-    DP-SGD (``dp``, with ``noise_multiplier`` or ``target_epsilon``; ``defense`` names a
-    mechanism: ``noisycgd`` for convex-relu), and save it under ``workdir``/models; a model
+    DP-SGD (``dp``, with ``noise_multiplier`` or ``target_epsilon``), or with the defence
+    ``defense`` of :mod:`privaudit.defenses` set by ``knob`` (``mg``: κ; ``dpsgd`` and
+    ``noisycgd``, convex-relu's DP: σ; ``label-smoothing``: α; ...), and save it under
+    ``workdir``/models; a model
     with exactly this config is reused. Keyword arguments are ``privaudit train``'s options;
     ``on_start(config)`` and ``on_epoch(epoch, epochs, loss)`` report progress. ``dry_run``:
     train nothing; return the :class:`~privaudit.executor.preview.RunPlan` (what would train,
@@ -77,13 +80,13 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         raise ConfigError(f"--kappa must be between 0 and 100 (got {params.num(kappa)})")
     dataset = params.dataset_name(dataset)
     seed_list = params.seeds(seeds, seed)
+    chosen = params.defense_choice(defense, knob, kappa=kappa, dp=dp, noise_multiplier=noise_multiplier,
+                                   target_epsilon=target_epsilon)
     dataset_kwargs, data = params.dataset_config(dataset, data_dir, download)
-    cfgs = [make_config(model=model, dataset=dataset, width=width, part_size=part_size, kappa=kappa,
-                        dp=dp or defense is not None, noise_multiplier=noise_multiplier,
-                        target_epsilon=target_epsilon, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
-                        batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
-                        augment=augment, mechanism=defense, seed=s, model_args=params.model_args(model_args),
-                        **dataset_kwargs)
+    cfgs = [make_config(model=model, dataset=dataset, width=width, part_size=part_size, max_grad_norm=max_grad_norm,
+                        delta=delta, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+                        precision=precision, augment=augment, seed=s, model_args=params.model_args(model_args),
+                        **chosen, **dataset_kwargs)
             for s in seed_list]  # validated
 
     with importing():

@@ -10,7 +10,7 @@ import typer
 from privaudit.api import params
 from privaudit.cli.callbacks import number, one_of
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DeltaOpt,
+from privaudit.cli.options import (DEFAULT_ATTACKS, DEFENSE_HELP, AttacksOpt, AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DeltaOpt,
                                    DeviceOpt, DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, LrOpt, MaxGradNormOpt, ModelArgOpt,
                                    ModelOpt, PartSizeOpt, PoolSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt, ShadowDatasetOpt,
                                    WeightDecayOpt, WidthOpt, WorkdirOpt)
@@ -29,6 +29,8 @@ def audit_cmd(
     kappas: Annotated[Optional[str], typer.Option("--kappas", help=f"Comma-separated MG-noise kappas (>= 0) to audit besides the undefended baseline ('none' for no MG rows); default {params.grid_text(CIFAR10_KAPPAS)} on cifar10 (down to the lowest DP-SGD accuracy), {params.grid_text(DEFAULT_KAPPAS)} on digits, none for convex-relu.")] = None,
     sigmas: Annotated[Optional[str], typer.Option("--sigmas", help=f"Comma-separated noise multipliers (> 0) of DP-SGD (NoisyCGD for convex-relu); 'none' for no DP rows; default {params.grid_text(DEFAULT_SIGMAS)}.")] = None,
     target_epsilons: Annotated[Optional[str], typer.Option("--target-epsilons", help="Comma-separated target epsilons (> 0) for the DP rows instead of --sigmas (sigma calibrated per value).")] = None,
+    defenses: Annotated[Optional[str], typer.Option("--defenses", "--defences", help="Comma-separated defences to audit besides the baseline, each over its knob's default grid (or --knobs): all, or some of " + DEFENSE_HELP + ". Without it: MG noise (--kappas) and DP-SGD (--sigmas).")] = None,
+    knobs: Annotated[Optional[list[str]], typer.Option("--knobs", help="A defence's knob grid, NAME=v1,v2 (e.g. mixup=0.2,0.5), replacing its default; repeatable.")] = None,
     attacks: AttacksOpt = DEFAULT_ATTACKS,
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
     shadow_dataset: ShadowDatasetOpt = None,
@@ -61,7 +63,7 @@ def audit_cmd(
 
     with training_progress() as bars:
         result = audit(model=model, dataset=dataset, data_dir=data_dir, download=download, kappas=kappas,
-                       sigmas=sigmas, target_epsilons=target_epsilons, attacks=attacks, pool_size=pool_size,
+                       sigmas=sigmas, target_epsilons=target_epsilons, defenses=defenses, knobs=knobs, attacks=attacks, pool_size=pool_size,
                        shadow_dataset=shadow_dataset, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
                        batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
                        augment=augment, width=width, part_size=part_size, seed=seed, seeds=seeds,

@@ -28,12 +28,13 @@ def number(low: float | None = None, high: float | None = None, low_open: bool =
     return check
 
 
-def one_of(*choices: str):
-    """A Typer callback that refuses a word outside ``choices`` as a usage error naming the
-    option (checked before anything heavy loads)."""
+def one_of(*choices: str, hidden: tuple[str, ...] = ()):
+    """A Typer callback that refuses a word outside ``choices`` (and the accepted but unlisted
+    aliases ``hidden``) as a usage error naming the option (checked before anything heavy
+    loads)."""
 
     def check(ctx: typer.Context, param: typer.CallbackParam, value):
-        if value is None or ctx.resilient_parsing or value in choices:
+        if value is None or ctx.resilient_parsing or value in choices or value in hidden:
             return value
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
 

@@ -12,7 +12,8 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.cli.callbacks import dataset_option, model_option, number, one_of, path_option
-from privaudit.core.config import AUGMENTS, MECHANISMS, PRECISIONS
+from privaudit.core.config import AUGMENTS, PRECISIONS
+from privaudit.defenses import ALIASES as DEFENSE_ALIASES, DEFENSES, help_text as defense_help
 from privaudit.core.defaults import (DATA_DIR_ENV, MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_POOL_SIZE, MAX_SEED,
                                      MAX_WIDTH)
 
@@ -53,7 +54,10 @@ EpochsOpt = Annotated[Optional[int], typer.Option("--epochs", callback=number(1,
 BatchSizeOpt = Annotated[Optional[int], typer.Option("--batch-size", callback=number(1, MAX_BATCH_SIZE), help="Batch size (expected Poisson batch size under DP-SGD); default 100 for cifar10, 64 for digits.")]
 LrOpt = Annotated[Optional[float], typer.Option("--lr", callback=number(0, 100, low_open=True), help="Adam learning rate (default 1e-3), or convex-relu's gradient-descent step (default 3.1e-4).")]
 WeightDecayOpt = Annotated[Optional[float], typer.Option("--weight-decay", "--l2", callback=number(0, 1e6), help="Adam weight decay (default 1e-7, 1e-5 for the improved CNNs), or convex-relu's L2 coefficient lambda (default 0.174).")]
-DefenseOpt = Annotated[Optional[str], typer.Option("--defense", "--defence", callback=one_of(*MECHANISMS), help="DP mechanism: dpsgd (same as --dp) or noisycgd (convex-relu only, hidden-state accounting); default: noisycgd for convex-relu, else dpsgd.")]
+DEFENSE_NAMES = tuple(DEFENSES)
+DEFENSE_HELP = defense_help()
+DefenseOpt = Annotated[Optional[str], typer.Option("--defense", "--defence", callback=one_of(*DEFENSE_NAMES, hidden=tuple(DEFENSE_ALIASES)), help="The defence to train with, set by --knob: " + DEFENSE_HELP + ". dpsgd and noisycgd (convex-relu's DP, hidden-state accounting) also take --noise-multiplier or --target-epsilon; mg also --kappa. Default: none (with --dp: noisycgd for convex-relu, else dpsgd).")]
+KnobOpt = Annotated[Optional[float], typer.Option("--knob", callback=number(-1e9, 1e9), help="The --defense's setting (its range is checked against the defence; see --defense).")]
 PrecisionOpt = Annotated[str, typer.Option("--precision", callback=one_of(*PRECISIONS), help="fp32, or bf16 for bfloat16 mixed-precision training of non-private models (DP-SGD always trains in fp32).")]
 NoiseMultiplierOpt = Annotated[Optional[float], typer.Option("--noise-multiplier", callback=number(0, 1e6, low_open=True), help="DP noise multiplier sigma (noise std sigma*C); give this or --target-epsilon.")]
 TargetEpsilonOpt = Annotated[Optional[float], typer.Option("--target-epsilon", callback=number(0, 1e4, low_open=True), help="Calibrate sigma so that epsilon at --delta does not exceed this.")]

@@ -21,7 +21,8 @@ from privaudit.pipeline.workspace import Workspace
 def setting_text(cfg, metrics: dict) -> str:
     """``baseline``, ``κ=0.5``, ``σ=1`` or ``κ=0.5, σ=1`` (σ as trained: calibrated to a target ε
     when the run asked for one)."""
-    return setting_label(cfg.defence.dp, cfg.defence.kappa, metrics.get("noise_multiplier", float("nan")))
+    return setting_label(cfg.defence.dp, cfg.defence.kappa, metrics.get("noise_multiplier", float("nan")),
+                         defence=cfg.defence.name, knob=cfg.defence.knob)
 
 
 def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],

@@ -8,7 +8,7 @@ import typer
 
 from privaudit.cli.callbacks import number
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DefenseOpt, DeltaOpt, DeviceOpt,
+from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DefenseOpt, DeltaOpt, DeviceOpt, KnobOpt,
                                    DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, LrOpt, MaxGradNormOpt, ModelArgOpt, ModelOpt,
                                    NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt, TargetEpsilonOpt,
                                    WeightDecayOpt, WidthOpt, WorkdirOpt)
@@ -26,6 +26,7 @@ def train_cmd(
     kappa: Annotated[float, typer.Option("--kappa", callback=number(0, 100), help="MG noise: std of the N(1, kappa^2) input mask (0 = no mask).")] = 0.0,
     dp: Annotated[bool, typer.Option("--dp", help="Train with differential privacy: DP-SGD (Poisson sampling, per-sample clipping), or NoisyCGD for convex-relu.")] = False,
     defense: DefenseOpt = None,
+    knob: KnobOpt = None,
     noise_multiplier: NoiseMultiplierOpt = None,
     target_epsilon: TargetEpsilonOpt = None,
     max_grad_norm: MaxGradNormOpt = 1.0,
@@ -50,7 +51,7 @@ def train_cmd(
 
     with training_progress() as bars:
         result = train(model=model, dataset=dataset, data_dir=data_dir, download=download, kappa=kappa, dp=dp,
-                       defense=defense, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
+                       defense=defense, knob=knob, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
                        max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size, lr=lr,
                        weight_decay=weight_decay, precision=precision, augment=augment, width=width,
                        part_size=part_size, seed=seed, seeds=seeds, model_args=model_arg, device=device,

@@ -139,6 +139,10 @@ class DefenceConfig:
     target_epsilon: the epsilon the calibrated sigma must not exceed at ``delta``.
     max_grad_norm: per-sample clipping norm C.
     delta: the delta at which epsilon is reported.
+    method: any other defence of :mod:`privaudit.defenses` by name (``label-smoothing``,
+        ``mixup``, ``top-k``, ...; empty: none), set by ``knob``. One defence a model: a
+        method trains without MG noise and DP.
+    knob: the method's setting (its α, β, p, λ, k, ...; 0 for none or a knob-less one).
     """
 
     kappa: float = 0.0
@@ -148,19 +152,27 @@ class DefenceConfig:
     max_grad_norm: float = 1.0
     delta: float = 1e-5
     mechanism: str = "dpsgd"
+    method: str = ""
+    knob: float = 0.0
 
     def __post_init__(self) -> None:
-        _floats(self, "kappa", "noise_multiplier", "target_epsilon", "max_grad_norm", "delta")
+        _floats(self, "kappa", "noise_multiplier", "target_epsilon", "max_grad_norm", "delta", "knob")
 
     @property
     def name(self) -> str:
-        """``none``, ``mg``, ``dpsgd``, ``mg+dpsgd`` or ``noisycgd``."""
+        """``none``, ``mg``, ``dpsgd``, ``mg+dpsgd``, ``noisycgd``, or the method's name."""
+        if self.method:
+            return self.method
         parts = (["mg"] if self.kappa > 0 else []) + ([self.mechanism] if self.dp else [])
         return "+".join(parts) or "none"
 
     @property
     def label(self) -> str:
-        """Short readable label used in folder names, e.g. ``k0.5`` or ``dp-s1``."""
+        """Short readable label used in folder names, e.g. ``k0.5``, ``dp-s1`` or ``ls0.1``."""
+        if self.method:
+            from privaudit.defenses import get
+
+            return get(self.method).label(self.knob)
         bits = []
         if self.kappa > 0:
             bits.append(f"k{self.kappa:g}")
@@ -216,7 +228,8 @@ class RunConfig:
         for section, key, default in (("data", "pool_size", 0), ("data", "pool_index", 0), ("data", "fingerprint", ""),
                                       ("model", "args", ""),
                                       ("train", "precision", "fp32"), ("train", "augment", "none"),
-                                      ("defence", "mechanism", "dpsgd")):
+                                      ("defence", "mechanism", "dpsgd"), ("defence", "method", ""),
+                                      ("defence", "knob", 0.0)):
             if raw[section][key] == default:
                 del raw[section][key]
         return raw
@@ -303,6 +316,10 @@ class RunConfig:
         _require(_finite_number(f.delta) and 0 < f.delta < 1, f"--delta must lie in (0, 1) (got {f.delta})")
         _require(_finite_number(f.max_grad_norm) and f.max_grad_norm > 0,
                  f"--max-grad-norm must be > 0 (got {f.max_grad_norm})")
+        if f.method:
+            _check_method(self)
+        elif f.knob != 0:
+            raise ConfigError("a defence knob needs its defence (--defense NAME)")
         if f.mechanism not in MECHANISMS:
             raise ConfigError(f"unknown DP mechanism {f.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
         if f.dp and f.mechanism == "noisycgd" and m.name != "convex-relu":  # before the noise: more fundamental
@@ -352,6 +369,25 @@ class RunConfig:
         return self
 
 
+def _check_method(cfg: RunConfig) -> None:
+    """A config whose defence is a :mod:`privaudit.defenses` method: a known one, its knob in
+    range, alone (no MG noise, no DP), and what the defence itself asks of the recipe."""
+    from privaudit.defenses import FIELD_DEFENSES, get
+
+    f = cfg.defence
+    defense = get(f.method)
+    if defense.name in FIELD_DEFENSES:
+        raise ConfigError(f"{defense.name} is set by its own fields (kappa, dp), not as a method")
+    defense.check_knob(f.knob)
+    if f.kappa > 0 or f.dp:
+        raise ConfigError(f"one defence a model: {defense.name} trains without MG noise and DP "
+                          f"(got kappa {f.kappa:g}{', dp' if f.dp else ''})")
+    if cfg.model.name == "convex-relu" and defense.side == "training":
+        raise ConfigError(f"convex-relu trains by (noisy) cyclic gradient descent; {defense.name} is for mlp and the "
+                          "CNNs (and your own models)")
+    defense.validate(cfg)
+
+
 def _floats(obj: Any, *names: str) -> None:
     """Store integer values of float fields as floats, so that equal configs (``kappa=1`` and
     ``kappa=1.0``) serialise, and therefore hash, alike."""
@@ -394,6 +430,8 @@ def make_config(
     fingerprint: str = "",
     dataset_size: int | None = None,
     model_args: dict | None = None,
+    defense: str | None = None,
+    knob: float | None = None,
 ) -> RunConfig:
     """Build a validated :class:`RunConfig`, filling dataset- and model-specific defaults for
     ``None`` (``convex-relu``: :data:`CONVEX_DEFAULTS`, NoisyCGD as its DP mechanism).
@@ -401,7 +439,26 @@ def make_config(
     The user's own data (``npz:PATH``, ``folder:PATH``) needs its ``fingerprint`` and, for
     the default part size (a quarter of its images, at most CIFAR-10's 10,520), its
     ``dataset_size``: :meth:`privaudit.pipeline.runs.DataCache.config_kwargs` gives both. The user's
-    own architecture takes ``model_args`` (JSON values) and no ``width``."""
+    own architecture takes ``model_args`` (JSON values) and no ``width``.
+
+    ``defense`` names a :mod:`privaudit.defenses` method and ``knob`` its setting (MG noise
+    and DP keep their own arguments); a setting the defence sets itself (early stopping's
+    epochs, weight decay's λ) fills the argument when it is None, and must agree with it
+    otherwise."""
+    method, knob_value = "", 0.0
+    if defense is not None:
+        from privaudit.defenses import FIELD_DEFENSES, get
+
+        chosen = get(defense)
+        if chosen.name in FIELD_DEFENSES:
+            raise ConfigError(f"{chosen.name} is set with its own arguments (kappa, dp, noise_multiplier)")
+        knob_value = chosen.check_knob(knob)
+        sets = chosen.config_kwargs(knob_value)
+        method = sets.pop("method")
+        epochs = sets.get("epochs", epochs) if epochs is None else epochs
+        weight_decay = sets.get("weight_decay", weight_decay) if weight_decay is None else weight_decay
+    elif knob is not None:
+        raise ConfigError("--knob needs --defense NAME")
     custom = is_custom_dataset(dataset)
     if not custom and dataset not in DATASET_DEFAULTS:
         raise ConfigError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}, npz:PATH or "
@@ -431,7 +488,8 @@ def make_config(
         defence=DefenceConfig(kappa=float(kappa), dp=dp,
                               noise_multiplier=None if noise_multiplier is None else float(noise_multiplier),
                               target_epsilon=None if target_epsilon is None else float(target_epsilon),
-                              max_grad_norm=float(max_grad_norm), delta=float(delta), mechanism=mechanism),
+                              max_grad_norm=float(max_grad_norm), delta=float(delta), mechanism=mechanism,
+                              method=method, knob=float(knob_value)),
         train=TrainConfig(epochs=defaults["epochs"] if epochs is None else epochs,
                           batch_size=defaults["batch_size"] if batch_size is None else batch_size,
                           lr=float(lr),

@@ -19,6 +19,7 @@ import torch
 
 from privaudit.pipeline.attacking import AttackPlan, AttackResult
 from privaudit.core.config import RunConfig
+from privaudit.defenses import get as get_defense
 from privaudit.errors import ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
@@ -33,11 +34,14 @@ from privaudit.pipeline.workspace import Workspace
 
 
 def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float] = (),
-               target_epsilons: Sequence[float] = ()) -> list[RunConfig]:
-    """Target configs of an audit: baseline, then MG noise per κ, then DP-SGD per σ / ε.
+               target_epsilons: Sequence[float] = (),
+               others: Sequence[tuple[str, Sequence[float]]] = ()) -> list[RunConfig]:
+    """Target configs of an audit: baseline, then MG noise per κ, then DP-SGD per σ / ε, then
+    each other defence of ``others`` (its :mod:`privaudit.defenses` name, its knob values).
 
     ``base`` carries the model, data and training recipe; its defence is replaced (and
-    DP-SGD targets train in fp32 whatever ``base``'s precision). κ = 0 in
+    DP-SGD targets train in fp32 whatever ``base``'s precision; early stopping and weight
+    decay replace the recipe's epochs and weight decay by their knob). κ = 0 in
     the grid is the baseline and is not repeated. Duplicates are removed, order is kept.
     """
     if sigmas and target_epsilons:
@@ -50,6 +54,14 @@ def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float]
              for s in sigmas]
     plan += [replace(dp_base, role="target", defence=replace(plain, dp=True, target_epsilon=float(e)))
              for e in target_epsilons]
+    for name, values in others:
+        defense = get_defense(name)
+        for v in values:
+            value = defense.check_knob(v)
+            sets = defense.config_kwargs(value)
+            train = replace(base.train, **{k: sets[k] for k in ("epochs", "weight_decay") if k in sets})
+            plan.append(replace(base, role="target", train=train,
+                                defence=replace(plain, method=sets["method"], knob=value)))
     unique: dict[str, RunConfig] = {}
     for cfg in plan:
         unique.setdefault(cfg.validated().run_name, cfg)

@@ -20,8 +20,13 @@ def _conv_out(size: int, kernel: int, padding: int) -> int:
     return size + 2 * padding - kernel + 1
 
 
+def _act(activation: nn.Module, dropout: float) -> nn.Module:
+    """The hidden activation, followed by dropout in the same slot when p > 0."""
+    return nn.Sequential(activation, nn.Dropout(dropout)) if dropout > 0 else activation
+
+
 def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, *,
-                width: int = 512, dp: bool = False, args: str = "") -> nn.Module:
+                width: int = 512, dp: bool = False, args: str = "", dropout: float = 0.0) -> nn.Module:
     """Build a freshly initialised model (initialisation uses torch's global RNG).
 
     ``width`` is the hidden units of the dense layer (the config's default is
@@ -38,6 +43,11 @@ def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, 
         samples, becomes GroupNorm (min(8, channels) groups), as Opacus's
         ``ModuleValidator.fix`` does.
     convex-relu: :class:`privaudit.models.convex_relu.ConvexReLU` with ``width`` gate vectors.
+
+    ``dropout`` p > 0 (the dropout defence, ``mlp`` and ``cnn``): dropout after the hidden
+    activation, held in one slot with it (``Sequential(ReLU, Dropout)``), so that the layers
+    keep their indices and the saved weights load into the model built without it (dropout
+    has no weights and is the identity at evaluation).
     torchvision:NAME, module:MODULE:CALLABLE: the user's own, built with ``args``
         (:func:`privaudit.models.custom.build_custom`).
     """
@@ -47,14 +57,15 @@ def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, 
         return build_custom(name, input_shape, num_classes, args, dp=dp)
     c, h, w = input_shape
     if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(c * h * w, width), nn.ReLU(), nn.Linear(width, num_classes))
+        return nn.Sequential(nn.Flatten(), nn.Linear(c * h * w, width), _act(nn.ReLU(), dropout),
+                             nn.Linear(width, num_classes))
     if name == "cnn":
         pad2 = 0 if min(_conv_out(h // 2, 5, 0), _conv_out(w // 2, 5, 0)) >= 2 else 2
         h2, w2 = _conv_out(h // 2, 5, pad2) // 2, _conv_out(w // 2, 5, pad2) // 2
         return nn.Sequential(
             nn.Conv2d(c, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(32, 32, 5, padding=pad2), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(32 * h2 * w2, width), nn.Tanh(),
+            nn.Flatten(), nn.Linear(32 * h2 * w2, width), _act(nn.Tanh(), dropout),
             nn.Linear(width, num_classes),
         )
     if name in ("cnn-improved", "cnn-improved-small"):

@@ -42,6 +42,7 @@ from privaudit.errors import ArtifactError, ConfigError, DamagedArtifactError
 from privaudit.files.integrity import MANIFEST, check_incoming, damaged, settled, stat_key, verify_folder, write_manifest
 from privaudit.files.locks import artifact_lock
 from privaudit.models import build_model
+from privaudit.models.released import released
 
 NORM_KEYS = ("norm/mean", "norm/std")
 STATE_PREFIX = "state/"
@@ -94,7 +95,9 @@ def _check_npz_sizes(path: Path) -> None:
 
 def load_weights(path: Path, config: RunConfig, input_shape: tuple[int, int, int],
                  num_classes: int = 10) -> tuple[nn.Module, Normaliser]:
-    """Rebuild the model of ``config`` and load ``path`` into it, refusing anything else.
+    """Rebuild the model of ``config`` and load ``path`` into it, refusing anything else. The
+    model comes back as its queries see it: behind its defence's output transform, if any
+    (:func:`privaudit.models.released.released`).
 
     Raises :class:`ArtifactError` for a missing, corrupted, truncated or foreign file
     (wrong keys or shapes) or one that holds pickled objects.
@@ -128,7 +131,7 @@ def load_weights(path: Path, config: RunConfig, input_shape: tuple[int, int, int
     if mean.shape != tuple(input_shape) or std.shape != tuple(input_shape) or not np.all(std > 0):
         raise ArtifactError(f"weights file {path} has invalid normalisation statistics")
     model.eval()
-    return model, Normaliser(mean.astype(np.float32), std.astype(np.float32))
+    return released(model, config.defence).eval(), Normaliser(mean.astype(np.float32), std.astype(np.float32))
 
 
 class Workspace:

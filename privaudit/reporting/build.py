@@ -85,6 +85,7 @@ def attack_rows(workspace: Workspace, folder: Path) -> list[dict]:
         "width": cfg.model.width,
         "dataset": cfg.data.dataset,
         "defence": d.name,
+        "knob": d.knob if d.method else math.nan,
         "kappa": d.kappa,
         "dp": d.dp,
         "noise_multiplier": tm.get("noise_multiplier", math.nan) if d.dp else math.nan,

@@ -11,6 +11,8 @@ import pandas as pd
 
 from privaudit.reporting.page_numbers import num, plain
 from privaudit.reporting.table import COLUMNS, as_bool
+from privaudit.reporting.summary import other_defense
+from privaudit.defenses import DEFENSES
 
 _TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "accountant", "attack",
                  "source"]
@@ -24,6 +26,7 @@ ATTACK_ORDER = {"shadow": 0, "shadow-pool": 1, "lira-online": 2, "lira-online-gl
                 "confidence": 8}
 VERDICT_CSS = {"MG noise leaks less": "mg", "DP-SGD leaks less": "dp", "no significant difference at 95 %": "tie"}
 FAMILY_CSS = {"baseline": "fam0", "MG noise": "fam1", "DP-SGD": "fam2", "MG + DP-SGD": "fam3"}
+OTHER_CSS = "fam4"  # every other defence of privaudit.defenses
 
 
 def attack_key(a: str) -> tuple[int, str]:
@@ -43,13 +46,16 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     for c in ("model", "dataset", "attack"):
         df[c] = df[c].astype(object).where(df[c].notna(), "?").astype(str)
     kappa = df["kappa"].fillna(0.0)
-    # defence rank: 0 baseline, 1 MG, 2 DP-SGD, 3 both
+    # defence rank: 0 baseline, 1 MG, 2 DP-SGD, 3 both, then every other defence in the registry's order
     df["_rank"] = np.where(df["dp"], np.where(kappa > 0, 3, 2), np.where(kappa > 0, 1, 0))
+    order = {name: 4 + i for i, name in enumerate(DEFENSES)}
+    other = df["defence"].map(lambda n: order.get(n) if other_defense(n) is not None else None)
+    df["_rank"] = other.where(other.notna(), df["_rank"]).astype(float)
     df["_attack_rank"] = df["attack"].map(ATTACK_ORDER).fillna(9)
     df["_run"] = df["target_run"].map(plain)
     src = df["source"].where(df["source"].notna(), df["shadow_run"])
     df["_source"] = src.map(plain)
-    df = df.sort_values(["model", "dataset", "_rank", "kappa", "noise_multiplier", "_run",
+    df = df.sort_values(["model", "dataset", "_rank", "kappa", "knob", "noise_multiplier", "_run",
                          "_attack_rank", "attack"], kind="stable", na_position="first")
     return df.reset_index(drop=True)
 
@@ -111,8 +117,11 @@ def primary_attack(g: pd.DataFrame) -> str | None:
 
 
 def setting_name(o: Mapping[str, Any]) -> str:
-    """``baseline``, ``MG noise κ=0.5``, ``DP-SGD σ=1``, ``MG + DP-SGD κ=0.5, σ=1``."""
-    return "baseline" if o["family"] == "baseline" else f"{o['family']} {o['setting']}"
+    """``baseline``, ``MG noise κ=0.5``, ``DP-SGD σ=1``, ``MG + DP-SGD κ=0.5, σ=1``, ``label
+    smoothing α=0.1`` (another defence's setting names its family)."""
+    if o["family"] == "baseline" or o.get("other_defence", False):
+        return "baseline" if o["family"] == "baseline" else str(o["setting"])
+    return f"{o['family']} {o['setting']}"
 
 
 def attack_rows(st: pd.DataFrame, o: Mapping[str, Any]) -> pd.DataFrame:

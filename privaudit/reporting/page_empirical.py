@@ -14,7 +14,7 @@ import pandas as pd
 
 from privaudit.core.formatting import slug
 from privaudit.reporting.curves import EXACT_FPR
-from privaudit.reporting.page_data import (FAMILY_CSS, attack_key, attack_rows, extras_of, figure, fpr_floor,
+from privaudit.reporting.page_data import (FAMILY_CSS, OTHER_CSS, attack_key, attack_rows, extras_of, figure, fpr_floor,
                                            has_empirical, setting_name)
 from privaudit.reporting.page_numbers import DASH, f3, finite, integer, interval, lb, num, pct, plain, short, sig3
 from privaudit.reporting.page_tables import eps_tip
@@ -113,7 +113,7 @@ def _empirical_rows(st: pd.DataFrame, ov: pd.DataFrame, attacks: list[str], extr
             auc = num(r["auc"])
             cells.append({"cls": "num att best" if a == o["row_strongest"] else "num att", "title": _attack_tip(a, r),
                           "pair": (f"{auc:.2f}" if math.isfinite(auc) else DASH, pct(r["tpr_at_0p1pct_fpr"]))})
-        out.append({"css": FAMILY_CSS.get(o["family"], "fam0"), "name": setting_name(o),
+        out.append({"css": FAMILY_CSS.get(o["family"], OTHER_CSS), "name": setting_name(o),
                     "runs": ", ".join(o["runs"]), "n_runs": len(o["runs"]), "cells": cells})
     return out
 

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from privaudit.core.formatting import difference, slug
-from privaudit.reporting.page_data import FAMILY_CSS, VERDICT_CSS
+from privaudit.reporting.page_data import FAMILY_CSS, OTHER_CSS, VERDICT_CSS
 from privaudit.reporting.page_numbers import DASH, f3, finite, interval, lb, num, pct, sig3
 from privaudit.reporting.summary import Summary
 
@@ -57,7 +57,7 @@ def first_screen(summary: Summary, figures: list) -> str:
                 r = frame.loc[name]
                 ci_fmt = (lambda v: f"{num(v):.2f}") if metric == "eps_lower_bound" else fmt
                 return {"value": fmt(r[metric]), "ci": interval(r[f"{metric}_lo"], r[f"{metric}_hi"], ci_fmt)}
-            rows.append({"name": name, "css": FAMILY_CSS.get(s["family"], "fam0"), "seeds": int(s["n_seeds"]),
+            rows.append({"name": name, "css": FAMILY_CSS.get(s["family"], OTHER_CSS), "seeds": int(s["n_seeds"]),
                          "cells": [cell(per_setting, "test_accuracy"), cell(paper, "auc"),
                                    cell(best, "tpr_at_0p1pct_fpr", lambda x: pct(x, 2)), cell(best, "eps_lower_bound", lb)],
                          "epsilon": sig3(s["epsilon"])})

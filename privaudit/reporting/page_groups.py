@@ -41,7 +41,8 @@ def _roc_series(g: pd.DataFrame, attack: str, rocs: Mapping[str, Any]) -> list[d
             fpr, tpr = per_run[attack][0], per_run[attack][1]
         except (TypeError, IndexError, KeyError):
             continue
-        label = setting_label(bool(r["dp"]), r["kappa"], r["noise_multiplier"], r["epsilon"])
+        label = setting_label(bool(r["dp"]), r["kappa"], r["noise_multiplier"], r["epsilon"], defence=r["defence"],
+                              knob=r["knob"])
         labels.append((label, run, (fpr, tpr)))
     counts: dict[str, int] = {}
     for label, _, _ in labels:

@@ -59,7 +59,8 @@ AVERAGED = ("delta", "one_run_eps_lower_bound", "loo_n_targets", "loo_auc_mean",
 #: the leakage measures compared at equal accuracy (higher = more leakage)
 COMPARED = ("auc", "precision", "recall", "tpr_at_0p1pct_fpr", "eps_lower_bound")
 #: the columns that make a setting: the recipe and the defence (the seed replicates it)
-SETTING_KEYS = ("model", "dataset", "width", "part_size", "epochs", "defence", "kappa", "dp", "noise_multiplier")
+SETTING_KEYS = ("model", "dataset", "width", "part_size", "epochs", "defence", "knob", "kappa", "dp",
+                "noise_multiplier")
 GRID_POINTS = 25
 VERDICT_MG, VERDICT_DP, VERDICT_TIE = "MG noise leaks less", "DP-SGD leaks less", "no significant difference at 95 %"
 
@@ -91,9 +92,14 @@ def binomial_interval(p: float, n: float, confidence: float = CONFIDENCE) -> tup
 
 # -- settings -----------------------------------------------------------------------------
 
-def setting_label(dp: Any, kappa: Any, sigma: Any, epsilon: Any = math.nan) -> str:
+def setting_label(dp: Any, kappa: Any, sigma: Any, epsilon: Any = math.nan, defence: Any = None,
+                  knob: Any = math.nan) -> str:
     """How a defence setting is named everywhere: ``baseline``, ``κ=0.5``, ``σ=1``,
-    ``κ=0.5, σ=1``; with a finite ``epsilon`` (DP rows) ``σ=1 (ε=21.0)``."""
+    ``κ=0.5, σ=1``; with a finite ``epsilon`` (DP rows) ``σ=1 (ε=21.0)``; any other defence
+    of :mod:`privaudit.defenses` by its title and knob, ``label smoothing α=0.1``."""
+    other = other_defense(defence)
+    if other is not None:
+        return other.setting(_num(knob))
     k, s = _num(kappa), _num(sigma)
     mg = f"κ={k:g}" if math.isfinite(k) and k > 0 else ""
     if not as_bool([dp]).iloc[0]:
@@ -107,7 +113,7 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     """The table with the setting columns present and typed, plus ``setting`` (its label)
     and ``family`` (baseline, MG noise, DP-SGD, MG + DP-SGD)."""
     df = pd.DataFrame() if table is None else table.copy().reset_index(drop=True)
-    numeric = ("kappa", "noise_multiplier", "seed", "n_members", "n_nonmembers", "epsilon", *SUMMARISED, *AVERAGED,
+    numeric = ("kappa", "knob", "noise_multiplier", "seed", "n_members", "n_nonmembers", "epsilon", *SUMMARISED, *AVERAGED,
                "auc_lo", "auc_hi", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo",
                "tpr_at_0p1pct_fpr_hi")
     for c in (*SETTING_KEYS, "attack", "target_run", *numeric):
@@ -119,10 +125,25 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     df["kappa"] = df["kappa"].fillna(0.0)
     for c in ("model", "dataset", "attack", "defence"):
         df[c] = df[c].astype(object).where(df[c].notna(), "?").astype(str)
-    df["setting"] = [setting_label(d, k, s) for d, k, s in zip(df["dp"], df["kappa"], df["noise_multiplier"])]
+    df["setting"] = [setting_label(d, k, s, defence=n, knob=v)
+                     for d, k, s, n, v in zip(df["dp"], df["kappa"], df["noise_multiplier"], df["defence"], df["knob"])]
     df["family"] = np.where(df["dp"], np.where(df["kappa"] > 0, "MG + DP-SGD", "DP-SGD"),
                             np.where(df["kappa"] > 0, "MG noise", "baseline"))
+    other = df["defence"].map(other_defense)
+    df["other_defence"] = other.notna().to_numpy(bool)
+    if df["other_defence"].any():
+        df.loc[df["other_defence"], "family"] = [d.title for d in other[df["other_defence"]]]
     return df
+
+
+def other_defense(name: Any):
+    """The :mod:`privaudit.defenses` defence a table row's ``defence`` names when it is neither
+    the baseline, MG noise nor DP (those have their own columns), else None."""
+    from privaudit.defenses import DEFENSES, FIELD_DEFENSES
+
+    if isinstance(name, str) and name in DEFENSES and name not in FIELD_DEFENSES:
+        return DEFENSES[name]
+    return None
 
 
 def _key_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -149,6 +170,7 @@ def settings(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> pd.D
         row = {k: first[k] for k in SETTING_KEYS}
         row["setting_id"] = ids.setdefault(key[:-1], len(ids))
         row.update(attack=first["attack"], setting=first["setting"], family=first["family"],
+                   other_defence=bool(first["other_defence"]),
                    n_seeds=int(g["seed"].nunique()), seeds=",".join(str(int(s)) for s in sorted(g["seed"].dropna().unique())),
                    epsilon=float(g["epsilon"].mean()) if g["epsilon"].notna().any() else math.nan,
                    runs=list(dict.fromkeys(r for r in g["target_run"] if isinstance(r, str))))
@@ -167,9 +189,12 @@ def settings(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> pd.D
                 row[f"{m}_lo"], row[f"{m}_hi"] = (max(lo, 0.0), min(hi, top)) if math.isfinite(lo) else (lo, hi)
         rows.append(row)
     out = pd.DataFrame(rows)
-    order = {"baseline": 0, "MG noise": 1, "DP-SGD": 2, "MG + DP-SGD": 3}
+    from privaudit.defenses import DEFENSES
+
+    order = {"baseline": 0, "MG noise": 1, "DP-SGD": 2, "MG + DP-SGD": 3,
+             **{d.title: 4 + i for i, d in enumerate(DEFENSES.values())}}
     out["_o"] = out["family"].map(order)
-    return (out.sort_values(["model", "dataset", "_o", "kappa", "noise_multiplier", "attack"], kind="stable")
+    return (out.sort_values(["model", "dataset", "_o", "kappa", "knob", "noise_multiplier", "attack"], kind="stable")
             .drop(columns="_o").reset_index(drop=True))
 
 
@@ -215,7 +240,7 @@ def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str
     strongest attack, which the page highlights in its row), ``eps_strongest`` (the strongest
     attack's mean empirical ε lower bound in this setting, the one ε bound every view gives
     for a setting; NaN without one) and ``eps_attack`` (that attack, None without a bound)."""
-    cols = [*SETTING_KEYS, "setting_id", "setting", "family", "n_seeds", "runs", "epsilon", "delta", "test_accuracy",
+    cols = [*SETTING_KEYS, "setting_id", "setting", "family", "other_defence", "n_seeds", "runs", "epsilon", "delta", "test_accuracy",
             "test_accuracy_lo", "test_accuracy_hi", "train_accuracy", "train_accuracy_lo", "train_accuracy_hi",
             "interval", "one_run_eps_lower_bound", "strongest", "row_strongest", "eps_strongest", "eps_attack"]
     if setting_rows.empty:
@@ -306,7 +331,8 @@ def _curve_masks(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Which rows make the MG curve (not DP: baseline and MG noise) and which the DP curve
     (DP-SGD without MG, and the baseline)."""
     dp, plain = rows["dp"].to_numpy(bool), (rows["kappa"] == 0).to_numpy()
-    return ~dp, plain
+    other = rows["other_defence"].to_numpy(bool) if "other_defence" in rows else np.zeros(len(rows), bool)
+    return ~dp & ~other, plain & ~other
 
 
 def _curves(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -10,7 +10,7 @@ import pandas as pd
 
 #: the columns of the trade-off table, in the CSV's order: a row per target and attack
 COLUMNS = [
-    "target_run", "shadow_run", "model", "width", "dataset", "defence", "kappa", "dp", "noise_multiplier",
+    "target_run", "shadow_run", "model", "width", "dataset", "defence", "knob", "kappa", "dp", "noise_multiplier",
     "epsilon", "delta", "accountant", "epsilon_replace_one", "epsilon_replace_one_sigma_half", "seed", "part_size",
     "epochs", "train_accuracy",
     "test_accuracy", "attack", "auc", "auc_lo", "auc_hi", "accuracy", "precision", "recall", "threshold", "advantage",

@@ -37,7 +37,7 @@ import math
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Mapping
 
 import numpy as np
@@ -47,6 +47,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from privaudit.core.config import RunConfig
 from privaudit.data import ImageData, Normaliser, split_parts
+from privaudit.defenses import Defense, TrainingContext, TrainingHooks, of_config
 from privaudit.data.splits import member_indices
 from privaudit.errors import ConfigError
 from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
@@ -217,8 +218,10 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
     on_epoch, clock_start, epochs_ended, epoch_seconds = _clocked(on_epoch)
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(train_seed)
+        defense = of_config(cfg.defence)
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
-                            width=cfg.model.width, dp=cfg.defence.dp, args=cfg.model.args).to(device)
+                            width=cfg.model.width, dp=cfg.defence.dp, args=cfg.model.args,
+                            **(defense.model_kwargs(cfg.defence.knob) if defense else {})).to(device)
         if snapshots:
             on_epoch = _snapshotting(cfg, model, rd, engine, t0, snapshots, on_epoch)
         # torch.optim imports torch._dynamo on its first use in a process (about 1.8 s on 2
@@ -238,12 +241,14 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         elif cfg.defence.dp:
             history, dp_metrics = _train_dpsgd(cfg, model, optimizer, rd, g, on_epoch,
                                                g_aug)
-        elif engine == "fast" and cfg.train.precision == "fp32":
-            with fast_layers(model), channels_last(model, device) as layout:
-                history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, layout)
+        else:
+            hooks = _defense_hooks(cfg, defense, model, rd, data, device, engine, member)
+            if engine == "fast" and cfg.train.precision == "fp32":
+                with fast_layers(model), channels_last(model, device) as layout:
+                    history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, layout, hooks)
+            else:  # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
+                history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, hooks=hooks)
             dp_metrics = {}
-        else:  # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
-            history, dp_metrics = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug), {}
     metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "fit_seconds": epochs_ended(),
                "epoch_seconds": epoch_seconds(), "engine": engine, **dp_metrics}
     if getattr(model, "privaudit_notes", None):
@@ -342,24 +347,85 @@ def _view(cfg: RunConfig, g: torch.Generator, g_aug: torch.Generator | None,
     return view
 
 
+def _defense_hooks(cfg: RunConfig, defense: Defense | None, model: nn.Module, rd: RoleData, data: ImageData,
+                   device: torch.device, engine: str, member: list) -> TrainingHooks | None:
+    """The training hooks of ``cfg``'s defence (None: the plain loop), set up with their
+    context: a generator of their own (so that the shuffles and MG masks draw what they
+    always drew), the reference set and the sub-model trainer where the defence needs them."""
+    hooks = defense.hooks(cfg.defence.knob, data.num_classes) if defense else None
+    if hooks is None:
+        return None
+    seed = derive_seed(cfg.seed, cfg.role, "defense", *member)
+    reference = None
+    if defense.needs_reference:
+        reference = defense_reference(cfg, data, rd, device)
+
+    def train_submodel(x: torch.Tensor, y: torch.Tensor, index: int = 0) -> nn.Module:
+        """A fresh model of ``cfg``'s architecture trained by the plain recipe on (x, y)."""
+        sub_cfg = replace(cfg, defence=replace(cfg.defence, method="", knob=0.0))
+        with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
+            torch.manual_seed(derive_seed(seed, "submodel", index))
+            sub = build_model(cfg.model.name, data.input_shape, data.num_classes, width=cfg.model.width,
+                              args=cfg.model.args).to(device)
+            opt = make_optimizer(sub, sub_cfg, engine)
+            sub_rd = RoleData(x, y, x[:0], y[:0], rd.normaliser)
+            _train_plain(sub_cfg, sub, opt, sub_rd, generator(derive_seed(seed, "submodel-batches", index), device),
+                         None)
+        return sub.eval()
+
+    hooks.setup(TrainingContext(model=model, x=rd.x_in, y=rd.y_in, num_classes=data.num_classes,
+                                generator=generator(seed, device), rng=np.random.default_rng(seed),
+                                epochs=cfg.train.epochs, reference=reference,
+                                train_submodel=train_submodel if defense.needs_submodels else None))
+    return hooks
+
+
+def defense_reference(cfg: RunConfig, data: ImageData, rd: RoleData,
+                      device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """A defender's reference set (adversarial regularisation's non-members): samples that
+    neither ``cfg``'s model trains on nor its attacks evaluate it on. For a target, reference
+    or canary model the shadow parts (which none of them trains on), for a shadow model the
+    target parts; normalised with the model's own statistics."""
+    split = split_parts(len(data.y), cfg.data.part_size, cfg.data.seed)
+    idx = split.pool if cfg.role == "shadow" else split.population
+    return (torch.from_numpy(rd.normaliser(data.x[idx])).to(device), torch.from_numpy(data.y[idx]).to(device))
+
+
 def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
                  g: torch.Generator, on_epoch: EpochCallback | None, g_aug: torch.Generator | None = None,
-                 layout: torch.memory_format | None = None) -> list[float]:
-    """Adam on the mean cross-entropy of shuffled full passes (bf16 autocast when asked)."""
+                 layout: torch.memory_format | None = None, hooks: TrainingHooks | None = None) -> list[float]:
+    """Adam on the mean cross-entropy of shuffled full passes (bf16 autocast when asked);
+    a training-side defence changes the targets, the batches, the loss or adds a step after
+    each update through its ``hooks`` (:class:`privaudit.defenses.TrainingHooks`)."""
     loss_fn = nn.CrossEntropyLoss()
     device_type = rd.x_in.device.type
     bf16 = cfg.train.precision == "bf16"
+    epoch = [-1]
 
     def step(batch: Batch) -> tuple[torch.Tensor, int]:
+        x, t = batch.x, batch.y
+        if hooks is not None:
+            x, t = hooks.view(x, t)
         with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
-            loss = loss_fn(model(batch.x), batch.y)
+            logits = model(x)
+            if hooks is None:
+                loss = reported = loss_fn(logits, t)
+            else:
+                loss, reported = hooks.loss(logits, t, epoch[0])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        return loss.detach() * batch.size, batch.size
+        if hooks is not None:
+            hooks.after_step(model, x, t)
+        return reported.detach() * batch.size, batch.size
 
-    return run_epochs(cfg.train.epochs, shuffled(rd.x_in, rd.y_in, cfg.train.batch_size, g), step,
-                      view=_view(cfg, g, g_aug, layout), on_epoch=on_epoch, before_epoch=model.train)
+    def before_epoch() -> None:
+        epoch[0] += 1
+        model.train()
+
+    targets = rd.y_in if hooks is None else hooks.targets(rd.x_in, rd.y_in)
+    return run_epochs(cfg.train.epochs, shuffled(rd.x_in, targets, cfg.train.batch_size, g), step,
+                      view=_view(cfg, g, g_aug, layout), on_epoch=on_epoch, before_epoch=before_epoch)
 
 
 def _train_convex(cfg: RunConfig, model: nn.Module, rd: RoleData, g: torch.Generator, noise_seed: int,

@@ -1,0 +1,68 @@
+"""The defences privaudit trains and audits, one module each, behind one interface
+(:class:`privaudit.defenses.base.Defense`).
+
+:data:`DEFENSES` lists them by name in the order the report shows them: the paper's two (MG
+noise, DP-SGD) first, then the other training-side defences, then the output-side ones.
+:func:`get` and :func:`parse` turn the command line's names into defences, or into one-line
+errors that list what exists.
+"""
+
+from __future__ import annotations
+
+from privaudit.defenses import (confidence_penalty, dpsgd, dropout, early_stopping, hamp, input_noise, label_smoothing,
+                                mg_noise, mixup, output, relaxloss, weight_decay)
+from privaudit.defenses.base import OUTPUT, TRAINING, Defense, Knob, TrainingContext, TrainingHooks
+from privaudit.errors import ConfigError
+
+__all__ = ["DEFENSES", "Defense", "Knob", "TrainingContext", "TrainingHooks", "OUTPUT", "TRAINING", "get", "parse",
+           "names", "of_config"]
+
+DEFENSES: dict[str, Defense] = {d.name: d for d in (
+    mg_noise.DEFENSE, dpsgd.DEFENSE, dpsgd.NOISYCGD, input_noise.DEFENSE, dropout.DEFENSE, weight_decay.DEFENSE,
+    label_smoothing.DEFENSE, confidence_penalty.DEFENSE, early_stopping.DEFENSE, mixup.DEFENSE,
+    relaxloss.DEFENSE, hamp.DEFENSE,
+    output.TOP_K, output.ROUNDING, output.LABEL_ONLY,
+)}
+#: defences set by their own config fields (κ, DP) rather than the config's ``method``
+FIELD_DEFENSES = ("mg", "dpsgd", "noisycgd")
+ALIASES = {"mg-noise": "mg", "dp-sgd": "dpsgd", "dp": "dpsgd", "topk": "top-k", "labelonly": "label-only",
+           "label-smooth": "label-smoothing"}
+
+
+def help_text() -> str:
+    """Every defence with its knob, for the command line's help: ``mg (κ), ..., label-only``."""
+    return ", ".join(d.name if d.knob is None else f"{d.name} ({d.knob.symbol} in {d.knob.range_text()})"
+                     for d in DEFENSES.values())
+
+
+def names(side: str | None = None) -> list[str]:
+    """Every defence's name (of one ``side``: ``training`` or ``output``)."""
+    return [n for n, d in DEFENSES.items() if side is None or d.side == side]
+
+
+def get(name: str) -> Defense:
+    """The defence called ``name`` (or an alias of it), else a one-line error listing them."""
+    key = ALIASES.get(name, name) if isinstance(name, str) else name
+    if key not in DEFENSES:
+        raise ConfigError(f"unknown defence {name!r}; expected one of {', '.join(DEFENSES)}")
+    return DEFENSES[key]
+
+
+def parse(text: str | list | tuple) -> list[Defense]:
+    """``"all"``, ``"label-smoothing,mixup"`` or a list of names → the defences, in the
+    order given, each once (``all``: every defence but NoisyCGD, which is convex-relu's)."""
+    items = [s.strip() for s in text.split(",")] if isinstance(text, str) else [str(s).strip() for s in text]
+    items = [s for s in items if s]
+    if not items:
+        raise ConfigError(f"--defenses needs at least one name: all, or some of {', '.join(DEFENSES)}")
+    out: list[Defense] = []
+    for item in items:
+        chosen = [d for n, d in DEFENSES.items() if n != "noisycgd"] if item == "all" else [get(item)]
+        out += [d for d in chosen if d not in out]
+    return out
+
+
+def of_config(defence) -> Defense | None:
+    """The registry defence a config's ``method`` names (None for none, MG noise and DP,
+    which the config's own fields describe)."""
+    return get(defence.method) if getattr(defence, "method", "") else None

@@ -1,0 +1,207 @@
+"""The one interface every defence implements.
+
+A defence is a :class:`Defense`: its name, its knob (the one number that sets how strong it
+is, with its range, the audit's default grid and which way is stronger), the paper it comes
+from, and what it changes:
+
+* a **training-side** defence changes how the model is trained. It maps its knob to run
+  config fields (:meth:`Defense.config_kwargs`; every field is part of the config hash, so a
+  model trained with α = 0.1 is never reused for α = 0.2) and, where the plain loop must do
+  something else, gives :class:`TrainingHooks`: the per-member targets (soft labels), the
+  per-batch view (MixUp's mixes, additive noise), the loss (label smoothing, confidence
+  penalty, RelaxLoss), and a step after each update (adversarial regularisation's inference
+  model);
+* an **output-side** defence trains the model as it is and changes only what a query
+  returns (:meth:`Defense.release`): every attack, the model's own evaluation aside, sees the
+  released scores.
+
+The module holds no torch at import time (the command line lists the defences before any
+heavy import); hooks import torch when they are built.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from privaudit.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
+
+TRAINING = "training"
+OUTPUT = "output"
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A defence's one setting: ``name`` (the word, e.g. ``alpha``), ``symbol`` (``α``), its
+    range [``low``, ``high``] (``low_open``: ``low`` itself excluded), whether it is an
+    integer, the audit's default ``grid`` (weakest first), and ``stronger``: ``higher`` when
+    a larger value protects more, ``lower`` when a smaller one does (fewer epochs, fewer
+    digits, fewer scores)."""
+
+    name: str
+    symbol: str
+    low: float
+    high: float
+    grid: tuple[float, ...]
+    low_open: bool = False
+    integer: bool = False
+    stronger: str = "higher"
+
+    def range_text(self) -> str:
+        left = "(" if self.low_open else "["
+        num = (lambda v: f"{int(v)}") if self.integer else (lambda v: f"{v:g}")
+        return f"{left}{num(self.low)}, {num(self.high)}]"
+
+    def check(self, defense: str, value: Any) -> float:
+        """``value`` as a float inside the range, or a one-line :class:`ConfigError`."""
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if ok:
+            v = float(value)
+            ok = (v > self.low if self.low_open else v >= self.low) and v <= self.high
+            ok = ok and (not self.integer or v == int(v))
+        if not ok:
+            kind = "an integer" if self.integer else "a number"
+            raise ConfigError(f"--knob for {defense} is its {self.name} {self.symbol}: {kind} in "
+                              f"{self.range_text()} (got {value})")
+        return float(value)
+
+    def text(self, value: float) -> str:
+        """``α=0.1``, ``k=3``."""
+        return f"{self.symbol}={int(value) if self.integer else f'{value:g}'}"
+
+
+@dataclass
+class TrainingContext:
+    """What a defence's hooks may use, handed over by the trainer: the model, the members
+    (normalised, on the device) and their labels, the number of classes, a seeded generator
+    on the device, a seeded NumPy generator for host-side draws, and, for the defences that
+    need them, ``reference`` (samples the model does not train on, normalised; adversarial
+    regularisation's reference set) and ``train_submodel`` (trains a fresh model of the same
+    recipe on given members for ``epochs`` and returns it in eval mode; distillation's
+    teachers)."""
+
+    model: Any
+    x: "torch.Tensor"
+    y: "torch.Tensor"
+    num_classes: int
+    generator: "torch.Generator"
+    rng: Any
+    epochs: int
+    reference: "tuple[torch.Tensor, torch.Tensor] | None" = None
+    train_submodel: "Callable[[torch.Tensor, torch.Tensor], Any] | None" = None
+
+
+class TrainingHooks:
+    """What a training-side defence changes in the plain training loop (Adam over shuffled
+    full passes, :mod:`privaudit.training.trainer`). Every default changes nothing: the plain
+    loop with these hooks is the plain loop."""
+
+    def setup(self, ctx: TrainingContext) -> None:
+        """Called once before the first epoch."""
+
+    def targets(self, x: "torch.Tensor", y: "torch.Tensor") -> "torch.Tensor":
+        """Each member's training target, indexed with the members: the labels (N,), or a
+        soft label per member (N, classes)."""
+        return y
+
+    def view(self, x: "torch.Tensor", t: "torch.Tensor") -> "tuple[torch.Tensor, torch.Tensor]":
+        """One batch as the step trains on it (after the flip and the MG mask)."""
+        return x, t
+
+    def loss(self, logits: "torch.Tensor", t: "torch.Tensor", epoch: int) -> "tuple[torch.Tensor, torch.Tensor]":
+        """(objective to descend, mean cross-entropy to report) of one batch."""
+        ce = cross_entropy(logits, t)
+        return ce, ce.detach()
+
+    def after_step(self, model: Any, x: "torch.Tensor", t: "torch.Tensor") -> None:
+        """Called after each update of the model."""
+
+
+def cross_entropy(logits: "torch.Tensor", t: "torch.Tensor") -> "torch.Tensor":
+    """Mean cross-entropy against labels (N,) or soft targets (N, classes)."""
+    import torch.nn.functional as F
+
+    if t.dim() == 1:
+        return F.cross_entropy(logits, t)
+    return -(t * F.log_softmax(logits, dim=-1)).sum(-1).mean()
+
+
+class Defense:
+    """One defence (module docstring). Subclasses set the class attributes and override what
+    they change."""
+
+    name: str = ""
+    tag: str = ""          #: short form in folder names (``ls`` for label smoothing)
+    title: str = ""        #: as the report names it
+    side: str = TRAINING
+    knob: Knob | None = None
+    paper: str = ""        #: the paper, by title and arXiv id where it has one
+    formula: str = ""      #: what it does, in one line
+    #: the config fields it sets itself (so that they are not also set by the user)
+    sets: tuple[str, ...] = ()
+    #: the trainer hands the hooks a reference set (:attr:`TrainingContext.reference`)
+    needs_reference: bool = False
+    #: the trainer hands the hooks a way to train sub-models (:attr:`TrainingContext.train_submodel`)
+    needs_submodels: bool = False
+
+    # -- configuration -------------------------------------------------------------------
+    def check_knob(self, value: Any) -> float:
+        if self.knob is None:
+            if value not in (None, 0, 0.0):
+                raise ConfigError(f"{self.name} takes no --knob")
+            return 0.0
+        if value is None:
+            raise ConfigError(f"{self.name} needs --knob, its {self.knob.name} {self.knob.symbol} in "
+                              f"{self.knob.range_text()}")
+        return self.knob.check(self.name, value)
+
+    def config_kwargs(self, value: float) -> dict[str, Any]:
+        """What :func:`privaudit.core.config.make_config` gets for knob ``value``."""
+        return {"method": self.name, "knob": value}
+
+    def validate(self, cfg: Any) -> None:
+        """Further checks of a config that uses this defence (model, recipe); raise
+        :class:`ConfigError`."""
+
+    def setting(self, value: float) -> str:
+        """The setting as the report names it: ``label smoothing α=0.1``."""
+        return self.title if self.knob is None else f"{self.title} {self.knob.text(value)}"
+
+    def label(self, value: float) -> str:
+        """The setting in folder names: ``ls0.1``."""
+        if self.knob is None:
+            return self.tag
+        return f"{self.tag}{int(value) if self.knob.integer else f'{value:g}'}"
+
+    # -- what it changes ------------------------------------------------------------------
+    def hooks(self, value: float, num_classes: int) -> TrainingHooks | None:
+        """The training loop's hooks (None: the plain loop)."""
+        return None
+
+    def model_kwargs(self, value: float) -> dict[str, Any]:
+        """Extra arguments of :func:`privaudit.models.build_model` while training."""
+        return {}
+
+    @property
+    def transforms_output(self) -> bool:
+        """Whether queries see :meth:`release`'s transform (the defence overrides it)."""
+        return type(self).release is not Defense.release
+
+    def release(self, logits: "torch.Tensor", value: float) -> "torch.Tensor":
+        """What a query returns, as logits (output-side defences; the others return them
+        unchanged)."""
+        return logits
+
+
+def released_logits(probs: "torch.Tensor") -> "torch.Tensor":
+    """Released scores (rows of non-negative numbers) as the logits every attack reads:
+    log(max(p, FLOOR)). A score the defence zeroes becomes log(FLOOR) = -69, far below any
+    real score, so no attack statistic divides by zero."""
+    return probs.clamp_min(FLOOR).log()
+
+
+FLOOR = 1e-30

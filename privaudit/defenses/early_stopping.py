@@ -1,0 +1,29 @@
+"""Early stopping, knob: the number of epochs. The recipe trained for fewer epochs than its
+default, so the model fits its members less (less accuracy, less leakage). The setting is the
+config's ``epochs``: the defence is the recipe with that one number changed."""
+
+from __future__ import annotations
+
+from privaudit.defenses.base import Defense, Knob
+from privaudit.errors import ConfigError
+
+
+class EarlyStopping(Defense):
+    name = "early-stopping"
+    tag = "es"
+    title = "early stopping"
+    knob = Knob("epochs", "epochs", 1, 100_000, grid=(20.0, 10.0, 5.0), integer=True, stronger="lower")
+    paper = "stopping before convergence (e.g. Song & Mittal, Systematic Evaluation of Privacy Risks, arXiv 2003.10595)"
+    formula = "train for fewer epochs"
+    sets = ("epochs",)
+
+    def config_kwargs(self, value: float) -> dict:
+        return {"method": self.name, "knob": value, "epochs": int(value)}
+
+    def validate(self, cfg) -> None:
+        if cfg.train.epochs != int(cfg.defence.knob):
+            raise ConfigError(f"--defense early-stopping sets the epochs to its knob ({int(cfg.defence.knob)}); "
+                              f"do not also give --epochs ({cfg.train.epochs})")
+
+
+DEFENSE = EarlyStopping()

@@ -1,0 +1,32 @@
+"""Weight decay, knob λ: the recipe's Adam with L2 coupled to the gradient (PyTorch's
+``Adam(weight_decay=λ)``: λ·w is added to each gradient before Adam's moment estimates, not
+AdamW's decoupled shrinkage), at a λ far above the recipe's default 1e-7. The setting is the
+config's ``weight_decay``, so the defence is the recipe with that one number changed."""
+
+from __future__ import annotations
+
+from privaudit.defenses.base import Defense, Knob
+from privaudit.errors import ConfigError
+
+
+class WeightDecay(Defense):
+    name = "weight-decay"
+    tag = "wd"
+    title = "weight decay"
+    knob = Knob("lambda", "λ", 0.0, 10.0, grid=(0.001, 0.01, 0.1), low_open=True)
+    paper = "L2 regularisation (coupled, as PyTorch's Adam applies it)"
+    formula = "∇ ← ∇ℓ + λ·w before Adam's update"
+    sets = ("weight_decay",)
+
+    def config_kwargs(self, value: float) -> dict:
+        return {"method": self.name, "knob": value, "weight_decay": value}
+
+    def validate(self, cfg) -> None:
+        if cfg.train.weight_decay != cfg.defence.knob:
+            raise ConfigError(f"--defense weight-decay sets the weight decay to its knob ({cfg.defence.knob:g}); "
+                              f"do not also give --weight-decay ({cfg.train.weight_decay:g})")
+        if cfg.model.name == "convex-relu":
+            raise ConfigError("convex-relu's --weight-decay is NoisyCGD's L2 coefficient, not a defence knob")
+
+
+DEFENSE = WeightDecay()

@@ -1,0 +1,220 @@
+"""The defence registry (issue: every common defence at equal accuracy): each defence tested
+for its defining property, exact where it is exact (label smoothing's targets, the
+confidence penalty's loss, top-k and rounding outputs), by Monte Carlo where it draws (MixUp's
+λ ~ Beta(α, α), additive noise's σ), and for the trend that must hold (more of the knob, less
+fit to the members); the registry's errors name what exists."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from cli_helpers import one_error_line, run_cli
+from privaudit.core.config import make_config
+from privaudit.data.loaders import load_digits
+from privaudit.defenses import DEFENSES, FIELD_DEFENSES, TrainingContext, get, parse
+from privaudit.defenses.base import FLOOR, cross_entropy
+from privaudit.defenses.confidence_penalty import entropy
+from privaudit.errors import ConfigError
+from privaudit.models import build_model
+from privaudit.training.trainer import train_model
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits()
+
+
+def _ctx(x, y, seed=0, classes=10):
+    return TrainingContext(model=None, x=x, y=y, num_classes=classes, generator=torch.Generator().manual_seed(seed),
+                           rng=np.random.default_rng(seed), epochs=1)
+
+
+# -- the registry ---------------------------------------------------------------------------
+
+def test_every_defence_documents_its_knob_paper_and_formula():
+    for name, d in DEFENSES.items():
+        assert d.name == name and d.title and d.paper and d.formula and d.tag
+        assert type(d).__module__.startswith("privaudit.defenses.")
+        assert (type(d).__doc__ or __import__(type(d).__module__, fromlist=["x"]).__doc__)
+        if d.knob is not None:
+            assert d.knob.grid, name
+            for v in d.knob.grid:
+                assert d.check_knob(v) == v
+            assert d.knob.stronger in ("higher", "lower")
+
+
+def test_unknown_defence_and_bad_knob_are_one_line_errors_listing_what_exists():
+    with pytest.raises(ConfigError, match="expected one of mg, dpsgd, .*label-only"):
+        get("dropconnect")
+    with pytest.raises(ConfigError, match=r"alpha α: a number in \(0, 0.99\] \(got 1.5\)"):
+        make_config(dataset="digits", defense="label-smoothing", knob=1.5)
+    with pytest.raises(ConfigError, match="an integer"):
+        make_config(dataset="digits", defense="top-k", knob=2.5)
+    with pytest.raises(ConfigError, match="needs --knob"):
+        make_config(dataset="digits", defense="mixup")
+    with pytest.raises(ConfigError, match="one defence a model"):
+        make_config(dataset="digits", defense="mixup", knob=0.2, kappa=0.5)
+    code, out, err = run_cli("train", "--dataset", "digits", "--defense", "mixup", "--knob", "-1")
+    assert code == 2 and "--knob for mixup is its alpha" in one_error_line(err)
+    code, out, err = run_cli("audit", "--dataset", "digits", "--defenses", "mixup,nope", "--dry-run")
+    assert code == 2 and "unknown defence 'nope'" in one_error_line(err) and "label-only" in err
+
+
+def test_parse_all_and_aliases():
+    names = [d.name for d in parse("all")]
+    assert names == [n for n in DEFENSES if n != "noisycgd"]
+    assert [d.name for d in parse("topk, mixup,top-k")] == ["top-k", "mixup"]
+
+
+def test_method_configs_hash_apart_and_leave_old_configs_alone():
+    plain = make_config(dataset="digits")
+    assert "method" not in plain.to_dict()["defence"] and "knob" not in plain.to_dict()["defence"]
+    a = make_config(dataset="digits", defense="label-smoothing", knob=0.1)
+    b = make_config(dataset="digits", defense="label-smoothing", knob=0.2)
+    assert len({plain.config_hash, a.config_hash, b.config_hash}) == 3
+    assert a.run_name.startswith("target-mlp-digits-ls0.1-")
+    assert type(a).from_dict(a.to_dict()) == a
+    es = make_config(dataset="digits", defense="early-stopping", knob=7)
+    assert es.train.epochs == 7
+    wd = make_config(dataset="digits", defense="weight-decay", knob=0.01)
+    assert wd.train.weight_decay == 0.01
+    with pytest.raises(ConfigError, match="do not also give --epochs"):
+        make_config(dataset="digits", defense="early-stopping", knob=7, epochs=8)
+
+
+# -- defining properties ----------------------------------------------------------------------
+
+def test_label_smoothing_targets_are_exact():
+    y = torch.tensor([0, 3, 9])
+    t = get("label-smoothing").hooks(0.3, 10).targets(torch.zeros(3, 4), y)
+    expected = np.full((3, 10), 0.03)
+    expected[np.arange(3), y.numpy()] = 0.7 + 0.03
+    np.testing.assert_allclose(t.numpy(), expected, atol=1e-7)
+    np.testing.assert_allclose(t.sum(1).numpy(), 1.0, atol=1e-6)
+
+
+def test_confidence_penalty_is_ce_minus_beta_entropy():
+    g = torch.Generator().manual_seed(1)
+    z, y = torch.randn(16, 10, generator=g), torch.randint(0, 10, (16,), generator=g)
+    objective, reported = get("confidence-penalty").hooks(2.0, 10).loss(z, y, 0)
+    p = torch.softmax(z.double(), 1)
+    h = -(p * p.log()).sum(1)
+    ce = -p.log()[torch.arange(16), y]
+    assert float(objective) == pytest.approx(float((ce - 2.0 * h).mean()), rel=1e-5)
+    assert float(reported) == pytest.approx(float(ce.mean()), rel=1e-5)
+    assert float(entropy(torch.zeros(1, 4))[0]) == pytest.approx(math.log(4), rel=1e-6)
+
+
+def test_mixup_weights_follow_beta_and_mixes_are_exact():
+    hooks = get("mixup").hooks(0.4, 10)
+    x = torch.randn(8, 1, 2, 2, generator=torch.Generator().manual_seed(0))
+    y = torch.arange(8) % 10
+    hooks.setup(_ctx(x, y, seed=3))
+    t = hooks.targets(x, y)
+    lambdas = []
+    for _ in range(3000):
+        xm, tm = hooks.view(x, t)
+        lambdas.append(hooks.last_lambda)
+    lam = hooks.last_lambda
+    # the last mix: every row is λ·x_i + (1 − λ)·x_j with the same j for inputs and labels
+    for i in range(8):
+        j = int(torch.argmax(tm[i] - lam * t[i]).item()) if lam < 1 else i
+        np.testing.assert_allclose(tm[i].sum().item(), 1.0, atol=1e-6)
+        np.testing.assert_allclose(xm[i].numpy(), (lam * x[i] + (1 - lam) * x[j]).numpy(), atol=1e-5)
+    # λ ~ Beta(0.4, 0.4): Kolmogorov-Smirnov, seeded
+    assert stats.kstest(lambdas, stats.beta(0.4, 0.4).cdf).pvalue > 0.01
+    assert stats.kstest(lambdas, stats.beta(1.0, 1.0).cdf).pvalue < 1e-6
+
+
+def test_additive_noise_has_the_asked_std():
+    hooks = get("input-noise").hooks(0.7, 10)
+    x = torch.zeros(2000, 1, 4, 4)
+    hooks.setup(_ctx(x, torch.zeros(2000, dtype=torch.long)))
+    noisy, _ = hooks.view(x, None)
+    assert float(noisy.std()) == pytest.approx(0.7, rel=0.02)
+    assert abs(float(noisy.mean())) < 0.01
+
+
+def test_dropout_keeps_the_layers_and_weights_of_the_plain_model():
+    torch.manual_seed(0)
+    with_dropout = build_model("mlp", (1, 8, 8), 10, width=16, dropout=0.5)
+    plain = build_model("mlp", (1, 8, 8), 10, width=16)
+    assert set(with_dropout.state_dict()) == set(plain.state_dict())
+    plain.load_state_dict(with_dropout.state_dict())
+    x = torch.randn(5, 1, 8, 8)
+    with_dropout.eval(), plain.eval()
+    torch.testing.assert_close(with_dropout(x), plain(x))
+    with_dropout.train()
+    drops = [m for m in with_dropout.modules() if isinstance(m, torch.nn.Dropout)]
+    assert len(drops) == 1 and drops[0].p == 0.5
+    with pytest.raises(ConfigError, match="adds dropout to mlp and cnn"):
+        make_config(dataset="digits", model="cnn-improved-small", defense="dropout", knob=0.5)
+
+
+def test_output_defences_release_exactly_what_they_say():
+    g = torch.Generator().manual_seed(2)
+    z = torch.randn(50, 10, generator=g, dtype=torch.float64) * 3
+    p = torch.softmax(z, 1)
+    top3 = get("top-k").release(z, 3).exp()
+    kept = top3 > FLOOR * 10
+    assert (kept.sum(1) == 3).all()
+    torch.testing.assert_close(top3[kept], p[kept])
+    assert (p.masked_fill(kept, -1.0).max(1).values <= p.topk(3, 1).values[:, -1]).all()  # the 3 largest kept
+    rounded = get("rounding").release(z, 2).exp()
+    expected = torch.round(p * 100) / 100
+    nonzero = expected > 0
+    torch.testing.assert_close(rounded[nonzero], expected[nonzero])
+    assert (rounded[~nonzero] < 1e-20).all()
+    labels = get("label-only").release(z, 0).exp()
+    assert torch.equal(labels.argmax(1), z.argmax(1)) and ((labels > 0.5).sum(1) == 1).all()
+    assert (labels.max(1).values == 1.0).all()
+
+
+def test_workspace_queries_see_the_released_outputs(tmp_path, digits):
+    from privaudit.pipeline.runs import DataCache, ensure_model
+    from privaudit.pipeline.workspace import Workspace
+    from privaudit.training.trainer import predict_logits
+
+    ws = Workspace(tmp_path)
+    cfg = make_config(dataset="digits", defense="top-k", knob=1, epochs=3, part_size=100)
+    run = ensure_model(cfg, ws, DataCache(None), torch.device("cpu"))
+    loaded = ws.load_model(run.name, digits.input_shape, digits.num_classes)
+    scores = predict_logits(loaded.model, torch.from_numpy(loaded.normaliser(digits.x[:20]))).exp()
+    assert ((scores > 1e-20).sum(1) == 1).all()  # one score released per query
+
+
+# -- trends ---------------------------------------------------------------------------------
+
+def _fit(digits, **kwargs):
+    cfg = make_config(dataset="digits", part_size=300, seed=0, **kwargs)
+    m = train_model(cfg, digits).metrics
+    return m["train_loss"], m["test_loss"], m["train_accuracy"]
+
+
+@pytest.mark.parametrize("name", ["input-noise", "weight-decay", "early-stopping", "dropout", "mixup"])
+def test_more_of_the_knob_fits_the_members_less(digits, name):
+    """Stronger setting → larger training loss (the members fitted less) and a smaller
+    train-test loss gap, the quantity the loss attack thresholds."""
+    d = get(name)
+    weak, strong = d.knob.grid[0], d.knob.grid[-1]
+    extra = {} if name == "early-stopping" else {"epochs": 40}
+    w_train, w_test, _ = _fit(digits, defense=name, knob=weak, **extra)
+    s_train, s_test, _ = _fit(digits, defense=name, knob=strong, **extra)
+    assert s_train > w_train
+    assert (s_test - s_train) < (w_test - w_train)
+
+
+def test_every_training_defence_trains(digits):
+    for name, d in DEFENSES.items():
+        if name in FIELD_DEFENSES:
+            continue
+        v = d.knob.grid[0] if d.knob else None
+        extra = {} if name == "early-stopping" else {"epochs": 2}
+        cfg = make_config(dataset="digits", part_size=100, defense=name, knob=v, **extra)
+        r = train_model(cfg, digits)
+        assert np.isfinite(r.loss_history).all() and r.metrics["test_accuracy"] > 0.1, name
