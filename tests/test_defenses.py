@@ -218,3 +218,24 @@ def test_every_training_defence_trains(digits):
         cfg = make_config(dataset="digits", part_size=100, defense=name, knob=v, **extra)
         r = train_model(cfg, digits)
         assert np.isfinite(r.loss_history).all() and r.metrics["test_accuracy"] > 0.1, name
+
+
+def test_label_only_attacks_run_on_output_defences_and_the_gap_attack_is_the_accuracy_gap(tmp_path):
+    """A target behind ``label-only`` gets the gap and augmentation attacks without asking;
+    the gap attack's AUC is exactly (1 + train accuracy − test accuracy) / 2."""
+    from privaudit.pipeline.attacking import AttackPlan, attack_target
+    from privaudit.pipeline.runs import DataCache, ensure_model
+    from privaudit.pipeline.workspace import Workspace
+
+    ws, data, cpu = Workspace(tmp_path), DataCache(None), torch.device("cpu")
+    cfg = make_config(dataset="digits", defense="label-only", epochs=20, part_size=200)
+    run = ensure_model(cfg, ws, data, cpu)
+    result = attack_target(ws, run.name, data, cpu, AttackPlan.from_choices(["shadow"]))
+    assert {"gap", "augmentation", "shadow"} <= set(result.metrics)
+    m = run.metrics
+    assert result.metrics["gap"]["auc"] == pytest.approx((1 + m["train_accuracy"] - m["test_accuracy"]) / 2, abs=1e-9)
+    # label only: the shadow attack's sorted posteriors are all (1, 0, 0): it cannot tell anything
+    assert result.metrics["shadow"]["auc"] == pytest.approx(0.5, abs=1e-9)
+    plain = attack_target(ws, ensure_model(make_config(dataset="digits", epochs=20, part_size=200), ws, data, cpu).name,
+                          data, cpu, AttackPlan.from_choices(["shadow"]))
+    assert "gap" not in plain.metrics  # a target that releases its scores gets them only when asked

@@ -45,6 +45,11 @@ authors' code, github.com/DingfanChen/RelaxLoss, ``source/*/defense/relaxloss.py
 
 The targets the loop hands the hooks are the integer labels (N,) (``targets`` is the
 default); the loss works in float32 whatever the autocast precision of the logits.
+
+α is meant to lie below log K, the loss of the uniform prediction (K classes; the authors use
+α = 1 for CIFAR-10 and α = 3 for CIFAR-100): with α ≥ log K the loop holds the model near
+chance, since ascending past the uniform prediction makes members misclassified and the
+flattening epochs then pull their one-hot labels back.
 """
 
 from __future__ import annotations

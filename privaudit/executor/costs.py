@@ -278,7 +278,7 @@ class CostModel:
         t, d, m = cfg.train, cfg.defence, cfg.model
         key = (f"train|{m.name}|{m.width}|{m.args}|{images.input_shape}|{images.num_classes}|dp={d.dp}|"
                f"{d.mechanism if d.dp else ''}|mg={d.kappa > 0}|b={t.batch_size}|{t.precision}|{t.augment}|"
-               f"{resolve_engine()}|k={len(group)}")
+               f"{resolve_engine()}|k={len(group)}" + (f"|{d.method}" if d.method else ""))
         rates = self._rate(key, lambda: self._measure_training(group, images))
         return float(rates[0]), float(rates[1]), float(rates[2])
 

@@ -45,6 +45,8 @@ from privaudit.pipeline.workspace import Workspace
 
 ATTACK_SCHEMA = 3  # 3: AUC intervals (metrics.auc_interval) in every attack's metrics
 SHADOW_ATTACKS = ("shadow", "loss", "confidence", "data-free")
+# label-only attacks (privaudit.attacks.label_only), thresholds from the shadow model too
+LABEL_ONLY_ATTACKS = ("gap", "augmentation")
 TRANSFER_ATTACK = "shadow-transfer"
 # ML-Leaks adversary 3 (Salem et al., NDSS 2019, Section VI): the top posterior, thresholded
 # at this percentile of the top posteriors of as many uniformly random images (no data needed).
@@ -67,6 +69,7 @@ class AttackPlan:
     one_run: bool = False
     shown: tuple[str, ...] = ()
     shadow_dataset: str | None = None  # ML-Leaks adversary 2: a shadow trained on other data
+    label_only: bool = False  # the gap and augmentation attacks (also run on output-side defences)
 
     def asked(self, metrics: dict) -> dict:
         """``metrics`` restricted to the attacks that were asked for."""
@@ -83,6 +86,7 @@ class AttackPlan:
         unknown = chosen - set(ATTACK_CHOICES)
         if unknown:
             raise ConfigError(f"unknown attack {sorted(unknown)[0]!r}; expected one of {', '.join(ATTACK_CHOICES)}")
+        label_only = "label-only" in chosen
         if "all" in chosen:
             chosen = set(ATTACK_CHOICES)
         pool = []
@@ -97,10 +101,12 @@ class AttackPlan:
                               f"(got {pool_size})")
         shown = (["shadow"] if "shadow" in chosen else []) + (["loss", "confidence", "data-free"]
                                                                 if "loss" in chosen else [])
+        shown += list(LABEL_ONLY_ATTACKS) if chosen & {"label-only", "shadow"} else []
         pool_attacks = tuple(a for a in POOL_ATTACKS if a in pool)
         if shadow_dataset is not None:
             shown.append(TRANSFER_ATTACK)
-        return cls(shadow=bool(chosen & {"shadow", "loss"}), pool_attacks=pool_attacks,
+        return cls(shadow=bool(chosen & {"shadow", "loss", "label-only"}), pool_attacks=pool_attacks,
+                   label_only=label_only,
                    pool_size=pool_size if pool else 0, one_run="one-run" in chosen,
                    shown=tuple(shown) + pool_attacks, shadow_dataset=shadow_dataset)
 
@@ -129,6 +135,71 @@ def model_outputs(workspace: Workspace, name: str, data: DataCache,
     model = loaded.model.to(device)
     return (predict_logits(model, rd.x_in).double().numpy(), rd.y_in.cpu().numpy(),
             predict_logits(model, rd.x_out).double().numpy(), rd.y_out.cpu().numpy())
+
+
+def hides_scores(cfg: RunConfig) -> bool:
+    """Whether ``cfg``'s defence releases less than the scores (an output-side defence of
+    :mod:`privaudit.defenses`): its targets get the label-only attacks, whatever was asked."""
+    from privaudit.defenses import OUTPUT, of_config
+
+    defense = of_config(cfg.defence)
+    return defense is not None and defense.side == OUTPUT
+
+
+def label_outputs(workspace: Workspace, name: str, data: DataCache,
+                  device: torch.device) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The label-only attacks' scores of a saved model on its members and non-members: (gap
+    in, gap out, augmentation in, augmentation out). The model is queried for its predicted
+    label alone (its own argmax, which every output defence still releases) on the raw images
+    shifted by up to one pixel (two on images larger than 16 pixels), and mirrored when it
+    trained on mirrored images; each view normalised as the model's inputs are."""
+    from privaudit.attacks.label_only import AugmentationSpec, augmentation_scores, gap_scores
+    from privaudit.data.splits import member_indices, split_parts
+    from privaudit.models.released import Released
+
+    cfg = workspace.read_model_config(name)
+    images = data.images(cfg)
+    loaded = workspace.load_model(name, images.input_shape, images.num_classes)
+    model = loaded.model.model if isinstance(loaded.model, Released) else loaded.model
+    model = model.to(device)
+    mean = torch.from_numpy(loaded.normaliser.mean).to(device)
+    std = torch.from_numpy(loaded.normaliser.std).to(device)
+
+    def predict(x: torch.Tensor) -> torch.Tensor:
+        return predict_logits(model, (x - mean) / std).argmax(1)
+
+    split = split_parts(len(images.y), cfg.data.part_size, cfg.data.seed)
+    idx_in, idx_out = member_indices(cfg.role, split, pool_size=cfg.data.pool_size, pool_index=cfg.data.pool_index,
+                                     seed=cfg.data.seed)
+    spec = AugmentationSpec(radius=1 if max(images.input_shape[1:]) <= 16 else 2, flip=cfg.train.augment == "flip")
+    out = []
+    for idx in (idx_in, idx_out):
+        x = torch.from_numpy(images.x[idx].astype(np.float32)).to(device)
+        y = images.y[idx]
+        out.append((gap_scores(predict(x).cpu().numpy(), y), augmentation_scores(predict, x, y, spec)))
+    return out[0][0], out[1][0], out[0][1], out[1][1]
+
+
+def run_label_only(target_out: tuple, shadow_out: tuple,
+                   delta: float = 1e-5) -> tuple[dict[str, dict[str, float]], dict[str, np.ndarray]]:
+    """The gap attack (score 1[ŷ = y], member iff 1) and the augmentation attack (the share
+    of shifted views still classified correctly, thresholded where it separates the shadow
+    model's own members from its non-members best), from :func:`label_outputs` of the target
+    and its shadow; ε bounds with thresholds chosen on the shadow model."""
+    from privaudit.attacks.label_only import reference_threshold
+
+    g_in, g_out, a_in, a_out = target_out
+    sg_in, sg_out, sa_in, sa_out = shadow_out
+    labels = np.concatenate([np.ones(len(g_in), dtype=np.int8), np.zeros(len(g_out), dtype=np.int8)])
+    s_labels = np.concatenate([np.ones(len(sg_in), dtype=np.int8), np.zeros(len(sg_out), dtype=np.int8)])
+    scores = {"gap": (np.concatenate([g_in, g_out]), np.concatenate([sg_in, sg_out]), 1.0)}
+    aug_calib = np.concatenate([sa_in, sa_out])
+    scores["augmentation"] = (np.concatenate([a_in, a_out]), aug_calib, reference_threshold(s_labels, aug_calib))
+    metrics = {}
+    for name, (s, calib, thr) in scores.items():
+        metrics[name] = {**attack_metrics(labels, s, thr),
+                         **empirical_privacy(labels, s, s_labels, calib, delta=delta)}
+    return metrics, {"labels": labels, **{f"score_{name}": s for name, (s, _, _) in scores.items()}}
 
 
 def data_free_threshold(workspace: Workspace, name: str, data: DataCache, device: torch.device) -> float:
@@ -237,11 +308,13 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
     shadow_name = cfg.as_shadow().run_name if plan.shadow else None
     pool_id = pool_name(cfg, plan.pool_size) if plan.pool_attacks else None
     todo_shadow = plan.shadow and any(metrics.get(a, {}).get("source") != shadow_name for a in SHADOW_ATTACKS)
+    with_labels = plan.shadow and (plan.label_only or hides_scores(cfg))
+    todo_labels = with_labels and any(metrics.get(a, {}).get("source") != shadow_name for a in LABEL_ONLY_ATTACKS)
     todo_pool = bool(plan.pool_attacks) and any(metrics.get(a, {}).get("source") != pool_id for a in plan.pool_attacks)
     todo_one_run = plan.one_run and extras.get("one_run", {}).get("canary_run") != cfg.as_canary().run_name
     transfer = transfer_shadow_config(cfg, plan.shadow_dataset, data) if plan.shadow_dataset else None
     todo_transfer = transfer is not None and metrics.get(TRANSFER_ATTACK, {}).get("source") != transfer.run_name
-    if not (todo_shadow or todo_pool or todo_one_run or todo_transfer):
+    if not (todo_shadow or todo_pool or todo_one_run or todo_transfer or todo_labels):
         return AttackResult(target, shadow_name, folder, metrics, True, extras)
     _check_reused(workspace, cfg, plan, todo_shadow, todo_pool, todo_one_run)
 
@@ -258,6 +331,12 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
         m, a = run_attacks(outputs(),
                            model_outputs(workspace, shadow_run.name, data, device), delta=cfg.defence.delta,
                            data_free=data_free_threshold(workspace, target, data, device))
+        metrics.update({k: {**v, "source": shadow_run.name} for k, v in m.items()})
+        arrays.update(a)
+    if todo_labels:
+        shadow_run = ensure_model(cfg.as_shadow(), workspace, data, device, on_start=on_start, on_epoch=on_epoch)
+        m, a = run_label_only(label_outputs(workspace, target, data, device),
+                              label_outputs(workspace, shadow_run.name, data, device), delta=cfg.defence.delta)
         metrics.update({k: {**v, "source": shadow_run.name} for k, v in m.items()})
         arrays.update(a)
     if todo_pool:

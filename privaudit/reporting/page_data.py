@@ -23,7 +23,7 @@ POOL_ATTACKS = ("shadow-pool", "lira-online", "lira-online-global", "lira-offlin
 #: the page's order of the attacks (others after them, by name)
 ATTACK_ORDER = {"shadow": 0, "shadow-pool": 1, "lira-online": 2, "lira-online-global": 3,
                 "lira-offline": 4, "lira-offline-global": 5, "rmia": 6, "loss": 7,
-                "confidence": 8}
+                "confidence": 8, "augmentation": 9, "gap": 10}
 VERDICT_CSS = {"MG noise leaks less": "mg", "DP-SGD leaks less": "dp", "no significant difference at 95 %": "tie"}
 FAMILY_CSS = {"baseline": "fam0", "MG noise": "fam1", "DP-SGD": "fam2", "MG + DP-SGD": "fam3"}
 OTHER_CSS = "fam4"  # every other defence of privaudit.defenses
