@@ -108,7 +108,7 @@ class RelaxLoss(Defense):
     name = "relaxloss"
     tag = "rl"
     title = "RelaxLoss"
-    knob = Knob("alpha", "α", 0.0, 10.0, grid=(0.5, 1.0, 2.0), low_open=True)
+    knob = Knob("alpha", "α", 0.0, 10.0, grid=(0.3, 0.6, 1.0), low_open=True)
     paper = ("Chen, Yu and Fritz, RelaxLoss: Defending Membership Inference Attacks without Losing Utility "
              "(ICLR 2022, arXiv 2207.05801)")
     formula = "descend while L ≥ α; below α ascend (−L) or flatten the posterior, on alternate epochs"
