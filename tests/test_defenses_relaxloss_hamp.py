@@ -38,7 +38,7 @@ def test_registered_after_mixup_before_the_output_defences():
     # HAMP trains (one model per γ) and changes what queries see
     assert (hamp.tag, hamp.side, hamp.transforms_output) == ("hamp", TRAINING, True)
     assert hamp.side != OUTPUT
-    assert rl.knob.grid == (0.5, 1.0, 2.0) and rl.knob.stronger == "higher"
+    assert rl.knob.grid == (0.3, 0.6, 1.0) and rl.knob.stronger == "higher"
     assert hamp.knob.grid == (0.5, 0.8, 0.95) and hamp.knob.stronger == "higher"
     assert rl.label(1.0) == "rl1" and hamp.label(0.8) == "hamp0.8"
     for bad in (0.0, -1.0, 10.5):

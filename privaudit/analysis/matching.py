@@ -62,11 +62,24 @@ def match_kappa(goal: float, accuracy_of: Callable[[float], float], known: Mappi
     ``known`` maps κ already trained (at least the baseline, κ = 0) to their test accuracy;
     ``accuracy_of`` trains (or reuses) the MG-noise target at κ and returns its accuracy.
     """
+    return match_strength(goal, accuracy_of, known, tolerance=tolerance, max_strength=max_kappa,
+                          max_steps=max_steps)
+
+
+def match_strength(goal: float, accuracy_of: Callable[[float], float], known: Mapping[float, float], *,
+                   tolerance: float = DEFAULT_TOLERANCE, max_strength: float = MAX_KAPPA,
+                   max_steps: int = MAX_STEPS, first: float = 1.0,
+                   rounder: Callable[[float], float] = round_kappa) -> KappaMatch:
+    """The search of :func:`match_kappa` for any defence: ``strength`` s ≥ 0 is the defence's
+    knob mapped so that accuracy falls as s grows (s = 0: the undefended baseline, in
+    ``known``); the bracket grows from ``first`` by doubling up to ``max_strength``, and every
+    strength tried is ``rounder(s)`` (three significant figures; whole numbers for an integer
+    knob). The result's ``kappa`` is the strength found."""
     if not (math.isfinite(goal) and 0.0 <= goal <= 1.0):
         raise ValueError(f"goal accuracy must lie in [0, 1], got {goal}")
     if not tolerance > 0:
         raise ValueError(f"tolerance must be > 0, got {tolerance}")
-    seen = {round_kappa(float(k)): float(a) for k, a in known.items()}
+    seen = {rounder(float(k)): float(a) for k, a in known.items()}
     steps: list[tuple[float, float]] = []
 
     def evaluate(kappa: float) -> float:
@@ -86,8 +99,8 @@ def match_kappa(goal: float, accuracy_of: Callable[[float], float], known: Mappi
         below = [k for k, a in seen.items() if a < goal]
         if not below:  # accuracy never fell to the goal yet: bracket by doubling κ
             largest = max(seen)
-            nxt = round_kappa(max(1.0, 2.0 * largest))
-            if nxt > max_kappa or nxt in seen:
+            nxt = rounder(min(max(first, 2.0 * largest), max_strength))
+            if nxt > max_strength or nxt in seen:
                 break
             evaluate(nxt)
             continue
@@ -99,7 +112,7 @@ def match_kappa(goal: float, accuracy_of: Callable[[float], float], known: Mappi
         f_lo, f_hi = seen[lo] - goal, seen[hi] - goal
         width = hi - lo
         guess = lo + width * f_lo / (f_lo - f_hi)  # false position on accuracy − goal
-        nxt = round_kappa(min(max(guess, lo + 0.1 * width), hi - 0.1 * width))
+        nxt = rounder(min(max(guess, lo + 0.1 * width), hi - 0.1 * width))
         if nxt in seen:  # rounding can no longer split the bracket
             break
         evaluate(nxt)
