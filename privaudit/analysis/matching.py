@@ -69,12 +69,14 @@ def match_kappa(goal: float, accuracy_of: Callable[[float], float], known: Mappi
 def match_strength(goal: float, accuracy_of: Callable[[float], float], known: Mapping[float, float], *,
                    tolerance: float = DEFAULT_TOLERANCE, max_strength: float = MAX_KAPPA,
                    max_steps: int = MAX_STEPS, first: float = 1.0,
-                   rounder: Callable[[float], float] = round_kappa) -> KappaMatch:
+                   rounder: Callable[[float], float] = round_kappa, defended_only: bool = False) -> KappaMatch:
     """The search of :func:`match_kappa` for any defence: ``strength`` s ≥ 0 is the defence's
     knob mapped so that accuracy falls as s grows (s = 0: the undefended baseline, in
     ``known``); the bracket grows from ``first`` by doubling up to ``max_strength``, and every
     strength tried is ``rounder(s)`` (three significant figures; whole numbers for an integer
-    knob). The result's ``kappa`` is the strength found."""
+    knob). The result's ``kappa`` is the strength found. ``defended_only``: the baseline
+    brackets the search but is never its answer (the search ends when a strength s > 0 lies
+    within tolerance; with none tried, the answer is s = 0, not within)."""
     if not (math.isfinite(goal) and 0.0 <= goal <= 1.0):
         raise ValueError(f"goal accuracy must lie in [0, 1], got {goal}")
     if not tolerance > 0:
@@ -88,12 +90,18 @@ def match_strength(goal: float, accuracy_of: Callable[[float], float], known: Ma
         steps.append((kappa, acc))
         return acc
 
+    def answers() -> dict[float, float]:
+        return {k: a for k, a in seen.items() if k > 0} if defended_only else seen
+
     def result() -> KappaMatch:
-        kappa = min(seen, key=lambda k: (abs(seen[k] - goal), k))
-        return KappaMatch(goal, kappa, seen[kappa], abs(seen[kappa] - goal) <= tolerance, tolerance, tuple(steps))
+        pool = answers()
+        if not pool:
+            return KappaMatch(goal, 0.0, seen.get(0.0, math.nan), False, tolerance, tuple(steps))
+        kappa = min(pool, key=lambda k: (abs(pool[k] - goal), k))
+        return KappaMatch(goal, kappa, pool[kappa], abs(pool[kappa] - goal) <= tolerance, tolerance, tuple(steps))
 
     def done() -> bool:
-        return any(abs(a - goal) <= tolerance for a in seen.values()) or len(steps) >= max_steps
+        return any(abs(a - goal) <= tolerance for a in answers().values()) or len(steps) >= max_steps
 
     while not done():
         below = [k for k, a in seen.items() if a < goal]

@@ -46,6 +46,7 @@ class AuditReport:
     attacks: list = field(repr=False, default_factory=list)   #: privaudit.pipeline.attacking.AttackResult, one per target
     summary: Any = field(repr=False, default=None)            #: privaudit.reporting.summary.Summary
     match_accuracy: list = field(repr=False, default_factory=list)
+    target_matches: list = field(repr=False, default_factory=list)  #: privaudit.executor.auditing.TargetMatch
     attack_plan: Any = field(repr=False, default=None)
 
     def scores(self, target: str | None = None) -> "pd.DataFrame":
@@ -75,6 +76,7 @@ class AuditReport:
             "phase_seconds": self.phase_seconds,
             "seeds": self.seeds,
             "match_accuracy": [{"dp_run": c.run_name, **m.to_dict()} for c, m in self.match_accuracy],
+            "target_accuracies": [m.to_dict() for m in self.target_matches],
             "targets": [{"run": t.name, "path": str(t.path), "reused": t.reused,
                          "metrics": {k: v for k, v in t.metrics.items() if k != "loss_history"}} for t in self.targets],
             "attacks": [{"target": a.target, "shadow": a.shadow, "path": str(a.path), "metrics": asked(a.metrics),
@@ -109,6 +111,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
           weight_decay: float | None = None, precision: str = "fp32", augment: str = "none",
           width: int | None = None, part_size: int | None = None, seed: int = 0, seeds: params.Seeds = None,
           model_args: Sequence[str] | dict | None = None, match_accuracy: bool = False,
+          target_accuracies: params.Grid = None,
           match_tolerance: float = 0.01, device: str = "auto", executor: str = "local",
           ray_address: str | None = None, cpus_per_job: int | None = None, workdir: str | Path = ".",
           hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
@@ -132,7 +135,18 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     params.one_of(executor, "--executor", "local", "ray")
     if sigmas is not None and target_epsilons is not None:
         raise ConfigError("give --sigmas or --target-epsilons, not both (both set the DP rows)")
-    chosen, other_grids = params.defense_grids(defenses, knobs)
+    chosen, other_grids, explicit = params.defense_grids(defenses, knobs)
+    targets = params.grid(target_accuracies, "--target-accuracies", low=0.0, high=1.0, low_open=True)
+    if targets and match_accuracy:
+        raise ConfigError("give --target-accuracies or --match-accuracy, not both (both choose settings by accuracy)")
+    if targets:
+        # the search chooses the settings: no default grids, only what is asked for explicitly
+        searched = [n for n in (chosen or ["mg", "dpsgd"]) if not (n == "mg" and model == "convex-relu")]
+        if model == "convex-relu":
+            searched = ["noisycgd" if n == "dpsgd" else n for n in searched]
+        kappas = "none" if kappas is None else kappas
+        sigmas = "none" if sigmas is None and target_epsilons is None else sigmas
+        other_grids = [(n, v) for n, v in other_grids if n in explicit]
     if chosen is not None and kappas is None and "mg" not in chosen:
         kappas = "none"
     if chosen is not None and sigmas is None and target_epsilons is None and not {"dpsgd", "noisycgd"} & set(chosen):
@@ -185,10 +199,31 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         ws = Workspace(workdir)
         notes = ([f"--match-accuracy's search trains up to a few MG-noise targets per DP-SGD setting on seed "
                   f"{seed_list[0]} (not counted: how many depends on the accuracies found)"] if match_accuracy else [])
+        if targets:
+            from privaudit.executor.auditing import TARGET_SEARCH_STEPS
+
+            notes.append(f"--target-accuracies: the search trains up to {TARGET_SEARCH_STEPS} models per defence and "
+                         f"target on seed {seed_list[0]} ({len(searched)} defences x {len(targets)} targets: at most "
+                         f"{TARGET_SEARCH_STEPS * len(searched) * len(targets)}), then audits the settings it finds on "
+                         f"every seed (not counted: which they are depends on the accuracies found)")
         return preview("audit", audit_graph(replicate(plans), data, attack_plan), ws, data, dev, log=say, notes=notes,
                        executor=executor)
     ws = Workspace(workdir).ensure_writable()
     matches: list = []
+    reached: list = []
+    if targets:
+        from privaudit.executor.auditing import TARGET_SEARCH_STEPS, defended, match_targets, save_target_matches
+
+        say(f"target accuracies {params.grid_text(targets)}: searching {', '.join(searched)} on seed {seed_list[0]} "
+            f"(at most {TARGET_SEARCH_STEPS} trainings per defence and target, tolerance {match_tolerance:g})")
+        reached = match_targets(bases[0], searched, targets, ws, data, dev, tolerance=match_tolerance,
+                                on_start=hooks.on_model_start, on_epoch=hooks.on_epoch)
+        save_target_matches(ws, bases[0], reached)
+        for m in reached:
+            say(f"target {m.target:g}: {m.defence} " + (f"knob {m.knob:g} -> {m.accuracy:.4f}" if m.within else
+                f"{m.status} (accuracies {m.reached[0]:.3f}-{m.reached[1]:.3f} after {len(m.steps)} trainings)"))
+        plans = [p + [defended(b, m.defence, m.knob) for m in reached if m.within] for b, p in zip(bases, plans)]
+        plans = [list({c.validated().run_name: c for c in p}.values()) for p in plans]
     if match_accuracy:
         say(f"match-accuracy: searching kappa for {len(s_grid or eps_grid)} DP-SGD settings (seed "
             f"{seed_list[0]}, tolerance {match_tolerance:g})")
@@ -223,4 +258,5 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
                        workdir=Path(ws.root), seeds=seed_list, executor=runner.name, jobs=len(graph),
                        wall_seconds=time.perf_counter() - t0, phase_seconds=CLOCK.snapshot(),
                        targets=result.targets, attacks=result.attacks, summary=summary, match_accuracy=matches,
+                       target_matches=reached,
                        attack_plan=attack_plan)

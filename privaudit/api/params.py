@@ -328,9 +328,10 @@ def defense_choice(defense: str | None, knob: float | None, *, kappa: float = 0.
 
 
 def defense_grids(defenses: str | Sequence[str] | None, knobs: Sequence[str] | dict | None = None
-                  ) -> tuple[list[str] | None, list[tuple[str, list[float]]]]:
+                  ) -> tuple[list[str] | None, list[tuple[str, list[float]]], set[str]]:
     """``audit``'s ``--defenses`` and ``--knobs`` → (the names asked for, or None when
-    ``--defenses`` was not given; the other defences' grids, each (name, knob values)).
+    ``--defenses`` was not given; the other defences' grids, each (name, knob values); the
+    names whose grid ``--knobs`` gave).
 
     ``--knobs`` entries are ``NAME=v1,v2`` (or a mapping name → values) and replace a
     defence's default grid (:attr:`privaudit.defenses.Knob.grid`); MG noise and DP-SGD take
@@ -358,7 +359,7 @@ def defense_grids(defenses: str | Sequence[str] | None, knobs: Sequence[str] | d
         if d.name in FIELD_DEFENSES:
             continue
         grids.append((d.name, given.get(d.name, list(d.knob.grid) if d.knob is not None else [0.0])))
-    return chosen, grids
+    return chosen, grids, set(given)
 
 
 def _knob_item(text: str) -> tuple[str, str]:

@@ -264,6 +264,12 @@ class RunConfig:
         return (f"{self.role}-{model_tag(self.model.name)}-{dataset_tag(self.data.dataset)}-"
                 f"{self.defence.label}{pool}-{self.config_hash}")
 
+    def with_epochs(self, epochs: int) -> "RunConfig":
+        """The same recipe trained for ``epochs`` (early stopping's knob follows: it is the
+        epochs)."""
+        defence = replace(self.defence, knob=float(epochs)) if self.defence.method == "early-stopping" else self.defence
+        return replace(self, train=replace(self.train, epochs=epochs), defence=defence)
+
     def as_shadow(self) -> "RunConfig":
         """The shadow model's config: the identical recipe, defence included."""
         return replace(self, role="shadow")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from privaudit.defenses import (confidence_penalty, dpsgd, dropout, early_stopping, hamp, input_noise, label_smoothing,
                                 mg_noise, mixup, output, relaxloss, weight_decay)
+from privaudit.defenses import advreg, distillation
 from privaudit.defenses.base import OUTPUT, TRAINING, Defense, Knob, TrainingContext, TrainingHooks
 from privaudit.errors import ConfigError
 
@@ -20,7 +21,7 @@ __all__ = ["DEFENSES", "Defense", "Knob", "TrainingContext", "TrainingHooks", "O
 DEFENSES: dict[str, Defense] = {d.name: d for d in (
     mg_noise.DEFENSE, dpsgd.DEFENSE, dpsgd.NOISYCGD, input_noise.DEFENSE, dropout.DEFENSE, weight_decay.DEFENSE,
     label_smoothing.DEFENSE, confidence_penalty.DEFENSE, early_stopping.DEFENSE, mixup.DEFENSE,
-    relaxloss.DEFENSE, hamp.DEFENSE,
+    relaxloss.DEFENSE, hamp.DEFENSE, advreg.DEFENSE, distillation.DEFENSE,
     output.TOP_K, output.ROUNDING, output.LABEL_ONLY,
 )}
 #: defences set by their own config fields (κ, DP) rather than the config's ``method``
@@ -60,6 +61,14 @@ def parse(text: str | list | tuple) -> list[Defense]:
         chosen = [d for n, d in DEFENSES.items() if n != "noisycgd"] if item == "all" else [get(item)]
         out += [d for d in chosen if d not in out]
     return out
+
+
+def other(name: object) -> Defense | None:
+    """The defence a table row's ``defence`` names when it is neither the baseline, MG noise
+    nor DP (those the table describes by their own columns), else None."""
+    if isinstance(name, str) and name in DEFENSES and name not in FIELD_DEFENSES:
+        return DEFENSES[name]
+    return None
 
 
 def of_config(defence) -> Defense | None:

@@ -50,6 +50,7 @@ class Knob:
     low_open: bool = False
     integer: bool = False
     stronger: str = "higher"
+    search_max: float | None = None  #: the largest value an accuracy search tries (default: ``high``)
 
     def range_text(self) -> str:
         left = "(" if self.low_open else "["
@@ -177,6 +178,24 @@ class Defense:
             return self.tag
         return f"{self.tag}{int(value) if self.knob.integer else f'{value:g}'}"
 
+    # -- the accuracy search -------------------------------------------------------------
+    @property
+    def searchable(self) -> bool:
+        """Whether the knob moves test accuracy (a training-side defence with a knob); an
+        output-side defence keeps the model's accuracy at every setting."""
+        return self.side == TRAINING and self.knob is not None
+
+    def search_space(self, cfg: Any) -> tuple[float, float, Callable[[float], float], Callable[[float], float]]:
+        """How :func:`privaudit.analysis.matching.match_strength` searches this knob for a
+        target accuracy: (first strength to try, largest strength, strength → knob value,
+        rounding of a strength). Strength s ≥ 0 grows with protection, s = 0 the undefended
+        baseline; here s is the knob itself (a ``higher`` knob), its first try the default
+        grid's strongest value."""
+        knob = self.knob
+        top = knob.search_max if knob.search_max is not None else knob.high
+        rounder = (lambda s: float(max(0, round(s)))) if knob.integer else _three_figures
+        return float(max(knob.grid)), float(top), (lambda s: s), rounder
+
     # -- what it changes ------------------------------------------------------------------
     def hooks(self, value: float, num_classes: int) -> TrainingHooks | None:
         """The training loop's hooks (None: the plain loop)."""
@@ -205,3 +224,7 @@ def released_logits(probs: "torch.Tensor") -> "torch.Tensor":
 
 
 FLOOR = 1e-30
+
+
+def _three_figures(x: float) -> float:
+    return 0.0 if x <= 0 else float(f"{x:.3g}")

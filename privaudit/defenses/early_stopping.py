@@ -20,6 +20,14 @@ class EarlyStopping(Defense):
     def config_kwargs(self, value: float) -> dict:
         return {"method": self.name, "knob": value, "epochs": int(value)}
 
+    def search_space(self, cfg):
+        """Strength s = E − epochs below the recipe's E epochs (s = 0: the full recipe), whole
+        numbers up to E − 1 (one epoch)."""
+        full = int(cfg.train.epochs)
+        first = float(max(0, full - min(self.knob.grid)))
+        return (min(first, full - 1.0), float(full - 1), lambda s: float(full - int(round(s))),
+                lambda s: float(min(max(0, round(s)), full - 1)))
+
     def validate(self, cfg) -> None:
         if cfg.train.epochs != int(cfg.defence.knob):
             raise ConfigError(f"--defense early-stopping sets the epochs to its knob ({int(cfg.defence.knob)}); "

@@ -27,7 +27,7 @@ class InputNoise(Defense):
     name = "input-noise"
     tag = "an"
     title = "additive input noise"
-    knob = Knob("sigma", "σ", 0.0, 100.0, grid=(0.25, 0.5, 1.0, 2.0), low_open=True)
+    knob = Knob("sigma", "σ", 0.0, 100.0, grid=(0.25, 0.5, 1.0, 2.0), low_open=True, search_max=64.0)
     paper = "a common baseline (Gaussian data augmentation)"
     formula = "x ← x + σ·ε, ε ~ N(0, I) per element and step"
 

@@ -41,7 +41,7 @@ class MixUp(Defense):
     name = "mixup"
     tag = "mix"
     title = "MixUp"
-    knob = Knob("alpha", "α", 0.0, 100.0, grid=(0.2, 0.5, 1.0), low_open=True)
+    knob = Knob("alpha", "α", 0.0, 100.0, grid=(0.2, 0.5, 1.0), low_open=True, search_max=64.0)
     paper = "Zhang et al., mixup: Beyond Empirical Risk Minimization (ICLR 2018, arXiv 1710.09412)"
     formula = "x̃ = λx_i + (1 − λ)x_j, ỹ likewise, λ ~ Beta(α, α)"
 

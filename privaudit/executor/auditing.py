@@ -19,13 +19,13 @@ import torch
 
 from privaudit.pipeline.attacking import AttackPlan, AttackResult
 from privaudit.core.config import RunConfig
-from privaudit.defenses import get as get_defense
+from privaudit.defenses import OUTPUT, get as get_defense
 from privaudit.errors import ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.executor.preview import estimated
 from privaudit.core.hooks import AuditHooks
-from privaudit.analysis.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa
+from privaudit.analysis.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa, match_strength
 from privaudit.reporting.build import ReportResult
 from privaudit.pipeline.runs import DataCache, RunResult
 from privaudit.training.trainer import EpochCallback
@@ -54,18 +54,143 @@ def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float]
              for s in sigmas]
     plan += [replace(dp_base, role="target", defence=replace(plain, dp=True, target_epsilon=float(e)))
              for e in target_epsilons]
-    for name, values in others:
-        defense = get_defense(name)
-        for v in values:
-            value = defense.check_knob(v)
-            sets = defense.config_kwargs(value)
-            train = replace(base.train, **{k: sets[k] for k in ("epochs", "weight_decay") if k in sets})
-            plan.append(replace(base, role="target", train=train,
-                                defence=replace(plain, method=sets["method"], knob=value)))
+    plan += [defended(base, name, v) for name, values in others for v in values]
     unique: dict[str, RunConfig] = {}
     for cfg in plan:
         unique.setdefault(cfg.validated().run_name, cfg)
     return list(unique.values())
+
+
+def defended(base: RunConfig, name: str, value: float) -> RunConfig:
+    """``base``'s target trained with the defence ``name`` of :mod:`privaudit.defenses` at knob
+    ``value`` (MG noise: κ; DP-SGD: σ, in fp32; early stopping and weight decay replace the
+    recipe's epochs and weight decay)."""
+    plain = replace(base.defence, kappa=0.0, dp=False, noise_multiplier=None, target_epsilon=None, method="", knob=0.0)
+    defense = get_defense(name)
+    value = defense.check_knob(value)
+    if defense.name == "mg":
+        return replace(base, role="target", defence=replace(plain, kappa=value))
+    if defense.name in ("dpsgd", "noisycgd"):
+        return replace(base, role="target", train=replace(base.train, precision="fp32"),
+                       defence=replace(plain, dp=True, noise_multiplier=value, mechanism=defense.name))
+    sets = defense.config_kwargs(value)
+    train = replace(base.train, **{k: sets[k] for k in ("epochs", "weight_decay") if k in sets})
+    return replace(base, role="target", train=train, defence=replace(plain, method=sets["method"], knob=value))
+
+
+@dataclass(frozen=True)
+class TargetMatch:
+    """One defence searched to one target accuracy: the knob found (None: cannot reach), the
+    accuracy of its model on the search seed, whether that lies within the tolerance, the
+    accuracy range the search saw, and every (knob, accuracy) it trained."""
+
+    defence: str
+    target: float
+    knob: float | None
+    accuracy: float
+    within: bool
+    tolerance: float
+    reached: tuple[float, float]
+    steps: tuple[tuple[float, float], ...] = ()
+    run: str | None = None
+
+    @property
+    def status(self) -> str:
+        """``reached``, or why not: ``cannot reach: above`` (the target lies above every
+        accuracy the defence gave, beyond the tolerance), ``cannot reach: below``, or ``not
+        reached`` (inside the range the search saw, but no setting it tried came within the
+        tolerance: accuracy not monotone in the knob, or the budget spent)."""
+        if self.within:
+            return "reached"
+        if self.target > self.reached[1] + self.tolerance:
+            return "cannot reach: above"
+        if self.target < self.reached[0] - self.tolerance:
+            return "cannot reach: below"
+        return "not reached"
+
+    def to_dict(self) -> dict:
+        return {"defence": self.defence, "target_accuracy": self.target, "knob": self.knob, "accuracy": self.accuracy,
+                "within_tolerance": self.within, "tolerance": self.tolerance, "status": self.status,
+                "accuracy_range": list(self.reached), "run": self.run,
+                "steps": [{"knob": k, "accuracy": a} for k, a in self.steps]}
+
+
+#: trainings a search may spend on one defence and target accuracy (on the first seed)
+TARGET_SEARCH_STEPS = 8
+
+
+def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[float], workspace: Workspace,
+                  data: DataCache, device: torch.device, *, tolerance: float = DEFAULT_TOLERANCE,
+                  max_steps: int = TARGET_SEARCH_STEPS, on_start: Callable[[RunConfig], None] | None = None,
+                  on_epoch: EpochCallback | None = None) -> list[TargetMatch]:
+    """For each defence and each target accuracy, the knob at which ``base``'s target (its
+    recipe and seed) reaches that test accuracy within ``tolerance``.
+
+    A training-side defence's knob is searched (:func:`privaudit.analysis.matching.match_strength`,
+    at most ``max_steps`` trainings per defence and target, the trainings of one defence shared
+    by its targets); an output-side one keeps the model's accuracy, so it reaches a target only
+    when the undefended baseline does (then its strongest default setting is audited). Each
+    step is an ordinary cached target, so a rerun trains nothing and the audit then attacks
+    the model the search trained."""
+    from privaudit.pipeline.runs import ensure_model
+
+    def accuracy(cfg: RunConfig) -> float:
+        run = ensure_model(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
+        return float(run.metrics["test_accuracy"])
+
+    baseline = audit_plan(base, [])[0]
+    base_acc = accuracy(baseline)
+    out: list[TargetMatch] = []
+    for name in defenses:
+        defense = get_defense(name)
+        if not defense.searchable:  # one setting, its strongest: the model's accuracy does not follow the knob
+            value = max(defense.knob.grid, key=lambda v: -v if defense.knob.stronger == "lower" else v) \
+                if defense.knob is not None else 0.0
+            cfg = defended(base, defense.name, value)
+            acc = base_acc if defense.side == OUTPUT else accuracy(cfg)
+            for t in targets:
+                within = abs(acc - t) <= tolerance
+                out.append(TargetMatch(defense.name, t, value if within else None, acc, within, tolerance,
+                                       (acc, acc), (), cfg.validated().run_name if within else None))
+            continue
+        first, top, to_value, rounder = defense.search_space(base)
+        known: dict[float, float] = {0.0: base_acc}
+        for t in targets:
+            found = match_strength(t, lambda s: accuracy(defended(base, defense.name, to_value(s))), known,
+                                   tolerance=tolerance, max_strength=top, max_steps=max_steps, first=first,
+                                   rounder=rounder, defended_only=True)
+            known.update(found.steps)
+            seen = [a for s, a in known.items() if s > 0] or [base_acc]
+            value = to_value(found.kappa) if found.kappa > 0 else None
+            ok = found.within and value is not None
+            out.append(TargetMatch(defense.name, t, value if ok else None, found.accuracy, ok, tolerance,
+                                   (min(seen), max(seen)), tuple((to_value(s), a) for s, a in found.steps),
+                                   defended(base, defense.name, value).validated().run_name if ok else None))
+    return out
+
+
+TARGETS_FILE = "accuracy_targets.json"
+
+
+def save_target_matches(workspace: Workspace, base: RunConfig, matches: Sequence[TargetMatch]) -> None:
+    """Add the search's outcome to ``reports/accuracy_targets.json`` (written atomically; an
+    earlier entry of the same recipe, defence and target replaced), where the report reads
+    which setting answers which target accuracy."""
+    from privaudit.files.atomic import read_json, write_json
+
+    path = workspace.reports / TARGETS_FILE
+    recipe = audit_plan(replace(base, seed=0), [])[0].run_name  # the baseline's name stands for the recipe
+    try:
+        entries = read_json(path) if path.is_file() else []
+    except Exception:  # noqa: BLE001 - an unreadable file is replaced by this search's outcome
+        entries = []
+    entries = entries if isinstance(entries, list) else []
+    new = [{"recipe": recipe, "model": base.model.name, "dataset": base.data.dataset, **m.to_dict()} for m in matches]
+    keys = {(e["recipe"], e["defence"], e["target_accuracy"]) for e in new}
+    kept = [e for e in entries if isinstance(e, dict)
+            and (e.get("recipe"), e.get("defence"), e.get("target_accuracy")) not in keys]
+    workspace.reports.mkdir(parents=True, exist_ok=True)
+    write_json(path, kept + new)
 
 
 def replicate(plans: Sequence[list[RunConfig]]) -> list[RunConfig]:

@@ -290,7 +290,7 @@ class CostModel:
 
         def run(part: int, epochs: int) -> tuple[float, float, float, int]:
             """(best epoch after the first, set-up outside the epochs, seconds, members)."""
-            small = [replace(c, data=replace(c.data, part_size=part), train=replace(c.train, epochs=epochs)).validated()
+            small = [replace(c, data=replace(c.data, part_size=part)).with_epochs(epochs).validated()
                      for c in group]
             ends: list[float] = []
             tick = lambda e, n, loss: ends.append(time.perf_counter())  # noqa: E731

@@ -72,8 +72,9 @@ class AttackPlan:
     label_only: bool = False  # the gap and augmentation attacks (also run on output-side defences)
 
     def asked(self, metrics: dict) -> dict:
-        """``metrics`` restricted to the attacks that were asked for."""
-        return {k: v for k, v in metrics.items() if not self.shown or k in self.shown}
+        """``metrics`` restricted to the attacks that were asked for (and the label-only ones,
+        which ran either because they were asked for or because the target hides its scores)."""
+        return {k: v for k, v in metrics.items() if not self.shown or k in self.shown or k in LABEL_ONLY_ATTACKS}
 
     @classmethod
     def from_choices(cls, choices: Iterable[str], pool_size: int = DEFAULT_POOL_SIZE,
@@ -101,7 +102,7 @@ class AttackPlan:
                               f"(got {pool_size})")
         shown = (["shadow"] if "shadow" in chosen else []) + (["loss", "confidence", "data-free"]
                                                                 if "loss" in chosen else [])
-        shown += list(LABEL_ONLY_ATTACKS) if chosen & {"label-only", "shadow"} else []
+        shown += list(LABEL_ONLY_ATTACKS) if label_only else []
         pool_attacks = tuple(a for a in POOL_ATTACKS if a in pool)
         if shadow_dataset is not None:
             shown.append(TRANSFER_ATTACK)

@@ -165,8 +165,22 @@ def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str,
 
 
 @timed("report")
+def accuracy_targets(workspace: Workspace, warnings: list[str]) -> list[dict]:
+    """The entries of ``reports/accuracy_targets.json`` (``audit --target-accuracies``), or none."""
+    path = workspace.reports / "accuracy_targets.json"
+    if not path.is_file():
+        return []
+    try:
+        entries = read_json(path)
+    except ArtifactError as exc:
+        warnings.append(f"skipped {path.name}: {exc}")
+        return []
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
 def build_reports(workspace: Workspace) -> ReportResult:
-    """Write ``reports/tradeoff.csv`` and ``reports/index.html`` (atomically) and return them."""
+    """Write ``reports/tradeoff.csv`` and ``reports/index.html`` (atomically), and with accuracy
+    targets ``reports/defences_at_accuracy.csv``, and return them."""
     from privaudit.reporting.figures import group_figures
     from privaudit.reporting.html import render_report
     from privaudit.reporting.papers import THEORY_FOLDER, papers_section
@@ -179,7 +193,10 @@ def build_reports(workspace: Workspace) -> ReportResult:
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     extras = {t: read_extras(workspace.attacks / t) for t in (table["target_run"].unique() if len(table) else [])}
     papers = papers_section(workspace.reports.joinpath(*THEORY_FOLDER[1:]))
-    summary = summarise(table)
+    summary = summarise(table, accuracy_targets=accuracy_targets(workspace, warnings))
+    at_csv = workspace.reports / "defences_at_accuracy.csv"
+    if len(summary.at_accuracy):
+        write_text(at_csv, summary.at_accuracy.to_csv(index=False, float_format="%.6g"))
     figures = group_figures(summary)
     for fig in figures:  # for papers and slides: reports/figures/verdict-<model>-<dataset>.{pdf,png}
         write_bytes(workspace.reports / "figures" / f"{fig.stem}.pdf", fig.pdf)

@@ -11,6 +11,8 @@ modules only pick, format and lay out:
 * :mod:`~privaudit.reporting.page_data`: the table typed and ordered, the extras, the attack order;
 * :mod:`~privaudit.reporting.page_first_screen`: the verdicts and one row per setting;
 * :mod:`~privaudit.reporting.page_findings`: the sentences of the key findings and the groups;
+* :mod:`~privaudit.reporting.page_at_accuracy`: which defence at each target accuracy, and the
+  Pareto plot of every defence setting;
 * :mod:`~privaudit.reporting.page_tables`: the long trade-off table, the NoisyCGD comparison;
 * :mod:`~privaudit.reporting.page_groups` and :mod:`~privaudit.reporting.page_empirical`: each
   (model, dataset) section and its strongest-attacks part;
@@ -30,6 +32,7 @@ import pandas as pd
 
 from privaudit.core.formatting import slug
 from privaudit.reporting.page_data import name_dp, prepare, with_one_run
+from privaudit.reporting.page_at_accuracy import at_accuracy_section
 from privaudit.reporting.page_findings import group_view, key_findings
 from privaudit.reporting.page_first_screen import first_screen
 from privaudit.reporting.page_groups import group_section
@@ -71,14 +74,16 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
     from privaudit.reporting.templates import render, stylesheet
 
     defences = defences_section(df) if groups else ""
+    at_accuracy = at_accuracy_section(summary) if groups else ""
     toc, sections = [], []
     if groups:
-        toc = [("table", "Trade-off table"), *((slug("g", m, d), f"{m} · {d}") for m, d, _ in groups)]
+        toc = [*([("at-accuracy", "Which defence at your accuracy")] if at_accuracy else []),
+               ("table", "Trade-off table"), *((slug("g", m, d), f"{m} · {d}") for m, d, _ in groups)]
         toc += [("defences", "NoisyCGD vs DP-SGD")] if defences else []
         toc += [("papers", "Papers' figures")] if papers_html else []
         toc += [("howto", "How to read this")]
         views = [group_view(m, d, g, summary, extras) for m, d, g in groups]
-        sections = [first_screen(summary, figures or []), key_findings(views),
+        sections = [first_screen(summary, figures or []), key_findings(views), at_accuracy,
                     tradeoff_table(groups, n_rows=len(df), n_targets=df["_run"].nunique()),
                     *(name_dp(group_section(v, rocs, extras), v["g"]) for v in views),
                     defences]

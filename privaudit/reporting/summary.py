@@ -34,8 +34,8 @@ metric normal with the spread of its interval), the baseline drawn once for both
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -139,11 +139,9 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
 def other_defense(name: Any):
     """The :mod:`privaudit.defenses` defence a table row's ``defence`` names when it is neither
     the baseline, MG noise nor DP (those have their own columns), else None."""
-    from privaudit.defenses import DEFENSES, FIELD_DEFENSES
+    from privaudit.defenses import other
 
-    if isinstance(name, str) and name in DEFENSES and name not in FIELD_DEFENSES:
-        return DEFENSES[name]
-    return None
+    return other(name)
 
 
 def _key_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -514,6 +512,9 @@ class Summary:
     verdicts: pd.DataFrame
     comparisons: pd.DataFrame
     overview: pd.DataFrame
+    #: which defence at each target accuracy (:mod:`privaudit.reporting.at_accuracy`; empty
+    #: without ``audit --target-accuracies``)
+    at_accuracy: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def to_json(self) -> dict:
         """Plain JSON-able lists (NaN → None)."""
@@ -525,15 +526,22 @@ class Summary:
         def records(frame: pd.DataFrame) -> list[dict]:
             return [{k: plain(v) for k, v in r.items()} for r in frame.to_dict("records")]
         return {"settings": records(self.settings), "overview": records(self.overview),
-                "verdicts": records(self.verdicts), "comparisons": records(self.comparisons)}
+                "verdicts": records(self.verdicts), "comparisons": records(self.comparisons),
+                "at_accuracy": records(self.at_accuracy)}
 
 
-def summarise(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> Summary:
+def summarise(table: pd.DataFrame | None, confidence: float = CONFIDENCE,
+              accuracy_targets: Sequence[dict] = ()) -> Summary:
     """Every derived number of one table, each computed once: among them the strongest attack
     of each (model, dataset) group (:func:`group_strongest`), which the verdicts and the
-    overview name alike."""
+    overview name alike; with ``accuracy_targets`` (the entries of
+    ``reports/accuracy_targets.json``) the defences at each target accuracy."""
+    from privaudit.reporting.at_accuracy import at_accuracy
+
     per_setting = settings(table, confidence)
     compared = comparisons(table, confidence)
     strongest = group_strongest(table)
+    view = overview(per_setting, strongest)
+    targets = at_accuracy(per_setting, view, accuracy_targets) if accuracy_targets else pd.DataFrame()
     return Summary(per_setting, verdicts(table, confidence, compared=compared, strongest=strongest), compared,
-                   overview(per_setting, strongest))
+                   view, targets)

@@ -1,0 +1,159 @@
+"""Which defence at your accuracy: each defence searched to each target test accuracy
+(``audit --target-accuracies``), judged by the audit's strongest attack and by the weak
+one-shadow evaluation other tools use, with 95 % intervals and verdicts from them.
+
+Input: the summary's per-(setting, attack) rows and per-setting overview
+(:mod:`privaudit.reporting.summary`), and the search's outcome, ``reports/accuracy_targets.json``
+(:func:`privaudit.executor.auditing.save_target_matches`): per recipe, defence and target
+accuracy, the knob found (or why none was) and the run trained at it.
+
+Per target accuracy and defence, one row: the setting that reached it, its test accuracy with
+its interval (over seeds, or binomial for one seed), the strongest attack's TPR at 0.1 % and
+1 % FPR with their intervals, the weak attack's (the ML-Leaks one-shadow attack, ``shadow``),
+and how much the weak evaluation overstated privacy (strong − weak TPR at 0.1 % FPR, in
+percentage points). The verdict among the defences that reached one target is read from the
+intervals: the one of lowest strong TPR at 0.1 % FPR *leaks least*; another *leaks more* when
+its interval lies wholly above the least one's, and *cannot be told apart* otherwise. Each
+interval is a 95 % per-row interval; the verdicts are not corrected for the number of
+defences compared.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from privaudit.defenses import other as other_defense
+
+WEAK_ATTACK = "shadow"
+METRICS = ("tpr_at_0p1pct_fpr", "tpr_at_1pct_fpr")
+LEAST, MORE, TIED = "leaks least", "leaks more", "cannot be told apart"
+COLUMNS = ["model", "dataset", "target_accuracy", "defence", "setting", "status", "knob", "n_seeds", "test_accuracy",
+           "test_accuracy_lo", "test_accuracy_hi", "strong_attack",
+           *(f"strong_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
+           *(f"weak_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
+           "overstated_pp", "verdict", "accuracy_range_lo", "accuracy_range_hi", "search_trainings"]
+
+
+def _title(name: str) -> str:
+    from privaudit.defenses import get
+
+    return get(name).title
+
+
+def _matches(st: pd.DataFrame, model: str, dataset: str, name: str, knob: float) -> pd.DataFrame:
+    """The summary rows of one defence setting."""
+    rows = st[(st["model"].astype(str) == model) & (st["dataset"].astype(str) == dataset)]
+    kappa = pd.to_numeric(rows["kappa"], errors="coerce").fillna(0.0).to_numpy(float)
+    sigma = pd.to_numeric(rows["noise_multiplier"], errors="coerce").to_numpy(float)
+    value = pd.to_numeric(rows["knob"], errors="coerce").to_numpy(float)
+    dp = rows["dp"].astype(bool).to_numpy()
+    if name == "mg":
+        keep = ~dp & np.isclose(kappa, knob) & (rows["defence"].astype(str) == "mg").to_numpy()
+    elif name in ("dpsgd", "noisycgd"):
+        keep = dp & (kappa == 0) & np.isclose(sigma, knob, rtol=1e-6)
+    else:
+        keep = (rows["defence"].astype(str) == name).to_numpy() & np.isclose(value, knob)
+    return rows[keep]
+
+
+def at_accuracy(settings: pd.DataFrame, overview: pd.DataFrame, entries: Sequence[dict]) -> pd.DataFrame:
+    """The section's rows (:data:`COLUMNS`), one per target accuracy and defence searched."""
+    out: list[dict[str, Any]] = []
+    for e in entries:
+        try:
+            model, dataset, name = str(e["model"]), str(e["dataset"]), str(e["defence"])
+            target = float(e["target_accuracy"])
+            title = _title(name)
+        except (KeyError, TypeError, ValueError, Exception):  # noqa: BLE001 - a foreign entry is skipped
+            continue
+        rng = e.get("accuracy_range") or [math.nan, math.nan]
+        row: dict[str, Any] = {c: math.nan for c in COLUMNS}
+        row.update(model=model, dataset=dataset, target_accuracy=target, defence=title, status=str(e.get("status")),
+                   setting="—", verdict="", accuracy_range_lo=rng[0], accuracy_range_hi=rng[1],
+                   search_trainings=len(e.get("steps") or []), strong_attack="")
+        knob = e.get("knob")
+        rows = _matches(settings, model, dataset, name, float(knob)) if knob is not None else settings[:0]
+        if len(rows):
+            first = rows.iloc[0]
+            ov = overview[overview["setting_id"] == first["setting_id"]]
+            strong = ov["strongest"].iloc[0] if len(ov) else None
+            by_attack = rows.set_index("attack")
+            other = other_defense(name)
+            setting = other.knob.text(float(knob)) if other is not None and other.knob is not None else first["setting"]
+            row.update(setting=str(setting), knob=float(knob), n_seeds=int(rows["n_seeds"].max()))
+            for c in ("test_accuracy", "test_accuracy_lo", "test_accuracy_hi"):
+                row[c] = float(ov[c].iloc[0]) if len(ov) and c in ov else math.nan
+            for side, attack in (("strong", strong), ("weak", WEAK_ATTACK)):
+                if attack is not None and attack in by_attack.index:
+                    r = by_attack.loc[attack]
+                    for m in METRICS:
+                        for s in ("", "_lo", "_hi"):
+                            row[f"{side}_{m}{s}"] = float(r.get(f"{m}{s}", math.nan))
+            row["strong_attack"] = strong or ""
+            row["overstated_pp"] = 100 * (row["strong_tpr_at_0p1pct_fpr"] - row["weak_tpr_at_0p1pct_fpr"])
+        elif row["status"] == "reached":
+            row["status"] = "reached, not audited yet"
+        out.append(row)
+    frame = pd.DataFrame(out, columns=COLUMNS)
+    return _verdicts(frame)
+
+
+def _verdicts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each target's verdicts from the strong TPR at 0.1 % FPR intervals (module docstring)."""
+    if frame.empty:
+        return frame
+    frame = frame.copy()
+    for _, g in frame.groupby(["model", "dataset", "target_accuracy"], sort=False):
+        ok = g[np.isfinite(g["strong_tpr_at_0p1pct_fpr"].to_numpy(float))]
+        if ok.empty:
+            continue
+        best = ok["strong_tpr_at_0p1pct_fpr"].idxmin()
+        best_hi = ok.loc[best, "strong_tpr_at_0p1pct_fpr_hi"]
+        for i, r in ok.iterrows():
+            if i == best:
+                frame.loc[i, "verdict"] = LEAST if len(ok) > 1 else ""
+            elif math.isfinite(best_hi) and r["strong_tpr_at_0p1pct_fpr_lo"] > best_hi:
+                frame.loc[i, "verdict"] = f"{MORE} than {ok.loc[best, 'defence']}"
+            else:
+                frame.loc[i, "verdict"] = f"{TIED} from {ok.loc[best, 'defence']}"
+    order = frame["target_accuracy"].rank(method="dense", ascending=False)
+    return frame.assign(_o=order).sort_values(["model", "dataset", "_o", "strong_tpr_at_0p1pct_fpr"],
+                                              kind="stable", na_position="last").drop(columns="_o").reset_index(drop=True)
+
+
+def pareto_series(overview: pd.DataFrame, settings: pd.DataFrame, model: str, dataset: str) -> list[dict]:  # noqa: D401
+    """The Pareto plot's curves of one (model, dataset) group: per defence family, its
+    settings' strongest-attack TPR at 0.1 % FPR (with intervals) against test accuracy, the
+    undefended baseline drawn as its own point."""
+    ov = overview[(overview["model"].astype(str) == model) & (overview["dataset"].astype(str) == dataset)]
+    series = []
+    for family, g in ov.groupby("family", sort=False):
+        xs, ys, lo, hi = [], [], [], []
+        for _, o in g.iterrows():
+            s = settings[(settings["setting_id"] == o["setting_id"]) & (settings["attack"] == o["strongest"])]
+            if s.empty:
+                continue
+            r = s.iloc[0]
+            xs.append(float(o["test_accuracy"]))
+            ys.append(100 * float(r["tpr_at_0p1pct_fpr"]))
+            lo.append(100 * float(r.get("tpr_at_0p1pct_fpr_lo", math.nan)))
+            hi.append(100 * float(r.get("tpr_at_0p1pct_fpr_hi", math.nan)))
+        if xs:
+            order = np.argsort(xs)
+            series.append({"label": str(family), "x": np.asarray(xs)[order], "y": np.asarray(ys)[order],
+                           "y_lo": np.asarray(lo)[order], "y_hi": np.asarray(hi)[order],
+                           "line": family != "baseline"})
+    return series
+
+
+def other_defences_audited(overview: pd.DataFrame) -> bool:
+    """Whether the audit holds any defence beside the baseline, MG noise and DP."""
+    return bool(len(overview)) and overview["family"].map(lambda f: f not in (
+        "baseline", "MG noise", "DP-SGD", "MG + DP-SGD")).any()
+
+
+__all__ = ["at_accuracy", "pareto_series", "other_defences_audited", "COLUMNS"]

@@ -1,0 +1,82 @@
+"""Equal accuracy by construction (``audit --target-accuracies``): the knob search for any
+defence, its "cannot reach" answers, and the report's "Which defence at your accuracy"
+section with its CSV and JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+import privaudit
+from privaudit.analysis.matching import match_strength
+from privaudit.core.config import make_config
+from privaudit.defenses import get
+from privaudit.executor.auditing import TargetMatch, defended
+
+
+def _falling(s: float) -> float:
+    """A defence whose accuracy falls from 0.95 (s = 0) as 0.95 − 0.1·log2(1 + s)."""
+    return 0.95 - 0.1 * math.log2(1 + s)
+
+
+def test_search_finds_a_defended_setting_never_the_baseline():
+    calls = []
+
+    def acc(s):
+        calls.append(s)
+        return _falling(s)
+
+    m = match_strength(0.945, acc, {0.0: 0.95}, tolerance=0.01, max_strength=64, first=2.0, defended_only=True)
+    assert m.within and m.kappa > 0 and abs(_falling(m.kappa) - 0.945) <= 0.01
+    assert calls  # the baseline alone (within tolerance) is not an answer
+    # a target above what the defence can give: not within, and the search stays in budget
+    m = match_strength(0.99, acc, {0.0: 0.95}, tolerance=0.01, max_strength=64, first=2.0, defended_only=True,
+                       max_steps=5)
+    assert not m.within and len(m.steps) <= 5
+
+
+def test_search_on_an_integer_knob_tries_whole_numbers():
+    seen = []
+    m = match_strength(0.7, lambda s: seen.append(s) or _falling(s), {0.0: 0.95}, tolerance=0.02, max_strength=59,
+                       first=55, rounder=lambda s: float(min(max(0, round(s)), 59)), defended_only=True)
+    assert all(s == int(s) for s in seen) and m.within
+
+
+def test_early_stopping_strength_maps_to_epochs():
+    base = make_config(dataset="digits", epochs=40)
+    first, top, to_value, rounder = get("early-stopping").search_space(base)
+    assert (first, top) == (35.0, 39.0) and to_value(35.0) == 5.0 and to_value(0.0) == 40.0
+    cfg = defended(base, "early-stopping", 12)
+    assert cfg.train.epochs == 12 and cfg.with_epochs(3).defence.knob == 3.0
+
+
+@pytest.mark.parametrize("target,rng,status", [(0.9, (0.85, 0.95), "not reached"), (0.99, (0.85, 0.95), "cannot reach: above"),
+                                               (0.5, (0.85, 0.95), "cannot reach: below")])
+def test_status_says_why_a_target_was_missed(target, rng, status):
+    assert TargetMatch("mixup", target, None, 0.9, False, 0.01, rng).status == status
+
+
+def test_target_accuracies_end_to_end(tmp_path):
+    """Two defences searched to one accuracy on digits: additive noise reaches it, top-k (which
+    keeps the model's accuracy) cannot; the page, the CSV and the JSON say so."""
+    base_acc = privaudit.train(dataset="digits", epochs=20, part_size=200, workdir=tmp_path).metrics["test_accuracy"]
+    goal = round(base_acc - 0.05, 3)
+    report = privaudit.audit(dataset="digits", defenses="input-noise,top-k", target_accuracies=str(goal), epochs=20,
+                             part_size=200, attacks="shadow", workdir=tmp_path, match_tolerance=0.02)
+    found = {m.defence: m for m in report.target_matches}
+    assert found["input-noise"].within and abs(found["input-noise"].accuracy - goal) <= 0.02
+    assert found["top-k"].status == "cannot reach: above" or found["top-k"].status == "cannot reach: below"
+    at = pd.read_csv(tmp_path / "reports" / "defences_at_accuracy.csv")
+    row = at[at["defence"] == "additive input noise"].iloc[0]
+    assert row["status"] == "reached" and row["test_accuracy_lo"] <= row["test_accuracy"] <= row["test_accuracy_hi"]
+    assert math.isfinite(row["weak_tpr_at_0p1pct_fpr"])
+    page = (tmp_path / "reports" / "index.html").read_text()
+    assert "Which defence at your accuracy" in page and "cannot reach" in page
+    doc = report.to_json()
+    assert {e["defence"] for e in doc["target_accuracies"]} == {"input-noise", "top-k"}
+    assert len(doc["summary"]["at_accuracy"]) == 2
+    saved = json.loads((tmp_path / "reports" / "accuracy_targets.json").read_text())
+    assert {e["defence"] for e in saved} == {"input-noise", "top-k"}
