@@ -281,3 +281,26 @@ def one_run_guesses(
     v_pos = int(inc[order[scores.size - k_pos :]].sum()) if k_pos else 0
     v_neg = int((~inc[order[:k_neg]]).sum())
     return k_pos + k_neg, v_pos + v_neg
+
+
+def canary_tpr_at_fpr(labels: np.ndarray, scores: np.ndarray, canary: np.ndarray, max_fpr: float,
+                      confidence: float = 0.95) -> dict:
+    """The TPR on planted canaries at the population's operating point: the threshold of
+    :func:`tpr_at_fpr_with_ci` (FPR ≤ ``max_fpr`` over *all* non-members, canaries among
+    them), applied to the canaries that are members (``canary`` & ``labels == 1``), with its
+    Clopper–Pearson interval. The worst case beside the average (Aerni, Zhang, Tramèr,
+    *Evaluations of Machine Learning Privacy Defenses are Misleading*, arXiv 2404.17399).
+    Returns ``{"tpr", "lo", "hi", "n"}`` (NaN without canary members)."""
+    labels, scores = _check(labels, scores)
+    canary = np.asarray(canary, dtype=bool)
+    if canary.shape != labels.shape:
+        raise ValueError(f"canary mask shape {canary.shape} differs from the labels' {labels.shape}")
+    confidence = _check_confidence(confidence)
+    threshold = tpr_at_fpr_with_ci(labels, scores, max_fpr, confidence)["threshold"]
+    members = canary & (labels == 1)
+    n = int(members.sum())
+    if n == 0:
+        return {"tpr": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": 0}
+    tp = int(np.sum(scores[members] >= threshold))
+    lo, hi = clopper_pearson(tp, n, confidence)
+    return {"tpr": tp / n, "lo": float(lo), "hi": float(hi), "n": n}

@@ -111,7 +111,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
           weight_decay: float | None = None, precision: str = "fp32", augment: str = "none",
           width: int | None = None, part_size: int | None = None, seed: int = 0, seeds: params.Seeds = None,
           model_args: Sequence[str] | dict | None = None, match_accuracy: bool = False,
-          target_accuracies: params.Grid = None,
+          target_accuracies: params.Grid = None, canaries: str | None = None,
           match_tolerance: float = 0.01, device: str = "auto", executor: str = "local",
           ray_address: str | None = None, cpus_per_job: int | None = None, workdir: str | Path = ".",
           hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
@@ -120,7 +120,9 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     target ε), and with ``defenses`` (``"all"`` or names of :mod:`privaudit.defenses`) a target
     per knob value of each defence named (its default grid, or ``knobs``: ``"mixup=0.2,0.5"``
     entries or a mapping; MG noise and DP-SGD rows then come only when named or when
-    ``kappas`` / ``sigmas`` are given), each with its shadow (and the reference pool the strongest attacks need),
+    ``kappas`` / ``sigmas`` are given); ``target_accuracies`` searches each defence's knob to
+    each accuracy instead of a grid; ``canaries`` (``"mislabeled:N"``, ``"ood:N"``) plants
+    worst-case points and reports each attack's TPR on them; each with its shadow (and the reference pool the strongest attacks need),
     attack every target, and write the trade-off table and the report under ``workdir``.
 
     Keyword arguments are the command line's options (``privaudit audit --help``): grids as
@@ -176,7 +178,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     bases = [make_config(model=model, dataset=dataset, width=width, part_size=part_size,
                          max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
                          lr=lr, weight_decay=weight_decay, precision=precision, augment=augment, seed=s,
-                         model_args=params.model_args(model_args), **dataset_kwargs)
+                         model_args=params.model_args(model_args), canaries=canaries or "", **dataset_kwargs)
              for s in seed_list]
     plans = [audit_plan(b, k_grid, s_grid, eps_grid, other_grids) for b in bases]
     attack_plan = params.attacks(attacks, pool_size, shadow_dataset)

@@ -61,7 +61,8 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
           epochs: int | None = None, batch_size: int | None = None, lr: float | None = None,
           weight_decay: float | None = None, precision: str = "fp32", augment: str = "none",
           width: int | None = None, part_size: int | None = None, seed: int = 0, seeds: params.Seeds = None,
-          model_args: Sequence[str] | dict | None = None, device: str = "auto", workdir: str | Path = ".",
+          model_args: Sequence[str] | dict | None = None, canaries: str | None = None, device: str = "auto",
+          workdir: str | Path = ".",
           on_start: Callable | None = None, on_epoch: Callable | None = None,
           dry_run: bool = False) -> "TrainedModels | RunPlan":
     """Train one target model (one per seed of ``seeds``) with MG noise ``kappa`` and/or
@@ -86,7 +87,7 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     cfgs = [make_config(model=model, dataset=dataset, width=width, part_size=part_size, max_grad_norm=max_grad_norm,
                         delta=delta, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
                         precision=precision, augment=augment, seed=s, model_args=params.model_args(model_args),
-                        **chosen, **dataset_kwargs)
+                        canaries=canaries or "", **chosen, **dataset_kwargs)
             for s in seed_list]  # validated
 
     with importing():

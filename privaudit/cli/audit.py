@@ -10,7 +10,7 @@ import typer
 from privaudit.api import params
 from privaudit.cli.callbacks import number, one_of
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (DEFAULT_ATTACKS, DEFENSE_HELP, AttacksOpt, AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DeltaOpt,
+from privaudit.cli.options import (CanariesOpt, DEFAULT_ATTACKS, DEFENSE_HELP, AttacksOpt, AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DeltaOpt,
                                    DeviceOpt, DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, LrOpt, MaxGradNormOpt, ModelArgOpt,
                                    ModelOpt, PartSizeOpt, PoolSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt, ShadowDatasetOpt,
                                    WeightDecayOpt, WidthOpt, WorkdirOpt)
@@ -44,6 +44,7 @@ def audit_cmd(
     augment: AugmentOpt = "none",
     width: WidthOpt = None,
     part_size: PartSizeOpt = None,
+    canaries: CanariesOpt = None,
     seed: SeedOpt = 0,
     seeds: SeedsOpt = None,
     match_accuracy: Annotated[bool, typer.Option("--match-accuracy", help="For each DP-SGD setting, search the kappa at which MG noise reaches the same test accuracy (bracketing search on the first seed, each step a cached training run) and audit it besides the grid.")] = False,
@@ -69,7 +70,7 @@ def audit_cmd(
                        batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
                        augment=augment, width=width, part_size=part_size, seed=seed, seeds=seeds,
                        model_args=model_arg, match_accuracy=match_accuracy, match_tolerance=match_tolerance,
-                       target_accuracies=target_accuracies,
+                       target_accuracies=target_accuracies, canaries=canaries,
                        device=device, executor=executor, ray_address=ray_address, cpus_per_job=cpus_per_job,
                        workdir=workdir, dry_run=dry_run,
                        hooks=AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,

@@ -57,6 +57,7 @@ WeightDecayOpt = Annotated[Optional[float], typer.Option("--weight-decay", "--l2
 DEFENSE_NAMES = tuple(DEFENSES)
 DEFENSE_HELP = defense_help()
 DefenseOpt = Annotated[Optional[str], typer.Option("--defense", "--defence", callback=one_of(*DEFENSE_NAMES, hidden=tuple(DEFENSE_ALIASES)), help="The defence to train with, set by --knob: " + DEFENSE_HELP + ". dpsgd and noisycgd (convex-relu's DP, hidden-state accounting) also take --noise-multiplier or --target-epsilon; mg also --kappa. Default: none (with --dp: noisycgd for convex-relu, else dpsgd).")]
+CanariesOpt = Annotated[Optional[str], typer.Option("--canaries", help="Plant worst-case points: mislabeled:N (N of the target's members and non-members get a wrong label) or ood:N (N become uniform-noise images); every model of the recipe sees them, and each attack reports its TPR on the canary members at the population's threshold.")]
 KnobOpt = Annotated[Optional[float], typer.Option("--knob", callback=number(-1e9, 1e9), help="The --defense's setting (its range is checked against the defence; see --defense).")]
 PrecisionOpt = Annotated[str, typer.Option("--precision", callback=one_of(*PRECISIONS), help="fp32, or bf16 for bfloat16 mixed-precision training of non-private models (DP-SGD always trains in fp32).")]
 NoiseMultiplierOpt = Annotated[Optional[float], typer.Option("--noise-multiplier", callback=number(0, 1e6, low_open=True), help="DP noise multiplier sigma (noise std sigma*C); give this or --target-epsilon.")]

@@ -8,7 +8,7 @@ import typer
 
 from privaudit.cli.callbacks import number
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DefenseOpt, DeltaOpt, DeviceOpt, KnobOpt,
+from privaudit.cli.options import (CanariesOpt, AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DefenseOpt, DeltaOpt, DeviceOpt, KnobOpt,
                                    DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, LrOpt, MaxGradNormOpt, ModelArgOpt, ModelOpt,
                                    NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt, TargetEpsilonOpt,
                                    WeightDecayOpt, WidthOpt, WorkdirOpt)
@@ -39,6 +39,7 @@ def train_cmd(
     augment: AugmentOpt = "none",
     width: WidthOpt = None,
     part_size: PartSizeOpt = None,
+    canaries: CanariesOpt = None,
     seed: SeedOpt = 0,
     seeds: SeedsOpt = None,
     device: DeviceOpt = "auto",
@@ -51,7 +52,7 @@ def train_cmd(
 
     with training_progress() as bars:
         result = train(model=model, dataset=dataset, data_dir=data_dir, download=download, kappa=kappa, dp=dp,
-                       defense=defense, knob=knob, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
+                       defense=defense, knob=knob, canaries=canaries, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
                        max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size, lr=lr,
                        weight_decay=weight_decay, precision=precision, augment=augment, width=width,
                        part_size=part_size, seed=seed, seeds=seeds, model_args=model_arg, device=device,

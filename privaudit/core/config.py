@@ -98,7 +98,9 @@ class DataConfig:
     target non-members, shadow members, shadow non-members); ``seed`` shuffles the pooled
     train+test images before they are cut. ``dataset`` is a name (:data:`DATASETS`) or the
     user's own data, ``npz:PATH`` / ``folder:PATH`` with an absolute path, whose contents'
-    SHA-256 prefix is ``fingerprint`` (empty for a dataset known by name). ``pool_size`` and ``pool_index`` place a
+    SHA-256 prefix is ``fingerprint`` (empty for a dataset known by name). ``canaries``:
+    planted worst-case points, ``mislabeled:N`` or ``ood:N`` (:mod:`privaudit.data.planted`;
+    empty: none). ``pool_size`` and ``pool_index`` place a
     reference model in a pool of that many models (role ``reference``; see
     :mod:`privaudit.pipeline.pools`); they are 0 for every other role.
     """
@@ -109,6 +111,7 @@ class DataConfig:
     pool_size: int = 0
     pool_index: int = 0
     fingerprint: str = ""
+    canaries: str = ""
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,7 @@ class RunConfig:
         keep their hash and name."""
         raw = {"schema": CONFIG_SCHEMA, **asdict(self)}
         for section, key, default in (("data", "pool_size", 0), ("data", "pool_index", 0), ("data", "fingerprint", ""),
+                                      ("data", "canaries", ""),
                                       ("model", "args", ""),
                                       ("train", "precision", "fp32"), ("train", "augment", "none"),
                                       ("defence", "mechanism", "dpsgd"), ("defence", "method", ""),
@@ -311,6 +315,10 @@ class RunConfig:
             _require(isinstance(m.width, int) and m.width >= 1, "--width must be a positive integer")
             _require(not m.args, "--model-arg is for torchvision: and module: models")
         _require(isinstance(d.part_size, int) and d.part_size >= 2, "--part-size must be at least 2")
+        if d.canaries:
+            kind, n = parse_canaries(d.canaries)
+            _require(n <= d.part_size, f"--canaries {d.canaries}: at most {d.part_size} canaries (half the target's "
+                                       f"{2 * d.part_size} members and non-members)")
         if self.role == "reference":
             _require(isinstance(d.pool_size, int) and d.pool_size >= 2 and d.pool_size % 2 == 0,
                      f"--pool-size must be an even number >= 2 (got {d.pool_size})")
@@ -373,6 +381,23 @@ class RunConfig:
                               "gradients in fp32")
         _require(isinstance(self.seed, int) and 0 <= self.seed < 2**63, "--seed must be a non-negative integer")
         return self
+
+
+CANARY_KINDS = ("mislabeled", "ood")
+
+
+def parse_canaries(spec: str) -> tuple[str, int]:
+    """``"mislabeled:50"`` → ("mislabeled", 50), or a one-line :class:`ConfigError`
+    (:mod:`privaudit.data.planted`)."""
+    kind, sep, count = str(spec).partition(":")
+    try:
+        n = int(count)
+    except ValueError:
+        n = -1
+    if not sep or kind not in CANARY_KINDS or n < 1:
+        raise ConfigError(f"--canaries takes KIND:N with KIND one of {', '.join(CANARY_KINDS)} and N >= 1 (e.g. "
+                          f"mislabeled:50), not {spec!r}")
+    return kind, n
 
 
 def _check_method(cfg: RunConfig) -> None:
@@ -438,6 +463,7 @@ def make_config(
     model_args: dict | None = None,
     defense: str | None = None,
     knob: float | None = None,
+    canaries: str = "",
 ) -> RunConfig:
     """Build a validated :class:`RunConfig`, filling dataset- and model-specific defaults for
     ``None`` (``convex-relu``: :data:`CONVEX_DEFAULTS`, NoisyCGD as its DP mechanism).
@@ -488,7 +514,7 @@ def make_config(
         role=role,
         data=DataConfig(dataset=dataset,
                         part_size=defaults["part_size"] if part_size is None else part_size,
-                        seed=seed, fingerprint=fingerprint),
+                        seed=seed, fingerprint=fingerprint, canaries=canaries or ""),
         model=ModelConfig(name=model, width=width,
                           args=json.dumps(model_args, sort_keys=True, separators=(",", ":")) if model_args else ""),
         defence=DefenceConfig(kappa=float(kappa), dp=dp,

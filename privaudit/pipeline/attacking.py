@@ -371,6 +371,9 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
         arrays[f"score_{TRANSFER_ATTACK}"] = a["score_shadow"]
         arrays.setdefault("labels", a["labels"])
 
+    if cfg.data.canaries:
+        add_canary_rates(cfg, data, metrics, arrays)
+
     attack_config = {"schema": ATTACK_SCHEMA, "target": target, "shadow": shadow_name or metrics.get("shadow", {}).get("source"),
                      "pool": pool_id or extras.get("loo", {}).get("pool"), "attacks": sorted(metrics)}
 
@@ -386,6 +389,30 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
     path = workspace.commit_folder(workspace.attacks, target, write)
     saved, _, saved_extras = _read_existing(path, target)  # as JSON stores them (inf → null)
     return AttackResult(target, attack_config["shadow"], path, saved, False, saved_extras)
+
+
+def add_canary_rates(cfg: RunConfig, data: DataCache, metrics: dict, arrays: dict) -> None:
+    """Each attack's TPR at 1 % and 0.1 % FPR on the planted canaries among the target's
+    members, at the population's threshold (:func:`privaudit.analysis.empirical.canary_tpr_at_fpr`):
+    ``canary_tpr_at_1pct_fpr`` (with ``_lo``/``_hi``), ``canary_tpr_at_0p1pct_fpr`` and
+    ``n_canaries`` (the canaries among the members) in its metrics."""
+    from privaudit.analysis.empirical import canary_tpr_at_fpr
+    from privaudit.data.planted import canary_indices
+    from privaudit.data.splits import split_parts
+
+    images = data.images(cfg)
+    split = split_parts(len(images.y), cfg.data.part_size, cfg.data.seed)
+    order = np.concatenate([split.target_in, split.target_out])  # the scores' order: members, then non-members
+    mask = np.isin(order, canary_indices(len(images.y), cfg.data.part_size, cfg.data.seed, cfg.data.canaries))
+    labels = arrays.get("labels")
+    for name, m in metrics.items():
+        scores = arrays.get(f"score_{name}")
+        if labels is None or scores is None or len(scores) != len(mask) or len(labels) != len(mask):
+            continue
+        for key, level in (("canary_tpr_at_1pct_fpr", 0.01), ("canary_tpr_at_0p1pct_fpr", 0.001)):
+            r = canary_tpr_at_fpr(labels, scores, mask, level)
+            m[key], m[f"{key}_lo"], m[f"{key}_hi"] = r["tpr"], r["lo"], r["hi"]
+            m["n_canaries"] = r["n"]
 
 
 def _check_reused(workspace: Workspace, cfg: RunConfig, plan: AttackPlan, shadow: bool, pool: bool,

@@ -44,6 +44,13 @@ class DataCache:
             raise DataError(f"{config.data.dataset} has changed since {config.run_name} was trained (contents "
                             f"{images.fingerprint}, the model's {config.data.fingerprint}): restore the data, or train "
                             "anew on it (a new config)")
+        if config.data.canaries:  # planted canaries: every model of the recipe sees the same copy
+            key = f"{config.data.dataset}|{config.data.canaries}|{config.data.part_size}|{config.data.seed}"
+            if key not in self._cache:
+                from privaudit.data.planted import plant
+
+                self._cache[key] = plant(images, config.data.part_size, config.data.seed, config.data.canaries)
+            return self._cache[key]
         return images
 
     def config_kwargs(self, dataset: str) -> dict:

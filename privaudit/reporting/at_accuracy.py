@@ -35,6 +35,7 @@ COLUMNS = ["model", "dataset", "target_accuracy", "defence", "setting", "status"
            "test_accuracy_lo", "test_accuracy_hi", "strong_attack",
            *(f"strong_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
            *(f"weak_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
+           *(f"canary_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
            "overstated_pp", "verdict", "accuracy_range_lo", "accuracy_range_hi", "search_trainings"]
 
 
@@ -93,6 +94,11 @@ def at_accuracy(settings: pd.DataFrame, overview: pd.DataFrame, entries: Sequenc
                     for m in METRICS:
                         for s in ("", "_lo", "_hi"):
                             row[f"{side}_{m}{s}"] = float(r.get(f"{m}{s}", math.nan))
+            if strong is not None and strong in by_attack.index:  # planted canaries, strongest attack
+                r = by_attack.loc[strong]
+                for m in METRICS:
+                    for s in ("", "_lo", "_hi"):
+                        row[f"canary_{m}{s}"] = float(r.get(f"canary_{m}{s}", math.nan))
             row["strong_attack"] = strong or ""
             row["overstated_pp"] = 100 * (row["strong_tpr_at_0p1pct_fpr"] - row["weak_tpr_at_0p1pct_fpr"])
         elif row["status"] == "reached":

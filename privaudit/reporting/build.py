@@ -96,6 +96,7 @@ def attack_rows(workspace: Workspace, folder: Path) -> list[dict]:
         "epsilon_replace_one_sigma_half": _replace_one_epsilon(d, tm, sigma_half=True),
         "seed": cfg.seed,
         "part_size": cfg.data.part_size,
+        "canaries": cfg.data.canaries or None,
         "epochs": cfg.train.epochs,
         "train_accuracy": tm.get("train_accuracy"),
         "test_accuracy": tm.get("test_accuracy"),

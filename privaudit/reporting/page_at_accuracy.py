@@ -61,9 +61,12 @@ def at_accuracy_section(summary: "Summary") -> str:
                                               r["strong_tpr_at_1pct_fpr_hi"], pct),
                     "weak01": _with_interval(r["weak_tpr_at_0p1pct_fpr"], r["weak_tpr_at_0p1pct_fpr_lo"],
                                              r["weak_tpr_at_0p1pct_fpr_hi"], pct),
+                    "canary01": _with_interval(r["canary_tpr_at_0p1pct_fpr"], r["canary_tpr_at_0p1pct_fpr_lo"],
+                                               r["canary_tpr_at_0p1pct_fpr_hi"], pct),
                     "over": _pp(r["overstated_pp"]), "verdict": r["verdict"] or DASH, "reached": reached})
             strong = next((a for a in g["strong_attack"] if isinstance(a, str) and a), "")
-            targets.append({"target": f"{float(target):.3f}", "rows": body, "strong": strong})
+            canaries = bool(g["canary_tpr_at_0p1pct_fpr"].notna().any())
+            targets.append({"target": f"{float(target):.3f}", "rows": body, "strong": strong, "canaries": canaries})
         series = pareto_series(ov, summary.settings, model, dataset)
         plot = figure(line_plot(series, title="Leakage against accuracy, every defence setting",
                                 xlabel="test accuracy", ylabel="TPR at 0.1 % FPR (%), strongest attack"),

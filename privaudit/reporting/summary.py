@@ -51,7 +51,7 @@ from privaudit.reporting.table import as_bool
 CONFIDENCE = 0.95
 PAPER_ATTACK = "shadow"
 SUMMARISED = ("test_accuracy", "train_accuracy", "auc", "precision", "recall", "tpr_at_1pct_fpr",
-              "tpr_at_0p1pct_fpr", "eps_lower_bound")
+              "tpr_at_0p1pct_fpr", "eps_lower_bound", "canary_tpr_at_1pct_fpr", "canary_tpr_at_0p1pct_fpr")
 #: averaged over seeds without an interval: the setting's δ, the one-run bound (itself a 95 %
 #: bound) and the leave-one-out statistics of the reference pool (already a spread over models)
 AVERAGED = ("delta", "one_run_eps_lower_bound", "loo_n_targets", "loo_auc_mean", "loo_auc_std",
@@ -60,7 +60,7 @@ AVERAGED = ("delta", "one_run_eps_lower_bound", "loo_n_targets", "loo_auc_mean",
 COMPARED = ("auc", "precision", "recall", "tpr_at_0p1pct_fpr", "eps_lower_bound")
 #: the columns that make a setting: the recipe and the defence (the seed replicates it)
 SETTING_KEYS = ("model", "dataset", "width", "part_size", "epochs", "defence", "knob", "kappa", "dp",
-                "noise_multiplier")
+                "noise_multiplier", "canaries")
 GRID_POINTS = 25
 VERDICT_MG, VERDICT_DP, VERDICT_TIE = "MG noise leaks less", "DP-SGD leaks less", "no significant difference at 95 %"
 
@@ -115,7 +115,8 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     df = pd.DataFrame() if table is None else table.copy().reset_index(drop=True)
     numeric = ("kappa", "knob", "noise_multiplier", "seed", "n_members", "n_nonmembers", "epsilon", *SUMMARISED, *AVERAGED,
                "auc_lo", "auc_hi", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo",
-               "tpr_at_0p1pct_fpr_hi")
+               "tpr_at_0p1pct_fpr_hi", "canary_tpr_at_1pct_fpr_lo", "canary_tpr_at_1pct_fpr_hi",
+               "canary_tpr_at_0p1pct_fpr_lo", "canary_tpr_at_0p1pct_fpr_hi")
     for c in (*SETTING_KEYS, "attack", "target_run", *numeric):
         if c not in df.columns:
             df[c] = np.nan
@@ -202,8 +203,8 @@ def _sampling_interval(r: pd.Series, metric: str, confidence: float) -> tuple[fl
         return binomial_interval(r["test_accuracy"], r["n_nonmembers"], confidence)
     if metric == "train_accuracy":
         return binomial_interval(r["train_accuracy"], r["n_members"], confidence)
-    if metric in ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr"):
-        return r[f"{metric}_lo"], r[f"{metric}_hi"]
+    if metric in ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "canary_tpr_at_1pct_fpr", "canary_tpr_at_0p1pct_fpr"):
+        return r.get(f"{metric}_lo", math.nan), r.get(f"{metric}_hi", math.nan)
     return math.nan, math.nan
 
 

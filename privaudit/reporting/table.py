@@ -20,6 +20,9 @@ COLUMNS = [
     "tpr_at_0p1pct_fpr_hi", "loo_n_targets", "loo_auc_mean", "loo_auc_std", "loo_tpr_at_1pct_fpr_mean",
     "loo_tpr_at_1pct_fpr_std", "loo_tpr_at_0p1pct_fpr_mean", "loo_tpr_at_0p1pct_fpr_std",
     "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std", "one_run_eps_lower_bound",
+    # planted canaries (--canaries): TPR on the canary members at the population's threshold
+    "canaries", "n_canaries", "canary_tpr_at_1pct_fpr", "canary_tpr_at_1pct_fpr_lo", "canary_tpr_at_1pct_fpr_hi",
+    "canary_tpr_at_0p1pct_fpr", "canary_tpr_at_0p1pct_fpr_lo", "canary_tpr_at_0p1pct_fpr_hi",
 ]
 
 
