@@ -239,3 +239,11 @@ def test_label_only_attacks_run_on_output_defences_and_the_gap_attack_is_the_acc
     plain = attack_target(ws, ensure_model(make_config(dataset="digits", epochs=20, part_size=200), ws, data, cpu).name,
                           data, cpu, AttackPlan.from_choices(["shadow"]))
     assert "gap" not in plain.metrics  # a target that releases its scores gets them only when asked
+
+
+def test_the_defences_page_lists_every_defence_with_its_knob_range():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "defences.md").read_text(encoding="utf-8")
+    for name, d in DEFENSES.items():
+        assert f"| `{name}` |" in page, name
