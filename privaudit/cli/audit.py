@@ -83,7 +83,7 @@ def audit_cmd(
     if as_json:
         emit_json({**result.to_json(), "wall_seconds": wall})
         return
-    from privaudit.cli.summary import attack_summary_table, verdict_table
+    from privaudit.cli.summary import at_accuracy_table, attack_summary_table, verdict_table
     from privaudit.core.timing import CLOCK
     from privaudit.pipeline.workspace import Workspace
 
@@ -94,5 +94,8 @@ def audit_cmd(
     verdicts = verdict_table(result.summary)
     if verdicts is not None:
         console.print(verdicts)
+    choice = at_accuracy_table(result.summary)
+    if choice is not None:
+        console.print(choice)
     shares = "  ".join(f"{k} {v:.1f} s" for k, v in CLOCK.snapshot().items() if v >= 0.05)
     console.print(f"done in {wall:.1f} s ({shares})  report: {rep_html}  table: {rep_csv}")

@@ -53,12 +53,19 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
                           + "; ε lb: its empirical ε lower bound, which treats the model's samples as "
                           "independent trials (a heuristic, not a proof; rounded down); 1-run: the rigorous one-run "
                           "canary bound; member = positive class")
-    columns = (["model"] if len(models) > 1 else []) + (["dataset"] if len(datasets) > 1 else []) + [
-        "setting"] + (["seed"] if len(seeds) > 1 else []) + ["ε acct", "acc", "shadow", "strongest", "AUC", "TPR.1%", "ε lb", "1-run"]
     def strongest_of(cfg, metrics: dict) -> str:
         key = (cfg.model.name, cfg.data.dataset)
         best = groups[key] if key in groups else strongest_attack(metrics)
         return best if best in metrics else ""
+
+    # one strongest attack for every row (an audit's): named in the title, not repeated per row
+    named = {strongest_of(cfg, m) for cfg, _, m, _ in rows}
+    one = next(iter(named)) if len(named) == 1 and groups and "" not in named else None
+    if one:
+        table.title = f"{title} · strongest attack: {one}"
+    columns = (["model"] if len(models) > 1 else []) + (["dataset"] if len(datasets) > 1 else []) + [
+        "setting"] + (["seed"] if len(seeds) > 1 else []) + ["ε acct", "acc", "shadow"] + (
+        [] if one else ["strongest"]) + ["AUC", "TPR.1%", "ε lb", "1-run"]
 
     names = max((len(strongest_of(cfg, m)) for cfg, _, m, _ in rows), default=0)
     for col in columns:  # a name is never split: the numbers' headers wrap instead
@@ -71,8 +78,8 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
         eps = s.get("eps_lower_bound")
         lead = ([cfg.model.name] if len(models) > 1 else []) + ([cfg.data.dataset] if len(datasets) > 1 else [])
         table.add_row(*lead, setting_text(cfg, tm), *([str(cfg.seed)] if len(seeds) > 1 else []), sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
-                      fixed(tm.get("test_accuracy")), fixed(metrics.get("shadow", {}).get("auc")), strongest or "—",
-                      fixed(s.get("auc")), fixed(s.get("tpr_at_0p1pct_fpr")), lower_bound(eps),
+                      fixed(tm.get("test_accuracy")), fixed(metrics.get("shadow", {}).get("auc")),
+                      *([] if one else [strongest or "—"]), fixed(s.get("auc")), fixed(s.get("tpr_at_0p1pct_fpr")), lower_bound(eps),
                       lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
     return table
 
@@ -102,6 +109,47 @@ def verdict_table(summary) -> Table | None:
         lead = [f"{r['model']} · {r['dataset']}"] if many else []
         table.add_row(*lead, f"{r['attack']}\n({r['comparison']})", measures.get(r["metric"], r["metric"]), acc, gap,
                       verdict)
+    return table
+
+
+def at_accuracy_table(summary) -> Table | None:
+    """Which defence at each target accuracy (``audit --target-accuracies``; the report's
+    section of the same name): per target a row per defence, its setting, test accuracy, the
+    strong and the weak attack's TPR at 0.1 % FPR in %, with 95 % intervals, and the verdict;
+    None without targets."""
+    at = getattr(summary, "at_accuracy", None)
+    if at is None or at.empty:
+        return None
+    table = Table(title="Which defence at your accuracy?", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+                  caption="TPR at 0.1 % FPR in % with its 95 % interval: strong = the audit's strongest attack "
+                          "(reference models trained with the defence), weak = the one-shadow attack; least: leaks "
+                          "least; more: its interval lies above the least one's; tied: cannot be told apart from it "
+                          "(not corrected for the number of defences); above / below: the target lies above or below "
+                          "every accuracy the defence gave; missed: inside that range, not reached")
+    for col in ("target", "defence", "setting", "acc", "strong TPR.1%", "weak", "verdict"):
+        table.add_column(col, justify="right" if col in ("acc", "strong TPR.1%", "weak") else "left", overflow="fold",
+                         no_wrap=col in ("defence", "setting", "strong TPR.1%"))
+
+    def pct(v, lo, hi) -> str:
+        if not math.isfinite(v):
+            return "—"
+        return f"{100 * v:.1f}" + (f" ({100 * lo:.1f}–{100 * hi:.1f})" if math.isfinite(lo) and math.isfinite(hi) else "")
+
+    def word(verdict: str) -> str:
+        return ("least" if verdict.startswith("leaks least") else "more" if verdict.startswith("leaks more")
+                else "tied" if verdict.startswith("cannot be told") else "—")
+
+    status = {"cannot reach: above": "above", "cannot reach: below": "below", "not reached": "missed"}
+
+    last = None
+    for _, r in at.iterrows():
+        target = f"{r['target_accuracy']:.3f}" if r["target_accuracy"] != last else ""
+        last = r["target_accuracy"]
+        reached = math.isfinite(r["test_accuracy"])
+        table.add_row(target, str(r["defence"]), str(r["setting"]) if reached else status.get(r["status"], r["status"]),
+                      f"{r['test_accuracy']:.3f}" if reached else "—",
+                      pct(r["strong_tpr_at_0p1pct_fpr"], r["strong_tpr_at_0p1pct_fpr_lo"], r["strong_tpr_at_0p1pct_fpr_hi"]),
+                      pct(r["weak_tpr_at_0p1pct_fpr"], math.nan, math.nan), word(str(r["verdict"] or "")))
     return table
 
 
