@@ -4,7 +4,8 @@
 naming its ``source``: the shadow model or the pool it was computed from), ``scores.npz``
 (labels and one score vector per attack, samples = the target's members then its
 non-members), and when a pool was used ``loo.json`` (leave-one-out evaluation over the pool)
-and ``exposure.json``; when the one-run audit ran, ``one_run.json``; ``manifest.json``
+and ``exposure.json`` with ``exposed.npz`` (the most exposed members' images,
+:mod:`privaudit.pipeline.exposed`); when the one-run audit ran, ``one_run.json``; ``manifest.json``
 holds their checksums (:mod:`privaudit.files.integrity`). Re-running with more attacks adds them;
 an attack whose source is unchanged is not recomputed.
 
@@ -38,6 +39,7 @@ from privaudit.files.integrity import verify_folder
 from privaudit.files.locks import artifact_lock
 from privaudit.analysis.metrics import attack_metrics, strongest_attack
 from privaudit.core.provenance import provenance
+from privaudit.pipeline.exposed import FILE as EXPOSED_FILE, most_exposed, npz_bytes, read_exposed
 from privaudit.pipeline.runs import DataCache, ensure_model
 from privaudit.training.trainer import EpochCallback, predict_logits, role_data
 from privaudit.core.timing import timed
@@ -305,7 +307,7 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
     from privaudit.pipeline.pools import ensure_pool, model_logits, pool_name
 
     folder = workspace.attacks / target
-    metrics, arrays, extras = _read_existing(folder, target)
+    metrics, arrays, extras, exposed = _read_existing(folder, target)
     shadow_name = cfg.as_shadow().run_name if plan.shadow else None
     pool_id = pool_name(cfg, plan.pool_size) if plan.pool_attacks else None
     todo_shadow = plan.shadow and any(metrics.get(a, {}).get("source") != shadow_name for a in SHADOW_ATTACKS)
@@ -360,8 +362,11 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
         arrays["labels"] = labels
         extras["loo"] = {"pool": pool.name, "pool_size": pool.size, "summary": summarise(per_target)}
         strongest = strongest_attack({n: metrics[n] for n in scores})
+        top = most_exposed(scores, strongest, labels, pool.indices, images.x, images.y)
+        exposed = top.arrays() if top is not None else {}
         extras["exposure"] = {"attack": strongest,
-                              **exposure(labels, scores[strongest], pool.labels, pool.indices)}
+                              **exposure(labels, scores[strongest], pool.labels, pool.indices),
+                              **(top.summary() if top is not None else {})}
     if todo_one_run:
         extras["one_run"] = one_run_audit(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
     if todo_transfer:
@@ -384,10 +389,12 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
         write_json(tmp / "metrics.json", metrics)
         for key, value in extras.items():
             write_json(tmp / f"{key}.json", value)
+        if exposed:
+            write_bytes(tmp / EXPOSED_FILE, npz_bytes(exposed))
         write_json(tmp / "config.json", {**attack_config, "provenance": provenance(device)})
 
     path = workspace.commit_folder(workspace.attacks, target, write)
-    saved, _, saved_extras = _read_existing(path, target)  # as JSON stores them (inf → null)
+    saved, _, saved_extras, _ = _read_existing(path, target)  # as JSON stores them (inf → null)
     return AttackResult(target, attack_config["shadow"], path, saved, False, saved_extras)
 
 
@@ -432,20 +439,21 @@ def _check_reused(workspace: Workspace, cfg: RunConfig, plan: AttackPlan, shadow
 EXTRA_FILES = ("loo", "exposure", "one_run")
 
 
-def _read_existing(folder: Path, target: str) -> tuple[dict, dict, dict]:
-    """(metrics, score arrays, extras) of an earlier attack of ``target``, or empty ones
-    (none, another schema, or written before manifests and unreadable). Raises
+def _read_existing(folder: Path, target: str) -> tuple[dict, dict, dict, dict]:
+    """(metrics, score arrays, extras, the most exposed members' arrays of ``exposed.npz``)
+    of an earlier attack of ``target``, or empty ones (none, another schema, or written before
+    manifests and unreadable). Raises
     :class:`~privaudit.errors.DamagedArtifactError` when its files do not match their manifest."""
     if folder.is_dir():
         verify_folder(folder, "attack")
     try:
         saved = read_json(folder / "config.json")
         if not isinstance(saved, dict) or saved.get("schema") != ATTACK_SCHEMA or saved.get("target") != target:
-            return {}, {}, {}
+            return {}, {}, {}, {}
         metrics = read_json(folder / "metrics.json")
         with np.load(folder / "scores.npz", allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
         extras = {k: read_json(folder / f"{k}.json") for k in EXTRA_FILES if (folder / f"{k}.json").is_file()}
-        return metrics, arrays, extras
+        return metrics, arrays, extras, read_exposed(folder)
     except (ArtifactError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        return {}, {}, {}
+        return {}, {}, {}, {}

@@ -165,7 +165,6 @@ def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str,
     return curves
 
 
-@timed("report")
 def accuracy_targets(workspace: Workspace, warnings: list[str]) -> list[dict]:
     """The entries of ``reports/accuracy_targets.json`` (``audit --target-accuracies``), or none."""
     path = workspace.reports / "accuracy_targets.json"
@@ -179,6 +178,7 @@ def accuracy_targets(workspace: Workspace, warnings: list[str]) -> list[dict]:
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
 
+@timed("report")
 def build_reports(workspace: Workspace) -> ReportResult:
     """Write ``reports/tradeoff.csv`` and ``reports/index.html`` (atomically), and with accuracy
     targets ``reports/defences_at_accuracy.csv``, and return them."""
