@@ -247,3 +247,19 @@ def test_the_defences_page_lists_every_defence_with_its_knob_range():
     page = (Path(__file__).resolve().parent.parent / "docs" / "defences.md").read_text(encoding="utf-8")
     for name, d in DEFENSES.items():
         assert f"| `{name}` |" in page, name
+
+
+def test_recipe_and_output_defences_train_stacked_and_agree_with_one_by_one(digits):
+    """Weight decay, early stopping and the output-side defences change no step of training:
+    their models stack (batched training) and match the one-by-one models."""
+    from privaudit.training.stacked import can_stack, train_stacked
+
+    cfgs = [make_config(dataset="digits", part_size=100, defense="weight-decay", knob=0.01, epochs=3),
+            make_config(dataset="digits", part_size=100, defense="top-k", knob=1, epochs=3, seed=1, weight_decay=0.01)]
+    assert all(can_stack(c, digits.input_shape) for c in cfgs)
+    assert not can_stack(make_config(dataset="digits", defense="mixup", knob=0.2), digits.input_shape)
+    stacked = train_stacked(cfgs, digits)
+    for cfg, res in zip(cfgs, stacked):
+        alone = train_model(cfg, digits)
+        for a, b in zip(res.model.state_dict().values(), alone.model.state_dict().values()):
+            torch.testing.assert_close(a, b, atol=2e-4, rtol=1e-3)

@@ -206,6 +206,15 @@ class Defense:
         return {}
 
     @property
+    def plain_training(self) -> bool:
+        """Whether the model trains by the plain loop on the plain model (no hooks, no model
+        change; the defence is a recipe value or an output transform), so that batched
+        training of many models (:mod:`privaudit.training.stacked`) applies."""
+        knob = self.knob.grid[0] if self.knob is not None else 0.0
+        return (not self.needs_reference and not self.needs_submodels and self.hooks(knob, 2) is None
+                and not self.model_kwargs(knob))
+
+    @property
     def transforms_output(self) -> bool:
         """Whether queries see :meth:`release`'s transform (the defence overrides it)."""
         return type(self).release is not Defense.release

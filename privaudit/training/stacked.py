@@ -17,8 +17,9 @@ DP-SGD its own clipping and its own noise stream (from its own seed, the same dr
 float32 summation order (the tests check that stacked and one-by-one models agree).
 
 Which models stack (:func:`stack_key`): ``mlp`` recipes on small inputs in fp32 without
-augmentation and without a training-side defence of :mod:`privaudit.defenses` (an output-side
-one trains as the plain recipe does), trained by the fast engine, grouped by everything a step shares (architecture,
+augmentation and without a defence of :mod:`privaudit.defenses` that changes the training loop
+or the model (weight decay, early stopping and the output-side ones train as the plain recipe
+does, with their own numbers), trained by the fast engine, grouped by everything a step shares (architecture,
 width, epochs, batch size, learning rate, weight decay, the number of members, DP-SGD or not
 and its clipping norm); κ, σ, role, seed and data placement may differ within a group. Under
 DP-SGD every model draws its own Poisson batch size, so each step pads every model's batch
@@ -43,7 +44,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from privaudit.core.config import RunConfig
-from privaudit.defenses import OUTPUT, get as get_defense
+from privaudit.defenses import get as get_defense
 from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import member_indices
 from privaudit.models import build_model
@@ -73,7 +74,7 @@ def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
     """Whether models of ``cfg``'s recipe train faster stacked (module docstring)."""
     d = int(np.prod(input_shape))
     return (cfg.model.name == "mlp" and cfg.train.precision == "fp32" and cfg.train.augment == "none"
-            and (not cfg.defence.method or get_defense(cfg.defence.method).side == OUTPUT)
+            and (not cfg.defence.method or get_defense(cfg.defence.method).plain_training)
             and (not cfg.defence.dp or cfg.defence.mechanism == "dpsgd")
             and d <= STACK_MAX_INPUT and d * cfg.model.width <= STACK_MAX_MACS)
 
