@@ -203,10 +203,11 @@ def test_more_of_the_knob_fits_the_members_less(digits, name):
     d = get(name)
     weak, strong = d.knob.grid[0], d.knob.grid[-1]
     extra = {} if name == "early-stopping" else {"epochs": 40}
-    w_train, w_test, _ = _fit(digits, defense=name, knob=weak, **extra)
-    s_train, s_test, _ = _fit(digits, defense=name, knob=strong, **extra)
+    w_train, w_test, w_acc = _fit(digits, defense=name, knob=weak, **extra)
+    s_train, s_test, s_acc = _fit(digits, defense=name, knob=strong, **extra)
     assert s_train > w_train
     assert (s_test - s_train) < (w_test - w_train)
+    assert s_acc <= w_acc  # and the members are classified no better
 
 
 def test_every_training_defence_trains(digits):

@@ -102,7 +102,7 @@ def test_every_attack_and_the_leave_one_out_summary(pooled):
     assert set(result.extras["one_run"]) >= {"eps_lower_bound", "num_guesses", "num_correct", "canary_run"}
     folder = ws.attacks / target.name
     assert {p.name for p in folder.iterdir()} == {"config.json", "metrics.json", "scores.npz", "loo.json",
-                                                   "exposure.json", "one_run.json", "manifest.json"}
+                                                   "exposure.json", "exposed.npz", "one_run.json", "manifest.json"}
     with np.load(folder / "scores.npz") as npz:
         assert {f"score_{a}" for a in expected} <= set(npz.files)
         assert npz["labels"].sum() == 100 and len(npz["labels"]) == 200

@@ -139,7 +139,8 @@ def _replace_one_epsilon(defence, metrics: dict, sigma_half: bool = False) -> fl
 
 
 def read_extras(folder: Path) -> dict:
-    """The optional per-target results next to an attack: loo, exposure, one_run."""
+    """The optional per-target results next to an attack: loo, exposure, one_run (the
+    images of the most exposed members: :func:`exposed_arrays`)."""
     out = {}
     for key in EXTRAS:
         path = folder / f"{key}.json"
@@ -165,6 +166,21 @@ def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str,
     return curves
 
 
+def exposed_arrays(workspace: Workspace, extras: dict) -> dict[str, dict[str, np.ndarray]]:
+    """The most exposed members' arrays (``exposed.npz``, :mod:`privaudit.pipeline.exposed`) of
+    each target run of ``extras`` whose exposure lists them; the attack folders were verified
+    against their manifests when the table was read."""
+    from privaudit.pipeline.exposed import read_exposed
+
+    out = {}
+    for run, ex in extras.items():
+        if isinstance(ex, dict) and isinstance(ex.get("exposure"), dict) and "top16" in ex["exposure"]:
+            arrays = read_exposed(workspace.attacks / run)
+            if arrays:
+                out[run] = arrays
+    return out
+
+
 def accuracy_targets(workspace: Workspace, warnings: list[str]) -> list[dict]:
     """The entries of ``reports/accuracy_targets.json`` (``audit --target-accuracies``), or none."""
     path = workspace.reports / "accuracy_targets.json"
@@ -184,6 +200,7 @@ def build_reports(workspace: Workspace) -> ReportResult:
     targets ``reports/defences_at_accuracy.csv``, and return them."""
     from privaudit.reporting.figures import group_figures
     from privaudit.reporting.html import render_report
+    from privaudit.reporting.page_exposure import exposure_groups
     from privaudit.reporting.papers import THEORY_FOLDER, papers_section
 
     warnings: list[str] = []
@@ -202,6 +219,9 @@ def build_reports(workspace: Workspace) -> ReportResult:
     for fig in figures:  # for papers and slides: reports/figures/verdict-<model>-<dataset>.{pdf,png}
         write_bytes(workspace.reports / "figures" / f"{fig.stem}.pdf", fig.pdf)
         write_bytes(workspace.reports / "figures" / f"{fig.stem}.png", fig.png)
+    exposed = exposure_groups(summary, table, extras, exposed_arrays(workspace, extras))
+    for panel in (p for g in exposed for p in g.panels if p.png):  # reports/figures/exposed-<model>-<dataset>-<family>.png
+        write_bytes(workspace.reports / "figures" / f"{panel.stem}.png", panel.png)
     write_text(html_path, render_report(table, roc_curves(workspace, table), generated=generated, extras=extras,
-                                        papers_html=papers, summary=summary, figures=figures))
+                                        papers_html=papers, summary=summary, figures=figures, exposed=exposed))
     return ReportResult(csv_path, html_path, table, skipped, warnings, summary)

@@ -13,6 +13,8 @@ modules only pick, format and lay out:
 * :mod:`~privaudit.reporting.page_findings`: the sentences of the key findings and the groups;
 * :mod:`~privaudit.reporting.page_at_accuracy`: which defence at each target accuracy, and the
   Pareto plot of every defence setting;
+* :mod:`~privaudit.reporting.page_exposure`: who leaks, each defence's most exposed training
+  images (PNG grids) and the overlap of their most exposed members;
 * :mod:`~privaudit.reporting.page_tables`: the long trade-off table, the NoisyCGD comparison;
 * :mod:`~privaudit.reporting.page_groups` and :mod:`~privaudit.reporting.page_empirical`: each
   (model, dataset) section and its strongest-attacks part;
@@ -20,8 +22,9 @@ modules only pick, format and lay out:
 
 The markup is Jinja2 templates with autoescaping (``templates/``); the stylesheet
 ``templates/report.css`` is inlined; plots are inline SVG drawn by matplotlib
-(:mod:`privaudit.reporting.plots`, written short by :mod:`privaudit.reporting.svg`). There is no
-JavaScript, no font, no image and no link to anything outside the page (only ``#`` anchors).
+(:mod:`privaudit.reporting.plots`, written short by :mod:`privaudit.reporting.svg`), the "Who
+leaks" image grids small PNGs in ``data:`` URIs. There is no JavaScript, no font and no link
+to anything outside the page (only ``#`` anchors).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import pandas as pd
 from privaudit.core.formatting import slug
 from privaudit.reporting.page_data import name_dp, prepare, with_one_run
 from privaudit.reporting.page_at_accuracy import at_accuracy_section
+from privaudit.reporting.page_exposure import exposure_groups, exposure_section
 from privaudit.reporting.page_findings import group_view, key_findings
 from privaudit.reporting.page_first_screen import first_screen
 from privaudit.reporting.page_groups import group_section
@@ -50,7 +54,8 @@ TABLE_COLUMNS = COLUMNS
 def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | None = None, *,
                   title: str = "privaudit report", generated: str = "",
                   extras: Mapping[str, Mapping] | None = None, papers_html: str = "",
-                  summary: Summary | None = None, figures: list | None = None) -> str:
+                  summary: Summary | None = None, figures: list | None = None,
+                  exposed: list | None = None) -> str:
     """The complete, self-contained HTML5 report page as a string.
 
     ``table``: the trade-off table (columns in :data:`TABLE_COLUMNS`; missing columns are
@@ -62,6 +67,9 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
     one-run values gets a "Strongest attacks and empirical ε" part. An empty table gives a
     page saying nothing has been audited yet. ``papers_html``: the "Papers' figures" section
     (:func:`privaudit.reporting.papers.papers_section`), placed before "How to read this".
+    ``exposed``: the "Who leaks" groups with their grids
+    (:func:`privaudit.reporting.page_exposure.exposure_groups`); without them they are made
+    from ``extras`` alone, with no pictures.
     """
     rocs = rocs if isinstance(rocs, Mapping) else {}
     extras = extras if isinstance(extras, Mapping) else {}
@@ -75,15 +83,17 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
 
     defences = defences_section(df) if groups else ""
     at_accuracy = at_accuracy_section(summary) if groups else ""
+    who = exposure_section(exposed if exposed is not None else exposure_groups(summary, table, extras)) if groups else ""
     toc, sections = [], []
     if groups:
         toc = [*([("at-accuracy", "Which defence at your accuracy")] if at_accuracy else []),
+               *([("exposed", "Who leaks")] if who else []),
                ("table", "Trade-off table"), *((slug("g", m, d), f"{m} · {d}") for m, d, _ in groups)]
         toc += [("defences", "NoisyCGD vs DP-SGD")] if defences else []
         toc += [("papers", "Papers' figures")] if papers_html else []
         toc += [("howto", "How to read this")]
         views = [group_view(m, d, g, summary, extras) for m, d, g in groups]
-        sections = [first_screen(summary, figures or []), key_findings(views), at_accuracy,
+        sections = [first_screen(summary, figures or []), key_findings(views), at_accuracy, who,
                     tradeoff_table(groups, n_rows=len(df), n_targets=df["_run"].nunique()),
                     *(name_dp(group_section(v, rocs, extras), v["g"]) for v in views),
                     defences]
