@@ -83,7 +83,8 @@ def render_report(table: pd.DataFrame, rocs: Mapping[str, Mapping[str, Any]] | N
 
     defences = defences_section(df) if groups else ""
     at_accuracy = at_accuracy_section(summary) if groups else ""
-    who = exposure_section(exposed if exposed is not None else exposure_groups(summary, table, extras)) if groups else ""
+    who = (exposure_section(exposed if exposed is not None else exposure_groups(summary, table, extras))
+           if groups else "")
     toc, sections = [], []
     if groups:
         toc = [*([("at-accuracy", "Which defence at your accuracy")] if at_accuracy else []),

@@ -14,7 +14,7 @@ from privaudit.reporting.table import COLUMNS, as_bool
 from privaudit.reporting.summary import other_defense
 from privaudit.defenses import DEFENSES
 
-_TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "accountant", "attack",
+_TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "canaries", "accountant", "attack",
                  "source"]
 _NUMERIC_COLUMNS = [c for c in COLUMNS if c not in _TEXT_COLUMNS and c != "dp"]
 #: Attacks that need a reference pool (LiRA, RMIA, the many-shadow attack).

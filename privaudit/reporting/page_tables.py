@@ -73,10 +73,32 @@ def _cell_tip(r: pd.Series, col: str) -> str:
     return ""
 
 
+#: columns the long table shows only when some row has a value: another defence's knob (after
+#: "defence"), and the planted canaries' TPRs (after the population's)
+_KNOB = ("knob", "knob", short, "num")
+_CANARY = [("canary TPR @ 1% FPR", "canary_tpr_at_1pct_fpr", f3, "num"),
+           ("canary TPR @ 0.1% FPR", "canary_tpr_at_0p1pct_fpr", f3, "num")]
+
+
+def _spec(groups: list[tuple[str, str, pd.DataFrame]]) -> list[tuple[str, str, Callable[[Any], str], str]]:
+    """The long table's columns for these rows (:data:`_TABLE_SPEC`, plus the optional ones)."""
+    def any_value(col: str) -> bool:
+        return any(col in g and pd.to_numeric(g[col], errors="coerce").notna().any() for _, _, g in groups)
+
+    spec = list(_TABLE_SPEC)
+    if any_value("knob"):
+        spec.insert([c for _, c, _, _ in spec].index("defence") + 1, _KNOB)
+    if any_value("canary_tpr_at_0p1pct_fpr"):
+        at = [c for _, c, _, _ in spec].index("tpr_at_0p1pct_fpr") + 1
+        spec[at:at] = _CANARY
+    return spec
+
+
 def tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]], n_rows: int, n_targets: int) -> str:
     """The "Trade-off table" section, the long table: rows of one target striped alike."""
     from privaudit.reporting.templates import render
 
+    spec = _spec(groups)
     out = []
     for model, dataset, g in groups:
         rows, prev_run, alt = [], None, True
@@ -85,14 +107,14 @@ def tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]], n_rows: int, n_t
             if first:
                 alt, prev_run = not alt, r["_run"]
             cells = []
-            for _, col, fmt, ccls in _TABLE_SPEC:
+            for _, col, fmt, ccls in spec:
                 text = fmt(r[col])
                 cells.append({"text": text, "cls": f"{ccls} missing" if text == DASH else ccls,
                               "title": _cell_tip(r, col)})
             rows.append({"cls": " ".join(c for c in ("alt" if alt else "", "first" if first else "") if c),
                          "cells": cells})
         out.append({"slug": slug("g", model, dataset), "model": model, "dataset": dataset, "rows": rows})
-    head = [{"text": h, "cls": cls} for h, _, _, cls in _TABLE_SPEC]
+    head = [{"text": h, "cls": cls} for h, _, _, cls in spec]
     return render("tradeoff_table.html.j2", head=head, groups=out, n_rows=n_rows, n_targets=n_targets, dash=DASH)
 
 
