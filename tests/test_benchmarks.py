@@ -126,3 +126,19 @@ def test_rows_get_flops_per_epoch_and_share_of_peak_from_the_closed_form():
     assert pool["one_by_one_fraction_of_peak"] == pool["privaudit_fraction_of_peak"] / 2
     assert command["side_fraction_of_peak"] == 2_000 * sample_flops("mlp") / 1e9 / 100.0
     assert columns(pool, ("privaudit", "one_by_one"))[0] == f"{8 * 449 * step / 1e9:,.1f}"
+
+
+def test_familywise_benchmark_counts_false_alarms_with_intervals(tmp_path):
+    """benchmarks/bench_familywise.py at tiny sizes: every rule's count and Clopper–Pearson
+    interval, the same numbers whatever the number of processes."""
+    from benchmarks.bench_familywise import RULES, main
+
+    doc = main(["--sets", "3", "--n", "60", "--permutations", "99", "--power-sets", "2", "--gaps", "1",
+                "--out", str(tmp_path)])
+    assert set(doc["null"]) == set(RULES) and doc["null"]["headline"]["sets"] == 3
+    assert all(r["lo"] <= r["rate"] <= r["hi"] for r in doc["null"].values())
+    assert doc["power"]["1"]["headline"]["rate"] == 1.0  # a clear leak is found
+    assert (tmp_path / "familywise.md").read_text().startswith("# Family-wise scan headline")
+    again = main(["--sets", "3", "--n", "60", "--permutations", "99", "--power-sets", "0", "--jobs", "2",
+                  "--out", str(tmp_path / "two")])
+    assert again["null_p_values"] == doc["null_p_values"]

@@ -157,6 +157,43 @@ def test_a_tie_is_called_a_tie_about_95_percent_of_the_time():
     assert named <= 8
 
 
+def test_the_verdicts_of_a_group_hold_family_wise_on_data_without_a_difference():
+    """No true difference, 300 simulated 3-seed audits: the share in which any of the group's
+    verdicts names a defence is not above 5 % (its Clopper–Pearson interval reaches below
+    5 %), and never more than the rows read one by one name."""
+    named = row_named = 0
+    for i in range(300):
+        v = verdicts(table(0.0, noise=0.004, seed=1000 + i))
+        named += bool(v["verdict"].isin([VERDICT_MG, VERDICT_DP]).any())
+        row_named += bool(v["row_verdict"].isin([VERDICT_MG, VERDICT_DP]).any())
+    lo = stats.beta.ppf(0.025, named, 300 - named + 1) if named else 0.0
+    assert lo < 0.05 and named <= row_named, (named, row_named)
+
+
+def test_a_row_significant_alone_is_no_verdict_after_holm():
+    """Three comparisons over 3 seeds; one's own interval just excludes 0 (two-sided p = 0.03),
+    the others hold it: Holm multiplies the smallest p by 3, so the group names no defence,
+    the row keeps its own reading, and the p-values are Student's t (2 degrees of freedom)."""
+    from privaudit.reporting.summary import _familywise
+
+    q = stats.t.ppf(0.975, 2)
+    se = 0.01 / stats.t.isf(0.015, 2)                          # gap 0.01 with two-sided p = 0.03
+    rows = [{"gap": 0.01, "gap_lo": 0.01 - q * se, "gap_hi": 0.01 + q * se, "n_seeds": 3, "interval": "t over 3 seeds",
+             "verdict": VERDICT_MG},
+            *({"gap": g, "gap_lo": g - 0.05, "gap_hi": g + 0.05, "n_seeds": 3, "interval": "t over 3 seeds",
+               "verdict": VERDICT_TIE} for g in (0.002, -0.003))]
+    _familywise(rows, 0.95)
+    assert rows[0]["p_value"] == pytest.approx(0.03) and rows[0]["p_adjusted"] == pytest.approx(0.09)
+    assert rows[0]["verdict"] == VERDICT_TIE and rows[0]["row_verdict"] == VERDICT_MG
+    assert all(r["comparisons"] == 3 and "Holm" in r["correction"] for r in rows)
+    p1 = 2 * stats.t.sf(0.002 / (0.05 / q), 2)
+    assert rows[1]["p_value"] == pytest.approx(p1)
+    # a strong difference survives the correction
+    rows = [dict(rows[1], gap=0.05, gap_lo=0.04, gap_hi=0.06, verdict=VERDICT_MG), rows[2]]
+    _familywise(rows, 0.95)
+    assert rows[0]["verdict"] == VERDICT_MG and rows[0]["p_adjusted"] < 0.05
+
+
 def test_a_small_difference_inside_the_noise_is_no_verdict():
     """A true DP − MG of +0.005 with seed-to-seed noise of ±0.02: the interval holds 0."""
     v = verdicts(table(0.005, noise=0.02, acc_noise=0.01, seed=4))
@@ -254,7 +291,7 @@ def test_verdicts_are_the_comparisons_that_answer_the_question():
     v = verdicts(t, compared=comp)
     for _, r in v.iterrows():
         c = comp[(comp["attack"] == r["attack"]) & (comp["metric"] == r["metric"])].iloc[0]
-        np.testing.assert_equal((r["gap"], r["gap_lo"], r["verdict"]), (c["gap"], c["gap_lo"], c["verdict"]))
+        np.testing.assert_equal((r["gap"], r["gap_lo"], r["row_verdict"]), (c["gap"], c["gap_lo"], c["verdict"]))
     # a comparison does not depend on which others were computed (its own seeded bootstrap)
     alone = comparisons(t[t["attack"] == "shadow"])
     pd.testing.assert_frame_equal(alone.reset_index(drop=True),

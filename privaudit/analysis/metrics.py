@@ -113,6 +113,14 @@ def auc_interval(labels: np.ndarray, scores: np.ndarray, confidence: float = 0.9
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    auc, var = auc_delong(labels, scores)
+    half = float(norm.ppf(0.5 + confidence / 2) * np.sqrt(var))
+    return auc, max(0.0, auc - half), min(1.0, auc + half)
+
+
+def auc_delong(labels: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
+    """(AUC, DeLong's variance of it), the two numbers :func:`auc_interval` is made of
+    (its docstring has the formulas); the variance is ≥ 0."""
     labels, scores = check_scores(labels, scores)
     x, y = scores[labels == 1], scores[labels == 0]
     m, n = len(x), len(y)
@@ -121,8 +129,7 @@ def auc_interval(labels: np.ndarray, scores: np.ndarray, confidence: float = 0.9
     v01 = 1.0 - (ranks[m:] - midranks(y)) / m
     auc = float(v10.mean())
     var = (v10.var(ddof=1) / m if m > 1 else 0.0) + (v01.var(ddof=1) / n if n > 1 else 0.0)
-    half = float(norm.ppf(0.5 + confidence / 2) * np.sqrt(max(var, 0.0)))
-    return auc, max(0.0, auc - half), min(1.0, auc + half)
+    return auc, max(float(var), 0.0)
 
 
 def attack_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float, *,

@@ -27,7 +27,7 @@ class ScanReport:
 
     table: "pd.DataFrame"          #: one row per attack: AUC, TPR at low FPR, precision, recall, ε lower bound
     groups: "pd.DataFrame"         #: the strongest attack per class and per slice
-    headline: dict                 #: ``verdict`` and ``strongest``
+    headline: dict                 #: ``verdict``, ``leaks``, ``familywise`` (the test behind them) and ``strongest``
     folder: Path
     report_path: Path              #: the self-contained index.html
     summary: dict = field(repr=False, default_factory=dict)  #: what ``privaudit scan --json`` prints

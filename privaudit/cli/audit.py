@@ -83,7 +83,7 @@ def audit_cmd(
     if as_json:
         emit_json({**result.to_json(), "wall_seconds": wall})
         return
-    from privaudit.cli.summary import at_accuracy_table, attack_summary_table, verdict_table
+    from privaudit.cli.summary import at_accuracy_table, attack_summary_table, strongest_claim_lines, verdict_table
     from privaudit.core.timing import CLOCK
     from privaudit.pipeline.workspace import Workspace
 
@@ -91,6 +91,8 @@ def audit_cmd(
     console = info_console(as_json)
     console.print(attack_summary_table(ws, [(a.target, attack_plan.asked(a.metrics), a.extras) for a in result.attacks],
                                        title=f"privaudit audit: {model} on {dataset}", summary=result.summary))
+    for line in strongest_claim_lines(result.summary):
+        console.print(line, markup=False, highlight=False)
     verdicts = verdict_table(result.summary)
     if verdicts is not None:
         console.print(verdicts)

@@ -16,9 +16,11 @@ def report_cmd(workdir: WorkdirOpt = ".", as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json(result.to_json())
         return
-    from privaudit.cli.summary import verdict_table
+    from privaudit.cli.summary import strongest_claim_lines, verdict_table
 
     console = info_console(as_json)
+    for line in strongest_claim_lines(result.summary):
+        console.print(line, markup=False, highlight=False)
     verdicts = verdict_table(result.summary)
     if verdicts is not None:
         console.print(verdicts)

@@ -64,7 +64,8 @@ def mg_noise_cmd(
     console = info_console(as_json)
     from rich.table import Table
 
-    table = Table(title="the paper's statements, checked", show_lines=False)
+    table = Table(title="the paper's statements, checked", show_lines=False,
+                  caption="value with its own 95 % interval; reading: family-wise (Holm–Bonferroni over the claims)")
     for col in ("figure", "model", "measured", "value [95 % interval]", "reading"):
         table.add_column(col, overflow="fold", no_wrap=col == "value [95 % interval]")
     for c in summary["claims"]:
@@ -74,4 +75,5 @@ def mg_noise_cmd(
     console.print(table)
     n = summary["counts"]
     console.print(f"done in {wall:.1f} s: {n['agrees']} agree, {n['disagrees']} disagree, {n['other']} undecided or "
-                  f"comparisons; page: {summary['html']}")
+                  f"comparisons, family-wise ({n.get('correction', '')}; one by one, {n.get('row_agrees', 0)} agree and "
+                  f"{n.get('row_disagrees', 0)} disagree); page: {summary['html']}")

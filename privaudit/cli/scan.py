@@ -57,7 +57,10 @@ def _print_scan(report, between=None) -> None:
     console.print(scan_table(report.result))
     if between is not None:
         between(console)
-    console.print(report.verdict)
+    console.print(report.verdict, markup=False)
+    family = report.headline.get("familywise") or {}
+    if family.get("text"):
+        console.print(family["text"], markup=False, highlight=False)
     console.print(f"report: {report.report_path}  table: {report.folder / 'attacks.csv'}")
 
 

@@ -84,16 +84,39 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
     return table
 
 
+def strongest_claim_lines(summary) -> list[str]:
+    """The summary's family-wise test of each group's strongest attack
+    (:func:`privaudit.reporting.summary.strongest_claims`), a line each: its AUC on the
+    reference setting and whether it lies above 0.5 family-wise, which correction, over how
+    many attacks."""
+    from privaudit.analysis.familywise import p_text
+
+    claims = getattr(summary, "strongest_claim", None)
+    if claims is None or claims.empty:
+        return []
+    many = claims[["model", "dataset"]].drop_duplicates().shape[0] > 1
+    lines = []
+    for _, c in claims.iterrows():
+        lead = f"{c['model']} · {c['dataset']}: " if many else ""
+        lines.append(f"{lead}strongest attack {c['attack']}, AUC {fixed(c['auc'])} on {c['setting']}: {c['verdict']} "
+                     f"at {100 * c['level']:g} % ({c['correction']}; {p_text(c['p_adjusted'], 'adjusted p')})")
+    return lines
+
+
 def verdict_table(summary) -> Table | None:
     """The report's verdicts (:mod:`privaudit.reporting.summary`): per model and dataset, DP-SGD
     − MG noise at equal test accuracy with its 95 % interval, and what it decides; None when
     nothing was compared."""
+    from privaudit.analysis.familywise import p_text
+
     v = summary.verdicts if summary is not None else None
     if v is None or v.empty:
         return None
     table = Table(title="At equal test accuracy, which defence leaks less?", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True, caption="DP − MG > 0: DP-SGD leaks more (TPR in percentage points, pp); a "
-                                                 "defence is named only when the 95 % interval excludes 0")
+                  collapse_padding=True, caption="DP − MG > 0: DP-SGD leaks more (TPR in percentage points, pp); "
+                                                 "each row's own 95 % interval; a defence is named only when the "
+                                                 "difference is significant at 5 % family-wise (Holm–Bonferroni over "
+                                                 "the comparisons of the model and dataset)")
     many = v[["model", "dataset"]].drop_duplicates().shape[0] > 1
     names = max(len(str(a)) for a in v["attack"])
     for col in (["model · dataset"] if many else []) + ["attack", "measure", "test acc", "DP − MG [95 %]", "verdict"]:
@@ -104,7 +127,9 @@ def verdict_table(summary) -> Table | None:
         gap, interval = difference(r["metric"], r["gap"], r["gap_lo"], r["gap_hi"])
         gap += f" {interval}" if interval else ""
         acc = f"{r['acc_low']:.3f}–{r['acc_high']:.3f}" if math.isfinite(r["acc_low"]) else "—"
-        verdict = r["verdict"] + (f" ({r['interval']})" if r["interval"] else "") + (
+        adj = r.get("p_adjusted", math.nan)
+        held = (f", {p_text(adj, 'adjusted p')}" if isinstance(adj, float) and math.isfinite(adj) else "")
+        verdict = r["verdict"] + (f" ({r['interval']}{held})" if r["interval"] else "") + (
             f": {r['reason']}" if r["reason"] else "")
         lead = [f"{r['model']} · {r['dataset']}"] if many else []
         table.add_row(*lead, f"{r['attack']}\n({r['comparison']})", measures.get(r["metric"], r["metric"]), acc, gap,
@@ -123,12 +148,12 @@ def at_accuracy_table(summary) -> Table | None:
     table = Table(title="Which defence at your accuracy?", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
                   caption="TPR at 0.1 % FPR in % with its 95 % interval: strong = the audit's strongest attack "
                           "(reference models trained with the defence), weak = the one-shadow attack; least: leaks "
-                          "least; more: its interval lies above the least one's; tied: cannot be told apart from it "
-                          "(not corrected for the number of defences); above / below: the target lies above or below "
+                          "least; more: it leaks more than the least one, family-wise at 5 % (Holm–Bonferroni over every "
+                          "pair of the defences at that accuracy); tied: cannot be told apart from it; above / below: the target lies above or below "
                           "every accuracy the defence gave; missed: inside that range, not reached")
     for col in ("target", "defence", "setting", "acc", "strong TPR.1%", "weak", "verdict"):
         table.add_column(col, justify="right" if col in ("acc", "strong TPR.1%", "weak") else "left", overflow="fold",
-                         no_wrap=col in ("defence", "setting", "strong TPR.1%"))
+                         no_wrap=col != "defence")
 
     def pct(v, lo, hi) -> str:
         if not math.isfinite(v):
@@ -146,7 +171,7 @@ def at_accuracy_table(summary) -> Table | None:
         target = f"{r['target_accuracy']:.3f}" if r["target_accuracy"] != last else ""
         last = r["target_accuracy"]
         reached = math.isfinite(r["test_accuracy"])
-        table.add_row(target, str(r["defence"]), str(r["setting"]) if reached else status.get(r["status"], r["status"]),
+        table.add_row(target, str(r["defence"]).replace("adversarial regularisation", "adv. regularisation"), str(r["setting"]) if reached else status.get(r["status"], r["status"]),
                       f"{r['test_accuracy']:.3f}" if reached else "—",
                       pct(r["strong_tpr_at_0p1pct_fpr"], r["strong_tpr_at_0p1pct_fpr_lo"], r["strong_tpr_at_0p1pct_fpr_hi"]),
                       pct(r["weak_tpr_at_0p1pct_fpr"], math.nan, math.nan), word(str(r["verdict"] or "")))
@@ -160,7 +185,8 @@ def scan_table(result) -> Table:
     short = {"cv": "cv", "shadow": "shdw", "references": "refs"}
     table = Table(title="Membership inference from the model's outputs", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True,
-                  caption="AUC with its 95 % DeLong interval; TPR at 1 % / 0.1 % FPR; ε lb: empirical ε lower bound "
+                  caption="AUC with its 95 % DeLong interval (each row on its own; the verdict below is "
+                          "family-wise over all the attacks); TPR at 1 % / 0.1 % FPR; ε lb: empirical ε lower bound "
                           "treating the samples as independent trials (a heuristic, not a proof; rounded down); thr: thresholds chosen by cross-validation (cv), the shadow model "
                           "(shdw) or leave-one-out over the references (refs)")
     for col in ("attack", "AUC", "95 % CI", "TPR1%", "TPR.1%", "prec", "rec", "ε lb", "thr"):

@@ -11,11 +11,20 @@ Per target accuracy and defence, one row: the setting that reached it, its test 
 its interval (over seeds, or binomial for one seed), the strongest attack's TPR at 0.1 % and
 1 % FPR with their intervals, the weak attack's (the ML-Leaks one-shadow attack, ``shadow``),
 and how much the weak evaluation overstated privacy (strong − weak TPR at 0.1 % FPR, in
-percentage points). The verdict among the defences that reached one target is read from the
-intervals: the one of lowest strong TPR at 0.1 % FPR *leaks least*; another *leaks more* when
-its interval lies wholly above the least one's, and *cannot be told apart* otherwise. Each
-interval is a 95 % per-row interval; the verdicts are not corrected for the number of
-defences compared.
+percentage points). The verdict among the k defences that reached one target: the one of
+lowest strong TPR at 0.1 % FPR *leaks least*; another *leaks more* when its difference from
+the least one is significant family-wise at 5 %, and *cannot be told apart* otherwise.
+
+The family is every pair of the k defences, k (k − 1)/2 comparisons, not only the k − 1
+against the least one: which defence leaks least is read from the same data, and comparing
+the others with the observed minimum alone would test the largest gaps at the level of one
+(with 5 equal defences it would name one "leaks more" in about 10 % of audits). Each pair's
+two-sided p-value comes from the rows' own intervals (:func:`privaudit.analysis.familywise.interval_se`):
+Welch's t-test where both rows are means over seeds (their intervals are Student's t, so
+the standard errors are read back exactly), a normal test otherwise (one seed: the
+Clopper–Pearson interval's width as a normal standard error, an approximation); Holm–Bonferroni
+over the pairs (``p_adjusted``; ``comparisons`` and ``correction`` say over how many). The
+bracketed intervals stay 95 % intervals of each row on its own.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from privaudit.analysis.familywise import ALPHA, HOLM, difference_pvalue, holm, interval_se
 from privaudit.defenses import other as other_defense
 
 WEAK_ATTACK = "shadow"
@@ -36,7 +46,8 @@ COLUMNS = ["model", "dataset", "target_accuracy", "defence", "setting", "status"
            *(f"strong_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
            *(f"weak_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
            *(f"canary_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
-           "overstated_pp", "verdict", "accuracy_range_lo", "accuracy_range_hi", "search_trainings"]
+           "overstated_pp", "verdict", "p_value", "p_adjusted", "comparisons", "correction",
+           "accuracy_range_lo", "accuracy_range_hi", "search_trainings"]
 
 
 def _title(name: str) -> str:
@@ -74,7 +85,8 @@ def at_accuracy(settings: pd.DataFrame, overview: pd.DataFrame, entries: Sequenc
         rng = e.get("accuracy_range") or [math.nan, math.nan]
         row: dict[str, Any] = {c: math.nan for c in COLUMNS}
         row.update(model=model, dataset=dataset, target_accuracy=target, defence=title, status=str(e.get("status")),
-                   setting="—", verdict="", accuracy_range_lo=rng[0], accuracy_range_hi=rng[1],
+                   setting="—", verdict="", correction="", comparisons=0, accuracy_range_lo=rng[0],
+                   accuracy_range_hi=rng[1],
                    search_trainings=len(e.get("steps") or []), strong_attack="")
         knob = e.get("knob")
         rows = _matches(settings, model, dataset, name, float(knob)) if knob is not None else settings[:0]
@@ -108,24 +120,45 @@ def at_accuracy(settings: pd.DataFrame, overview: pd.DataFrame, entries: Sequenc
     return _verdicts(frame)
 
 
-def _verdicts(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each target's verdicts from the strong TPR at 0.1 % FPR intervals (module docstring)."""
+def _se(r: pd.Series) -> tuple[float, float]:
+    """(standard error, degrees of freedom) of a row's strong TPR at 0.1 % FPR, from its interval."""
+    n = r["n_seeds"]
+    df = float(n - 1) if math.isfinite(n) and n >= 2 else math.inf
+    m = "strong_tpr_at_0p1pct_fpr"
+    return interval_se(r[m], r[f"{m}_lo"], r[f"{m}_hi"], df=df), df
+
+
+def _verdicts(frame: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """Each target's verdicts, family-wise over every pair of its defences (module docstring)."""
     if frame.empty:
         return frame
     frame = frame.copy()
+    m = "strong_tpr_at_0p1pct_fpr"
     for _, g in frame.groupby(["model", "dataset", "target_accuracy"], sort=False):
-        ok = g[np.isfinite(g["strong_tpr_at_0p1pct_fpr"].to_numpy(float))]
+        ok = g[np.isfinite(g[m].to_numpy(float))]
         if ok.empty:
             continue
-        best = ok["strong_tpr_at_0p1pct_fpr"].idxmin()
-        best_hi = ok.loc[best, "strong_tpr_at_0p1pct_fpr_hi"]
-        for i, r in ok.iterrows():
+        best = ok[m].idxmin()
+        if len(ok) == 1:
+            frame.loc[best, "verdict"] = ""
+            continue
+        se = {i: _se(r) for i, r in ok.iterrows()}
+        pairs = [(i, j) for a, i in enumerate(ok.index) for j in ok.index[a + 1:]]
+        raw = [difference_pvalue(ok.loc[i, m], *se[i], ok.loc[j, m], *se[j]) for i, j in pairs]
+        adjusted = dict(zip(pairs, holm(raw)))
+        raw_of = dict(zip(pairs, raw))
+        correction = (f"{HOLM} over the {len(pairs)} pairwise comparisons of the {len(ok)} defences at this "
+                      f"accuracy, {100 * alpha:g} % family-wise")
+        name = ok.loc[best, "defence"]
+        for i in ok.index:
+            frame.loc[i, ["comparisons", "correction"]] = [len(pairs), correction]
             if i == best:
-                frame.loc[i, "verdict"] = LEAST if len(ok) > 1 else ""
-            elif math.isfinite(best_hi) and r["strong_tpr_at_0p1pct_fpr_lo"] > best_hi:
-                frame.loc[i, "verdict"] = f"{MORE} than {ok.loc[best, 'defence']}"
-            else:
-                frame.loc[i, "verdict"] = f"{TIED} from {ok.loc[best, 'defence']}"
+                frame.loc[i, "verdict"] = LEAST
+                continue
+            key = (i, best) if (i, best) in adjusted else (best, i)
+            frame.loc[i, ["p_value", "p_adjusted"]] = [raw_of[key], adjusted[key]]
+            more = adjusted[key] <= alpha and ok.loc[i, m] > ok.loc[best, m]
+            frame.loc[i, "verdict"] = f"{MORE} than {name}" if more else f"{TIED} from {name}"
     order = frame["target_accuracy"].rank(method="dense", ascending=False)
     return frame.assign(_o=order).sort_values(["model", "dataset", "_o", "strong_tpr_at_0p1pct_fpr"],
                                               kind="stable", na_position="last").drop(columns="_o").reset_index(drop=True)

@@ -66,7 +66,9 @@ def at_accuracy_section(summary: "Summary") -> str:
                     "over": _pp(r["overstated_pp"]), "verdict": r["verdict"] or DASH, "reached": reached})
             strong = next((a for a in g["strong_attack"] if isinstance(a, str) and a), "")
             canaries = bool(g["canary_tpr_at_0p1pct_fpr"].notna().any())
-            targets.append({"target": f"{float(target):.3f}", "rows": body, "strong": strong, "canaries": canaries})
+            correction = next((c for c in g["correction"] if isinstance(c, str) and c), "")
+            targets.append({"target": f"{float(target):.3f}", "rows": body, "strong": strong, "canaries": canaries,
+                            "correction": correction})
         series = pareto_series(ov, summary.settings, model, dataset)
         plot = figure(line_plot(series, title="Leakage against accuracy, every defence setting",
                                 xlabel="test accuracy", ylabel="TPR at 0.1 % FPR (%), strongest attack"),

@@ -14,7 +14,8 @@ from privaudit.core.formatting import slug
 from privaudit.reporting.page_data import (FAMILY_CSS, attack_rows, dp_family, has_empirical, name_dp,
                                            primary_attack, setting_name)
 from privaudit.reporting.page_numbers import f3, finite, lb, pct, sig3
-from privaudit.reporting.summary import VERDICT_DP, VERDICT_MG, Summary
+from privaudit.analysis.familywise import p_text
+from privaudit.reporting.summary import ABOVE, NO_TEST, VERDICT_DP, VERDICT_MG, Summary, reference_setting
 
 # "DP-SGD" with a non-breaking hyphen: looks the same, and name_dp leaves it alone where a
 # NoisyCGD group's text means DP-SGD itself.
@@ -28,15 +29,19 @@ def _of(frame: pd.DataFrame, model: str, dataset: str) -> pd.DataFrame:
     return frame[(frame["model"] == model) & (frame["dataset"] == dataset)]
 
 
-def _verdict(g: pd.DataFrame, comps: pd.DataFrame) -> dict:
+def _verdict(g: pd.DataFrame, comps: pd.DataFrame, verdicts: pd.DataFrame | None = None) -> dict:
     """The group's verdict sentence (templates/sentences.html.j2), from the summary's
-    comparison of its primary attack by AUC."""
+    comparison of its primary attack by AUC: its row of the verdicts (family-wise over the
+    group's comparisons) where it is one of them, else the comparison itself."""
     if dp_family(g) == "NoisyCGD":
         return {"kind": "noisycgd", "dpsgd": _DPSGD_KEPT}
     attack = primary_attack(g)
     if attack is None:
         return {"kind": "text", "text": "No attack results."}
     hit = comps[(comps["attack"] == attack) & (comps["metric"] == "auc")] if len(comps) else comps
+    if verdicts is not None and len(verdicts):
+        vhit = verdicts[(verdicts["attack"] == attack) & (verdicts["metric"] == "auc")]
+        hit = vhit if len(vhit) else hit
     if hit.empty:  # every row of the attack is MG + DP-SGD
         return {"kind": "text", "text": "No iso-accuracy comparison: the attack ran on combined MG + DP-SGD "
                                         "targets only."}
@@ -45,6 +50,9 @@ def _verdict(g: pd.DataFrame, comps: pd.DataFrame) -> dict:
         return {"kind": "text", "text": f"No iso-accuracy comparison: {c['reason']}."}
     ci = (f"95% interval {c['gap_lo']:+.3f} to {c['gap_hi']:+.3f}, {c['interval']}" if finite(c["gap_lo"])
           else "no interval")
+    adj, k = c.get("p_adjusted", math.nan), c.get("comparisons", 0)
+    if finite(adj) and k and k > 1:
+        ci += f"; Holm over {int(k)} comparisons: {p_text(adj, 'adjusted p')}"
     return {"kind": "gap", "acc": f"{c['acc_low']:.3f}–{c['acc_high']:.3f}", "attack": attack,
             "gap": f"{c['gap']:+.3f}", "ci": ci, "verdict": c["verdict"],
             "named": c["verdict"] in (VERDICT_MG, VERDICT_DP)}
@@ -61,18 +69,37 @@ def _baseline_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame) -> s
     return f"Undefended baseline: test accuracy {f3(acc)}, {attack or 'attack'}-attack AUC {f3(auc)}."
 
 
-def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, extras: Any) -> dict | None:
+def _claim(claims: pd.DataFrame) -> str:
+    """Whether the strongest attack's AUC lies above 0.5 family-wise, in words (the summary's
+    :func:`privaudit.reporting.summary.strongest_claims` row of the group), or ""."""
+    if claims.empty:
+        return ""
+    c = claims.iloc[0]
+    if c["verdict"] == NO_TEST:
+        return "No interval to test whether its AUC lies above 0.5."
+    level = f"{100 * c['level']:g} %"
+    how = (f"{c['correction']}, the attacks it is picked from: {p_text(c['p_adjusted'], 'adjusted p')}"
+           if c["comparisons"] > 1 else p_text(c["p_adjusted"]))
+    if c["verdict"] == ABOVE:
+        return f"Its AUC lies above 0.5 family-wise at {level} ({how})."
+    return f"Its AUC is not above 0.5 family-wise at {level} ({how})."
+
+
+def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, extras: Any,
+                        claims: pd.DataFrame | None = None) -> dict | None:
     """The sentence about the strongest attack and the empirical ε (templates/sentences.html.j2),
-    or None when the group has no such results."""
+    or None when the group has no such results. ``claims``: the group's row of the summary's
+    family-wise test of the strongest attack's AUC."""
     if not has_empirical(g, extras) or ov.empty:
         return None
-    out: dict = {"strongest": None, "bounds": ""}
-    ref = next((o for _, o in ov.iterrows() if o["family"] == "baseline"), ov.iloc[0])
+    out: dict = {"strongest": None, "bounds": "", "claim": ""}
+    ref = reference_setting(ov)
     if ref["strongest"]:
         r = attack_rows(st, ref).loc[ref["strongest"]]
         out.update(strongest=ref["strongest"], auc=f3(r["auc"]),
                    where="the baseline" if ref["family"] == "baseline" else setting_name(ref),
-                   tpr=pct(r["tpr_at_0p1pct_fpr"]) if finite(r["tpr_at_0p1pct_fpr"]) else "")
+                   tpr=pct(r["tpr_at_0p1pct_fpr"]) if finite(r["tpr_at_0p1pct_fpr"]) else "",
+                   claim=_claim(claims if claims is not None else pd.DataFrame()))
     with_one_run = ov["one_run_eps_lower_bound"].notna().any()
     clauses = []
     for family in FAMILY_CSS:
@@ -104,10 +131,12 @@ def group_view(model: str, dataset: str, g: pd.DataFrame, summary: Summary, extr
     """One (model, dataset) group as both its key finding and its section read it: its rows of
     the table (``g``) and of the summary (``st``, ``ov``, ``comps``), and its sentences (the
     verdict, the baseline, the strongest attack and empirical ε), each worked out once."""
-    st, ov, comps = (_of(f, model, dataset) for f in (summary.settings, summary.overview, summary.comparisons))
+    st, ov, comps, claims, vd = (_of(f, model, dataset) for f in (summary.settings, summary.overview,
+                                                                  summary.comparisons, summary.strongest_claim,
+                                                                  summary.verdicts))
     return {"model": model, "dataset": dataset, "g": g, "st": st, "ov": ov, "comps": comps,
-            "verdict": _verdict(g, comps), "baseline": _baseline_sentence(g, st, ov),
-            "empirical": _empirical_sentence(g, st, ov, extras)}
+            "verdict": _verdict(g, comps, vd), "baseline": _baseline_sentence(g, st, ov),
+            "empirical": _empirical_sentence(g, st, ov, extras, claims)}
 
 
 def key_findings(views: list[dict]) -> str:

@@ -22,7 +22,23 @@ _METHOD_NOTE = (
     "bound). The verdict compares DP-SGD with MG noise at equal test accuracy: both curves interpolated "
     "on the overlap of their accuracy ranges, DP − MG averaged over it (per seed, then a t interval "
     "over seeds; with one seed, a bootstrap over the sampling of every point). It names a defence "
-    "only when the interval excludes 0; higher = more leakage, so DP − MG > 0 means MG noise leaks less.")
+    "only when the difference is significant at 5 % family-wise, Holm–Bonferroni over the group's comparisons "
+    "(each two-sided p-value read back from its interval); the intervals shown are each row's own 95 % interval. "
+    "Higher = more leakage, so DP − MG > 0 means MG noise leaks less.")
+
+
+def _familywise_note(r: pd.Series) -> str:
+    """The row's adjusted p-value in words, and, where the row's own interval named a defence that
+    the family-wise test does not, that it did ("" without a test)."""
+    from privaudit.analysis.familywise import p_text
+
+    adj = r.get("p_adjusted")
+    if adj is None or not finite(adj):
+        return ""
+    text = f"Holm over {int(r['comparisons'])}: {p_text(adj, 'adjusted p')}" if r["comparisons"] > 1 else p_text(adj)
+    if r.get("row_verdict") != r["verdict"]:
+        text += f"; its own interval alone: {r['row_verdict']}"
+    return text
 
 
 def first_screen(summary: Summary, figures: list) -> str:
@@ -45,7 +61,8 @@ def first_screen(summary: Summary, figures: list) -> str:
                 "comparison": r["comparison"], "attack": r["attack"], "measure": MEASURES.get(r["metric"], r["metric"]),
                 "accuracy": f"{f3(r['acc_low'])}–{f3(r['acc_high'])}" if finite(r["acc_low"]) else DASH,
                 "gap": gap, "interval": f"{ci} {r['interval']}" if ci else r["interval"],
-                "verdict": r["verdict"], "css": VERDICT_CSS.get(r["verdict"], "none"), "reason": r["reason"]})
+                "verdict": r["verdict"], "css": VERDICT_CSS.get(r["verdict"], "none"), "reason": r["reason"],
+                "familywise": _familywise_note(r)})
         rows = []
         paper = g[g["attack"] == "shadow"].set_index("setting")
         best = g[g["attack"] == strongest].set_index("setting") if strongest else g.iloc[0:0].set_index("setting")

@@ -21,7 +21,14 @@ row per target, defence setting, seed and attack). It computes, once:
   read as "MG noise leaks less" (interval above 0), "DP-SGD leaks less" (below 0) or "no
   significant difference at 95 %" (it contains 0), or the reason no comparison was made;
 * **verdicts**: the comparisons that answer the question: the paper's attack (shadow AUC)
-  and the strongest attack (TPR at 0.1 % FPR and the ε lower bound).
+  and the strongest attack (TPR at 0.1 % FPR and the ε lower bound), read family-wise:
+  a defence is named only where Holm–Bonferroni over the group's comparisons still finds
+  the difference significant at 5 % (the intervals stay per-row 95 % intervals);
+* **the strongest attack's claim**, per (model, dataset): the key findings name the strongest
+  attack and its numbers on the baseline (or the group's first setting); whether its AUC
+  there lies above 0.5 is tested family-wise, Holm–Bonferroni over the one-sided p-values
+  of every attack on that setting (the attacks the strongest is picked from), each read
+  back from its row's interval (:func:`strongest_claims`).
 
 The iso-accuracy gap of one seed follows the linear interpolation of both curves on a common accuracy grid (tests/reference_iso.py holds the slow reference): the MG curve (baseline
 and MG-noise settings) and the DP curve (baseline and DP-SGD settings) are interpolated
@@ -42,6 +49,7 @@ import pandas as pd
 from scipy.stats import norm, t as student_t
 
 from privaudit.analysis.empirical import clopper_pearson
+from privaudit.analysis.familywise import ALPHA, HOLM, excess_pvalue, holm, interval_se, two_sided_pvalue
 from privaudit.core.formatting import number as _num
 from privaudit.core.formatting import sig3
 from privaudit.analysis.metrics import STRONGEST_KEY
@@ -265,6 +273,63 @@ def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str
     return pd.DataFrame(out, columns=cols)
 
 
+# -- the strongest attack's claim, family-wise -------------------------------------------------
+
+STRONGEST_CLAIM_COLUMNS = ["model", "dataset", "setting", "setting_id", "attack", "auc", "auc_lo", "auc_hi", "n_seeds",
+                           "p_value", "p_adjusted", "comparisons", "attacks", "level", "correction", "verdict"]
+ABOVE, NOT_ABOVE, NO_TEST = "above chance family-wise", "not above chance family-wise", "no interval: cannot decide"
+
+
+def reference_setting(group_overview: pd.DataFrame) -> pd.Series | None:
+    """The setting a group's key finding reports its strongest attack on: the undefended
+    baseline, else the group's first setting (None without settings)."""
+    if group_overview.empty:
+        return None
+    base = group_overview[group_overview["family"] == "baseline"]
+    return (base if len(base) else group_overview).iloc[0]
+
+
+def strongest_claims(setting_rows: pd.DataFrame, view: pd.DataFrame, confidence: float = CONFIDENCE,
+                     alpha: float = ALPHA) -> pd.DataFrame:
+    """One row per (model, dataset) (:data:`STRONGEST_CLAIM_COLUMNS`): the group's strongest
+    attack on its reference setting (:func:`reference_setting`), its AUC with its interval, and
+    whether that AUC lies above 0.5 family-wise: ``p_value`` is its one-sided p-value (H0:
+    AUC ≤ 0.5; Student's t over seeds, or DeLong's normal z with one seed, read back from the
+    row's interval by :func:`privaudit.analysis.familywise.interval_se`), ``p_adjusted`` the
+    Holm–Bonferroni p-value over the ``comparisons`` attacks evaluated on that setting
+    (``attacks``), ``verdict`` :data:`ABOVE` when it is at most ``alpha``."""
+    out = []
+    if view.empty:
+        return pd.DataFrame(columns=STRONGEST_CLAIM_COLUMNS)
+    for (model, dataset), ov in view.groupby(["model", "dataset"], sort=True):
+        ref = reference_setting(ov)
+        attack = ref["strongest"] if ref is not None else None
+        if not attack:
+            continue
+        rows = setting_rows[setting_rows["setting_id"] == ref["setting_id"]]
+        rows = rows[np.isfinite(pd.to_numeric(rows["auc"], errors="coerce").to_numpy(float))]
+        p = {}
+        for _, r in rows.iterrows():
+            n = r["n_seeds"]
+            df = float(n - 1) if n >= 2 else math.inf
+            p[r["attack"]] = excess_pvalue(float(r["auc"]), interval_se(r["auc"], r["auc_lo"], r["auc_hi"],
+                                                                        confidence=confidence, df=df), 0.5, df)
+        adjusted = dict(zip(p, holm(p.values())))
+        mine = rows[rows["attack"] == attack]
+        if mine.empty:
+            continue
+        r = mine.iloc[0]
+        raw = p.get(attack, math.nan)
+        adj = adjusted.get(attack, math.nan) if math.isfinite(raw) else math.nan
+        out.append({"model": model, "dataset": dataset, "setting": ref["setting"], "setting_id": ref["setting_id"],
+                    "attack": attack, "auc": r["auc"], "auc_lo": r["auc_lo"], "auc_hi": r["auc_hi"],
+                    "n_seeds": int(r["n_seeds"]), "p_value": raw, "p_adjusted": adj, "comparisons": len(p),
+                    "attacks": ", ".join(p), "level": alpha,
+                    "correction": f"{HOLM} over the {len(p)} attacks on {ref['setting']}",
+                    "verdict": NO_TEST if not math.isfinite(adj) else ABOVE if adj <= alpha else NOT_ABOVE})
+    return pd.DataFrame(out, columns=STRONGEST_CLAIM_COLUMNS)
+
+
 # -- iso-accuracy gaps ----------------------------------------------------------------------
 
 def iso_gap(mg_acc: np.ndarray, mg_val: np.ndarray, dp_acc: np.ndarray, dp_val: np.ndarray,
@@ -421,10 +486,16 @@ def verdicts(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: 
     acc_low, acc_high (mean compared accuracy range), gap (mean DP − MG), gap_lo, gap_hi,
     interval, verdict, reason (why no verdict, when there is none). ``compared``: the
     :func:`comparisons` of the same table, when already computed; ``strongest``: its
-    :func:`group_strongest`, likewise."""
+    :func:`group_strongest`, likewise.
+
+    The verdicts of one group are family-wise (:func:`_familywise`): ``verdict`` names a
+    defence only where the difference is significant at 5 % after Holm–Bonferroni over the
+    group's comparisons (``p_value``, ``p_adjusted``, ``comparisons``, ``correction``);
+    ``row_verdict`` is the reading of the row's own 95 % interval, which stays per-row."""
     df = prepare(table)
     compared = comparisons(df, confidence, draws, seed) if compared is None else compared
-    cols = ["model", "dataset", "comparison", *COMPARISON_COLUMNS[2:]]
+    cols = ["model", "dataset", "comparison", *COMPARISON_COLUMNS[2:], "row_verdict", "p_value", "p_adjusted",
+            "comparisons", "correction"]
     out = []
     for (model, dataset), g in df.groupby(["model", "dataset"], sort=True):
         if (g["defence"] == "noisycgd").any():
@@ -441,7 +512,37 @@ def verdicts(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: 
                      {"model": model, "dataset": dataset, "attack": attack, "metric": metric,
                       **_verdict_of(g.iloc[0:0], metric, confidence, draws, np.random.default_rng(seed))})
             out.append({"comparison": comparison, **found})
+        _familywise(out[len(out) - len(asks):], confidence)
     return pd.DataFrame(out, columns=cols)
+
+
+def _familywise(rows: list[dict], confidence: float) -> None:
+    """Make one group's verdicts family-wise, in place (:func:`verdicts`): each row's two-sided
+    p-value of DP − MG = 0 is read back from its 95 % interval (Student's t over seeds with
+    n − 1 degrees of freedom; a one-seed bootstrap interval as a normal standard error, an
+    approximation), Holm–Bonferroni over the group's rows that have one; ``verdict`` names a
+    defence only where the adjusted p is at most 1 − ``confidence``, and ``row_verdict`` keeps
+    what the row's own interval says."""
+    alpha = round(1.0 - confidence, 12)
+    p = []
+    for r in rows:
+        r["row_verdict"] = r["verdict"]
+        n = r.get("n_seeds") or 0
+        df = float(n - 1) if str(r.get("interval", "")).startswith("t over") and n >= 2 else math.inf
+        se = interval_se(r["gap"], r["gap_lo"], r["gap_hi"], confidence=confidence, df=df,
+                         bounds=(-math.inf, math.inf))
+        p.append(two_sided_pvalue(r["gap"], se, 0.0, df))
+    tested = [i for i, v in enumerate(p) if math.isfinite(v)]
+    adjusted = holm([p[i] for i in tested])
+    correction = (f"{HOLM} over the {len(tested)} comparisons of this model and dataset, "
+                  f"{100 * alpha:g} % family-wise")
+    for i, r in enumerate(rows):
+        r.update(p_value=p[i], p_adjusted=math.nan, comparisons=len(tested), correction="")
+    for i, adj in zip(tested, adjusted):
+        r = rows[i]
+        r.update(p_adjusted=float(adj), correction=correction)
+        if r["row_verdict"] in (VERDICT_MG, VERDICT_DP) and adj > alpha:
+            r["verdict"] = VERDICT_TIE
 
 
 def compare(rows: pd.DataFrame, metric: str, confidence: float = CONFIDENCE, draws: int = 1000,
@@ -516,6 +617,8 @@ class Summary:
     #: which defence at each target accuracy (:mod:`privaudit.reporting.at_accuracy`; empty
     #: without ``audit --target-accuracies``)
     at_accuracy: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the strongest attack's claim of each (model, dataset), family-wise (:func:`strongest_claims`)
+    strongest_claim: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=STRONGEST_CLAIM_COLUMNS))
 
     def to_json(self) -> dict:
         """Plain JSON-able lists (NaN → None)."""
@@ -528,15 +631,17 @@ class Summary:
             return [{k: plain(v) for k, v in r.items()} for r in frame.to_dict("records")]
         return {"settings": records(self.settings), "overview": records(self.overview),
                 "verdicts": records(self.verdicts), "comparisons": records(self.comparisons),
-                "at_accuracy": records(self.at_accuracy)}
+                "at_accuracy": records(self.at_accuracy), "strongest_claim": records(self.strongest_claim)}
 
 
 def summarise(table: pd.DataFrame | None, confidence: float = CONFIDENCE,
               accuracy_targets: Sequence[dict] = ()) -> Summary:
     """Every derived number of one table, each computed once: among them the strongest attack
     of each (model, dataset) group (:func:`group_strongest`), which the verdicts and the
-    overview name alike; with ``accuracy_targets`` (the entries of
-    ``reports/accuracy_targets.json``) the defences at each target accuracy."""
+    overview name alike, and whether its AUC lies above chance family-wise
+    (:func:`strongest_claims`); with ``accuracy_targets`` (the entries of
+    ``reports/accuracy_targets.json``) the defences at each target accuracy, their verdicts
+    family-wise over the pairs of defences at each target."""
     from privaudit.reporting.at_accuracy import at_accuracy
 
     per_setting = settings(table, confidence)
@@ -545,4 +650,4 @@ def summarise(table: pd.DataFrame | None, confidence: float = CONFIDENCE,
     view = overview(per_setting, strongest)
     targets = at_accuracy(per_setting, view, accuracy_targets) if accuracy_targets else pd.DataFrame()
     return Summary(per_setting, verdicts(table, confidence, compared=compared, strongest=strongest), compared,
-                   view, targets)
+                   view, targets, strongest_claims(per_setting, view, confidence, alpha=round(1.0 - confidence, 12)))

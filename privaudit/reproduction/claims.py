@@ -21,18 +21,27 @@ The numbers (docs/methods.md A.6):
   it with 95 % confidence;
 * the MG-vs-DP figures are the summary layer's comparison at equal accuracy
   (:func:`privaudit.reporting.summary.comparisons`, DP − MG), whose reading is the report's.
+
+Each claim's own reading is a 95 % statement about that claim alone. The run's headline
+counts ("k agree, m disagree") pool every claim, so they are read family-wise
+(:func:`familywise`): each claim's two-sided p-value of "the value is the boundary" is read
+back from its interval (Student's t with the interval's degrees of freedom; a normal standard
+error for a one-seed sampling or bootstrap interval, an approximation), Holm–Bonferroni over
+all the claims of the run, and a claim agrees or disagrees (or names a defence) only where its
+adjusted p is at most 5 %; ``row_verdict`` keeps its own reading.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm, t as student_t
 
-from privaudit.reporting.summary import CONFIDENCE, comparisons, t_interval
+from privaudit.analysis.familywise import HOLM, holm, interval_se, two_sided_pvalue
+from privaudit.reporting.summary import CONFIDENCE, VERDICT_DP, VERDICT_MG, VERDICT_TIE, comparisons, t_interval
 
 AGREES, DISAGREES, UNDECIDED = "agrees", "disagrees", "undecided"
 #: accuracy a model may lose at κ = 0.2 and still "hold its baseline" (2 percentage points)
@@ -45,13 +54,15 @@ MODEL_NAMES = {"mlp": "MLP", "cnn": "Standard CNN", "cnn-improved": "Improved CN
 
 @dataclass(frozen=True)
 class Estimate:
-    """A number with its 95 % interval; ``n`` seeds; ``method`` says how the interval was made."""
+    """A number with its 95 % interval; ``n`` seeds; ``method`` says how the interval was made;
+    ``df`` the degrees of freedom of its Student's t interval (∞: a normal interval)."""
 
     value: float
     lo: float
     hi: float
     n: int
     method: str
+    df: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -68,8 +79,14 @@ class Claim:
     hi: float
     n_seeds: int
     method: str
-    verdict: str       # agrees / disagrees / undecided, or the comparison's reading
+    verdict: str       # agrees / disagrees / undecided, or the comparison's reading (family-wise after familywise())
     detail: str = ""
+    boundary: float = 0.0   # the value the paper's statement is read against (0, or −HOLD_MARGIN)
+    df: float = math.inf    # the interval's degrees of freedom (∞: normal)
+    p_value: float = math.nan     # two-sided p of "the value is the boundary", from the interval
+    p_adjusted: float = math.nan  # Holm–Bonferroni over every claim of the run (familywise())
+    comparisons: int = 0          # how many claims that correction is over
+    row_verdict: str = ""         # what the claim's own 95 % interval reads
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -98,12 +115,13 @@ def trend(frame: pd.DataFrame, x: str, y: str, confidence: float = CONFIDENCE) -
     if len(seeds) >= 2:
         slopes = [_slope(g[x].to_numpy(), g[y].to_numpy())[0] for _, g in df.groupby("seed")]
         mean, lo, hi, n = t_interval(slopes, confidence)
-        return Estimate(mean, lo, hi, n, "slope per seed, t over seeds")
+        return Estimate(mean, lo, hi, n, "slope per seed, t over seeds", n - 1)
     b, se = _slope(df[x].to_numpy(), df[y].to_numpy())
     if not math.isfinite(se):
         return Estimate(b, math.nan, math.nan, len(seeds), "one seed, too few points for an interval")
     half = float(student_t.ppf(0.5 + confidence / 2, len(df) - 2) * se)
-    return Estimate(b, b - half, b + half, len(seeds), "one seed: the slope's t interval from its residuals")
+    return Estimate(b, b - half, b + half, len(seeds), "one seed: the slope's t interval from its residuals",
+                    len(df) - 2)
 
 
 def paired_difference(frame: pd.DataFrame, key: str, a: float, b: float, y: str, n_col: str | None = None,
@@ -119,7 +137,7 @@ def paired_difference(frame: pd.DataFrame, key: str, a: float, b: float, y: str,
     diffs = (wide["a"] - wide["b"]).dropna()
     if len(diffs) >= 2:
         mean, lo, hi, n = t_interval(diffs.to_numpy(), confidence)
-        return Estimate(mean, lo, hi, n, "paired by seed, t over seeds")
+        return Estimate(mean, lo, hi, n, "paired by seed, t over seeds", n - 1)
     if len(diffs) == 0:
         return Estimate(math.nan, math.nan, math.nan, 0, "missing setting")
     d = float(diffs.iloc[0])
@@ -142,9 +160,9 @@ def reading(est: Estimate, sign: int, margin: float = 0.0) -> str:
     return AGREES if est.hi < margin else DISAGREES if est.lo > margin else UNDECIDED
 
 
-def _claim(figure, model, label, statement, measure, est: Estimate, verdict, detail="") -> Claim:
+def _claim(figure, model, label, statement, measure, est: Estimate, verdict, detail="", boundary: float = 0.0) -> Claim:
     return Claim(figure, model, label, statement, measure, est.value, est.lo, est.hi, est.n, est.method, verdict,
-                 detail)
+                 detail, boundary, est.df)
 
 
 def _monotone_note(frame: pd.DataFrame, x: str, y: str) -> str:
@@ -173,7 +191,8 @@ def accuracy_claims(acc: pd.DataFrame) -> list[Claim]:
             out.append(_claim("Figure 4", model, "accuracy at κ 0.2 − baseline",
                               f"The {name} holds its baseline accuracy up to κ ≈ 0.2.",
                               f"test accuracy at κ = 0.2 minus the baseline's (holds: a loss below "
-                              f"{HOLD_MARGIN * 100:g} points)", est, reading(est, +1, -HOLD_MARGIN)))
+                              f"{HOLD_MARGIN * 100:g} points)", est, reading(est, +1, -HOLD_MARGIN),
+                              boundary=-HOLD_MARGIN))
         beyond = g[g["kappa"] >= 0.2 - 1e-12]
         if beyond["kappa"].nunique() >= 2:
             est = trend(beyond, "kappa", "test_accuracy")
@@ -214,7 +233,7 @@ def epoch_claims(epochs: pd.DataFrame) -> list[Claim]:
         out.append(_claim("Epoch sweep (Figures 5–7)", "cnn", f"AUC slope on epochs, κ {kappa:g}",
                           f"Leakage grows with the epochs trained (κ = {kappa:g}).",
                           "slope of the attack AUC against epochs (per 100 epochs)",
-                          Estimate(est.value * 100, est.lo * 100, est.hi * 100, est.n, est.method),
+                          Estimate(est.value * 100, est.lo * 100, est.hi * 100, est.n, est.method, est.df),
                           reading(est, +1), _monotone_note(g, "epochs", "auc")))
     if len(slopes) >= 2:
         lo_k, hi_k = min(slopes), max(slopes)
@@ -225,7 +244,7 @@ def epoch_claims(epochs: pd.DataFrame) -> list[Claim]:
             per_seed.append(_slope(a["epochs"], a["auc"])[0] - _slope(b["epochs"], b["auc"])[0])
         if len(per_seed) >= 2:
             mean, lo, hi, n = t_interval(np.asarray(per_seed) * 100)
-            est = Estimate(mean, lo, hi, n, "paired by seed, t over seeds")
+            est = Estimate(mean, lo, hi, n, "paired by seed, t over seeds", n - 1)
         else:
             est = Estimate(per_seed[0] * 100 if per_seed else math.nan, math.nan, math.nan, len(per_seed),
                            "one seed: no interval for a difference of slopes")
@@ -248,8 +267,10 @@ def tradeoff_claims(sweep: pd.DataFrame) -> list[Claim]:
         if r["metric"] not in ("precision", "recall", "auc"):
             continue
         fig = {"precision": "Figure 9", "recall": "Figure 10", "auc": "Figures 9–10"}[r["metric"]]
-        est = Estimate(float(r["gap"]), float(r["gap_lo"]), float(r["gap_hi"]), int(r["n_seeds"] or 0),
-                       str(r.get("interval", "")) or "iso-accuracy gap")
+        n = int(r["n_seeds"] or 0)
+        how = str(r.get("interval", "")) or "iso-accuracy gap"
+        est = Estimate(float(r["gap"]), float(r["gap_lo"]), float(r["gap_hi"]), n, how,
+                       n - 1 if how.startswith("t over") and n >= 2 else math.inf)
         verdict = str(r["verdict"]) if isinstance(r["verdict"], str) and r["verdict"] else str(r.get("reason", ""))
         out.append(_claim(fig, r["model"], f"DP − MG {r['metric'] if r['metric'] != 'auc' else 'AUC'}",
                           f"The paper sets MG noise (over κ) beside DP-SGD (over σ): {METRIC_NAMES[r['metric']]} "
@@ -258,3 +279,34 @@ def tradeoff_claims(sweep: pd.DataFrame) -> list[Claim]:
                           f"({r['acc_low']:.3f}–{r['acc_high']:.3f})" if np.isfinite(r["acc_low"]) else
                           f"{METRIC_NAMES[r['metric']]}, DP-SGD − MG noise at equal accuracy", est, verdict))
     return out
+
+
+def familywise(claims: list[Claim], confidence: float = CONFIDENCE) -> list[Claim]:
+    """The claims with their readings made family-wise over the whole run (module docstring):
+    ``p_value``, ``p_adjusted`` (Holm–Bonferroni over the claims that have an interval),
+    ``comparisons``; ``verdict`` keeps a reading that names a side (agrees, disagrees, or a
+    defence) only where the adjusted p is at most 1 − ``confidence``, else it becomes
+    undecided (no significant difference); ``row_verdict`` is the claim's own reading."""
+    alpha = round(1.0 - confidence, 12)
+    p = []
+    for c in claims:
+        se = interval_se(c.value, c.lo, c.hi, confidence=confidence, df=c.df, bounds=(-math.inf, math.inf))
+        p.append(two_sided_pvalue(c.value, se, c.boundary, c.df))
+    tested = [i for i, v in enumerate(p) if math.isfinite(v)]
+    adjusted = dict(zip(tested, holm([p[i] for i in tested])))
+    out = []
+    for i, c in enumerate(claims):
+        adj = float(adjusted.get(i, math.nan))
+        verdict = c.verdict
+        if not (math.isfinite(adj) and adj <= alpha):
+            verdict = {AGREES: UNDECIDED, DISAGREES: UNDECIDED, VERDICT_MG: VERDICT_TIE,
+                       VERDICT_DP: VERDICT_TIE}.get(verdict, verdict)
+        out.append(replace(c, verdict=verdict, row_verdict=c.verdict, p_value=p[i], p_adjusted=adj,
+                           comparisons=len(tested)))
+    return out
+
+
+def correction_text(claims: list[Claim], confidence: float = CONFIDENCE) -> str:
+    """How the counts were made family-wise, in words."""
+    k = max((c.comparisons for c in claims), default=0)
+    return f"{HOLM} over the {k} claims with an interval, {100 * (1 - confidence):g} % family-wise"

@@ -22,10 +22,11 @@ import pandas as pd
 
 from privaudit.files.atomic import write_json, write_text
 from privaudit.reporting.plots import line_plot
+from privaudit.analysis.familywise import p_text
 from privaudit.reporting.summary import t_interval
 from privaudit.reporting.templates import render, stylesheet
-from privaudit.reproduction.claims import (AGREES, DISAGREES, MODEL_NAMES, Claim, accuracy_claims, epoch_claims,
-                                        leakage_claims, tradeoff_claims)
+from privaudit.reproduction.claims import (AGREES, DISAGREES, MODEL_NAMES, Claim, accuracy_claims, correction_text,
+                                          epoch_claims, familywise, leakage_claims, tradeoff_claims)
 from privaudit.reproduction.protocol import Protocol
 from privaudit.reproduction.run import Frames
 
@@ -147,7 +148,7 @@ def write_outputs(reports: Path, protocol: Protocol, frames: Frames, *, wall_sec
     tables = {"accuracy.csv": frames.accuracy, "sweep.csv": frames.sweep, "epochs.csv": frames.epochs}
     for name, frame in tables.items():
         write_text(folder / name, frame.to_csv(index=False, float_format="%.6g"))
-    claims = claims_of(frames)
+    claims = familywise(claims_of(frames))
     claim_frame = pd.DataFrame([c.to_dict() for c in claims])
     write_text(folder / "claims.csv", claim_frame.to_csv(index=False, float_format="%.6g"))
     figs = figures(frames)
@@ -155,6 +156,11 @@ def write_outputs(reports: Path, protocol: Protocol, frames: Frames, *, wall_sec
         write_text(folder / f"{f.name}.svg", f.svg)
     counts = {v: sum(c.verdict == v for c in claims) for v in (AGREES, DISAGREES)}
     counts["other"] = len(claims) - counts[AGREES] - counts[DISAGREES]
+    # the headline counts are family-wise; what the claims' own intervals say, one by one, beside them
+    counts.update(row_agrees=sum(c.row_verdict == AGREES for c in claims),
+                  row_disagrees=sum(c.row_verdict == DISAGREES for c in claims),
+                  comparisons=max((c.comparisons for c in claims), default=0),
+                  correction=correction_text(claims))
     summary = {"paper": PAPER, "protocol": protocol.describe(), "wall_seconds": wall_seconds, "command": command,
                "folder": str(folder), "models_missing": len(frames.missing), "counts": counts,
                "claims": [c.to_dict() for c in claims], "figures": [f"{f.name}.svg" for f in figs],
@@ -166,7 +172,9 @@ def write_outputs(reports: Path, protocol: Protocol, frames: Frames, *, wall_sec
     for c in claims:
         sections.setdefault(c.figure, {"claims": [], "images": []})["claims"].append(
             {**c.to_dict(), "model_name": MODEL_NAMES.get(c.model, c.model), "value_text": _fmt(c.value),
-             "lo_text": _fmt(c.lo), "hi_text": _fmt(c.hi), "css": _verdict_class(c.verdict)})
+             "lo_text": _fmt(c.lo), "hi_text": _fmt(c.hi), "css": _verdict_class(c.verdict),
+             "p_text": p_text(c.p_adjusted, "adjusted p") if math.isfinite(c.p_adjusted) else "",
+             "own": c.row_verdict if c.row_verdict != c.verdict else ""})
     for f in figs:
         sections.setdefault(f.section, {"claims": [], "images": []})["images"].append(
             {"title": f.title, "file": f"{f.name}.svg", "data": base64.b64encode(f.svg.encode("utf-8")).decode("ascii")})

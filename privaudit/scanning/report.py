@@ -13,6 +13,7 @@ import numpy as np
 
 from privaudit.files.atomic import write_bytes, write_json, write_text
 from privaudit.errors import ArtifactError
+from privaudit.analysis.familywise import p_text
 from privaudit.analysis.metrics import roc
 from privaudit.reporting.curves import EXACT_FPR
 from privaudit.reporting.plots import line_plot
@@ -26,24 +27,40 @@ CSV_COLUMNS = ("attack", "auc", "auc_lo", "auc_hi", "tpr_at_1pct_fpr", "tpr_at_1
 
 
 def leaks(m: dict) -> bool | None:
-    """Whether an attack's AUC interval lies above 0.5 (None when it has no interval)."""
+    """Whether an attack's own 95 % AUC interval lies above 0.5 (None when it has no interval):
+    a statement about that row alone, not the headline (:func:`headline`)."""
     lo = m.get("auc_lo")
     return None if lo is None or not math.isfinite(lo) else bool(lo > 0.5)
 
 
+def verdict(family: dict) -> str:
+    """The headline's sentence from the family-wise test (:mod:`privaudit.analysis.familywise`)."""
+    level, k = f"{100 * family['level']:g} %", family["comparisons"]
+    over = f"over the {k} attacks" if k > 1 else "over the one attack"
+    if family["rejects"]:
+        return (f"leaks: at least one attack beats chance (AUC above 0.5), family-wise at {level} {over} "
+                f"({p_text(family['p_value'])})")
+    return (f"no detectable leakage: no attack beats chance family-wise at {level} {over} "
+            f"({p_text(family['p_value'])})")
+
+
 def headline(result: ScanResult) -> dict:
-    """The strongest attack and what it shows, for the page's first lines and ``--json``."""
+    """The strongest attack and what it shows, and the verdict, for the page's first lines and
+    ``--json``: ``leaks`` and ``verdict`` come from the family-wise test over every attack
+    (``familywise``: its correction, comparisons, p-value and ``text``);
+    ``attacks_above_chance`` lists the attacks whose own 95 % AUC interval lies above 0.5
+    (each row on its own, not corrected for the number of attacks)."""
     name = result.strongest
     if name is None:
         return {"strongest": None}
     m = result.metrics[name]
-    any_leak = [a for a, v in result.metrics.items() if leaks(v)]
+    above = [a for a, v in result.metrics.items() if leaks(v)]
+    family = result.familywise
     return {"strongest": name, "auc": m["auc"], "auc_lo": m["auc_lo"], "auc_hi": m["auc_hi"],
             "tpr_at_0p1pct_fpr": m["tpr_at_0p1pct_fpr"], "tpr_at_0p1pct_fpr_lo": m.get("tpr_at_0p1pct_fpr_lo"),
             "tpr_at_0p1pct_fpr_hi": m.get("tpr_at_0p1pct_fpr_hi"), "eps_lower_bound": m.get("eps_lower_bound"),
-            "attacks_above_chance": any_leak,
-            "verdict": ("leaks: at least one attack's AUC interval lies above 0.5" if any_leak else
-                        "no detectable leakage: every attack's AUC interval includes 0.5")}
+            "leaks": bool(family.get("rejects")), "familywise": family,
+            "attacks_above_chance": above, "verdict": verdict(family)}
 
 
 def _roc_svg(result: ScanResult) -> str:

@@ -17,7 +17,15 @@ Which attacks run (docs/scan.md):
 
 Every attack gets AUC with its DeLong interval, TPR at 1 % and 0.1 % FPR with
 Clopper–Pearson intervals, precision, recall, accuracy and advantage at its decision
-threshold, and the empirical ε lower bound at δ; then AUC per class and per slice.
+threshold, and the empirical ε lower bound at δ; then AUC per class and per slice. Each of
+these intervals is a 95 % statement about its own row.
+
+The headline ("leaks" or "no detectable leakage") is one family-wise test over all the
+attacks (:func:`privaudit.analysis.familywise.family_test`): the attacks whose scores are
+fixed functions of the outputs (every attack but ``classifier``) in one max-statistic
+permutation test of the membership labels, the cross-validated ``classifier`` by permutation
+tests within its folds (Bonferroni over them), and Holm–Bonferroni over the two; it says
+"leaks" only when that test rejects "no attack beats chance" at 5 %.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from privaudit.attacks.pool_attacks import (POOL_ATTACKS, evaluate_scores, leave
 from privaudit.attacks.features import compute_features
 from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
 from privaudit.analysis.empirical import epsilon_lower_bound
+from privaudit.analysis.familywise import PERMUTATIONS, family_test
 from privaudit.errors import DataError
 from privaudit.analysis.metrics import attack_metrics, auc_interval, rank_attacks, strongest_attack
 from privaudit.scanning.inputs import ScanInput
@@ -54,13 +63,18 @@ DESCRIPTIONS = {
     "shadow-pool": "ML-Leaks attack with every reference model as a shadow",
 }
 CALIBRATION = {"cv": "cross-validation", "shadow": "the shadow model", "references": "references (leave-one-out)"}
+#: attacks whose scores are fitted to the audited membership labels by cross-validation: the
+#: family-wise test permutes their labels within each fold instead of refitting them
+TRAINED = ("classifier",)
 
 
 @dataclass
 class ScanResult:
     """What a scan found: ``metrics`` attack → metrics (with ``calibration``), ``groups``
     one row per (attack, grouping, group), the ``scores`` per attack and ``membership``
-    (N,) (members first), ``skipped`` attack → why, and ``inputs`` (what was read)."""
+    (N,) (members first), ``skipped`` attack → why, ``inputs`` (what was read) and
+    ``familywise``, the headline's family-wise test over every attack
+    (:meth:`privaudit.analysis.familywise.FamilyTest.to_dict`)."""
 
     metrics: dict[str, dict]
     groups: pd.DataFrame
@@ -69,6 +83,7 @@ class ScanResult:
     inputs: dict
     skipped: dict[str, str] = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
+    familywise: dict = field(default_factory=dict)
 
     @property
     def strongest(self) -> str | None:
@@ -104,8 +119,9 @@ def _shadow_scores(logits: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarr
 
 
 def scan(inp: ScanInput, *, delta: float = 1e-5, folds: int = DEFAULT_FOLDS, seed: int = 0,
-         confidence: float = 0.95) -> ScanResult:
-    """Run every attack ``inp`` allows (module docstring) and evaluate each."""
+         confidence: float = 0.95, permutations: int = PERMUTATIONS) -> ScanResult:
+    """Run every attack ``inp`` allows (module docstring) and evaluate each; the headline's
+    family-wise test at level 1 − ``confidence`` with ``permutations`` permutations."""
     labels = inp.membership
     if min(inp.members.n, inp.nonmembers.n) < 2:
         raise DataError("logits_in: a scan needs at least 2 members and 2 non-members")
@@ -143,8 +159,12 @@ def scan(inp: ScanInput, *, delta: float = 1e-5, folds: int = DEFAULT_FOLDS, see
     order = sorted(metrics, key=lambda a: (-_key(metrics[a], "tpr_at_0p1pct_fpr"), -_key(metrics[a], "auc")))
     metrics = {a: metrics[a] for a in order}
     groups = per_group(inp, labels, {a: scores[a] for a in order}, confidence)
-    settings = {"delta": delta, "folds": int(fold.max()) + 1, "seed": seed, "confidence": confidence}
-    return ScanResult(metrics, groups, {a: scores[a] for a in order}, labels, inp.describe(), skipped, settings)
+    settings = {"delta": delta, "folds": int(fold.max()) + 1, "seed": seed, "confidence": confidence,
+                "permutations": permutations}
+    family = family_test(labels, {a: scores[a] for a in order}, trained={a: fold for a in TRAINED if a in scores},
+                         alpha=round(1.0 - confidence, 12), permutations=permutations, seed=seed)
+    return ScanResult(metrics, groups, {a: scores[a] for a in order}, labels, inp.describe(), skipped, settings,
+                      family.to_dict())
 
 
 def _key(m: dict, k: str) -> float:
