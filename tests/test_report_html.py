@@ -5,6 +5,7 @@ Synthetic tables and ROC arrays only: no training, no network, no data set.
 
 from __future__ import annotations
 
+import html
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -682,7 +683,12 @@ def test_the_page_shows_the_summary_layers_numbers():
     comp = summary.comparisons.set_index(["attack", "metric"])
     c = comp.loc[("shadow", "auc")]
     kf = _plain(doc[doc.index("Key findings"):doc.index('id="table"')])
-    assert f"AUC is {c['gap']:+.3f} (95% interval {c['gap_lo']:+.3f} to {c['gap_hi']:+.3f}, t over 2 seeds)" in kf
+    from privaudit.analysis.familywise import p_text
+
+    v = summary.verdicts.set_index(["attack", "metric"]).loc[("shadow", "auc")]   # the verdicts' row, family-wise
+    assert v["gap"] == c["gap"] and v["comparisons"] == 3
+    assert (f"AUC is {c['gap']:+.3f} (95% interval {c['gap_lo']:+.3f} to {c['gap_hi']:+.3f}, t over 2 seeds; "
+            f"Holm over 3 comparisons: {html.escape(p_text(v['p_adjusted'], 'adjusted p'))})") in kf
     iso = doc[doc.index("<h3>Iso-accuracy comparison</h3>"):doc.index("<h3>ROC curves</h3>")]
     r = comp.loc[("rmia", "precision")]
     assert f"{r['gap']:+.3f} [{r['gap_lo']:+.3f}, {r['gap_hi']:+.3f}]" in iso

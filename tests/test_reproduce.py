@@ -213,6 +213,12 @@ def test_reproduce_reduced_on_digits_end_to_end(tmp_path):
     page = (folder / "index.html").read_text()
     assert "data:image/svg+xml;base64," in page and "<script" not in page and "Figure 10" in page
     assert "What this scale changes from the paper" in page
+    # the counts are family-wise (Holm over the claims with a p-value), the one-by-one counts beside them
+    fw = doc["familywise"]
+    assert fw["comparisons"] == claims["p_value"].notna().sum() > 0 and "Holm" in fw["correction"]
+    assert doc["counts"]["agrees"] <= fw["row_agrees"] and doc["counts"]["disagrees"] <= fw["row_disagrees"]
+    assert ((claims["p_adjusted"] >= claims["p_value"] - 1e-12) | claims["p_value"].isna()).all()
+    assert fw["correction"] in page and f"give {fw['row_agrees']} agree" in page
     again = runner.invoke(app, args, catch_exceptions=False)
     assert again.exit_code == 0
     redo = json.loads(again.stdout)

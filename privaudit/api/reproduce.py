@@ -28,7 +28,7 @@ class Reproduction:
     its interval and a reading (:attr:`claims`), the counts, the page and its tables."""
 
     claims: "pd.DataFrame"         #: figure, model, statement, value, lo, hi, verdict (agrees / disagrees / …)
-    counts: dict                   #: agrees, disagrees, other (family-wise), row_agrees, row_disagrees, comparisons, correction
+    counts: dict                   #: agrees, disagrees, other: family-wise (summary["familywise"]: the correction and the one-by-one counts)
     report_path: Path              #: the page (index.html)
     folder: Path                   #: reports/reproduce/mg-noise: the figures, accuracy.csv, sweep.csv, epochs.csv
     summary: dict = field(repr=False, default_factory=dict)  #: what ``--json`` prints
@@ -41,7 +41,7 @@ class Reproduction:
         table = self.claims[keep].to_html(index=False, border=0, float_format=lambda v: f"{v:+.3f}")
         n = self.counts
         return (f"<div><h3>The paper's statements, checked: {n.get('agrees', 0)} agree, {n.get('disagrees', 0)} "
-                f"disagree, {n.get('other', 0)} undecided or comparisons (family-wise: {html.escape(str(n.get('correction', '')))})</h3>{table}<p>Page: <a href=\""
+                f"disagree, {n.get('other', 0)} undecided or comparisons (family-wise: {html.escape(str(self.summary.get('familywise', {}).get('correction', '')))})</h3>{table}<p>Page: <a href=\""
                 f"{html.escape(self.report_path.resolve().as_uri())}\">{html.escape(str(self.report_path))}</a></p></div>")
 
 

@@ -73,7 +73,7 @@ def mg_noise_cmd(
                     else f"{c['value']:+.3f}" if math.isfinite(c["value"]) else "—")
         table.add_row(c["figure"], c["model"], c["label"], interval, c["verdict"])
     console.print(table)
-    n = summary["counts"]
+    n, fw = summary["counts"], summary.get("familywise", {})
     console.print(f"done in {wall:.1f} s: {n['agrees']} agree, {n['disagrees']} disagree, {n['other']} undecided or "
-                  f"comparisons, family-wise ({n.get('correction', '')}; one by one, {n.get('row_agrees', 0)} agree and "
-                  f"{n.get('row_disagrees', 0)} disagree); page: {summary['html']}")
+                  f"comparisons, family-wise ({fw.get('correction', '')}; one by one, {fw.get('row_agrees', 0)} agree and "
+                  f"{fw.get('row_disagrees', 0)} disagree); page: {summary['html']}")

@@ -156,13 +156,14 @@ def write_outputs(reports: Path, protocol: Protocol, frames: Frames, *, wall_sec
         write_text(folder / f"{f.name}.svg", f.svg)
     counts = {v: sum(c.verdict == v for c in claims) for v in (AGREES, DISAGREES)}
     counts["other"] = len(claims) - counts[AGREES] - counts[DISAGREES]
-    # the headline counts are family-wise; what the claims' own intervals say, one by one, beside them
-    counts.update(row_agrees=sum(c.row_verdict == AGREES for c in claims),
-                  row_disagrees=sum(c.row_verdict == DISAGREES for c in claims),
-                  comparisons=max((c.comparisons for c in claims), default=0),
-                  correction=correction_text(claims))
+    # the counts are family-wise; what the claims' own intervals say, one by one, beside them
+    familywise_counts = {"row_agrees": sum(c.row_verdict == AGREES for c in claims),
+                         "row_disagrees": sum(c.row_verdict == DISAGREES for c in claims),
+                         "comparisons": max((c.comparisons for c in claims), default=0),
+                         "correction": correction_text(claims)}
     summary = {"paper": PAPER, "protocol": protocol.describe(), "wall_seconds": wall_seconds, "command": command,
                "folder": str(folder), "models_missing": len(frames.missing), "counts": counts,
+               "familywise": familywise_counts,
                "claims": [c.to_dict() for c in claims], "figures": [f"{f.name}.svg" for f in figs],
                "tables": [*tables, "claims.csv"]}
     write_json(folder / "summary.json", summary)
@@ -180,7 +181,7 @@ def write_outputs(reports: Path, protocol: Protocol, frames: Frames, *, wall_sec
             {"title": f.title, "file": f"{f.name}.svg", "data": base64.b64encode(f.svg.encode("utf-8")).decode("ascii")})
     sections = {k: v for k, v in sections.items() if v["claims"] or v["images"]}
     page = render("reproduce.html.j2", css=stylesheet(), paper=PAPER, protocol=protocol.describe(),
-                  sections=sections, counts=counts, missing=frames.missing[:20],
+                  sections=sections, counts=counts, familywise=familywise_counts, missing=frames.missing[:20],
                   n_missing=len(frames.missing), wall=wall_seconds, command=command,
                   generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   tables=summary["tables"])
