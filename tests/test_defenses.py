@@ -188,6 +188,51 @@ def test_workspace_queries_see_the_released_outputs(tmp_path, digits):
     assert ((scores > 1e-20).sum(1) == 1).all()  # one score released per query
 
 
+def test_an_output_defence_reuses_the_undefended_weights_and_trains_nothing(tmp_path, digits):
+    """Top-k and rounding change what a query returns, never a training step: their models
+    are the undefended model's weights (trained once), saved without training, and the audit's
+    plan trains no model for them."""
+    from privaudit.executor.plan import audit_jobs
+    from privaudit.pipeline.attacking import AttackPlan
+    from privaudit.pipeline.runs import DataCache, ensure_model, ensure_models
+    from privaudit.pipeline.workspace import Workspace
+
+    ws, data, cpu = Workspace(tmp_path), DataCache(None), torch.device("cpu")
+    plain = make_config(dataset="digits", epochs=3, part_size=100)
+    top = make_config(dataset="digits", defense="top-k", knob=1, epochs=3, part_size=100)
+    assert top.trained_as == plain and plain.trained_as is plain
+    started = []
+    run = ensure_model(top, ws, data, cpu, on_start=started.append)
+    assert [c.run_name for c in started] == [plain.run_name]  # the undefended model trained, once
+    assert not run.reused and run.metrics["trained_as"] == plain.run_name
+    base = ensure_model(plain, ws, data, cpu, on_start=started.append)
+    assert base.reused and len(started) == 1
+    assert (ws.model_dir(run.name) / "weights.npz").read_bytes() == (ws.model_dir(base.name) / "weights.npz").read_bytes()
+    assert run.metrics["test_accuracy"] == base.metrics["test_accuracy"]
+    # the released outputs differ: one score per query against all of them
+    x = torch.from_numpy(ws.load_model(base.name, digits.input_shape, digits.num_classes).normaliser(digits.x[:20]))
+    z_top = ws.load_model(run.name, digits.input_shape, digits.num_classes).model(x).exp()
+    z_plain = ws.load_model(base.name, digits.input_shape, digits.num_classes).model(x).exp()
+    assert ((z_top > 1e-20).sum(1) == 1).all() and ((z_plain > 1e-20).sum(1) > 1).any()
+    # many at once (a reference pool): the rounding models need no training of their own
+    pool = [make_config(dataset="digits", defense="rounding", knob=2, epochs=3, part_size=100).as_reference(4, i)
+            for i in range(4)]
+    runs = ensure_models(pool, ws, data, cpu, on_start=started.append)
+    assert all(r.metrics["trained_as"] == c.trained_as.run_name for r, c in zip(runs, pool))
+    flat = [c for s in started[1:] for c in (s if isinstance(s, list) else [s])]
+    assert len(flat) == 4 and all(c.trained_as is c for c in flat)  # the undefended references alone
+    # the audit's plan: a derive job per output-side model, after its undefended model's job
+    targets = [plain, top, make_config(dataset="digits", defense="label-only", epochs=3, part_size=100)]
+    jobs = audit_jobs(targets, AttackPlan.from_choices(["shadow", "lira"], pool_size=4),
+                      {"digits": (digits.input_shape, len(digits.y))})
+    trained = [c for j in jobs if j.kind == "train" and j.deps == () for c in j.configs]
+    derived = [j for j in jobs if j.kind == "train" and j.deps]
+    assert all(c.trained_as is c for c in trained)
+    assert len(trained) == 1 + 1 + 4 and len(derived) == 2 * (1 + 1 + 4)  # target, shadow, pool; twice derived
+    index = {j.id: i for i, j in enumerate(jobs)}
+    assert all(index[d] < index[j.id] for j in derived for d in j.deps)
+
+
 # -- trends ---------------------------------------------------------------------------------
 
 def _fit(digits, **kwargs):

@@ -98,10 +98,12 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     dev = resolve_device(device)
     data = data or runs.DataCache(data_dir, download)
     if dry_run:
-        from privaudit.executor.plan import train_job
+        from privaudit.executor.plan import derive_job, train_job
         from privaudit.executor.preview import preview
 
-        return preview("train", [train_job([c]) for c in cfgs], Workspace(workdir), data, dev)
+        jobs = [job for c in cfgs for job in ([train_job([c])] if c.trained_as == c else  # output-side: undefended
+                [train_job([c.trained_as]), derive_job(c, train_job([c.trained_as]).id)])]
+        return preview("train", jobs, Workspace(workdir), data, dev)
     ws = Workspace(workdir).ensure_writable()
     done = [runs.ensure_model(c, ws, data, dev, on_start=on_start, on_epoch=on_epoch) for c in cfgs]
     return TrainedModels(runs=done, configs=cfgs, several_seeds=seeds is not None)

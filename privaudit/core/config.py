@@ -291,6 +291,21 @@ class RunConfig:
         """The recipe without the role-specific data placement (a target's config)."""
         return replace(self, role="target", data=replace(self.data, pool_size=0, pool_index=0))
 
+    @property
+    def trained_as(self) -> "RunConfig":
+        """The config whose training gives this model's weights: itself, or, for an
+        output-side defence (top-k, rounding, label only), the same config undefended. Such a
+        defence changes only what a query returns and the training seeds never depend on the
+        defence, so its model is the undefended model's weights under another release
+        (:func:`privaudit.pipeline.runs.ensure_model` reuses them instead of training again)."""
+        if not self.defence.method:
+            return self
+        from privaudit.defenses import OUTPUT, get
+
+        if get(self.defence.method).side != OUTPUT:
+            return self
+        return replace(self, defence=replace(self.defence, method="", knob=0.0))
+
     # -- validation -----------------------------------------------------------------------
     def validated(self) -> "RunConfig":
         """Return self, or raise :class:`ConfigError` naming the first bad setting."""

@@ -416,6 +416,8 @@ class CostModel:
     def _train_seconds(self, job: Job, present: frozenset[str]) -> float:
         from privaudit.training.stacked import member_count
 
+        if all(c.trained_as != c for c in job.configs):  # output-side defences: saved from trained weights
+            return 0.0
         missing = [c for c in job.configs if c.run_name not in present]
         images = self.data.images(job.configs[0])
         evaluation = 2 * job.configs[0].data.part_size * self.inference_seconds(job.configs[0])

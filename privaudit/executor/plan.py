@@ -3,7 +3,8 @@
 Each job is one unit of the audit that an executor may run anywhere:
 
 * ``train:<run>``: train (or reuse) one model (a target, its shadow, its canary model, one
-  reference model), or one stacked run of small MLPs that the fast engine trains together:
+  reference model; an output-side defence's model is its undefended model's weights, saved
+  once those exist, without training), or one stacked run of small MLPs that the fast engine trains together:
   targets, shadows, canaries and reference pools of every setting of the audit alike, where
   they share a schedule (:func:`privaudit.training.stacked.stack_groups`, the same grouping
   a local run uses, so the numbers are the same);
@@ -69,6 +70,13 @@ def train_job(configs: Sequence[RunConfig]) -> Job:
                outputs=tuple(_model_folder(c) for c in configs))
 
 
+def derive_job(config: RunConfig, base_job: str) -> Job:
+    """The job that saves an output-side defence's model from the weights of its undefended
+    model (:attr:`RunConfig.trained_as`, trained by ``base_job``): nothing trains."""
+    return Job(id=f"train:{config.run_name}", kind="train", configs=(config,), deps=(base_job,),
+               inputs=(_model_folder(config.trained_as),), outputs=(_model_folder(config),))
+
+
 def epochs_job(configs: Sequence[RunConfig]) -> Job:
     """The job that trains one recipe once to its longest epoch count and saves the shorter
     ones on the way (:func:`privaudit.pipeline.runs.ensure_epochs`)."""
@@ -103,12 +111,16 @@ def audit_jobs(targets: Sequence[RunConfig], attacks: AttackPlan,
         needs.append((target, models, members))
 
     unique = list({c.run_name: c for _, models, _ in needs for c in models}.values())
+    trained = list({c.trained_as.run_name: c.trained_as for c in unique}.values())  # output-side: undefended
     job_of: dict[str, str] = {}
-    for dataset in dict.fromkeys(c.data.dataset for c in unique):
+    for dataset in dict.fromkeys(c.data.dataset for c in trained):
         shape, size = data_shapes[dataset]
-        for group in stack_groups([c for c in unique if c.data.dataset == dataset], shape, size):
+        for group in stack_groups([c for c in trained if c.data.dataset == dataset], shape, size):
             jid = add(train_job(group))
             job_of.update((c.run_name, jid) for c in group)
+    for c in unique:
+        if c.run_name not in job_of:  # an output-side defence's model: the undefended weights, no training
+            job_of[c.run_name] = add(derive_job(c, job_of[c.trained_as.run_name]))
 
     attack_ids = []
     for target, models, members in needs:

@@ -80,9 +80,15 @@ def ensure_model(config: RunConfig, workspace: Workspace, data: DataCache, devic
     name = config.run_name
     if workspace.has_model(config):
         return RunResult(name, workspace.model_dir(name), workspace.read_model_metrics(name), True)
+    base = config.trained_as
+    if base != config:  # an output-side defence: the undefended model's weights, released otherwise
+        ensure_model(base, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
     with artifact_lock(workspace.models, name, "work"):  # another audit may be training it
         if workspace.has_model(config):
             return RunResult(name, workspace.model_dir(name), workspace.read_model_metrics(name), True)
+        if base != config:
+            path = workspace.derive_model(config, base.run_name, provenance(device))
+            return RunResult(name, path, workspace.read_model_metrics(name), False)
         t0 = time.perf_counter()
         images = data.images(config)
         if on_start:
@@ -120,9 +126,10 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
     bit for bit as an uninterrupted run makes them (``test_kill_9_…`` checks the table)."""
     configs = [c.validated() for c in configs]
     trained: set[str] = set()
-    if not all(workspace.has_model(c) for c in configs):
+    bases = list({c.trained_as.run_name: c.trained_as for c in configs}.values())  # what trains
+    if not all(workspace.has_model(c) for c in bases):
         images = data.images(configs[0])
-        for group in stack_groups(configs, images.input_shape, len(images.y)):
+        for group in stack_groups(bases, images.input_shape, len(images.y)):
             if len(group) < 2 or all(workspace.has_model(c) for c in group):
                 continue
             with artifact_lock(workspace.models, f"group-{group[0].run_name}", "work"):
@@ -160,6 +167,9 @@ def ensure_epochs(configs: list[RunConfig], workspace: Workspace, data: DataCach
     passes their epoch (:func:`privaudit.training.trainer.train_model`'s snapshots, bit for
     bit the models their own runs make); each is an ordinary cached model."""
     configs = [c.validated() for c in configs]
+    if any(c.trained_as != c for c in configs):  # output-side defences: their undefended series
+        ensure_epochs([c.trained_as for c in configs], workspace, data, device, on_start=on_start, on_epoch=on_epoch)
+        return [ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs]
     if not epoch_series(configs):
         raise ValueError("ensure_epochs needs one non-private recipe at distinct epoch counts")
     missing = sorted((c for c in configs if not workspace.has_model(c)), key=lambda c: c.train.epochs)

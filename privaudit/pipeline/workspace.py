@@ -201,6 +201,25 @@ class Workspace:
 
         return self.commit_folder(self.models, config.run_name, write)
 
+    def derive_model(self, config: RunConfig, base: str, provenance: dict) -> Path:
+        """Save ``config``'s model as the weights of the saved model ``base`` (an output-side
+        defence's model: :attr:`RunConfig.trained_as`): the weights file linked (copied where
+        links are not possible), the metrics those of ``base`` with ``trained_as`` naming it."""
+        source = self.model_dir(base)
+        self.verify_model(base)
+
+        def write(tmp: Path) -> None:
+            try:
+                os.link(source / "weights.npz", tmp / "weights.npz")
+            except OSError:
+                shutil.copyfile(source / "weights.npz", tmp / "weights.npz")
+            write_json(tmp / "metrics.json", {**self.read_model_metrics(base), "trained_as": base})
+            write_json(tmp / "config.json", {**config.to_dict(), "run_name": config.run_name,
+                                             "config_hash": config.config_hash,
+                                             "provenance": {**provenance, "trained_as": base}})
+
+        return self.commit_folder(self.models, config.run_name, write)
+
     # -- reading --------------------------------------------------------------------------
     def model_dir(self, name: str) -> Path:
         return self.models / name
