@@ -64,6 +64,10 @@ def test_target_accuracies_end_to_end(tmp_path):
     keeps the model's accuracy) cannot; the page, the CSV and the JSON say so."""
     base_acc = privaudit.train(dataset="digits", epochs=20, part_size=200, workdir=tmp_path).metrics["test_accuracy"]
     goal = round(base_acc - 0.05, 3)
+    plan = privaudit.audit(dataset="digits", defenses="input-noise,top-k", target_accuracies=str(goal), epochs=20,
+                           part_size=200, attacks="shadow", workdir=tmp_path, match_tolerance=0.02, dry_run=True)
+    to_train = sum(m["models"] - m["reused"] for m in plan.models)
+    assert any("counted at its budget" in n for n in plan.notes)
     report = privaudit.audit(dataset="digits", defenses="input-noise,top-k", target_accuracies=str(goal), epochs=20,
                              part_size=200, attacks="shadow", workdir=tmp_path, match_tolerance=0.02)
     found = {m.defence: m for m in report.target_matches}
@@ -80,3 +84,25 @@ def test_target_accuracies_end_to_end(tmp_path):
     assert len(doc["summary"]["at_accuracy"]) == 2
     saved = json.loads((tmp_path / "reports" / "accuracy_targets.json").read_text())
     assert {e["defence"] for e in saved} == {"input-noise", "top-k"}
+    # the dry run priced the search at its budget: the run trained no more than it counted
+    trained = len([p for p in (tmp_path / "models").iterdir() if p.is_dir() and not p.name.startswith(".")]) - 1
+    steps = len(found["input-noise"].steps)
+    assert 1 <= steps <= to_train and trained <= to_train
+
+
+def test_dry_run_stand_ins_cover_the_search_range_within_the_knob_range():
+    """The settings a dry run prices a search by: distinct, inside the knob's range, at most
+    the budget; whole epochs for early stopping; the one audited setting for top-k."""
+    from privaudit.executor.auditing import search_standins
+
+    base = make_config(dataset="digits", epochs=30)
+    for name in ("input-noise", "weight-decay", "mg", "dpsgd", "early-stopping", "mixup"):
+        vals = search_standins(base, name, 16)
+        d = get(name)
+        assert 3 <= len(vals) <= 16 and len(set(vals)) == len(vals), name
+        assert all(d.check_knob(v) == v for v in vals), name
+        cfgs = {defended(base, name, v).validated().run_name for v in vals}
+        assert len(cfgs) == len(vals), name
+    epochs = search_standins(base, "early-stopping", 16)
+    assert all(v == int(v) and 1 <= v < 30 for v in epochs)
+    assert search_standins(base, "top-k", 16) == [1.0] and search_standins(base, "label-only", 4) == [0.0]

@@ -201,15 +201,25 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         ws = Workspace(workdir)
         notes = ([f"--match-accuracy's search trains up to a few MG-noise targets per DP-SGD setting on seed "
                   f"{seed_list[0]} (not counted: how many depends on the accuracies found)"] if match_accuracy else [])
-        if targets:
-            from privaudit.executor.auditing import TARGET_SEARCH_STEPS
+        search: list = []
+        if targets:  # priced at its budget, by stand-in settings (which it trains depends on the accuracies)
+            from privaudit.executor.auditing import TARGET_SEARCH_STEPS, defended, search_standins
+            from privaudit.executor.plan import train_job
 
-            notes.append(f"--target-accuracies: the search trains up to {TARGET_SEARCH_STEPS} models per defence and "
-                         f"target on seed {seed_list[0]} ({len(searched)} defences x {len(targets)} targets: at most "
-                         f"{TARGET_SEARCH_STEPS * len(searched) * len(targets)}), then audits the settings it finds on "
-                         f"every seed (not counted: which they are depends on the accuracies found)")
-        return preview("audit", audit_graph(replicate(plans), data, attack_plan), ws, data, dev, log=say, notes=notes,
-                       executor=executor)
+            standins = {n: search_standins(bases[0], n, TARGET_SEARCH_STEPS * len(targets)) for n in searched}
+            search = [train_job([defended(bases[0], n, v).validated()]) for n, vals in standins.items() for v in vals]
+            plans = [list({c.validated().run_name: c for c in
+                           p + [defended(b, n, vals[i % len(vals)]) for n, vals in standins.items() if vals
+                                for i in range(len(targets))]}.values()) for b, p in zip(bases, plans)]
+            notes.append(f"--target-accuracies: counted at its budget: the search's trainings on seed {seed_list[0]} "
+                         f"(up to {TARGET_SEARCH_STEPS} per defence and target; {len(search)} in all for "
+                         f"{len(searched)} defences x {len(targets)} targets, an upper bound), and one setting per "
+                         f"defence and target audited on every seed as if each target is reached, priced at stand-in "
+                         f"settings (which settings depends on the accuracies found)")
+        graph = audit_graph(replicate(plans), data, attack_plan)
+        planned = {c.run_name for job in graph if job.kind == "train" for c in job.configs}
+        graph = [j for j in search if j.configs[0].run_name not in planned] + graph
+        return preview("audit", graph, ws, data, dev, log=say, notes=notes, executor=executor)
     ws = Workspace(workdir).ensure_writable()
     matches: list = []
     reached: list = []

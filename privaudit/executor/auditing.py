@@ -169,6 +169,35 @@ def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[fl
     return out
 
 
+def search_standins(base: RunConfig, name: str, count: int) -> list[float]:
+    """Up to ``count`` distinct knob values of defence ``name`` spread over the range its
+    accuracy search walks from ``base`` (:meth:`~privaudit.defenses.base.Defense.search_space`:
+    from half its first try up to the bracket that ``count`` doublings reach, geometrically).
+    ``--dry-run`` prices a search by these stand-ins, since which settings it trains depends on
+    the accuracies found: one training each, at most the search's budget. A defence that is not
+    searched gives its one audited setting (as :func:`match_targets` does)."""
+    defense = get_defense(name)
+    if not defense.searchable:
+        if defense.knob is None:
+            return [0.0]
+        return [max(defense.knob.grid, key=lambda v: -v if defense.knob.stronger == "lower" else v)]
+    first, top, to_value, rounder = defense.search_space(base)
+    lo = first / 2 if first > 0 else min(1.0, top)
+    hi = max(lo, min(top, first * 2.0 ** max(0, count - 1)))
+    out: list[float] = []
+    for i in range(count):
+        s = rounder(lo * (hi / lo) ** (i / max(1, count - 1)) if lo > 0 else hi * i / max(1, count - 1))
+        if s <= 0:
+            continue
+        try:
+            value = defense.check_knob(to_value(s))
+        except ConfigError:
+            continue
+        if value not in out:
+            out.append(value)
+    return out
+
+
 TARGETS_FILE = "accuracy_targets.json"
 
 
