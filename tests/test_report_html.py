@@ -562,31 +562,51 @@ def test_accountant_vs_empirical_plot_for_dp_rows():
     assert "exceeds the accountant" in bad_doc and "DP-SGD σ=1" in _plain(bad_doc)
 
 
-def test_exposure_tables_render_with_class_names():
+def test_exposure_table_has_a_row_per_setting_and_a_column_per_class():
     table = make_pool_table()
     doc = render_report(table, {}, extras=make_extras())
     part = _emp_part(doc)
     assert "Exposure: which classes and samples leak most" in part
-    blocks = re.findall(r"<details class=\"exposure\"( open)?>(.*?)</details>", part, flags=re.S)
-    assert len(blocks) == 2
-    (open1, base), (open2, k05) = blocks
-    assert open1 == " open" and open2 == ""  # the baseline open, the others collapsed
-    assert "baseline" in base and "rmia attack" in base
-    assert "MG noise κ=0.5" in k05 and "lira-online attack" in k05
-    for name in ("airplane", "cat", "truck"):
-        assert f'<td class="txt">{name}</td>' in base
-    assert '<tr class="top"><td class="txt">cat</td><td class="num">0.830</td>' in base
-    assert ">4711<" in base and ">7.25<" in base
-    assert '<td class="txt">dog</td>' in k05 and '<td class="txt">horse</td>' in k05
-    assert '<td class="num missing">' not in k05 and ">—<" in k05  # NaN AUC
+    ex = part[part.index("Exposure: which classes"):]
+    ex = ex[:ex.index("</table>")]
+    head = re.findall(r"<th class=\"num\">([^<]*)</th>", ex)
+    assert head == ["airplane", "cat", "dog", "horse", "truck"]  # every class any setting has, in class order
+    rows = re.findall(r"<tr><th scope=\"row\" class=\"txt\">(.*?)</th>(.*?)</tr>", ex, flags=re.S)
+    assert [r[0] for r in rows] == ["baseline", "MG noise κ=0.5"]  # the baseline first
+    base, k05 = rows[0][1], rows[1][1]
+    assert "rmia" in base and "lira-online" in k05
+    cells = re.findall(r"<td class=\"num([^\"]*)\">([^<]*)</td>", base)
+    # AUC 0.61 → shade 1, 0.83 (the top) → shade 3, 0.55 → none; dog and horse not measured here; 0.7 → 2
+    assert cells == [(" e1", "0.610"), (" e3 top", "0.830"), (" missing", "—"), (" missing", "—"),
+                     ("", "0.550")]
+    k_cells = re.findall(r"<td class=\"num([^\"]*)\">([^<]*)</td>", k05)
+    assert k_cells[2] == (" e2 top", "0.700") and k_cells[3] == (" missing", "—")  # NaN AUC
+    assert "4711 (cat), 12 (airplane)" in base and 'title="4711 (cat): score 7.25; 12 (airplane): score 6.50"' in base
+    assert "99 (horse)" in k05
     # digits: the digits themselves; unknown data sets: the class number
     dig = make_pool_table("mlp", "digits")
     doc2 = render_report(dig, {}, extras=make_extras("mlp", "digits"))
-    assert '<td class="txt">3</td>' in doc2 and "cat" not in _emp_part(doc2, "mlp", "digits")
+    part2 = _emp_part(doc2, "mlp", "digits")
+    assert '<th class="num">3</th>' in part2 and "cat" not in part2
     other = make_pool_table("mlp", "svhn")
     doc3 = render_report(other, {}, extras=make_extras("mlp", "svhn"))
-    assert '<td class="txt">9</td>' in doc3
+    assert '<th class="num">9</th>' in doc3
     _assert_self_contained(doc3)
+
+
+def test_exposure_table_keeps_the_most_exposed_classes_of_many():
+    from privaudit.reporting.page_empirical import EXPOSURE_CLASSES
+
+    table = make_pool_table()
+    extras = make_extras()
+    base = "cnn-cifar10-base"
+    extras[base]["exposure"]["per_class_auc"] = {str(c): 0.501 + c / 200 for c in range(60)}  # class 59 most exposed
+    part = _emp_part(render_report(table, {}, extras=extras))
+    ex = part[part.index("Exposure: which classes"):]
+    head = re.findall(r"<th class=\"num\">([^<]*)</th>", ex[:ex.index("</thead>")])
+    # the 20 most exposed of 60 (classes 40-59; the other setting's 0.7 for class 5 lies below them)
+    assert head == [str(c) for c in range(60 - EXPOSURE_CLASSES, 60)]
+    assert f"{60 - EXPOSURE_CLASSES} more in each attack folder" in re.sub(r"\s+", " ", _plain(ex))
 
 
 def test_empirical_part_is_robust_to_nan_and_bad_extras():
@@ -760,4 +780,34 @@ def test_a_digits_sized_page_weighs_at_most_300_kb_with_every_figure():
     for title, n in (("ROC, shadow attack", 8), ("ROC, shadow attack (log-log)", 8),
                      ("ROC of every attack, baseline (log-log)", 10), ("Attack AUC vs MG noise κ", 10)):
         assert n_series(_svg_by_title(doc, title)) == n, title
-    assert doc.count("<tr") >= len(table) + 9 * 20                  # the long table, the exposure tables
+    assert doc.count("<tr") >= len(table) + 9                       # the long table, an exposure row per setting
+
+
+def test_a_long_table_past_its_page_limit_shows_the_rows_a_reader_compares():
+    """Past PAGE_ROWS rows the page's long table keeps, per target run, the paper's attack,
+    the group's strongest and the run's own strongest (exactly those rows, by the rule every
+    view uses), and says how many of how many it shows; below the limit it shows every row."""
+    from privaudit.analysis.metrics import STRONGEST_KEY, strongest_attack as strongest_of
+    from privaudit.reporting.page_tables import PAGE_ROWS
+    from privaudit.reporting.summary import group_strongest
+
+    table = pd.concat([digits_like(seed)[0].assign(target_run=lambda t, s=seed: t["target_run"] + f"-r{s}")
+                       for seed in range(4)], ignore_index=True)
+    assert len(table) > PAGE_ROWS
+    part = render_report(table, {})
+    part = part[part.index('<section id="table">'):]
+    part = part[:part.index("</section>")]
+    best = group_strongest(table)[("mlp", "digits")]
+    head = [_plain(h) for h in re.findall(r"<th scope=\"col\"[^>]*>(.*?)</th>", part)]
+    cells = [[_plain(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)] for row in re.findall(r"<tr.*?</tr>", part)]
+    on_page = [(c[0], c[head.index("attack")]) for c in cells if c]
+    expected = 0
+    for run, rows in table.groupby("target_run"):
+        own = strongest_of(rows.set_index("attack")[list(STRONGEST_KEY)].to_dict("index"))
+        kept = {"shadow", best, own} & set(rows["attack"])
+        expected += len(kept)
+        assert {a for r, a in on_page if r == run} == kept, run
+    assert f"{len(table)} rows" in part and f"Shown here: {expected} of them" in part
+    assert expected < len(table) and part.count("<tr") == expected + 2  # the head and the group's row
+    small = render_report(digits_like()[0], {})
+    assert "Shown here" not in small

@@ -201,39 +201,65 @@ def _empirical_plots(st: pd.DataFrame, ov: pd.DataFrame, g: pd.DataFrame, rocs: 
     return figs, check
 
 
-def _exposure(ov: pd.DataFrame, extras: Any, dataset: str) -> list[dict]:
-    """Per setting run with exposure details (the baseline first): its classes and samples."""
+#: the most class columns the exposure table shows (the most exposed ones; the rest are in
+#: each attack folder's exposure.json)
+EXPOSURE_CLASSES = 20
+#: the AUCs from which a class's cell is shaded darker (one step per 0.1)
+EXPOSURE_SHADES = (0.6, 0.7, 0.8, 0.9)
+#: the most exposed members named in a row (the tooltip lists every one saved, with its score)
+EXPOSURE_MEMBERS = 5
+
+
+def _exposure(ov: pd.DataFrame, extras: Any, dataset: str) -> dict:
+    """One row per setting run with exposure details (the baseline first): its attack's AUC
+    on each class (a column per class, shaded by the AUC above chance, the setting's most
+    exposed class marked) and its most exposed members. Empty when no run has details."""
     items = [(o, run, ex) for _, o in ov.sort_values("family", key=lambda f: f != "baseline", kind="stable").iterrows()
              for run in o["runs"] if (ex := extras_of(extras, run, "exposure"))]
+    if not items:
+        return {}
     counts: dict[str, int] = {}
     for o, _, _ in items:
         counts[setting_name(o)] = counts.get(setting_name(o), 0) + 1
-    out = []
-    for o, run, ex in items:
-        name = setting_name(o)
-        classes = []
+
+    def order(c: Any) -> tuple:
+        try:
+            return (0, int(c), "")
+        except (TypeError, ValueError):
+            return (1, 0, str(c))
+
+    per_run = []
+    for _, _, ex in items:
         per_class = ex.get("per_class_auc")
-        if isinstance(per_class, Mapping):
-            def order(c: Any) -> tuple:
-                try:
-                    return (0, int(c), "")
-                except (TypeError, ValueError):
-                    return (1, 0, str(c))
-            aucs = {c: num(a) for c, a in per_class.items()}
-            finite = [a for a in aucs.values() if math.isfinite(a)]
-            top = max(finite) if finite else math.nan
-            for c in sorted(aucs, key=order):
-                a = aucs[c]
-                width = max(0.0, min(1.0, (a - 0.5) / 0.5)) * 100 if math.isfinite(a) else 0.0
-                classes.append({"name": _class_name(dataset, c), "auc": f3(a), "width": f"{width:.0f}",
-                                "top": math.isfinite(a) and a == top})
+        per_run.append({str(c): num(a) for c, a in per_class.items()} if isinstance(per_class, Mapping) else {})
+    columns = sorted({c for aucs in per_run for c in aucs}, key=order)
+    hidden = 0
+    if len(columns) > EXPOSURE_CLASSES:  # the most exposed classes (highest AUC of any setting), in class order
+        peak = {c: max((a for aucs in per_run if math.isfinite(a := aucs.get(c, math.nan))), default=-math.inf)
+                for c in columns}
+        kept = set(sorted(columns, key=lambda c: -peak[c])[:EXPOSURE_CLASSES])
+        hidden, columns = len(columns) - len(kept), [c for c in columns if c in kept]
+    rows = []
+    for (o, run, ex), aucs in zip(items, per_run):
+        finite = [a for a in aucs.values() if math.isfinite(a)]
+        top = max(finite) if finite else math.nan
+        cells = []
+        for c in columns:
+            a = aucs.get(c, math.nan)
+            shade = sum(a >= t for t in EXPOSURE_SHADES) if math.isfinite(a) else 0
+            cells.append({"auc": f3(a), "shade": shade, "top": math.isfinite(a) and a == top,
+                          "missing": not math.isfinite(a)})
         samples = ex.get("top_samples")
-        samples = [{"index": integer(s.get("index")), "name": _class_name(dataset, s.get("class")),
-                    "score": sig3(s.get("score"))}
-                   for s in (samples if isinstance(samples, (list, tuple)) else []) if isinstance(s, Mapping)]
-        out.append({"label": name if counts[name] == 1 else f"{name} [{run}]", "attack": plain(ex.get("attack")),
-                    "classes": classes, "samples": samples})
-    return out
+        samples = [s for s in (samples if isinstance(samples, (list, tuple)) else []) if isinstance(s, Mapping)]
+        named = [f"{integer(s.get('index'))} ({_class_name(dataset, s.get('class'))})" for s in samples]
+        tip = "; ".join(f"{n}: score {sig3(s.get('score'))}" for n, s in zip(named, samples))
+        name = setting_name(o)
+        rows.append({"label": name if counts[name] == 1 else f"{name} [{run}]", "attack": plain(ex.get("attack")),
+                     "cells": cells, "members": ", ".join(named[:EXPOSURE_MEMBERS]) + (" …" if len(named) >
+                                                                                       EXPOSURE_MEMBERS else ""),
+                     "members_tip": tip})
+    empty = not columns and not any(r["members"] for r in rows)  # details saved, none of them usable
+    return {"classes": [_class_name(dataset, c) for c in columns], "rows": rows, "hidden": hidden, "empty": empty}
 
 
 def empirical_section(model: str, dataset: str, g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame,

@@ -94,10 +94,38 @@ def _spec(groups: list[tuple[str, str, pd.DataFrame]]) -> list[tuple[str, str, C
     return spec
 
 
-def tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]], n_rows: int, n_targets: int) -> str:
-    """The "Trade-off table" section, the long table: rows of one target striped alike."""
+#: the most rows the long table shows on the page; a larger audit's page shows the rows a
+#: reader compares (:func:`condensed`), and the CSV beside the page holds every row
+PAGE_ROWS = 300
+#: the paper's attack, whose row every target keeps on the page
+PAPERS_ATTACK = "shadow"
+
+
+def condensed(g: pd.DataFrame) -> pd.DataFrame:
+    """The rows of one (model, dataset) group a reader compares: per target run, the paper's
+    attack, the group's strongest attack (the one every view names,
+    :func:`privaudit.reporting.summary.strongest_attack`) and the target's own strongest
+    (an output-side defence's may be a label-only attack)."""
+    from privaudit.analysis.metrics import STRONGEST_KEY, strongest_attack as strongest_of
+    from privaudit.reporting.summary import strongest_attack
+
+    group_best = strongest_attack(g)
+    keep = pd.Series(False, index=g.index)
+    for _, rows in g.groupby("_run", sort=False):
+        own = strongest_of(rows.set_index("attack")[list(STRONGEST_KEY)].to_dict("index"))
+        keep[rows.index] = rows["attack"].isin({PAPERS_ATTACK, group_best, own})
+    return g[keep]
+
+
+def tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]], n_rows: int, n_targets: int,
+                   limit: int = PAGE_ROWS) -> str:
+    """The "Trade-off table" section, the long table: rows of one target striped alike. Past
+    ``limit`` rows, each group shows its :func:`condensed` rows and the page says so."""
     from privaudit.reporting.templates import render
 
+    if n_rows > limit:
+        groups = [(m, d, condensed(g)) for m, d, g in groups]
+    shown = sum(len(g) for _, _, g in groups)
     spec = _spec(groups)
     out = []
     for model, dataset, g in groups:
@@ -115,7 +143,8 @@ def tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]], n_rows: int, n_t
                          "cells": cells})
         out.append({"slug": slug("g", model, dataset), "model": model, "dataset": dataset, "rows": rows})
     head = [{"text": h, "cls": cls} for h, _, _, cls in spec]
-    return render("tradeoff_table.html.j2", head=head, groups=out, n_rows=n_rows, n_targets=n_targets, dash=DASH)
+    return render("tradeoff_table.html.j2", head=head, groups=out, n_rows=n_rows, n_targets=n_targets, dash=DASH,
+                  shown=shown)
 
 
 def defences_section(table: pd.DataFrame) -> str:
