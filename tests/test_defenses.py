@@ -309,3 +309,30 @@ def test_recipe_and_output_defences_train_stacked_and_agree_with_one_by_one(digi
         alone = train_model(cfg, digits)
         for a, b in zip(res.model.state_dict().values(), alone.model.state_dict().values()):
             torch.testing.assert_close(a, b, atol=2e-4, rtol=1e-3)
+
+
+def test_smoothing_penalty_and_input_noise_train_stacked_as_one_by_one(digits):
+    """Label smoothing, the confidence penalty and additive input noise are per-model terms of
+    the stacked step: in one stacked run beside a plain model, each model follows its own
+    one-by-one run (same initial weights, targets, loss gradient and noise draws), to float
+    summation order; the run's loss history is the one-by-one run's too."""
+    from privaudit.training.stacked import can_stack, stack_groups, train_stacked
+
+    cfgs = [make_config(dataset="digits", part_size=100, epochs=4),
+            make_config(dataset="digits", part_size=100, defense="label-smoothing", knob=0.3, epochs=4, seed=1),
+            make_config(dataset="digits", part_size=100, defense="confidence-penalty", knob=2.0, epochs=4),
+            make_config(dataset="digits", part_size=100, defense="input-noise", knob=1.0, epochs=4, seed=2),
+            make_config(dataset="digits", part_size=100, defense="input-noise", knob=0.5, epochs=4).as_reference(4, 1)]
+    assert all(can_stack(c, digits.input_shape) for c in cfgs)
+    assert len(stack_groups(cfgs, digits.input_shape, len(digits.y))) == 1  # one run for all five
+    stacked = train_stacked(cfgs, digits)
+    for cfg, res in zip(cfgs, stacked):
+        alone = train_model(cfg, digits)
+        for a, b in zip(res.model.state_dict().values(), alone.model.state_dict().values()):
+            torch.testing.assert_close(a, b, atol=2e-4, rtol=1e-3, msg=cfg.defence.label)
+        np.testing.assert_allclose(res.loss_history, alone.loss_history, rtol=1e-4, err_msg=cfg.defence.label)
+    # the terms matter: without its noise the input-noise model would have trained otherwise
+    plain_twin = train_model(make_config(dataset="digits", part_size=100, epochs=4, seed=2), digits)
+    assert not torch.allclose(plain_twin.model.state_dict()[next(iter(plain_twin.model.state_dict()))],
+                              stacked[3].model.state_dict()[next(iter(stacked[3].model.state_dict()))], atol=1e-3)
+    assert not can_stack(make_config(dataset="digits", defense="relaxloss", knob=0.6), digits.input_shape)

@@ -238,7 +238,8 @@ def test_models_of_every_role_and_setting_stack_as_they_train_alone(digits, tiny
 
     base = tiny(epochs=4, width=48, part_size=120)
     cfgs = [base, base.as_shadow(), base.as_reference(4, 1), tiny(epochs=4, width=48, part_size=120, kappa=0.7),
-            tiny(epochs=4, width=48, part_size=120, kappa=0.3, seed=1).as_reference(4, 2)]
+            tiny(epochs=4, width=48, part_size=120, kappa=0.3, seed=1).as_reference(4, 2),
+            tiny(epochs=4, width=48, part_size=120, kappa=0.5)]  # seed 0 again after seed 1: its own split
     cfgs = [c.validated() for c in cfgs]
     assert stack_groups(cfgs + [base.as_canary().validated()], digits.input_shape, len(digits.y)) == [
         cfgs, [base.as_canary().validated()]]                      # the canary has more members: its own run

@@ -214,6 +214,15 @@ class Defense:
         return (not self.needs_reference and not self.needs_submodels and self.hooks(knob, 2) is None
                 and not self.model_kwargs(knob))
 
+    def stack_terms(self, value: float) -> dict[str, float] | None:
+        """How the stacked engine (:mod:`privaudit.training.stacked`, many small MLPs trained
+        as one batched model) trains this defence beside other models: ``{}`` when it trains as
+        the plain loop (:attr:`plain_training`), else the per-model terms that engine knows:
+        ``smoothing`` α (soft targets (1 − α)·onehot + α/K), ``penalty`` β (the loss minus β
+        times the prediction's entropy) and ``input_noise`` σ (x + σ·ε on the normalised
+        inputs, ε from the defence's own generator); None when it cannot stack."""
+        return {} if self.plain_training else None
+
     @property
     def transforms_output(self) -> bool:
         """Whether queries see :meth:`release`'s transform (the defence overrides it)."""

@@ -37,5 +37,8 @@ class ConfidencePenalty(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _Penalty(value)
 
+    def stack_terms(self, value: float) -> dict[str, float]:
+        return {"penalty": float(value)}
+
 
 DEFENSE = ConfidencePenalty()

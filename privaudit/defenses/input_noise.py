@@ -34,5 +34,8 @@ class InputNoise(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _AddNoise(value)
 
+    def stack_terms(self, value: float) -> dict[str, float]:
+        return {"input_noise": float(value)}
+
 
 DEFENSE = InputNoise()

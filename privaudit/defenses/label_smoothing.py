@@ -34,5 +34,8 @@ class LabelSmoothing(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _Smooth(value, num_classes)
 
+    def stack_terms(self, value: float) -> dict[str, float]:
+        return {"smoothing": float(value)}
+
 
 DEFENSE = LabelSmoothing()

@@ -18,8 +18,11 @@ float32 summation order (the tests check that stacked and one-by-one models agre
 
 Which models stack (:func:`stack_key`): ``mlp`` recipes on small inputs in fp32 without
 augmentation and without a defence of :mod:`privaudit.defenses` that changes the training loop
-or the model (weight decay, early stopping and the output-side ones train as the plain recipe
-does, with their own numbers), trained by the fast engine, grouped by everything a step shares (architecture,
+in a way this engine does not know (weight decay, early stopping and the output-side ones train
+as the plain recipe does, with their own numbers; label smoothing, the confidence penalty and
+additive input noise are per-model terms of the step, :meth:`_Stack.row_gradients`; MixUp,
+RelaxLoss, adversarial regularisation, distillation, HAMP and dropout train one by one),
+trained by the fast engine, grouped by everything a step shares (architecture,
 width, epochs, batch size, learning rate, weight decay, the number of members, DP-SGD or not
 and its clipping norm); κ, σ, role, seed and data placement may differ within a group. Under
 DP-SGD every model draws its own Poisson batch size, so each step pads every model's batch
@@ -36,7 +39,7 @@ import functools
 import math
 import threading
 import time
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -74,9 +77,16 @@ def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
     """Whether models of ``cfg``'s recipe train faster stacked (module docstring)."""
     d = int(np.prod(input_shape))
     return (cfg.model.name == "mlp" and cfg.train.precision == "fp32" and cfg.train.augment == "none"
-            and (not cfg.defence.method or get_defense(cfg.defence.method).plain_training)
+            and (not cfg.defence.method or _terms(cfg) is not None)
             and (not cfg.defence.dp or cfg.defence.mechanism == "dpsgd")
             and d <= STACK_MAX_INPUT and d * cfg.model.width <= STACK_MAX_MACS)
+
+
+def _terms(cfg: RunConfig) -> dict[str, float] | None:
+    """The stacked engine's terms of ``cfg``'s defence (:meth:`privaudit.defenses.base.Defense.stack_terms`)."""
+    if not cfg.defence.method:
+        return {}
+    return get_defense(cfg.defence.method).stack_terms(cfg.defence.knob)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -165,11 +175,15 @@ class _Stack:
     W₂ (K, C, width), b₂ (K, C)."""
 
     def __init__(self, cfgs: Sequence[RunConfig], data: ImageData, device: torch.device):
-        split = split_parts(len(data.y), cfgs[0].data.part_size, cfgs[0].data.seed)
+        splits: dict[tuple[int, int], Any] = {}  # each model's own split (its part size and seed)
         self.members, self.norms, self.models, self.gens, self.noise_seeds = [], [], [], [], []
+        self.terms: list[dict[str, float]] = []
+        self.defense_gens: list[torch.Generator | None] = []
         for c in cfgs:
-            if c.data.seed != cfgs[0].data.seed or c.data.part_size != cfgs[0].data.part_size:
-                split = split_parts(len(data.y), c.data.part_size, c.data.seed)
+            key = (c.data.part_size, c.data.seed)
+            if key not in splits:
+                splits[key] = split_parts(len(data.y), c.data.part_size, c.data.seed)
+            split = splits[key]
             idx_in, _ = member_indices(c.role, split, pool_size=c.data.pool_size, pool_index=c.data.pool_index,
                                        seed=c.data.seed)
             self.members.append(torch.from_numpy(np.asarray(idx_in, dtype=np.int64)).to(device))
@@ -181,10 +195,20 @@ class _Stack:
                                                dp=c.defence.dp))
             self.gens.append(generator(derive_seed(c.seed, c.role, "mask", *member), device))
             self.noise_seeds.append(derive_seed(c.seed, c.role, "dp-noise", *member))
+            terms = _terms(c) or {}
+            self.terms.append(terms)
+            # the defence's own generator, as train_model's hooks get it (additive noise draws from it)
+            self.defense_gens.append(generator(derive_seed(c.seed, c.role, "defense", *member), device)
+                                     if terms.get("input_noise") else None)
         self.x = torch.from_numpy(data.x.reshape(len(data.y), -1).astype(np.float32)).to(device)  # raw, once
         self.y = torch.from_numpy(data.y).to(device)
         self.mean = torch.stack([torch.from_numpy(nz.mean.reshape(-1)) for nz in self.norms]).to(device)[:, None, :]
         self.std = torch.stack([torch.from_numpy(nz.std.reshape(-1)) for nz in self.norms]).to(device)[:, None, :]
+        def per_model(name: str) -> torch.Tensor | None:  # (K, 1, 1), None when no model has the term
+            values = [t.get(name, 0.0) for t in self.terms]
+            return torch.tensor(values, device=device)[:, None, None] if any(values) else None
+
+        self.smoothing, self.penalty, self.input_noise = (per_model(n) for n in ("smoothing", "penalty", "input_noise"))
         self.dense = [[layer for layer in m if isinstance(layer, nn.Linear)] for m in self.models]  # [K][2]
         if any(len(d) != 2 for d in self.dense):
             raise ValueError("stacked training needs MLPs of exactly two dense layers")
@@ -197,19 +221,38 @@ class _Stack:
         """Normalised inputs (K, b, d) of dataset positions ``pos`` (K, b), each model's own way."""
         return (self.x[pos] - self.mean) / self.std
 
-    def row_gradients(self, x: torch.Tensor, y: torch.Tensor
+    def row_gradients(self, x: torch.Tensor, y: torch.Tensor, terms: bool = False
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Forward and backward by hand for every row of every model: per-row losses ℓ (K, b),
         hidden activations h (K, b, width), and the per-row output gradients of the two layers,
-        ∂ℓ/∂(x W₁ᵀ + b₁) = (W₂ᵀ-product of s − onehot(y)) ⊙ 1[h > 0] and ∂ℓ/∂z = s − onehot(y),
-        with s = softmax(z)."""
+        ∂ℓ/∂(x W₁ᵀ + b₁) = (W₂ᵀ-product of ∂ℓ/∂z) ⊙ 1[h > 0] and ∂ℓ/∂z = s − onehot(y), with
+        s = softmax(z).
+
+        ``terms``: each model's defence terms too. Label smoothing α trains on the targets
+        t = (1 − α)·onehot(y) + α/K: ℓ = −Σⱼ tⱼ log sⱼ, ∂ℓ/∂z = s − t. The confidence penalty β
+        descends ℓ − β·H(s), H(s) = −Σⱼ sⱼ log sⱼ, whose gradient adds β·s ⊙ (log s + H)
+        (∂H/∂zᵢ = −sᵢ(log sᵢ + H)); its reported loss stays the cross-entropy, as one by one."""
         w1t, b1, w2, b2 = self.params
         h = torch.baddbmm(b1.unsqueeze(1), x, w1t).clamp_min_(0.0)
         z = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2))
         log_p = torch.log_softmax(z, dim=2)
         losses = -log_p.gather(2, y.unsqueeze(2)).squeeze(2)
-        g_z = log_p.exp_()
-        g_z.scatter_add_(2, y.unsqueeze(2), torch.full_like(losses, -1.0).unsqueeze(2))
+        alpha = self.smoothing if terms else None
+        beta = self.penalty if terms else None
+        if alpha is not None:
+            alpha2 = alpha.squeeze(2)
+            losses = (1.0 - alpha2) * losses - alpha2 / z.shape[2] * log_p.sum(2)
+        if beta is not None:
+            p = log_p.exp()
+            entropy = -(p * log_p).sum(2, keepdim=True)
+            g_z = p + beta * p * (log_p + entropy)
+        else:
+            g_z = log_p.exp_()
+        if alpha is not None:
+            g_z.scatter_add_(2, y.unsqueeze(2), (alpha - 1.0).expand(-1, y.shape[1], 1).contiguous())
+            g_z.sub_(alpha / z.shape[2])
+        else:
+            g_z.scatter_add_(2, y.unsqueeze(2), torch.full_like(losses, -1.0).unsqueeze(2))
         g_pre = torch.ops.aten.threshold_backward(torch.bmm(g_z, w2), h, 0.0)  # relu's backward, one pass
         return losses, h, g_pre, g_z
 
@@ -326,10 +369,25 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
             pos = member_pos.gather(1, perms[:, start:start + bs])               # (K, b)
             yield Batch(st.inputs(pos), st.y[pos], pos.shape[1])
 
+    terms = st.smoothing is not None or st.penalty is not None
+    noisy = [(k, sigma, g) for k, (sigma, g) in enumerate(zip((t.get("input_noise", 0.0) for t in st.terms),
+                                                               st.defense_gens)) if sigma]
+
+    def add_noise(x: torch.Tensor) -> torch.Tensor:
+        """Additive input noise, x + σ·ε, for the models that train with it: ε drawn from each
+        one's defence generator in the order its own run draws it (one draw per batch)."""
+        if not noisy:
+            return x
+        x = x.clone()
+        for k, sigma, g in noisy:
+            x[k] += sigma * torch.randn(x.shape[1:], generator=g, device=x.device, dtype=x.dtype)
+        return x
+
     def step(batch: Batch) -> tuple[torch.Tensor, int]:
-        losses, h, g_pre, g_z = st.row_gradients(batch.x, batch.y)
+        x = add_noise(batch.x)
+        losses, h, g_pre, g_z = st.row_gradients(x, batch.y, terms)
         scale = 1.0 / batch.size                                                # each model's mean loss
-        st.set_gradients(batch.x, h, g_pre.mul_(scale), g_z.mul_(scale))
+        st.set_gradients(x, h, g_pre.mul_(scale), g_z.mul_(scale))
         opt.step()
         return losses.detach().sum(1), batch.size
 
