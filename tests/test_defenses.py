@@ -303,7 +303,7 @@ def test_recipe_and_output_defences_train_stacked_and_agree_with_one_by_one(digi
     cfgs = [make_config(dataset="digits", part_size=100, defense="weight-decay", knob=0.01, epochs=3),
             make_config(dataset="digits", part_size=100, defense="top-k", knob=1, epochs=3, seed=1, weight_decay=0.01)]
     assert all(can_stack(c, digits.input_shape) for c in cfgs)
-    assert not can_stack(make_config(dataset="digits", defense="mixup", knob=0.2), digits.input_shape)
+    assert not can_stack(make_config(dataset="digits", defense="advreg", knob=1.0), digits.input_shape)
     stacked = train_stacked(cfgs, digits)
     for cfg, res in zip(cfgs, stacked):
         alone = train_model(cfg, digits)
@@ -311,20 +311,22 @@ def test_recipe_and_output_defences_train_stacked_and_agree_with_one_by_one(digi
             torch.testing.assert_close(a, b, atol=2e-4, rtol=1e-3)
 
 
-def test_smoothing_penalty_and_input_noise_train_stacked_as_one_by_one(digits):
-    """Label smoothing, the confidence penalty and additive input noise are per-model terms of
-    the stacked step: in one stacked run beside a plain model, each model follows its own
-    one-by-one run (same initial weights, targets, loss gradient and noise draws), to float
-    summation order; the run's loss history is the one-by-one run's too."""
+def test_loss_and_input_defences_train_stacked_as_one_by_one(digits):
+    """Label smoothing, the confidence penalty, additive input noise, MixUp and RelaxLoss are
+    per-model terms of the stacked step: in one stacked run beside a plain model, each model
+    follows its own one-by-one run (same initial weights, targets, loss gradient, branch and
+    draws), to float summation order; the run's loss history is the one-by-one run's too."""
     from privaudit.training.stacked import can_stack, stack_groups, train_stacked
 
     cfgs = [make_config(dataset="digits", part_size=100, epochs=4),
             make_config(dataset="digits", part_size=100, defense="label-smoothing", knob=0.3, epochs=4, seed=1),
             make_config(dataset="digits", part_size=100, defense="confidence-penalty", knob=2.0, epochs=4),
             make_config(dataset="digits", part_size=100, defense="input-noise", knob=1.0, epochs=4, seed=2),
-            make_config(dataset="digits", part_size=100, defense="input-noise", knob=0.5, epochs=4).as_reference(4, 1)]
+            make_config(dataset="digits", part_size=100, defense="input-noise", knob=0.5, epochs=4).as_reference(4, 1),
+            make_config(dataset="digits", part_size=100, defense="mixup", knob=0.4, epochs=4, seed=3),
+            make_config(dataset="digits", part_size=100, defense="relaxloss", knob=1.0, epochs=4)]
     assert all(can_stack(c, digits.input_shape) for c in cfgs)
-    assert len(stack_groups(cfgs, digits.input_shape, len(digits.y))) == 1  # one run for all five
+    assert len(stack_groups(cfgs, digits.input_shape, len(digits.y))) == 1  # one run for all seven
     stacked = train_stacked(cfgs, digits)
     for cfg, res in zip(cfgs, stacked):
         alone = train_model(cfg, digits)
@@ -335,4 +337,4 @@ def test_smoothing_penalty_and_input_noise_train_stacked_as_one_by_one(digits):
     plain_twin = train_model(make_config(dataset="digits", part_size=100, epochs=4, seed=2), digits)
     assert not torch.allclose(plain_twin.model.state_dict()[next(iter(plain_twin.model.state_dict()))],
                               stacked[3].model.state_dict()[next(iter(stacked[3].model.state_dict()))], atol=1e-3)
-    assert not can_stack(make_config(dataset="digits", defense="relaxloss", knob=0.6), digits.input_shape)
+    assert not can_stack(make_config(dataset="digits", defense="dropout", knob=0.5), digits.input_shape)

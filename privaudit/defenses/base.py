@@ -219,8 +219,10 @@ class Defense:
         as one batched model) trains this defence beside other models: ``{}`` when it trains as
         the plain loop (:attr:`plain_training`), else the per-model terms that engine knows:
         ``smoothing`` α (soft targets (1 − α)·onehot + α/K), ``penalty`` β (the loss minus β
-        times the prediction's entropy) and ``input_noise`` σ (x + σ·ε on the normalised
-        inputs, ε from the defence's own generator); None when it cannot stack."""
+        times the prediction's entropy), ``input_noise`` σ (x + σ·ε on the normalised
+        inputs, ε from the defence's own generator), ``mixup`` α (each batch mixed with a
+        permutation of itself, λ ~ Beta(α, α), from the defence's own generators) and
+        ``relax`` α (RelaxLoss's three steps); None when it cannot stack."""
         return {} if self.plain_training else None
 
     @property

@@ -48,5 +48,8 @@ class MixUp(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _Mix(value, num_classes)
 
+    def stack_terms(self, value: float) -> dict[str, float]:
+        return {"mixup": float(value)}
+
 
 DEFENSE = MixUp()

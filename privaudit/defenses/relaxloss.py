@@ -116,5 +116,8 @@ class RelaxLoss(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _Relax(value)
 
+    def stack_terms(self, value: float) -> dict[str, float]:
+        return {"relax": float(value)}
+
 
 DEFENSE = RelaxLoss()

@@ -19,9 +19,10 @@ float32 summation order (the tests check that stacked and one-by-one models agre
 Which models stack (:func:`stack_key`): ``mlp`` recipes on small inputs in fp32 without
 augmentation and without a defence of :mod:`privaudit.defenses` that changes the training loop
 in a way this engine does not know (weight decay, early stopping and the output-side ones train
-as the plain recipe does, with their own numbers; label smoothing, the confidence penalty and
-additive input noise are per-model terms of the step, :meth:`_Stack.row_gradients`; MixUp,
-RelaxLoss, adversarial regularisation, distillation, HAMP and dropout train one by one),
+as the plain recipe does, with their own numbers; label smoothing, the confidence penalty,
+additive input noise, MixUp and RelaxLoss are per-model terms of the step,
+:meth:`_Stack.row_gradients`; adversarial regularisation, distillation, HAMP and dropout train
+one by one),
 trained by the fast engine, grouped by everything a step shares (architecture,
 width, epochs, batch size, learning rate, weight decay, the number of members, DP-SGD or not
 and its clipping norm); κ, σ, role, seed and data placement may differ within a group. Under
@@ -178,7 +179,8 @@ class _Stack:
         splits: dict[tuple[int, int], Any] = {}  # each model's own split (its part size and seed)
         self.members, self.norms, self.models, self.gens, self.noise_seeds = [], [], [], [], []
         self.terms: list[dict[str, float]] = []
-        self.defense_gens: list[torch.Generator | None] = []
+        self.defense_gens: list[torch.Generator | None] = []  # as train_model's hooks get them
+        self.defense_rngs: list[np.random.Generator | None] = []
         for c in cfgs:
             key = (c.data.part_size, c.data.seed)
             if key not in splits:
@@ -198,8 +200,10 @@ class _Stack:
             terms = _terms(c) or {}
             self.terms.append(terms)
             # the defence's own generator, as train_model's hooks get it (additive noise draws from it)
-            self.defense_gens.append(generator(derive_seed(c.seed, c.role, "defense", *member), device)
-                                     if terms.get("input_noise") else None)
+            seed = derive_seed(c.seed, c.role, "defense", *member)
+            drawn = terms.get("input_noise") or terms.get("mixup")
+            self.defense_gens.append(generator(seed, device) if drawn else None)
+            self.defense_rngs.append(np.random.default_rng(seed) if terms.get("mixup") else None)
         self.x = torch.from_numpy(data.x.reshape(len(data.y), -1).astype(np.float32)).to(device)  # raw, once
         self.y = torch.from_numpy(data.y).to(device)
         self.mean = torch.stack([torch.from_numpy(nz.mean.reshape(-1)) for nz in self.norms]).to(device)[:, None, :]
@@ -208,7 +212,10 @@ class _Stack:
             values = [t.get(name, 0.0) for t in self.terms]
             return torch.tensor(values, device=device)[:, None, None] if any(values) else None
 
-        self.smoothing, self.penalty, self.input_noise = (per_model(n) for n in ("smoothing", "penalty", "input_noise"))
+        self.smoothing, self.penalty = per_model("smoothing"), per_model("penalty")
+        relax = [t.get("relax", 0.0) for t in self.terms]
+        #: RelaxLoss's α per model, −∞ for a model without it (it always descends)
+        self.relax = (torch.tensor([a if a else -math.inf for a in relax], device=device) if any(relax) else None)
         self.dense = [[layer for layer in m if isinstance(layer, nn.Linear)] for m in self.models]  # [K][2]
         if any(len(d) != 2 for d in self.dense):
             raise ValueError("stacked training needs MLPs of exactly two dense layers")
@@ -221,40 +228,71 @@ class _Stack:
         """Normalised inputs (K, b, d) of dataset positions ``pos`` (K, b), each model's own way."""
         return (self.x[pos] - self.mean) / self.std
 
-    def row_gradients(self, x: torch.Tensor, y: torch.Tensor, terms: bool = False
-                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def row_gradients(self, x: torch.Tensor, y: torch.Tensor, terms: bool = False, mix: tuple | None = None,
+                      epoch: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Forward and backward by hand for every row of every model: per-row losses ℓ (K, b),
         hidden activations h (K, b, width), and the per-row output gradients of the two layers,
         ∂ℓ/∂(x W₁ᵀ + b₁) = (W₂ᵀ-product of ∂ℓ/∂z) ⊙ 1[h > 0] and ∂ℓ/∂z = s − onehot(y), with
         s = softmax(z).
 
-        ``terms``: each model's defence terms too. Label smoothing α trains on the targets
-        t = (1 − α)·onehot(y) + α/K: ℓ = −Σⱼ tⱼ log sⱼ, ∂ℓ/∂z = s − t. The confidence penalty β
-        descends ℓ − β·H(s), H(s) = −Σⱼ sⱼ log sⱼ, whose gradient adds β·s ⊙ (log s + H)
-        (∂H/∂zᵢ = −sᵢ(log sᵢ + H)); its reported loss stays the cross-entropy, as one by one."""
+        ``terms``: each model's defence terms too (each the gradient its own run's autograd
+        takes of its loss). The step's targets are t = (1 − α)·(λ·onehot(y) + (1 − λ)·onehot(y′))
+        + α/K and ℓ = −Σⱼ tⱼ log sⱼ, ∂ℓ/∂z = s − t: label smoothing's α, MixUp's λ and the
+        partners' labels y′ (``mix`` = (y′, λ (K, 1, 1)); λ = 1 for the other models). The
+        confidence penalty β descends ℓ − β·H(s), H(s) = −Σⱼ sⱼ log sⱼ, whose gradient adds
+        β·s ⊙ (log s + H) (∂H/∂zᵢ = −sᵢ(log sᵢ + H)); its reported loss stays ℓ. RelaxLoss α
+        (:mod:`privaudit.defenses.relaxloss`) descends where the model's batch mean ℓ ≥ α, else
+        ascends (−∂ℓ/∂z) in even ``epoch``s and in odd ones descends the cross-entropy against
+        its flattened posterior (∂/∂z = s − t_flat); its reported loss stays ℓ."""
         w1t, b1, w2, b2 = self.params
         h = torch.baddbmm(b1.unsqueeze(1), x, w1t).clamp_min_(0.0)
         z = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2))
         log_p = torch.log_softmax(z, dim=2)
         losses = -log_p.gather(2, y.unsqueeze(2)).squeeze(2)
-        alpha = self.smoothing if terms else None
-        beta = self.penalty if terms else None
-        if alpha is not None:
-            alpha2 = alpha.squeeze(2)
-            losses = (1.0 - alpha2) * losses - alpha2 / z.shape[2] * log_p.sum(2)
-        if beta is not None:
-            p = log_p.exp()
-            entropy = -(p * log_p).sum(2, keepdim=True)
-            g_z = p + beta * p * (log_p + entropy)
-        else:
+        if not terms:
             g_z = log_p.exp_()
-        if alpha is not None:
-            g_z.scatter_add_(2, y.unsqueeze(2), (alpha - 1.0).expand(-1, y.shape[1], 1).contiguous())
-            g_z.sub_(alpha / z.shape[2])
-        else:
             g_z.scatter_add_(2, y.unsqueeze(2), torch.full_like(losses, -1.0).unsqueeze(2))
+        else:
+            g_z = self._term_gradients(z, log_p, y, losses, mix, epoch)
+            if mix is not None:
+                y2, lam = mix
+                losses = lam.squeeze(2) * losses - (1.0 - lam.squeeze(2)) * log_p.gather(2, y2.unsqueeze(2)).squeeze(2)
+            if self.smoothing is not None:
+                alpha = self.smoothing.squeeze(2)
+                losses = (1.0 - alpha) * losses - alpha / z.shape[2] * log_p.sum(2)
         g_pre = torch.ops.aten.threshold_backward(torch.bmm(g_z, w2), h, 0.0)  # relu's backward, one pass
         return losses, h, g_pre, g_z
+
+    def _term_gradients(self, z: torch.Tensor, log_p: torch.Tensor, y: torch.Tensor, nll: torch.Tensor,
+                        mix: tuple | None, epoch: int) -> torch.Tensor:
+        """∂ℓ/∂z of every row under each model's defence terms (:meth:`row_gradients`)."""
+        classes = z.shape[2]
+        p = log_p.exp()
+        g_z = p.clone()
+        if self.penalty is not None:
+            entropy = -(p * log_p).sum(2, keepdim=True)
+            g_z += self.penalty * p * (log_p + entropy)
+        keep = 1.0 if self.smoothing is None else 1.0 - self.smoothing            # (K, 1, 1) or 1
+        if mix is None:
+            g_z.scatter_add_(2, y.unsqueeze(2), (-keep * torch.ones_like(nll).unsqueeze(2)))
+        else:
+            y2, lam = mix
+            g_z.scatter_add_(2, y.unsqueeze(2), (-keep * lam).expand(-1, y.shape[1], 1).contiguous())
+            g_z.scatter_add_(2, y2.unsqueeze(2), (-keep * (1.0 - lam)).expand(-1, y.shape[1], 1).contiguous())
+        if self.smoothing is not None:
+            g_z -= self.smoothing / classes
+        if self.relax is not None:
+            below = nll.mean(1) < self.relax                                     # (K,): not the plain step
+            if epoch % 2 == 0:                                                   # gradient ascent
+                g_z = torch.where(below[:, None, None], -g_z, g_z)
+            else:                                                                # posterior flattening
+                onehot = torch.zeros_like(p).scatter_(2, y.unsqueeze(2), 1.0)
+                p_true = p.gather(2, y.unsqueeze(2))
+                flat = onehot * p_true + (1.0 - onehot) * ((1.0 - p_true) / max(classes - 1, 1))
+                correct = (z.argmax(2) == y).unsqueeze(2)
+                g_flat = p - torch.where(correct, flat, onehot)
+                g_z = torch.where(below[:, None, None], g_flat, g_z)
+        return g_z
 
     def set_gradients(self, x: torch.Tensor, h: torch.Tensor, c_pre: torch.Tensor, c_z: torch.Tensor) -> None:
         """``.grad`` of the stacked parameters from weighted per-row output gradients:
@@ -364,6 +402,7 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     opt = _adam(st.params, c0)
 
     def batches() -> Iterator[Batch]:  # K models' shuffles, each from its own generator
+        epoch[0] += 1
         perms = torch.stack([torch.randperm(n, generator=g, device=device) for g in st.gens])
         for start in range(0, n, bs):
             pos = member_pos.gather(1, perms[:, start:start + bs])               # (K, b)
@@ -383,9 +422,28 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
             x[k] += sigma * torch.randn(x.shape[1:], generator=g, device=x.device, dtype=x.dtype)
         return x
 
+    mixers = [(k, t["mixup"], st.defense_gens[k], st.defense_rngs[k]) for k, t in enumerate(st.terms) if t.get("mixup")]
+
+    def mix(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, tuple | None]:
+        """MixUp's batches, λx + (1 − λ)x[π], for the models that train with it: λ ~ Beta(α, α)
+        and π drawn from each one's defence generators as its own run draws them."""
+        if not mixers:
+            return x, None
+        x, y2 = x.clone(), y.clone()
+        lam = torch.ones(len(st.terms), 1, 1, device=x.device, dtype=x.dtype)
+        for k, alpha, g, rng in mixers:
+            lam_k = float(rng.beta(alpha, alpha))
+            perm = torch.randperm(x.shape[1], generator=g, device=x.device)
+            x[k] = lam_k * x[k] + (1.0 - lam_k) * x[k][perm]
+            y2[k], lam[k] = y[k][perm], lam_k
+        return x, (y2, lam)
+
+    terms = terms or bool(mixers) or st.relax is not None
+    epoch = [-1]
+
     def step(batch: Batch) -> tuple[torch.Tensor, int]:
-        x = add_noise(batch.x)
-        losses, h, g_pre, g_z = st.row_gradients(x, batch.y, terms)
+        x, mixed = mix(add_noise(batch.x), batch.y)
+        losses, h, g_pre, g_z = st.row_gradients(x, batch.y, terms, mixed, epoch[0])
         scale = 1.0 / batch.size                                                # each model's mean loss
         st.set_gradients(x, h, g_pre.mul_(scale), g_z.mul_(scale))
         opt.step()
