@@ -312,8 +312,8 @@ def test_recipe_and_output_defences_train_stacked_and_agree_with_one_by_one(digi
 
 
 def test_loss_and_input_defences_train_stacked_as_one_by_one(digits):
-    """Label smoothing, the confidence penalty, additive input noise, MixUp and RelaxLoss are
-    per-model terms of the stacked step: in one stacked run beside a plain model, each model
+    """Label smoothing, the confidence penalty, additive input noise, MixUp, RelaxLoss and HAMP's
+    training are per-model terms of the stacked step: in one stacked run beside a plain model, each model
     follows its own one-by-one run (same initial weights, targets, loss gradient, branch and
     draws), to float summation order; the run's loss history is the one-by-one run's too."""
     from privaudit.training.stacked import can_stack, stack_groups, train_stacked
@@ -324,9 +324,10 @@ def test_loss_and_input_defences_train_stacked_as_one_by_one(digits):
             make_config(dataset="digits", part_size=100, defense="input-noise", knob=1.0, epochs=4, seed=2),
             make_config(dataset="digits", part_size=100, defense="input-noise", knob=0.5, epochs=4).as_reference(4, 1),
             make_config(dataset="digits", part_size=100, defense="mixup", knob=0.4, epochs=4, seed=3),
-            make_config(dataset="digits", part_size=100, defense="relaxloss", knob=1.0, epochs=4)]
+            make_config(dataset="digits", part_size=100, defense="relaxloss", knob=1.0, epochs=4),
+            make_config(dataset="digits", part_size=100, defense="hamp", knob=0.8, epochs=4, seed=1)]
     assert all(can_stack(c, digits.input_shape) for c in cfgs)
-    assert len(stack_groups(cfgs, digits.input_shape, len(digits.y))) == 1  # one run for all seven
+    assert len(stack_groups(cfgs, digits.input_shape, len(digits.y))) == 1  # one run for all eight
     stacked = train_stacked(cfgs, digits)
     for cfg, res in zip(cfgs, stacked):
         alone = train_model(cfg, digits)

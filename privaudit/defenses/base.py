@@ -214,7 +214,7 @@ class Defense:
         return (not self.needs_reference and not self.needs_submodels and self.hooks(knob, 2) is None
                 and not self.model_kwargs(knob))
 
-    def stack_terms(self, value: float) -> dict[str, float] | None:
+    def stack_terms(self, value: float, num_classes: int) -> dict[str, float] | None:
         """How the stacked engine (:mod:`privaudit.training.stacked`, many small MLPs trained
         as one batched model) trains this defence beside other models: ``{}`` when it trains as
         the plain loop (:attr:`plain_training`), else the per-model terms that engine knows:
@@ -222,7 +222,8 @@ class Defense:
         times the prediction's entropy), ``input_noise`` σ (x + σ·ε on the normalised
         inputs, ε from the defence's own generator), ``mixup`` α (each batch mixed with a
         permutation of itself, λ ~ Beta(α, α), from the defence's own generators) and
-        ``relax`` α (RelaxLoss's three steps); None when it cannot stack."""
+        ``relax`` α (RelaxLoss's three steps), for ``num_classes`` classes; None when it cannot
+        stack."""
         return {} if self.plain_training else None
 
     @property

@@ -37,7 +37,7 @@ class ConfidencePenalty(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _Penalty(value)
 
-    def stack_terms(self, value: float) -> dict[str, float]:
+    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
         return {"penalty": float(value)}
 
 

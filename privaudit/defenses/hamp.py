@@ -168,6 +168,14 @@ class Hamp(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _Hamp(value, num_classes)
 
+    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
+        """The soft labels are label smoothing's targets with α = (1 − p(γ))·K/(K − 1) (the
+        true class keeps (1 − α) + α/K = p(γ), every other class α/K = (1 − p(γ))/(K − 1)),
+        and the entropy bonus is the confidence penalty's term with β = λ."""
+        k = max(num_classes, 2)
+        p = true_class_probability(value, k)
+        return {"smoothing": (1.0 - p) * k / (k - 1), "penalty": k * ENTROPY_WEIGHT}
+
     def release(self, logits, value):
         """Every row's scores replaced by the reference scores (:func:`reference_log_scores`),
         the r-th largest logit receiving the r-th largest reference score; as logits (the

@@ -34,7 +34,7 @@ class InputNoise(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _AddNoise(value)
 
-    def stack_terms(self, value: float) -> dict[str, float]:
+    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
         return {"input_noise": float(value)}
 
 

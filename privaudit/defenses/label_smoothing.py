@@ -34,7 +34,7 @@ class LabelSmoothing(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _Smooth(value, num_classes)
 
-    def stack_terms(self, value: float) -> dict[str, float]:
+    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
         return {"smoothing": float(value)}
 
 

@@ -48,7 +48,7 @@ class MixUp(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _Mix(value, num_classes)
 
-    def stack_terms(self, value: float) -> dict[str, float]:
+    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
         return {"mixup": float(value)}
 
 

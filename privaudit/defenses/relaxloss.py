@@ -116,7 +116,7 @@ class RelaxLoss(Defense):
     def hooks(self, value: float, num_classes: int) -> TrainingHooks:
         return _Relax(value)
 
-    def stack_terms(self, value: float) -> dict[str, float]:
+    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
         return {"relax": float(value)}
 
 

@@ -20,9 +20,9 @@ Which models stack (:func:`stack_key`): ``mlp`` recipes on small inputs in fp32 
 augmentation and without a defence of :mod:`privaudit.defenses` that changes the training loop
 in a way this engine does not know (weight decay, early stopping and the output-side ones train
 as the plain recipe does, with their own numbers; label smoothing, the confidence penalty,
-additive input noise, MixUp and RelaxLoss are per-model terms of the step,
-:meth:`_Stack.row_gradients`; adversarial regularisation, distillation, HAMP and dropout train
-one by one),
+additive input noise, MixUp, RelaxLoss and HAMP's training are per-model terms of the step,
+:meth:`_Stack.row_gradients`; adversarial regularisation, distillation and dropout train one by
+one),
 trained by the fast engine, grouped by everything a step shares (architecture,
 width, epochs, batch size, learning rate, weight decay, the number of members, DP-SGD or not
 and its clipping norm); κ, σ, role, seed and data placement may differ within a group. Under
@@ -78,16 +78,16 @@ def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
     """Whether models of ``cfg``'s recipe train faster stacked (module docstring)."""
     d = int(np.prod(input_shape))
     return (cfg.model.name == "mlp" and cfg.train.precision == "fp32" and cfg.train.augment == "none"
-            and (not cfg.defence.method or _terms(cfg) is not None)
+            and (not cfg.defence.method or _terms(cfg, 2) is not None)
             and (not cfg.defence.dp or cfg.defence.mechanism == "dpsgd")
             and d <= STACK_MAX_INPUT and d * cfg.model.width <= STACK_MAX_MACS)
 
 
-def _terms(cfg: RunConfig) -> dict[str, float] | None:
+def _terms(cfg: RunConfig, num_classes: int) -> dict[str, float] | None:
     """The stacked engine's terms of ``cfg``'s defence (:meth:`privaudit.defenses.base.Defense.stack_terms`)."""
     if not cfg.defence.method:
         return {}
-    return get_defense(cfg.defence.method).stack_terms(cfg.defence.knob)
+    return get_defense(cfg.defence.method).stack_terms(cfg.defence.knob, num_classes)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -197,7 +197,7 @@ class _Stack:
                                                dp=c.defence.dp))
             self.gens.append(generator(derive_seed(c.seed, c.role, "mask", *member), device))
             self.noise_seeds.append(derive_seed(c.seed, c.role, "dp-noise", *member))
-            terms = _terms(c) or {}
+            terms = _terms(c, data.num_classes) or {}
             self.terms.append(terms)
             # the defence's own generator, as train_model's hooks get it (additive noise draws from it)
             seed = derive_seed(c.seed, c.role, "defense", *member)
