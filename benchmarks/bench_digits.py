@@ -31,9 +31,10 @@ COMPARED = ("train_accuracy", "test_accuracy", "epsilon", "epsilon_replace_one",
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _audit(work: Path, pythonpath: str | None, quick: bool) -> tuple[float, dict, pd.DataFrame]:
+def _audit(work: Path, pythonpath: str | None, quick: bool, extra: tuple[str, ...] = ()
+           ) -> tuple[float, dict, pd.DataFrame]:
     cmd = [sys.executable, "-m", "privaudit", "audit", "--dataset", "digits", "--device", "cpu",
-           "--workdir", str(work), "--json"]
+           "--workdir", str(work), "--json", *extra]
     if quick:
         cmd += ["--epochs", "3", "--kappas", "0.5", "--sigmas", "1", "--pool-size", "4"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -62,7 +63,8 @@ def table_differences(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-def run(baseline: str | None, quick: bool = False, rounds: int = 3) -> list[dict]:
+def run(baseline: str | None, quick: bool = False, rounds: int = 3, extra: tuple[str, ...] = ()) -> list[dict]:
+    """``extra``: more options of the audit on both sides (e.g. ``--defenses all --epochs 30``)."""
     rounds = 1 if quick else rounds
     with temp_dir() as tmp:
         sides = {"current": None}
@@ -77,7 +79,7 @@ def run(baseline: str | None, quick: bool = False, rounds: int = 3) -> list[dict
                 for name, path in sides.items():
                     work = Path(tmp) / f"{name}-{k}"
                     work.mkdir()
-                    wall, doc, table = _audit(work, path, quick)
+                    wall, doc, table = _audit(work, path, quick, extra)
                     if name not in best or wall < best[name][0]:
                         best[name] = (wall, doc, table)
         finally:
@@ -88,7 +90,8 @@ def run(baseline: str | None, quick: bool = False, rounds: int = 3) -> list[dict
     for name, (wall, doc, table) in best.items():
         row = {"benchmark": "digits", "side": name, "revision": baseline if name == "baseline" else "working tree",
                "rounds": rounds, "wall_seconds": wall, "command_seconds": doc["wall_seconds"],
-               "phase_seconds": doc.get("phase_seconds", {}), "jobs": doc.get("jobs"), "quick": quick}
+               "phase_seconds": doc.get("phase_seconds", {}), "jobs": doc.get("jobs"), "quick": quick,
+               "options": " ".join(extra)}
         if name == "current" and "baseline" in best:
             row["differences_from_baseline"] = table_differences(table, best["baseline"][2])
         rows.append(row)
