@@ -101,8 +101,10 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         from privaudit.executor.plan import derive_job, train_job
         from privaudit.executor.preview import preview
 
-        jobs = [job for c in cfgs for job in ([train_job([c])] if c.trained_as == c else  # output-side: undefended
-                [train_job([c.trained_as]), derive_job(c, train_job([c.trained_as]).id)])]
+        jobs = []
+        for c in cfgs:
+            base = train_job([c.trained_as])  # an output-side defence's model: the undefended one's, derived
+            jobs += [base] if c.trained_as == c else [base, derive_job(c, base.id)]
         return preview("train", jobs, Workspace(workdir), data, dev)
     ws = Workspace(workdir).ensure_writable()
     done = [runs.ensure_model(c, ws, data, dev, on_start=on_start, on_epoch=on_epoch) for c in cfgs]

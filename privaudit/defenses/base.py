@@ -70,6 +70,11 @@ class Knob:
                               f"{self.range_text()} (got {value})")
         return float(value)
 
+    @property
+    def strongest(self) -> float:
+        """The default grid's strongest value (the largest, or the smallest for a ``lower`` knob)."""
+        return min(self.grid) if self.stronger == "lower" else max(self.grid)
+
     def text(self, value: float) -> str:
         """``α=0.1``, ``k=3``."""
         return f"{self.symbol}={int(value) if self.integer else f'{value:g}'}"

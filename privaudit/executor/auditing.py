@@ -144,8 +144,7 @@ def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[fl
     for name in defenses:
         defense = get_defense(name)
         if not defense.searchable:  # one setting, its strongest: the model's accuracy does not follow the knob
-            value = max(defense.knob.grid, key=lambda v: -v if defense.knob.stronger == "lower" else v) \
-                if defense.knob is not None else 0.0
+            value = defense.knob.strongest if defense.knob is not None else 0.0
             cfg = defended(base, defense.name, value)
             acc = base_acc if defense.side == OUTPUT else accuracy(cfg)
             for t in targets:
@@ -178,9 +177,7 @@ def search_standins(base: RunConfig, name: str, count: int) -> list[float]:
     searched gives its one audited setting (as :func:`match_targets` does)."""
     defense = get_defense(name)
     if not defense.searchable:
-        if defense.knob is None:
-            return [0.0]
-        return [max(defense.knob.grid, key=lambda v: -v if defense.knob.stronger == "lower" else v)]
+        return [defense.knob.strongest if defense.knob is not None else 0.0]
     first, top, to_value, rounder = defense.search_space(base)
     lo = first / 2 if first > 0 else min(1.0, top)
     hi = max(lo, min(top, first * 2.0 ** max(0, count - 1)))

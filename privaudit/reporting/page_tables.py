@@ -97,8 +97,6 @@ def _spec(groups: list[tuple[str, str, pd.DataFrame]]) -> list[tuple[str, str, C
 #: the most rows the long table shows on the page; a larger audit's page shows the rows a
 #: reader compares (:func:`condensed`), and the CSV beside the page holds every row
 PAGE_ROWS = 300
-#: the paper's attack, whose row every target keeps on the page
-PAPERS_ATTACK = "shadow"
 
 
 def condensed(g: pd.DataFrame) -> pd.DataFrame:
@@ -107,13 +105,13 @@ def condensed(g: pd.DataFrame) -> pd.DataFrame:
     :func:`privaudit.reporting.summary.strongest_attack`) and the target's own strongest
     (an output-side defence's may be a label-only attack)."""
     from privaudit.analysis.metrics import STRONGEST_KEY, strongest_attack as strongest_of
-    from privaudit.reporting.summary import strongest_attack
+    from privaudit.reporting.summary import PAPER_ATTACK, strongest_attack
 
     group_best = strongest_attack(g)
     keep = pd.Series(False, index=g.index)
     for _, rows in g.groupby("_run", sort=False):
         own = strongest_of(rows.set_index("attack")[list(STRONGEST_KEY)].to_dict("index"))
-        keep[rows.index] = rows["attack"].isin({PAPERS_ATTACK, group_best, own})
+        keep[rows.index] = rows["attack"].isin({PAPER_ATTACK, group_best, own})
     return g[keep]
 
 

@@ -408,9 +408,7 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
             pos = member_pos.gather(1, perms[:, start:start + bs])               # (K, b)
             yield Batch(st.inputs(pos), st.y[pos], pos.shape[1])
 
-    terms = st.smoothing is not None or st.penalty is not None
-    noisy = [(k, sigma, g) for k, (sigma, g) in enumerate(zip((t.get("input_noise", 0.0) for t in st.terms),
-                                                               st.defense_gens)) if sigma]
+    noisy = [(k, t["input_noise"], st.defense_gens[k]) for k, t in enumerate(st.terms) if t.get("input_noise")]
 
     def add_noise(x: torch.Tensor) -> torch.Tensor:
         """Additive input noise, x + σ·ε, for the models that train with it: ε drawn from each
@@ -438,7 +436,8 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
             y2[k], lam[k] = y[k][perm], lam_k
         return x, (y2, lam)
 
-    terms = terms or bool(mixers) or st.relax is not None
+    # the defence terms of the step's gradient (additive noise changes the inputs alone)
+    terms = any(v is not None for v in (st.smoothing, st.penalty, st.relax)) or bool(mixers)
     epoch = [-1]
 
     def step(batch: Batch) -> tuple[torch.Tensor, int]:
