@@ -353,7 +353,7 @@ def test_setting_labels():
 
 POOL = ("shadow-pool", "lira-online", "rmia")
 EMP_HEADING = "Strongest attacks and empirical ε"
-# per setting: (largest empirical eps, by rmia; one-run bound)
+# per setting: rmia's empirical eps (the strongest attack's; the others' are half of it); one-run bound
 _EPS = {"base": 2.345, "k0.2": 1.2, "k0.5": 0.51, "k1.0": 0.0, "s0.5": 0.8, "s1.0": 0.3}
 _ONE_RUN = {"base": 0.5, "k0.2": 0.2, "k0.5": 0.0, "k1.0": 0.0, "s0.5": 0.1, "s1.0": 0.0}
 
@@ -450,7 +450,7 @@ def test_empirical_section_appears_with_pool_rows():
     rows = body.split("<tr")[1:]
     # accountant eps: value for DP rows, "no formal ε" for the others
     assert "no formal ε" in rows[1] and ">28.3<" in rows[4] and ">4.10<" in rows[5]
-    # largest empirical eps (rounded down) and its attack; one-run bound; LOO of the strongest
+    # the strongest attack's empirical eps (rounded down) and its name; one-run bound; LOO of the strongest
     assert "<strong>2.34</strong>" in rows[0] and "rmia" in rows[0]
     assert ">0.50<" in rows[0]  # one-run
     assert "0.730" in rows[0] and "± 0.020" in rows[0]  # rmia's LOO AUC
@@ -528,6 +528,33 @@ def test_key_finding_sentence():
     kf2 = _plain(render_report(no_base, {}).split('id="table"')[0])
     assert "on MG noise κ=0.2" in kf2 and "for the baseline" not in kf2
     assert "Empirical ε lower bounds of rmia (the strongest attack;" in kf2 and "training run): MG noise κ=0.2" in kf2
+
+
+def test_the_eps_figure_plots_the_tables_bounds_of_the_attack_its_axis_names(monkeypatch):
+    """The points of "Empirical ε lower bound vs test accuracy" are tradeoff.csv's numbers: per
+    setting, the ε lower bound of the attack the y axis names. Here the strongest attack (rmia,
+    by TPR at 0.1% FPR) is not the one with the largest bound (lira-online, twice rmia's)."""
+    import io
+
+    from privaudit.reporting import page_empirical
+
+    table = make_pool_table()
+    table.loc[table["attack"] == "lira-online", "eps_lower_bound"] *= 4  # 4 · ε/2: twice rmia's
+    csv = pd.read_csv(io.StringIO(table.to_csv(index=False, float_format="%.6g")))  # as build_reports writes it
+    drawn, draw = [], page_empirical.line_plot
+    monkeypatch.setattr(page_empirical, "line_plot",
+                        lambda series, **kw: drawn.append((series, kw)) or draw(series, **kw))
+    doc = render_report(csv, make_pool_rocs(csv), extras=make_extras())
+    ((series, kw),) = [(s, kw) for s, kw in drawn if kw["title"] == "Empirical ε lower bound vs test accuracy"]
+    named = re.fullmatch(r"empirical ε ≥ \((.+)\)", kw["ylabel"])
+    assert named and named.group(1) in set(csv["attack"]), kw["ylabel"]   # the axis names one attack
+    bound = csv[csv["attack"] == named.group(1)].set_index("test_accuracy")["eps_lower_bound"]
+    largest = csv.groupby("test_accuracy")["eps_lower_bound"].max()
+    assert [len(s["x"]) for s in series] == [4, 3]                        # MG: baseline + 3 κ; DP: + 2 σ
+    for s in series:
+        assert np.array_equal(s["y"], bound.loc[s["x"]].to_numpy())       # that attack's bound, row by row
+        assert (largest.loc[s["x"]].to_numpy() == 2 * s["y"]).all()       # not the largest of any attack
+    assert f"strongest attack ({named.group(1)}) per setting" in doc      # the caption names it too
 
 
 def test_accountant_vs_empirical_plot_for_dp_rows():
