@@ -141,7 +141,7 @@ def test_epsilon_is_the_accountants_and_the_commands(tmp_path):
                                    "--epochs", "50", "--noise-multiplier", "1", "--json"])
     assert cli.exit_code == 0, cli.output
     assert _strip(json.loads(cli.stdout), "") == _strip(result.to_json(), "")
-    with pytest.raises(ConfigError, match="give exactly one of --noise-multiplier and --target-epsilon"):
+    with pytest.raises(ConfigError, match="give exactly one of --sigma and --target-epsilon"):
         privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=100, epochs=1)
     with pytest.raises(ConfigError, match="--batch-size must be"):
         privaudit.epsilon(defense="dpsgd", batch_size=0, dataset_size=100, epochs=1, noise_multiplier=1.0)

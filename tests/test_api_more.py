@@ -148,7 +148,7 @@ def test_audit_model_is_the_command(weights, tmp_path):
     base = ["audit-model", "--weights", str(weights), "--members", "0:60", "--dataset", "digits", "--workdir",
             str(tmp_path)]
     _refused(lambda: privaudit.audit_model(weights=weights, **{**recipe, "references": 1}, workdir=tmp_path),
-             [*base, "--references", "1"], "must be between 2 and 1024 (got 1)")
+             [*base, "--pool-size", "1"], "must be between 2 and 1024 (got 1)")
     _refused(lambda: privaudit.audit_model(weights=weights, **recipe, mean="a,b", workdir=tmp_path),
              [*base, "--mean", "a,b"], "--mean takes comma-separated numbers")
     _refused(lambda: privaudit.audit_model(weights=tmp_path / "none.pt", members="0:60", workdir=tmp_path),

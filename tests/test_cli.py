@@ -159,9 +159,9 @@ def _one_line_error(result, *needles: str) -> None:
 
 @pytest.mark.parametrize("args, needles", [
     (["--kappa", "-0.5"], ["--kappa"]),
-    (["--dp", "--noise-multiplier", "0"], ["--noise-multiplier"]),
-    (["--dp", "--noise-multiplier", "-1"], ["--noise-multiplier"]),
-    (["--dp"], ["--noise-multiplier", "--target-epsilon"]),
+    (["--dp", "--noise-multiplier", "0"], ["--sigma"]),
+    (["--dp", "--noise-multiplier", "-1"], ["--sigma"]),
+    (["--dp"], ["--sigma", "--target-epsilon"]),
     (["--model", "resnet"], ["resnet"]),
     (["--part-size", "100000"], ["--part-size"]),
     (["--delta", "2"], ["--delta"]),

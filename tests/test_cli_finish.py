@@ -100,7 +100,7 @@ def _numeric_options():
 
 NUMERIC = list(_numeric_options())
 REQUIRED = {"epsilon": ["--defense", "dpsgd", "--batch-size", "10", "--dataset-size", "100", "--epochs", "1",
-                        "--noise-multiplier", "1"], "attack": ["--target", "mlp"]}
+                        "--sigma", "1"], "attack": ["--target", "mlp"]}
 
 
 def test_the_check_sees_every_numeric_option():
@@ -138,7 +138,7 @@ def test_every_attacking_command_takes_attacks_with_the_attack_alias_and_one_def
     root = typer.main.get_command(app)
     for name in ("attack", "audit"):
         param = next(p for p in root.commands[name].params if "--attacks" in p.opts)
-        assert "--attack" in param.opts
+        assert "--attack" in param.aliases and "--attack" not in param.opts
         assert list(param.default) == ["all"], (name, param.default)
 
 
@@ -150,6 +150,97 @@ def test_attack_help_lists_every_architecture():
 
 def test_help_keeps_literal_brackets():
     assert "privaudit[ray]" in _help("audit")
+
+
+def _commands():
+    """Every command as (argv words, click command): the top-level ones and theory's and reproduce's."""
+    root = typer.main.get_command(app)
+    for name, cmd in root.commands.items():
+        for sub, subcmd in (getattr(cmd, "commands", None) or {None: cmd}).items():
+            yield [name] + ([sub] if sub else []), subcmd
+
+
+def _options(cmd):
+    return [p for p in cmd.params if getattr(p, "opts", None) and p.param_type_name == "option"]
+
+
+def test_every_command_shows_one_spelling_per_option_and_the_old_ones_still_parse():
+    """Issue 42, item 9: one name per concept. Each option's help row shows one long
+    spelling; the retired ones (--noise-multiplier, --references, --l2, --attack, …) appear
+    nowhere in any help, and every hidden spelling still sets its option."""
+    from privaudit.cli.options import OPTIONS
+
+    names = {s.name for s in OPTIONS.values()}
+    retired = {a for s in OPTIONS.values() for a in s.aliases} - names
+    assert {"--noise-multiplier", "--references", "--l2", "--attack", "--defence"} <= retired
+    tried = 0
+    for argv, cmd in _commands():
+        text = _help(*argv)
+        for spelling in retired:
+            assert not re.search(rf"(?<![\w-]){re.escape(spelling)}(?![\w-])", text), (argv, spelling)
+        for p in _options(cmd):
+            assert len([o for o in p.opts if o.startswith("--")]) == 1, (argv, p.opts)
+            for alias in getattr(p, "aliases", ()):
+                ctx = cmd.make_context(" ".join(argv), [alias, "2"], resilient_parsing=True)
+                value = ctx.params[p.name]
+                assert value in ("2", 2) or list(value) == ["2"], (argv, alias, value)
+                tried += 1
+    assert tried >= 20
+
+
+def test_the_renamed_options_reach_the_same_setting(stubbed):
+    """An old spelling is the option itself: the value it gives is checked as the new name's."""
+    for argv, named in ((["train", "--dp", "--noise-multiplier", "0"], "--sigma"),
+                        (["audit-model", "--weights", "w.pt", "--members", "0:9", "--references", "1"], "--pool-size"),
+                        (["epsilon", "--defense", "noisycgd", "--batch-size", "10", "--dataset-size", "100",
+                          "--epochs", "1", "--sigma", "1", "--lr", "1", "--l2", "0"], "--weight-decay")):
+        code, _, err = run_cli(*argv)
+        assert code == 2 and named in one_error(err), (argv, err)
+
+
+def test_each_shared_option_has_its_help_written_once():
+    """An option of the table (privaudit.cli.options.OPTIONS) shows the table's help, or help
+    of its own that no other command repeats (a narrower meaning on that command)."""
+    from privaudit.cli.options import OPTIONS
+
+    table = {s.name: s.help for s in OPTIONS.values()}
+    own: dict[tuple[str, str], set[str]] = {}
+    for argv, cmd in _commands():
+        for p in _options(cmd):
+            if p.opts[0] in table and p.help != table[p.opts[0]]:  # theory's subcommands share their own
+                own.setdefault((p.opts[0], p.help), set()).add(argv[0])
+    copies = {key: where for key, where in own.items() if len(where) > 1}
+    assert not copies, copies
+
+
+def test_flags_show_no_value_type():
+    for argv, _ in _commands():
+        assert "<bool>" not in _help(*argv), argv
+    assert "--dry-run Train nothing" in _help("train")
+
+
+def test_version_prints_the_installed_version():
+    from importlib import metadata
+
+    code, out, err = run_cli("--version")
+    assert code == 0 and out == f"privaudit {metadata.version('privaudit')}\n", (out, err)
+    assert "--version" in _help()
+
+
+def test_attacks_help_lists_every_accepted_attack():
+    from privaudit.core.defaults import ATTACK_CHOICES
+
+    root = typer.main.get_command(app)
+    for name in ("attack", "audit"):
+        param = next(p for p in root.commands[name].params if "--attacks" in p.opts)
+        for attack in ATTACK_CHOICES:
+            assert re.search(rf"(?<![\w-]){re.escape(attack)}(?![\w-])", param.help), (name, attack)
+
+
+def test_device_help_says_where_models_run_not_train():
+    root = typer.main.get_command(app)
+    param = next(p for p in root.commands["export-logits"].params if "--device" in p.opts)
+    assert "train" not in param.help.lower()
 
 
 # ------------------------------------------------------------------ the rough edges, one test each

@@ -53,14 +53,14 @@ def contraction(lr: float, l2: float, smoothness: float | None = None) -> float:
     authors' code, valid only when the loss is at most (2/η − λ)-smooth: a step for which that
     ceiling lies below max(λ, ``SMOOTHNESS_FLOOR``) is refused. Raises :class:`ConfigError`
     unless 0 ≤ c < 1 with λ > 0."""
-    for name, value in (("--lr", lr), ("--l2", l2)):
+    for name, value in (("--lr", lr), ("--weight-decay", l2)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise ConfigError(f"{name} must be > 0 (got {value}): the hidden-state bound needs a "
                               "strongly convex objective and a positive step")
     c = 1.0 - lr * l2
     if smoothness is not None:
         if not (math.isfinite(smoothness) and smoothness >= l2):
-            raise ConfigError(f"--smoothness must be finite and >= --l2 (got {smoothness})")
+            raise ConfigError(f"--smoothness must be finite and >= --weight-decay (got {smoothness})")
         c = max(abs(c), abs(1.0 - lr * smoothness))
     elif smoothness_ceiling(lr, l2) < max(l2, SMOOTHNESS_FLOOR):
         raise ConfigError(f"--lr {lr:g} is too large for the contraction 1 - lr*l2 the bound assumes: it holds "
@@ -69,7 +69,7 @@ def contraction(lr: float, l2: float, smoothness: float | None = None) -> float:
                           f"step <= {2.0 / (max(l2, SMOOTHNESS_FLOOR) + l2):.3g}")
     if not 0.0 <= c < 1.0:
         raise ConfigError(f"the step is too large for the contraction the bound needs: c = {c:.4g} "
-                          "(need --lr x --l2 < 1, and --lr < 2/--smoothness)")
+                          "(need --lr x --weight-decay < 1, and --lr < 2/--smoothness)")
     return c
 
 
@@ -94,7 +94,7 @@ def _growth(c: float, l: int, epochs: int) -> float:
 
 def _check_schedule(noise_multiplier: float, dataset_size: int, batch_size: int, epochs: int) -> None:
     if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
-        raise ConfigError(f"--noise-multiplier must be > 0 (got {noise_multiplier})")
+        raise ConfigError(f"--sigma must be > 0 (got {noise_multiplier})")
     if not (isinstance(dataset_size, int) and isinstance(batch_size, int) and 1 <= batch_size <= dataset_size):
         raise ConfigError(f"need 1 <= --batch-size <= --dataset-size (got {batch_size} and {dataset_size})")
     if not (isinstance(epochs, int) and epochs >= 1):

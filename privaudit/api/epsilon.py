@@ -69,14 +69,14 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
     params.in_range(batch_size, "--batch-size", 1, MAX_BATCH_SIZE)
     params.in_range(dataset_size, "--dataset-size", 1, 10**10)
     params.in_range(epochs, "--epochs", 1, MAX_EPOCHS)
-    params.in_range(noise_multiplier, "--noise-multiplier", 0, 1e6, True)
+    params.in_range(noise_multiplier, "--sigma", 0, 1e6, True)
     params.in_range(target_epsilon, "--target-epsilon", 0, 1e4, True)
     params.in_range(delta, "--delta", 0, 1, True)
     params.in_range(lr, "--lr", 0, 100, True)
-    params.in_range(l2, "--l2", 0, 1e6, True)
+    params.in_range(l2, "--weight-decay", 0, 1e6, True)
     params.in_range(smoothness, "--smoothness", 0, 1e12, True)
     if (noise_multiplier is None) == (target_epsilon is None):
-        raise ConfigError("give exactly one of --noise-multiplier and --target-epsilon")
+        raise ConfigError("give exactly one of --sigma and --target-epsilon")
     if not (1 <= batch_size <= dataset_size) or epochs < 1:
         raise ConfigError(f"need 1 <= --batch-size <= --dataset-size and --epochs >= 1 "
                           f"(got {batch_size}, {dataset_size}, {epochs})")
@@ -89,7 +89,7 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
                  "epochs": epochs, "batches_per_epoch": per_epoch}
     if defense == "noisycgd":
         if lr is None or l2 is None:
-            raise ConfigError("--defense noisycgd needs --lr and --l2 (the bound depends on the contraction 1 - lr*l2)")
+            raise ConfigError("--defense noisycgd needs --lr and --weight-decay (the bound depends on the contraction 1 - lr·λ)")
         from privaudit.analysis.accounting import replace_one_epsilon, replace_one_epsilon_sigma_half
         from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon, smoothness_ceiling
 
@@ -113,7 +113,7 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
         doc["dpsgd_same_noise_epsilon_replace_one_sigma_half"], _ = replace_one_epsilon_sigma_half(*same)
     else:
         if lr is not None or l2 is not None or smoothness is not None:
-            raise ConfigError("--lr, --l2 and --smoothness are for --defense noisycgd")
+            raise ConfigError("--lr, --weight-decay and --smoothness are for --defense noisycgd")
         from privaudit.analysis.accounting import calibrate_noise_multiplier
 
         q, steps = 1.0 / per_epoch, per_epoch * epochs

@@ -60,9 +60,14 @@ def bounded(bounds: dict[str, tuple], **values) -> None:
         in_range(value, flag(name), *bounds[name])
 
 
+#: the keyword arguments whose command-line option has another name (privaudit.cli.options)
+OPTION_NAMES = {"references": "--pool-size", "noise_multiplier": "--sigma", "l2": "--weight-decay"}
+
+
 def flag(name: str) -> str:
-    """A keyword argument's command-line option: ``local_steps`` → ``--local-steps``."""
-    return "--" + name.replace("_", "-")
+    """A keyword argument's command-line option: ``local_steps`` → ``--local-steps``,
+    ``references`` → ``--pool-size`` (:data:`OPTION_NAMES`)."""
+    return OPTION_NAMES.get(name, "--" + name.replace("_", "-"))
 
 
 #: an empty path option, in words that follow its name (it would silently mean the current folder)
@@ -301,7 +306,7 @@ def defense_choice(defense: str | None, knob: float | None, *, kappa: float = 0.
     """``train``'s defence options as :func:`privaudit.core.config.make_config` arguments.
 
     ``--defense mg --knob κ`` is ``--kappa κ``; ``--defense dpsgd|noisycgd`` is ``--dp`` with
-    that mechanism, σ from ``--knob`` or ``--noise-multiplier`` (or ``--target-epsilon``);
+    that mechanism, σ from ``--knob`` or ``--sigma`` (or ``--target-epsilon``);
     any other defence is its name and knob. A value given twice is an error."""
     from privaudit.defenses import get
 
@@ -318,7 +323,7 @@ def defense_choice(defense: str | None, knob: float | None, *, kappa: float = 0.
         return out
     if chosen.name in ("dpsgd", "noisycgd"):
         if knob is not None and (noise_multiplier is not None or target_epsilon is not None):
-            raise ConfigError(f"give {chosen.name}'s sigma once: --knob, --noise-multiplier or --target-epsilon")
+            raise ConfigError(f"give {chosen.name}'s sigma once: --knob, --sigma or --target-epsilon")
         if knob is not None:
             out["noise_multiplier"] = chosen.check_knob(knob)
         return {**out, "dp": True, "mechanism": chosen.name}

@@ -15,11 +15,12 @@ import gc
 import os
 import sys
 import threading
+from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
 from privaudit.cli import attack, audit, epsilon, report, reproduce, scan, theory, train
+from privaudit.cli.command import Command, Group
 
 
 def _click_exceptions():
@@ -62,7 +63,7 @@ def run_one_line(invoke) -> int:
     return code if isinstance(code, int) else 0
 
 
-class OneLineErrors(TyperGroup):
+class OneLineErrors(Group):
     """The root command: however it is invoked (the console script, ``python -m privaudit``,
     Typer's test runner), a usage error is one ``error:`` line, never a boxed panel."""
 
@@ -89,16 +90,48 @@ app = typer.Typer(
     rich_markup_mode="rich",  # help text is rich markup: a literal [ is written \\[
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.command("train", help="Train one target model with a defence and save it to the workspace.")(train.train_cmd)
-app.command("attack", help="Attack trained targets: the paper's shadow-model attack, the loss/confidence/data-free baselines, LiRA, RMIA and the one-run canary audit.")(attack.attack_cmd)
-app.command("report", help="Rebuild reports/tradeoff.csv and reports/index.html from the whole workspace.")(report.report_cmd)
-app.command("audit", help="The main job: baseline, MG-noise grid and DP-SGD grid for one model: train, attack, report.")(audit.audit_cmd)
-app.command("scan", help="Audit a model from its outputs alone: arrays of logits, probabilities or losses from any framework (.npz, .npy folder or CSV), with every attack they allow.")(scan.scan_cmd)
-app.command("export-logits", help="Write a trained target's outputs (with its shadow model's and a pool's) as an .npz that privaudit scan reads.")(scan.export_cmd)
-app.command("audit-model", help="Audit a model trained elsewhere from its weights file: references trained with its recipe on data it did not see, every attack, intervals, and how well the references match.")(scan.audit_model_cmd)
+
+
+def version() -> str:
+    """The installed privaudit's version (the package's own when it runs from a source tree)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("privaudit")
+    except metadata.PackageNotFoundError:
+        from privaudit import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    """``--version``: print ``privaudit <version>`` and exit 0, whatever else was given."""
+    if value:
+        print(f"privaudit {version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                 help="Print privaudit's version and exit.")] = False) -> None:
+    """The root's own options (``--version``); each command does the work."""
+
+
+#: the commands: (name, function, the one line ``privaudit --help`` gives it)
+COMMANDS = (
+    ("train", train.train_cmd, "Train one target model with a defence and save it to the workspace."),
+    ("attack", attack.attack_cmd, "Attack trained targets: the paper's shadow-model attack, the loss/confidence/data-free baselines, LiRA, RMIA, the label-only attacks and the one-run canary audit."),
+    ("report", report.report_cmd, "Rebuild reports/tradeoff.csv and reports/index.html from the whole workspace."),
+    ("audit", audit.audit_cmd, "The main job: baseline, MG-noise grid and DP-SGD grid for one model: train, attack, report."),
+    ("scan", scan.scan_cmd, "Audit a model from its outputs alone: arrays of logits, probabilities or losses from any framework (.npz, .npy folder or CSV), with every attack they allow."),
+    ("export-logits", scan.export_cmd, "Write a trained target's outputs (with its shadow model's and a pool's) as an .npz that privaudit scan reads."),
+    ("audit-model", scan.audit_model_cmd, "Audit a model trained elsewhere from its weights file: references trained with its recipe on data it did not see, every attack, intervals, and how well the references match."),
+    ("epsilon", epsilon.epsilon_cmd, "The epsilon a NoisyCGD or DP-SGD setting will cost (or the noise for a target epsilon), without training."),
+)
+for _name, _function, _help in COMMANDS:
+    app.command(_name, cls=Command, help=_help)(_function)
 app.add_typer(theory.app, name="theory")
 app.add_typer(reproduce.app, name="reproduce")
-app.command("epsilon", help="The epsilon a NoisyCGD or DP-SGD setting will cost (or the noise for a target epsilon), without training.")(epsilon.epsilon_cmd)
 
 
 #: allocations between collections of the youngest generation in the command's own process

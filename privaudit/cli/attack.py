@@ -9,7 +9,7 @@ import typer
 from privaudit.cli.callbacks import dataset_option
 from privaudit.cli.failures import handle_errors
 from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt,
-                                   ShadowDatasetOpt, WorkdirOpt)
+                                   ShadowDatasetOpt, WorkdirOpt, option)
 from privaudit.cli.output import emit_json, info_console, warn
 from privaudit.cli.progress import training_progress
 from privaudit.core.config import DATASETS, MODELS
@@ -17,10 +17,12 @@ from privaudit.core.defaults import DEFAULT_POOL_SIZE
 
 TargetOpt = Annotated[str, typer.Option(
     "--target", help=f"An architecture ({', '.join(MODELS)}: every trained target of it) or one target's run name.")]
-DatasetFilterOpt = Annotated[Optional[str], typer.Option(
-    "--dataset", callback=dataset_option,
+DatasetFilterOpt = Annotated[Optional[str], option(
+    "dataset", callback=dataset_option,
     help=f"Attack only the targets trained on this dataset ({', '.join(DATASETS)}, npz:PATH or folder:PATH); "
          "default: every dataset.")]
+SeedsFilterOpt = Annotated[Optional[str], option(
+    "seeds", help="Attack only the targets trained with these comma-separated root seeds; default: every seed.")]
 
 
 @handle_errors
@@ -30,7 +32,7 @@ def attack_cmd(
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
     shadow_dataset: ShadowDatasetOpt = None,
     dataset: DatasetFilterOpt = None,
-    seeds: Annotated[Optional[str], typer.Option("--seeds", help="Attack only the targets trained with these comma-separated root seeds; default: every seed.")] = None,
+    seeds: SeedsFilterOpt = None,
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     device: DeviceOpt = "auto",

@@ -7,16 +7,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.api import params
-from privaudit.cli.callbacks import number, one_of
+from privaudit.cli.callbacks import number
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (CanariesOpt, DEFAULT_ATTACKS, DEFENSE_HELP, AttacksOpt, AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DeltaOpt,
-                                   DeviceOpt, DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, LrOpt, MaxGradNormOpt, ModelArgOpt,
-                                   ModelOpt, PartSizeOpt, PoolSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt, ShadowDatasetOpt,
-                                   WeightDecayOpt, WidthOpt, WorkdirOpt)
+from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, AugmentOpt, BatchSizeOpt, CanariesOpt, CpusPerJobOpt,
+                                   DataDirOpt, DatasetOpt, DefensesOpt, DeltaOpt, DeviceOpt, DownloadOpt, DryRunOpt,
+                                   EpochsOpt, ExecutorOpt, JsonOpt, KappasOpt, KnobsOpt, LrOpt, MaxGradNormOpt,
+                                   ModelArgOpt, ModelOpt, PartSizeOpt, PoolSizeOpt, PrecisionOpt, RayAddressOpt, SeedOpt,
+                                   SeedsOpt, ShadowDatasetOpt, SigmasOpt, TargetEpsilonsOpt, WeightDecayOpt, WidthOpt,
+                                   WorkdirOpt)
 from privaudit.cli.output import emit_json, err, info_console, show_plan
 from privaudit.cli.progress import training_progress
-from privaudit.core.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
+from privaudit.core.defaults import DEFAULT_POOL_SIZE
 
 
 @handle_errors
@@ -26,11 +27,11 @@ def audit_cmd(
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    kappas: Annotated[Optional[str], typer.Option("--kappas", help=f"Comma-separated MG-noise kappas (>= 0) to audit besides the undefended baseline ('none' for no MG rows); default {params.grid_text(CIFAR10_KAPPAS)} on cifar10 (down to the lowest DP-SGD accuracy), {params.grid_text(DEFAULT_KAPPAS)} on digits, none for convex-relu.")] = None,
-    sigmas: Annotated[Optional[str], typer.Option("--sigmas", help=f"Comma-separated noise multipliers (> 0) of DP-SGD (NoisyCGD for convex-relu); 'none' for no DP rows; default {params.grid_text(DEFAULT_SIGMAS)}.")] = None,
-    target_epsilons: Annotated[Optional[str], typer.Option("--target-epsilons", help="Comma-separated target epsilons (> 0) for the DP rows instead of --sigmas (sigma calibrated per value).")] = None,
-    defenses: Annotated[Optional[str], typer.Option("--defenses", "--defences", help="Comma-separated defences to audit besides the baseline, each over its knob's default grid (or --knobs): all, or some of " + DEFENSE_HELP + ". Without it: MG noise (--kappas) and DP-SGD (--sigmas).")] = None,
-    knobs: Annotated[Optional[list[str]], typer.Option("--knobs", help="A defence's knob grid, NAME=v1,v2 (e.g. mixup=0.2,0.5), replacing its default; repeatable.")] = None,
+    kappas: KappasOpt = None,
+    sigmas: SigmasOpt = None,
+    target_epsilons: TargetEpsilonsOpt = None,
+    defenses: DefensesOpt = None,
+    knobs: KnobsOpt = None,
     attacks: AttacksOpt = DEFAULT_ATTACKS,
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
     shadow_dataset: ShadowDatasetOpt = None,
@@ -51,9 +52,9 @@ def audit_cmd(
     target_accuracies: Annotated[Optional[str], typer.Option("--target-accuracies", help="Comma-separated test accuracies (e.g. 0.55,0.6): search each defence's knob (--defenses; default mg,dpsgd) to each, on the first seed (at most 8 trainings per defence and target, within --match-tolerance), audit the settings found on every seed, and say which defence leaks least at each accuracy, or that a defence cannot reach it.")] = None,
     match_tolerance: Annotated[float, typer.Option("--match-tolerance", callback=number(0, 1, low_open=True), help="How close (absolute test accuracy) --match-accuracy's kappa must come to the DP-SGD target's accuracy.")] = 0.01,
     device: DeviceOpt = "auto",
-    executor: Annotated[str, typer.Option("--executor", callback=one_of("local", "ray"), help="Where the jobs run: local (this process) or ray (Ray tasks; needs the ray extra: pip install 'privaudit\\[ray]').")] = "local",
-    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Ray cluster to join: auto, or ray://host:port; default: start (or join via RAY_ADDRESS) a local instance.")] = None,
-    cpus_per_job: Annotated[Optional[int], typer.Option("--cpus-per-job", callback=number(1, 4096), help="CPUs (torch threads) of each job; default: this machine's torch thread count. The same value gives the same numbers on both executors.")] = None,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
+    cpus_per_job: CpusPerJobOpt = None,
     workdir: WorkdirOpt = ".",
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,

@@ -11,22 +11,22 @@ from privaudit.api.epsilon import DEFENSES
 from privaudit.analysis.accounting import REPLACE_ONE_MAX_BOUND
 from privaudit.cli.callbacks import number, one_of
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import DeltaOpt, JsonOpt, NoiseMultiplierOpt, TargetEpsilonOpt
+from privaudit.cli.options import DeltaOpt, JsonOpt, SigmaOpt, TargetEpsilonOpt, option
 from privaudit.cli.output import emit_json, info_console
 from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
 
 
 @handle_errors
 def epsilon_cmd(
-    defense: Annotated[str, typer.Option("--defense", "--defence", callback=one_of(*DEFENSES), help="noisycgd (hidden-state bound for the last iterate) or dpsgd (Opacus accountant).")],
-    batch_size: Annotated[int, typer.Option("--batch-size", callback=number(1, MAX_BATCH_SIZE), help="NoisyCGD's fixed batch size b, or DP-SGD's expected Poisson batch size.")],
+    defense: Annotated[str, option("defense", callback=one_of(*DEFENSES), help="noisycgd (hidden-state bound for the last iterate) or dpsgd (Opacus accountant).")],
+    batch_size: Annotated[int, option("batch-size", callback=number(1, MAX_BATCH_SIZE), help="NoisyCGD's fixed batch size b, or DP-SGD's expected Poisson batch size.")],
     dataset_size: Annotated[int, typer.Option("--dataset-size", callback=number(1, 10**10), help="Training set size n.")],
-    epochs: Annotated[int, typer.Option("--epochs", callback=number(1, MAX_EPOCHS), help="Training epochs E.")],
-    noise_multiplier: NoiseMultiplierOpt = None,
+    epochs: Annotated[int, option("epochs", callback=number(1, MAX_EPOCHS), help="Training epochs E.")],
+    noise_multiplier: SigmaOpt = None,
     target_epsilon: TargetEpsilonOpt = None,
-    lr: Annotated[Optional[float], typer.Option("--lr", callback=number(0, 100, low_open=True), help="NoisyCGD step size eta (noisycgd only).")] = None,
-    l2: Annotated[Optional[float], typer.Option("--l2", "--weight-decay", callback=number(0, 1e6, low_open=True), help="NoisyCGD L2 coefficient lambda > 0 (noisycgd only).")] = None,
-    smoothness: Annotated[Optional[float], typer.Option("--smoothness", callback=number(0, 1e12, low_open=True), help="Smoothness beta of the loss, if known: the contraction becomes max(|1-eta*lambda|, |1-eta*beta|). Without it the bound assumes beta <= 2/lr - l2, and steps for which that cannot hold are refused (noisycgd only).")] = None,
+    lr: Annotated[Optional[float], option("lr", callback=number(0, 100, low_open=True), help="NoisyCGD step size eta (noisycgd only).")] = None,
+    l2: Annotated[Optional[float], option("weight-decay", callback=number(0, 1e6, low_open=True), help="NoisyCGD L2 coefficient λ > 0 (noisycgd only).")] = None,
+    smoothness: Annotated[Optional[float], typer.Option("--smoothness", callback=number(0, 1e12, low_open=True), help="Smoothness beta of the loss, if known: the contraction becomes max(|1-eta*lambda|, |1-eta*beta|). Without it the bound assumes beta <= 2/lr - weight-decay, and steps for which that cannot hold are refused (noisycgd only).")] = None,
     delta: DeltaOpt = 1e-5,
     as_json: JsonOpt = False,
 ) -> None:
@@ -67,11 +67,11 @@ LABELS: dict[str, str | tuple[str, str]] = {
                                       "bound, looser)",
     "accountant_replace_one_sigma_half": "accountant of the σ/2 stand-in",
     "mu": "μ_E: the GDP parameter after E epochs (ε follows from μ_E and δ)",
-    "contraction": "contraction c of one noiseless step (1 − lr·l2, or with --smoothness)",
+    "contraction": "contraction c of one noiseless step (1 − lr·λ, or with --smoothness)",
     "lr": "step size η (--lr)",
-    "l2": "L2 coefficient λ (--l2)",
+    "l2": "L2 coefficient λ (--weight-decay)",
     "smoothness": "smoothness β of the loss (--smoothness)",
-    "assumes_smoothness_at_most": "largest smoothness β the bound assumes (2/lr − l2)",
+    "assumes_smoothness_at_most": "largest smoothness β the bound assumes (2/lr − λ)",
     "assumption": "assumption",
     "dpsgd_same_noise_epsilon_replace_one": "DP-SGD at this σ and schedule: ε at δ, replace-one, exact (PLD)",
     "dpsgd_same_noise_epsilon_replace_one_sigma_half": "DP-SGD at this σ and schedule: the paper's stand-in, "

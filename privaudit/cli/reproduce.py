@@ -10,33 +10,35 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.callbacks import number, one_of
+from privaudit.cli.callbacks import one_of
+from privaudit.cli.command import Command, Group
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, WorkdirOpt
+from privaudit.cli.options import (CpusPerJobOpt, DataDirOpt, DeviceOpt, DownloadOpt, DryRunOpt, ExecutorOpt, JsonOpt,
+                                   RayAddressOpt, WorkdirOpt, option)
 from privaudit.cli.output import emit_json, err, info_console, show_plan
 from privaudit.cli.progress import training_progress
 from privaudit.core.defaults import REPRODUCE_FAMILIES, REPRODUCE_SCALES
 
 app = typer.Typer(help="The papers' published results, reproduced as one command (CSV, figures and a page under "
-                       "reports/reproduce/).", no_args_is_help=True, rich_markup_mode="rich")
+                       "reports/reproduce/).", no_args_is_help=True, rich_markup_mode="rich", cls=Group)
 
 
-@app.command("mg-noise")
+@app.command("mg-noise", cls=Command)
 @handle_errors
 def mg_noise_cmd(
     scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES), help="full: the paper's settings (parts of 10,520, 50-80 epochs, its κ and σ grids, 20-120 epochs in the epoch sweep); reduced: every figure and claim at a reduced size, about 1.5 hours on a 2-core CPU (the page says what it reduces).")] = "reduced",
-    dataset: Annotated[str, typer.Option("--dataset", callback=one_of("cifar10", "digits"), help="cifar10 (the paper's data; see --data-dir), or the bundled digits for a quick run anywhere.")] = "cifar10",
+    dataset: Annotated[str, option("dataset", callback=one_of("cifar10", "digits"), help="cifar10 (the paper's data; see --data-dir), or the bundled digits for a quick run anywhere.")] = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     models: Annotated[Optional[str], typer.Option("--models", help=f"Comma-separated architectures to reproduce ({', '.join(REPRODUCE_FAMILIES)}; cnn-improved covers both of the paper's variants); default all.")] = None,
     experiments: Annotated[Optional[str], typer.Option("--experiments", help=f"Comma-separated experiments: accuracy (Figure 4), sweep (Figures 5-7 and 9-10), epochs (the epoch sweep); default all.")] = None,
-    seeds: Annotated[Optional[str], typer.Option("--seeds", help="Comma-separated seeds, each a full replicate (data split, initialisation, masks, noise); default 0,1,2 as in the paper.")] = None,
+    seeds: Annotated[Optional[str], option("seeds", help="Comma-separated seeds, each a full replicate (data split, initialisation, masks, noise); default 0,1,2 as in the paper.")] = None,
     device: DeviceOpt = "auto",
-    executor: Annotated[str, typer.Option("--executor", callback=one_of("local", "ray"), help="Where the jobs run: local (this process) or ray (needs the ray extra).")] = "local",
-    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Ray cluster to join: auto, or ray://host:port; default: start (or join via RAY_ADDRESS) a local instance.")] = None,
-    cpus_per_job: Annotated[Optional[int], typer.Option("--cpus-per-job", callback=number(1, 4096), help="CPUs (torch threads) of each job; default: this machine's torch thread count.")] = None,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
+    cpus_per_job: CpusPerJobOpt = None,
     workdir: WorkdirOpt = ".",
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Train nothing: print what would run (models per role and defence, what is already present and reused), the disk it writes and the time it takes on this machine (measured here in a few seconds, cached), then exit.")] = False,
+    dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """The MG-noise paper's CIFAR-10 results: Figure 4 (accuracy vs κ), Figures 5-7 (attack AUC, precision, recall vs κ, and the epoch sweep), Figures 9-10 (MG noise vs DP-SGD at equal accuracy), each statement of the paper checked with a 95 % interval. Writes reports/reproduce/mg-noise/; resumes, and reuses what audit trained."""

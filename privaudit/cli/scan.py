@@ -13,7 +13,7 @@ from privaudit.api.export_logits import BOUNDS as EXPORT_BOUNDS
 from privaudit.cli.callbacks import number, path_option
 from privaudit.cli.failures import handle_errors
 from privaudit.cli.options import (AugmentOpt, DataDirOpt, DatasetOpt, DeltaOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                   ModelArgOpt, ModelOpt, WeightDecayOpt, WidthOpt, WorkdirOpt)
+                                   ModelArgOpt, ModelOpt, WeightDecayOpt, WidthOpt, WorkdirOpt, option)
 from privaudit.cli.output import emit_json, err, info_console
 from privaudit.cli.progress import training_progress
 from privaudit.core.defaults import MAX_SEED
@@ -31,7 +31,7 @@ def scan_cmd(
     out: Annotated[Optional[str], typer.Option("--out", callback=path_option, help="Folder for the results; default reports/scan/<input name>/ under the current folder.")] = None,
     delta: DeltaOpt = 1e-5,
     folds: Annotated[int, typer.Option("--folds", callback=number(2, 100), help="Folds of the cross-validation that trains the attack classifier and chooses thresholds when no shadow or reference model is given.")] = 5,
-    seed: Annotated[int, typer.Option("--seed", callback=number(0, MAX_SEED), help="Seed of the cross-validation folds and the attack classifier.")] = 0,
+    seed: Annotated[int, option("seed", callback=number(0, MAX_SEED), help="Seed of the cross-validation folds and the attack classifier.")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """Run every attack the arrays allow (loss, confidence, entropy, modified entropy, a cross-validated attack classifier; the shadow attack with a shadow model; LiRA, RMIA and the many-shadow attack with reference models), with intervals, per class and per slice; write attacks.csv, groups.csv, summary.json and a self-contained index.html. Nothing in the input is unpickled."""
@@ -68,7 +68,7 @@ def _print_scan(report, between=None) -> None:
 def export_cmd(
     target: Annotated[str, typer.Argument(show_default=False, help="A trained target's run name (see models/).")],
     out: Annotated[str, typer.Option("--out", callback=path_option, help="The .npz file to write.")],
-    pool_size: Annotated[Optional[int], typer.Option("--pool-size", callback=number(*EXPORT_BOUNDS["pool_size"]), help="Add the reference pool of this size (trained earlier by attack or audit) and its population.")] = None,
+    pool_size: Annotated[Optional[int], option("pool-size", callback=number(*EXPORT_BOUNDS["pool_size"]), help="Add the reference pool of this size (trained earlier by attack or audit) and its population.")] = None,
     data_dir: DataDirOpt = None,
     device: DeviceOpt = "auto",
     workdir: WorkdirOpt = ".",
@@ -95,16 +95,16 @@ def audit_model_cmd(
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     non_members: Annotated[Optional[str], typer.Option("--non-members", help="Samples it did not train on (same forms as --members); default: as many, drawn from the rest of the dataset.")] = None,
-    references: Annotated[int, typer.Option("--references", callback=number(*BOUNDS["references"]), help="Reference models to train with the stated recipe, none on an audited sample (even).")] = 8,
-    epochs: Annotated[int, typer.Option("--epochs", callback=number(*BOUNDS["epochs"]), help="The target's training epochs (the references train the same way).")] = 10,
-    batch_size: Annotated[int, typer.Option("--batch-size", callback=number(*BOUNDS["batch_size"]), help="The target's batch size.")] = 128,
-    lr: Annotated[float, typer.Option("--lr", callback=number(*BOUNDS["lr"]), help="The target's Adam learning rate.")] = 1e-3,
+    references: Annotated[int, option("pool-size", callback=number(*BOUNDS["references"]), help="Reference models to train with the stated recipe, none on an audited sample (even).")] = 8,
+    epochs: Annotated[int, option("epochs", callback=number(*BOUNDS["epochs"]), help="The target's training epochs (the references train the same way).")] = 10,
+    batch_size: Annotated[int, option("batch-size", callback=number(*BOUNDS["batch_size"]), help="The target's batch size.")] = 128,
+    lr: Annotated[float, option("lr", callback=number(*BOUNDS["lr"]), help="The target's Adam learning rate.")] = 1e-3,
     weight_decay: WeightDecayOpt = None,
     augment: AugmentOpt = "none",
-    kappa: Annotated[float, typer.Option("--kappa", callback=number(*BOUNDS["kappa"]), help="MG noise the target trained with (0: none).")] = 0.0,
+    kappa: Annotated[float, option("kappa", callback=number(*BOUNDS["kappa"]), help="MG noise the target trained with (0: none).")] = 0.0,
     mean: Annotated[Optional[str], typer.Option("--mean", help="Per-channel mean of the target's input normalisation after pixel/255 (torchvision's Normalize), e.g. 0.4914,0.4822,0.4465; default 0.")] = None,
     std: Annotated[Optional[str], typer.Option("--std", help="Per-channel std of the target's input normalisation after pixel/255; default 1.")] = None,
-    seed: Annotated[int, typer.Option("--seed", callback=number(*BOUNDS["seed"]), help="Seed of the non-member draw, the references (data and training) and the cross-validation.")] = 0,
+    seed: Annotated[int, option("seed", callback=number(*BOUNDS["seed"]), help="Seed of the non-member draw, the references (data and training) and the cross-validation.")] = 0,
     delta: DeltaOpt = 1e-5,
     device: DeviceOpt = "auto",
     workdir: WorkdirOpt = ".",

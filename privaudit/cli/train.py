@@ -6,12 +6,11 @@ from typing import Annotated
 
 import typer
 
-from privaudit.cli.callbacks import number
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (CanariesOpt, AugmentOpt, BatchSizeOpt, DataDirOpt, DatasetOpt, DefenseOpt, DeltaOpt, DeviceOpt, KnobOpt,
-                                   DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, LrOpt, MaxGradNormOpt, ModelArgOpt, ModelOpt,
-                                   NoiseMultiplierOpt, PartSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt, TargetEpsilonOpt,
-                                   WeightDecayOpt, WidthOpt, WorkdirOpt)
+from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, CanariesOpt, DataDirOpt, DatasetOpt, DefenseOpt, DeltaOpt,
+                                   DeviceOpt, DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, KappaOpt, KnobOpt, LrOpt,
+                                   MaxGradNormOpt, ModelArgOpt, ModelOpt, PartSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt,
+                                   SigmaOpt, TargetEpsilonOpt, WeightDecayOpt, WidthOpt, WorkdirOpt)
 from privaudit.cli.output import emit_json, fmt, info_console, show_plan
 from privaudit.cli.progress import training_progress
 
@@ -23,11 +22,11 @@ def train_cmd(
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    kappa: Annotated[float, typer.Option("--kappa", callback=number(0, 100), help="MG noise: std of the N(1, kappa^2) input mask (0 = no mask).")] = 0.0,
+    kappa: KappaOpt = 0.0,
     dp: Annotated[bool, typer.Option("--dp", help="Train with differential privacy: DP-SGD (Poisson sampling, per-sample clipping), or NoisyCGD for convex-relu.")] = False,
     defense: DefenseOpt = None,
     knob: KnobOpt = None,
-    noise_multiplier: NoiseMultiplierOpt = None,
+    noise_multiplier: SigmaOpt = None,
     target_epsilon: TargetEpsilonOpt = None,
     max_grad_norm: MaxGradNormOpt = 1.0,
     delta: DeltaOpt = 1e-5,

@@ -357,15 +357,15 @@ class RunConfig:
             raise ConfigError("convex-relu's DP training is NoisyCGD: use --defense noisycgd")
         if f.dp:
             if (f.noise_multiplier is None) == (f.target_epsilon is None):
-                raise ConfigError("--dp needs exactly one of --noise-multiplier or --target-epsilon")
+                raise ConfigError("--dp needs exactly one of --sigma or --target-epsilon")
             if f.noise_multiplier is not None:
                 _require(_finite_number(f.noise_multiplier) and f.noise_multiplier > 0,
-                         f"--noise-multiplier must be > 0 (got {f.noise_multiplier})")
+                         f"--sigma must be > 0 (got {f.noise_multiplier})")
             if f.target_epsilon is not None:
                 _require(_finite_number(f.target_epsilon) and f.target_epsilon > 0,
                          f"--target-epsilon must be > 0 (got {f.target_epsilon})")
         elif f.noise_multiplier is not None or f.target_epsilon is not None:
-            raise ConfigError("--noise-multiplier and --target-epsilon need --dp")
+            raise ConfigError("--sigma and --target-epsilon need --dp")
         _require(isinstance(t.epochs, int) and t.epochs >= 1, f"--epochs must be >= 1 (got {t.epochs})")
         _require(isinstance(t.batch_size, int) and t.batch_size >= 1,
                  f"--batch-size must be >= 1 (got {t.batch_size})")

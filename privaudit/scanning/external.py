@@ -126,7 +126,7 @@ def plan_samples(n: int, members: np.ndarray, non_members: np.ndarray | None, re
                  seed: int) -> Plan:
     """Non-members, population and the references' training sets (module docstring)."""
     if references < 2 or references % 2:
-        raise ConfigError(f"--references must be an even number >= 2 (got {references})")
+        raise ConfigError(f"--pool-size must be an even number >= 2 (got {references})")
     rng = np.random.default_rng(seed)
     rest = np.setdiff1d(np.arange(n), members)
     if non_members is None:
