@@ -27,7 +27,7 @@ SMALL = dict(dataset="digits", kappas="0.5", sigmas="none", epochs=2, width=16, 
 def _model(data_cache, tmp_path, per=1e-3, fixed=0.02, setup=0.5, infer=1e-4) -> CostModel:
     """A cost model whose measured rates are the given constants."""
     model = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
-    model.training_rates = lambda group: (per, fixed, setup)
+    model.training_rates = lambda group, threads=None: (per, fixed, setup)
     model.inference_seconds = lambda cfg: infer
     return model
 
@@ -66,7 +66,13 @@ def test_a_reused_model_costs_nothing_and_the_disk_estimate_is_its_folder(data_c
     assert after.reused and after.seconds == 0 and after.disk_bytes == 0
 
 
-def test_rates_are_measured_once_per_machine_and_cached(data_cache, tmp_path):
+def test_rates_are_measured_once_per_machine_and_cached(data_cache, tmp_path, monkeypatch):
+    """Measured once, then read from the cache. The speed probe is held constant: with the
+    real one, a load that comes or goes between the two plans makes the second measure again
+    (by design, tested below), which is not what this test is about."""
+    from privaudit.executor import costs
+
+    monkeypatch.setattr(costs, "speed_probe", lambda: 1e-3)
     cfg = make_config(dataset="digits", part_size=60, epochs=2, width=16)
     first = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
     per, fixed, setup = first.training_rates([cfg])
@@ -81,6 +87,7 @@ def test_rates_are_measured_once_per_machine_and_cached(data_cache, tmp_path):
 
 def test_the_history_correction_is_the_median_ratio_of_the_last_runs(data_cache, tmp_path):
     model = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
+    # (here "audit" stands for a recipe key: see the test of recipe_key below)
     assert model.correction("audit") == (1.0, 0)
     model.record("audit", 2.0, 100.0)  # under 5 estimated seconds: says nothing, not kept
     for actual in (20.0, 20.0, 40.0):
@@ -227,6 +234,9 @@ def test_a_rate_measured_while_the_machine_is_busy_is_measured_again_when_it_is_
     assert quiet._rate("count", lambda: pytest.fail("a count measured again"), timed=False) == 7.0
     again = CostModel(data_cache, CPU, path=path)
     assert again._rate("train|x", lambda: pytest.fail("a quiet rate measured again")) == [0.2, 0.1, 0.5]
+    from privaudit.executor import preview
+
+    monkeypatch.setattr(preview, "other_cores", lambda: 0.0)  # the load seen by the probes alone
     monkeypatch.setenv(costs.CACHE_ENV, str(tmp_path / "plans"))  # a machine seen by these probes alone
     speed[0] = 3.0
     plan = privaudit.audit(**SMALL, workdir=tmp_path / "w", dry_run=True)
@@ -234,3 +244,125 @@ def test_a_rate_measured_while_the_machine_is_busy_is_measured_again_when_it_is_
     speed[0] = 9.0
     plan = privaudit.audit(**SMALL, workdir=tmp_path / "w", dry_run=True)
     assert any("busy now (a speed probe ran 3.0x slower" in n for n in plan.notes)
+
+
+def test_a_correction_learned_on_one_recipe_is_not_carried_to_another(tmp_path, monkeypatch):
+    """A run's actual/estimated ratio corrects later plans of the same command on the same
+    recipes only: not another architecture, another size, or another command."""
+    from privaudit.executor import costs
+    from privaudit.executor.preview import recipe_key
+
+    monkeypatch.setenv(costs.CACHE_ENV, str(tmp_path / "cache"))
+    mlp = [train_job([make_config(dataset="digits", part_size=60, epochs=2, width=16, kappa=k)]) for k in (0, 0.5)]
+    wider = [train_job([make_config(dataset="digits", part_size=60, epochs=2, width=32, kappa=k)]) for k in (0, 0.5)]
+    longer = [train_job([make_config(dataset="digits", part_size=60, epochs=4, width=16, kappa=k)]) for k in (0, 0.5)]
+    key = recipe_key("audit", mlp)
+    assert key == recipe_key("audit", list(reversed(mlp)))  # the same recipes in another order
+    assert len({key, recipe_key("audit", wider), recipe_key("audit", longer), recipe_key("reproduce", mlp)}) == 4
+    plan = privaudit.audit(**SMALL, workdir=tmp_path / "w", dry_run=True)
+    model = CostModel(None, CPU)
+    for _ in range(3):  # three runs of the SMALL audit took a quarter of their estimate
+        model.record(recipe_key("audit", [c.job for c in plan.costs]), 10.0, 2.5)
+    again = privaudit.audit(**SMALL, workdir=tmp_path / "w", dry_run=True)
+    assert (again.correction, again.corrected_by) == (0.25, 3)
+    assert "corrected ×0.25 by the last 3 runs of this recipe here" in again.headline()
+    other = privaudit.audit(**{**SMALL, "width": 24}, workdir=tmp_path / "w", dry_run=True)
+    assert (other.correction, other.corrected_by) == (1.0, 0) and "corrected" not in other.headline()
+
+
+def test_side_by_side_runs_are_scheduled_as_the_pool_runs_them():
+    """The plan's time is the jobs alone one after another plus the side-by-side runs'
+    makespan on the pool's workers, taken in the executor's order (first free worker)."""
+    from privaudit.executor.costs import JobCost
+    from privaudit.executor.preview import Lanes, schedule_seconds
+
+    assert schedule_seconds([5.0, 4.0, 3.0, 3.0], 2) == 8.0  # 5+3 | 4+3 (4+3 = 7 ≤ 8)
+    assert schedule_seconds([5.0, 4.0, 3.0, 3.0], 1) == 15.0
+    assert schedule_seconds([], 2) == 0.0
+    jobs = [Job(id=f"t{i}", kind="train") for i in range(4)] + [Job(id="a", kind="attack")]
+    costs = [JobCost(j, s, 0, False) for j, s in zip(jobs, (5.0, 4.0, 3.0, 3.0, 2.0))]
+    lanes = Lanes(side_by_side=("t0", "t1", "t2", "t3"), workers=2, threads=1)
+    assert lanes.wall_seconds(costs) == 8.0 + 2.0
+    assert lanes.job_threads() == {"t0": 1, "t1": 1, "t2": 1, "t3": 1}
+    assert Lanes().wall_seconds(costs) == 17.0
+
+
+def test_the_plan_times_side_by_side_runs_on_the_threads_they_run_with(data_cache, tmp_path, monkeypatch):
+    """The digits audit's stacked runs go side by side, one intra-op thread each on a
+    2-thread process: the plan measures them on one thread, as they run (a run on two threads
+    slows tenfold while another process holds a core, one on one thread barely)."""
+    from privaudit.executor import costs
+    from privaudit.executor.local import LocalExecutor
+
+    monkeypatch.setenv(costs.CACHE_ENV, str(tmp_path / "cache"))
+    seen: list[int] = []
+    real = CostModel._time_training
+
+    def spy(self, group, images):
+        seen.append(torch.get_num_threads())
+        return real(self, group, images)
+
+    monkeypatch.setattr(CostModel, "_time_training", spy)
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        plan = privaudit.audit(**{**SMALL, "sigmas": "1"}, workdir=tmp_path / "w", dry_run=True)
+        assert torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(old)
+    assert seen and set(seen) == {1}
+    executor = LocalExecutor(threads=2)
+    parallel = executor.side_by_side([c.job for c in plan.costs], Workspace(tmp_path / "w"), CPU)
+    assert len(parallel) >= 2 and executor.lane_threads() == 1
+    work = sum(c.seconds for c in plan.costs)
+    assert plan.job_seconds < work  # the side-by-side runs overlap
+
+
+def test_the_estimate_holds_on_a_machine_another_process_keeps_busy(tmp_path):
+    """A busy sibling process holds a core through the plan and the run (as on a shared
+    machine or a laptop running other work): the estimate, measured from scratch under that
+    load, lies within 2.5x of the run's own time either way (the README's 1.2x is for a quiet
+    machine). The bound is a ratio of two times on one machine, not a speed."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PRIVAUDIT_CACHE_DIR": str(tmp_path / "cache")}
+    args = [sys.executable, "-m", "privaudit", "audit", "--dataset", "digits", "--kappas", "0.5,1", "--sigmas", "1",
+            "--epochs", "15", "--attacks", "shadow", "--device", "cpu", "--workdir", str(tmp_path / "w"), "--json"]
+    sibling = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        plan = subprocess.run([*args, "--dry-run"], capture_output=True, text=True, env=env, timeout=600)
+        assert plan.returncode == 0, plan.stderr
+        estimate = json.loads(plan.stdout)["estimated_seconds"]
+        t = time.perf_counter()
+        run = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
+        actual = time.perf_counter() - t
+        assert run.returncode == 0, run.stderr
+    finally:
+        sibling.kill()
+        sibling.wait()
+    assert 1 / 2.5 < actual / estimate < 2.5, (actual, estimate)
+
+
+def test_the_load_notes_say_which_way_the_load_moves_the_estimate():
+    """Rates measured on a busy machine price that load; quiet rates on a machine busy now
+    price a quiet one; a fresh plan measured under load says so with the cores in use."""
+    import types
+
+    from privaudit.executor.costs import other_cores
+    from privaudit.executor.preview import load_notes
+
+    def model(slowdown, busy_rates=()):
+        return types.SimpleNamespace(slowdown=lambda: slowdown, busy_rates=set(busy_rates))
+
+    assert load_notes(model(1.0)) == [] and load_notes(model(1.0), others=0.2) == []
+    assert "expect longer than the estimate" in load_notes(model(4.0))[0]
+    assert "prices a load like this one" in load_notes(model(4.0, ["train|a"]))[0]
+    assert "expect less than the estimate" in load_notes(model(1.0, ["train|a", "infer|b"]))[0]
+    assert "2 of the rates" in load_notes(model(1.0, ["train|a", "infer|b"]))[0]
+    note = load_notes(model(1.0), others=1.3)[0]
+    assert "other processes keep 1.3 of its" in note and "measured under that load" in note
+    cores = other_cores(0.05)
+    assert cores is None or cores >= 0

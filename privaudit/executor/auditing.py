@@ -289,7 +289,7 @@ def run_audit(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, 
         hooks.on_plan(jobs)
     check_reused(jobs, workspace)  # a damaged model, pool or attack folder stops the audit before it trains
     executor = executor or LocalExecutor()
-    with estimated("audit", jobs, workspace, data, device, hooks.on_estimate):
+    with estimated("audit", jobs, workspace, data, device, hooks.on_estimate, executor=executor):
         results = executor.run(jobs, workspace, data, device, on_start=hooks.on_model_start, on_epoch=hooks.on_epoch,
                                on_job_done=hooks.on_job_done)
     trained = {r.name: r for job in jobs if job.kind == "train" for r in results[job.id]}

@@ -5,7 +5,9 @@ code paths, and cached per machine (:func:`cache_path`), so a second plan measur
 
 * **training**: each recipe family (architecture and width, input shape, DP-SGD or not, MG
   noise or not, batch size, precision, augmentation, engine; for the stacked engine, the
-  number of models trained together) is timed by the trainer itself, after a one-batch
+  number of models trained together; the intra-op threads it will train on: one for the
+  stacked runs the local executor puts side by side, see
+  :class:`~privaudit.executor.preview.Lanes`) is timed by the trainer itself, on those threads, after a one-batch
   warm-up (kernels, buffers), three epochs at each of two part sizes: a small one (two
   batches) and one sized to take about :data:`EPOCH_TARGET` seconds an epoch (at most
   :data:`SLICE` samples and the model's part), so a slow recipe is measured on less data and
@@ -38,13 +40,17 @@ framed by a speed probe (:func:`speed_probe`: small PyTorch products on the run'
 the most sensitive kind), kept with the rate; the machine's fastest probe is kept too. A
 rate whose probe ran more than :data:`BUSY` times slower than the fastest was measured on a
 busy machine, and the next plan made while the machine is quiet measures it again. A plan
-made while the machine is busy says so in its notes (the load of the moment is not
-extrapolated; the history correction below learns a machine that is always busy).
+made while the machine is busy, or priced by rates measured while it was, says so in its
+notes, and which way the load moves it (the load of the moment is not extrapolated).
+Measuring on the threads the run uses keeps most of the distortion out in the first place:
+a single-threaded run barely slows while another process holds the other core, and most of
+an audit's small models train that way, side by side.
 
 Not measured but counted: a job whose artifacts exist costs nothing (it is reused), and the
 process's start-up (import, data) is the one this process paid. After a run the ratio of its
-actual to its estimated time is kept in the cache, and later estimates of the same command on
-this machine are multiplied by the median of the last :data:`HISTORY` ratios (shown as the
+actual to its estimated time is kept in the cache, and later estimates of the same command
+on the same recipes on this machine (:func:`~privaudit.executor.preview.recipe_key`), and
+only those, are multiplied by the median of the last :data:`HISTORY` ratios (shown as the
 correction; ``benchmarks/bench_estimate.py`` measures the estimate without it).
 """
 
@@ -58,7 +64,8 @@ import statistics
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -147,6 +154,48 @@ def speed_probe() -> float:
     return best
 
 
+def torch_threads() -> int:
+    """The process's torch intra-op threads."""
+    import torch
+
+    return torch.get_num_threads()
+
+
+@contextmanager
+def thread_count(threads: int) -> Iterator[None]:
+    """Torch on ``threads`` intra-op threads inside the block, restored after it."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def other_cores(window: float = 0.25) -> float | None:
+    """How many cores the machine's other processes keep busy now: the machine's busy CPU
+    time over ``window`` seconds during which this process sleeps (``/proc/stat``), in cores;
+    None where ``/proc/stat`` cannot be read (not Linux)."""
+
+    def busy_total() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
+        return sum(fields[:8]) - idle, sum(fields[:8])
+
+    try:
+        busy_0, total_0 = busy_total()
+        time.sleep(window)
+        busy_1, total_1 = busy_total()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total_1 <= total_0:
+        return None
+    return (busy_1 - busy_0) / (total_1 - total_0) * (os.cpu_count() or 1)
+
+
 @dataclass(frozen=True)
 class JobCost:
     """A job's estimate: seconds, bytes it writes, whether it is reused as it stands, and
@@ -174,6 +223,7 @@ class CostModel:
         self.measured_seconds = 0.0  # calibration time spent by this process
         self._slowdown: float | None = None
         self._measured: set[str] = set()  # keys this cost model measured (never twice)
+        self.busy_rates: set[str] = set()  # timed keys it used that were measured on a busy machine
         self._store = self._read()
         self.rates: dict = self._store["machines"].setdefault(self.key, {"rates": {}, "history": {}})
 
@@ -231,6 +281,8 @@ class CostModel:
             self._measured.add(key)
             self.measured_seconds += time.perf_counter() - t
             self._save()
+        if timed and entry["probe"] > BUSY * self.rates["probe_best"]:
+            self.busy_rates.add(key)
         return entry["value"] if timed else entry
 
     # -- measured rates ----------------------------------------------------------------
@@ -268,21 +320,27 @@ class CostModel:
 
         return float(self._rate(key, measure))
 
-    def training_rates(self, group: Sequence[RunConfig]) -> tuple[float, float, float]:
+    def training_rates(self, group: Sequence[RunConfig], threads: int | None = None) -> tuple[float, float, float]:
         """(seconds per member and epoch, seconds per epoch at any size, set-up seconds), each
-        per model, of training ``group``: one model, or a stacked run of ``len(group)`` models."""
+        per model, of training ``group``: one model, or a stacked run of ``len(group)`` models,
+        on ``threads`` intra-op threads (default: the process's), as the run will train it."""
         from privaudit.training.trainer import resolve_engine
 
+        threads = threads or torch_threads()
         cfg = group[0]
         images = self.data.images(cfg)
         t, d, m = cfg.train, cfg.defence, cfg.model
         key = (f"train|{m.name}|{m.width}|{m.args}|{images.input_shape}|{images.num_classes}|dp={d.dp}|"
                f"{d.mechanism if d.dp else ''}|mg={d.kappa > 0}|b={t.batch_size}|{t.precision}|{t.augment}|"
-               f"{resolve_engine()}|k={len(group)}" + (f"|{d.method}" if d.method else ""))
-        rates = self._rate(key, lambda: self._measure_training(group, images))
+               f"{resolve_engine()}|k={len(group)}|t={threads}" + (f"|{d.method}" if d.method else ""))
+        rates = self._rate(key, lambda: self._measure_training(group, images, threads))
         return float(rates[0]), float(rates[1]), float(rates[2])
 
-    def _measure_training(self, group: Sequence[RunConfig], images) -> list[float]:
+    def _measure_training(self, group: Sequence[RunConfig], images, threads: int) -> list[float]:
+        with thread_count(threads):
+            return self._time_training(group, images)
+
+    def _time_training(self, group: Sequence[RunConfig], images) -> list[float]:
         import torch
 
         from privaudit.training.stacked import member_count, train_stacked
@@ -390,12 +448,14 @@ class CostModel:
         numel = float(self._rate(key, measure, timed=False))
         return int(4 * (numel + 2 * int(np.prod(images.input_shape)))) + MODEL_EXTRA_BYTES
 
-    def job_cost(self, job: Job, reused: bool, present: frozenset[str] = frozenset()) -> JobCost:
+    def job_cost(self, job: Job, reused: bool, present: frozenset[str] = frozenset(),
+                 threads: int | None = None) -> JobCost:
         """The estimate of ``job``: ``reused`` says whether it is reused as it stands,
-        ``present`` (a train job) which of its models the workspace already holds."""
+        ``present`` (a train job) which of its models the workspace already holds, ``threads``
+        (a train job) the intra-op threads it will train on (default: the process's)."""
         if job.kind == "train":
             disk = 0 if reused else sum(self.model_bytes(c) for c in job.configs)
-            return JobCost(job, 0.0 if reused else self._train_seconds(job, present), disk, reused, present)
+            return JobCost(job, 0.0 if reused else self._train_seconds(job, present, threads), disk, reused, present)
         if job.kind == "logits":
             cfg = job.configs[0]
             images = self.data.images(cfg)
@@ -413,7 +473,7 @@ class CostModel:
             return JobCost(job, (fixed + per_target * targets) * self.numpy_speed(), disk, False)
         return JobCost(job, 0.0, 0, reused)
 
-    def _train_seconds(self, job: Job, present: frozenset[str]) -> float:
+    def _train_seconds(self, job: Job, present: frozenset[str], threads: int | None) -> float:
         from privaudit.training.stacked import member_count
 
         if all(c.trained_as != c for c in job.configs):  # output-side defences: saved from trained weights
@@ -423,11 +483,11 @@ class CostModel:
         evaluation = 2 * job.configs[0].data.part_size * self.inference_seconds(job.configs[0])
         if job.epochs_series:  # the longest missing model trains once; each missing one is evaluated
             longest = max(missing, key=lambda c: c.train.epochs)
-            per, fixed, setup = self.training_rates([longest])
+            per, fixed, setup = self.training_rates([longest], threads)
             return (longest.train.epochs * (member_count(longest, len(images.y)) * per + fixed) + setup
                     + evaluation * len(missing))
         group = list(job.configs) if len(job.configs) > 1 else [job.configs[0]]
-        per, fixed, setup = self.training_rates(group)
+        per, fixed, setup = self.training_rates(group, threads)
         # a stacked run with any model missing trains whole (privaudit.pipeline.runs.ensure_models)
         trained = group if len(group) > 1 else missing
         return sum(c.train.epochs * (member_count(c, len(images.y)) * per + fixed) + setup + evaluation
@@ -454,29 +514,33 @@ class CostModel:
         return JobCost(job, samples * infer + numerics * part / ATTACK_SLICE, disk, False)
 
     # -- the history correction ---------------------------------------------------------
-    def correction(self, command: str) -> tuple[float, int]:
-        """(median actual/estimated ratio of the last runs of ``command`` here, their count);
-        (1, 0) when there are none."""
-        ratios = self.rates["history"].get(command, [])[-HISTORY:]
+    def correction(self, recipe: str) -> tuple[float, int]:
+        """(median actual/estimated ratio of the last runs of ``recipe`` here, their count);
+        (1, 0) when there are none. ``recipe``: a command and what it trains
+        (:func:`~privaudit.executor.preview.recipe_key`)."""
+        ratios = self.rates["history"].get(recipe, [])[-HISTORY:]
         if not ratios:
             return 1.0, 0
         return float(min(4.0, max(0.25, statistics.median(ratios)))), len(ratios)
 
-    def record(self, command: str, estimated: float, actual: float) -> None:
+    def record(self, recipe: str, estimated: float, actual: float) -> None:
         """Keep a finished run's actual/estimated ratio (runs of under 5 estimated seconds, or
         that reused nearly everything, say nothing of the model and are not kept)."""
         if estimated < 5.0 or actual <= 0:
             return
-        history = self.rates["history"].setdefault(command, [])
+        history = self.rates["history"].setdefault(recipe, [])
         history.append(actual / estimated)
         del history[:-HISTORY]
         self._save()
 
 
-def estimate_jobs(jobs: Iterable[Job], workspace, model: CostModel) -> list[JobCost]:
+def estimate_jobs(jobs: Iterable[Job], workspace, model: CostModel,
+                  threads: Mapping[str, int] | None = None) -> list[JobCost]:
     """Every job's :class:`JobCost`, its reuse decided as the executor decides it (a train
     job: every model in the workspace; a pool: :func:`privaudit.executor.jobs.is_done`) and,
-    for an attack, by whether its folder already holds every attack it asks for."""
+    for an attack, by whether its folder already holds every attack it asks for. ``threads``:
+    the intra-op threads of the train jobs that will not run on the process's (by job id)."""
+    threads = threads or {}
     from privaudit.executor.jobs import is_done
 
     def done(job: Job) -> bool:
@@ -499,7 +563,7 @@ def estimate_jobs(jobs: Iterable[Job], workspace, model: CostModel) -> list[JobC
     for job in jobs:
         if job.kind == "train":  # each model looked up once (has_model reads and checks its folder)
             present = frozenset(c.run_name for c in job.configs if workspace.has_model(c))
-            costs.append(model.job_cost(job, len(present) == len(job.configs), present))
+            costs.append(model.job_cost(job, len(present) == len(job.configs), present, threads.get(job.id)))
         else:
             costs.append(model.job_cost(job, done(job)))
     return costs

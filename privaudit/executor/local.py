@@ -43,11 +43,10 @@ class LocalExecutor:
             on_start: Callable | None = None, on_epoch: EpochCallback | None = None,
             on_job_done: JobDone | None = None) -> dict[str, Any]:
         results: dict[str, Any] = {}
-        workers = self.workers or self.threads or torch.get_num_threads()
-        side_by_side = [j for j in jobs if j.kind == "train" and len(j.configs) > 1 and not j.epochs_series
-                        and not j.deps and not is_done(j, workspace)]
-        if device.type == "cpu" and workers > 1 and len(side_by_side) > 1:
-            results.update(self._train_side_by_side(side_by_side, workers, workspace, data, device, on_job_done))
+        side_by_side = self.side_by_side(jobs, workspace, device)
+        if side_by_side:
+            results.update(self._train_side_by_side(side_by_side, self.worker_count(), workspace, data, device,
+                                                    on_job_done))
         for job in jobs:
             if job.id in results:
                 continue
@@ -58,15 +57,36 @@ class LocalExecutor:
                 on_job_done(job, done)
         return results
 
+    def worker_count(self) -> int:
+        """How many stacked training runs go side by side."""
+        return self.workers or self.threads or torch.get_num_threads()
+
+    def lane_threads(self) -> int:
+        """The intra-op threads of each run that goes side by side."""
+        return max(1, (self.threads or torch.get_num_threads()) // self.worker_count())
+
+    def side_by_side(self, jobs: Sequence[Job], workspace: Workspace, device: torch.device) -> list[Job]:
+        """The training jobs :meth:`run` puts side by side, longest first (models × 3 for
+        DP-SGD): the stacked runs that depend on nothing and are not done, on the CPU, when
+        there are two or more and more than one worker. The estimate of a plan
+        (:func:`privaudit.executor.preview.preview`) schedules them the same way."""
+        if device.type != "cpu" or self.worker_count() < 2:
+            return []
+        jobs = [j for j in jobs if j.kind == "train" and len(j.configs) > 1 and not j.epochs_series
+                and not j.deps and not is_done(j, workspace)]
+        if len(jobs) < 2:
+            return []
+        return sorted(jobs, key=lambda j: -len(j.configs) * (3 if j.configs[0].defence.dp else 1))
+
     def _train_side_by_side(self, jobs: list[Job], workers: int, workspace: Workspace, data: DataCache,
                             device: torch.device, on_job_done: JobDone | None) -> dict[str, Any]:
-        """Run independent training jobs on ``workers`` threads, one intra-op thread each,
-        longest first (models × 3 for DP-SGD); report each as it ends (from this thread)."""
+        """Run independent training jobs (in :meth:`side_by_side`'s order) on ``workers`` threads,
+        :meth:`lane_threads` intra-op threads each; report each as it ends (from this thread)."""
         for job in jobs:  # the data once, before the threads
             data.images(job.configs[0])
-        order = sorted(jobs, key=lambda j: -len(j.configs) * (3 if j.configs[0].defence.dp else 1))
+        order = list(jobs)
         total = self.threads or torch.get_num_threads()
-        torch.set_num_threads(max(1, total // workers))
+        torch.set_num_threads(self.lane_threads())
         out: dict[str, Any] = {}
         pool = ThreadPoolExecutor(min(workers, len(order)), thread_name_prefix="privaudit-train")
         try:

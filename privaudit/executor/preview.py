@@ -8,6 +8,7 @@ estimate at its start and, through :class:`Remaining`, the time left as its jobs
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from privaudit.executor.costs import BUSY, CostModel, JobCost, estimate_jobs
+from privaudit.executor.costs import BUSY, CostModel, JobCost, estimate_jobs, other_cores
 from privaudit.executor.plan import Job
 
 
@@ -45,9 +46,10 @@ class RunPlan:
     """What a command would do (``--dry-run``): the models by role and defence, the attacks,
     the jobs (and how many are reused as they stand), the disk they write and the time they
     take here. ``seconds`` is the whole run from the command's start: ``startup_seconds``
-    (this process's import and data loading, which the run pays again) plus the jobs, with
-    ``correction`` (the median actual/estimated ratio of the last ``corrected_by`` runs of the
-    command on this machine) applied to the jobs."""
+    (this process's import and data loading, which the run pays again) plus the jobs' wall
+    time (``job_seconds``: side-by-side runs overlap, :class:`Lanes`), with ``correction``
+    (the median actual/estimated ratio of the last ``corrected_by`` runs of the same command
+    on the same recipes on this machine, :func:`recipe_key`) applied to the jobs."""
 
     command: str
     workdir: Path
@@ -84,7 +86,7 @@ class RunPlan:
         fresh = sum(m["models"] - m["reused"] for m in self.models)
         reused = sum(m["reused"] for m in self.models)
         how = (f", corrected ×{self.correction:.2f} by the last {self.corrected_by} run"
-               f"{'s' if self.corrected_by > 1 else ''} here" if self.corrected_by else "")
+               f"{'s' if self.corrected_by > 1 else ''} of this recipe here" if self.corrected_by else "")
         return (f"estimate: about {duration(self.seconds)} on this machine ({fresh} model{'s' if fresh != 1 else ''} to "
                 f"train, {reused} reused; "
                 f"{self.jobs - self.reused_jobs} of {self.jobs} jobs to run; {size(self.disk_bytes)} to write{how})")
@@ -100,22 +102,85 @@ class RunPlan:
                 f"<p>attacks: {html.escape(', '.join(self.attacks) or 'none')}</p></div>")
 
 
+def recipe_key(command: str, jobs: Sequence[Job]) -> str:
+    """What a run's actual/estimated ratio corrects: ``command`` and the recipes its jobs train
+    (architecture with its arguments and width, dataset, part size, epochs, batch size,
+    defence). A ratio learned on one recipe says nothing of another (a digits MLP audit's
+    tells nothing of a CNN's, or of the same audit at other sizes), so only a later run of the
+    same command on the same recipes is corrected by it."""
+    import hashlib
+
+    recipes = sorted({f"{c.model.name}|{c.model.args}|{c.model.width}|{c.data.dataset}|{c.data.part_size}|"
+                      f"{c.train.epochs}|{c.train.batch_size}|{c.defence.label}"
+                      for job in jobs if job.kind == "train" for c in job.configs})
+    return f"{command}|" + hashlib.sha256("\n".join(recipes).encode()).hexdigest()[:16]
+
+
+def schedule_seconds(seconds: Sequence[float], workers: int) -> float:
+    """The wall time of jobs of ``seconds`` each, taken in order by the first free of
+    ``workers``: the makespan of list scheduling, as a thread pool runs them."""
+    free = [0.0] * max(1, workers)
+    for s in seconds:
+        free[free.index(min(free))] += s
+    return max(free)
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """How an executor runs a plan's jobs: the training runs that go side by side (their ids,
+    in the order they start) on ``workers`` threads of ``threads`` intra-op threads each, and
+    every other job alone, one after another, on the process's threads. The estimate times
+    each run on the threads it will get (a run's speed on one thread barely changes while
+    another process holds the other core; on two it can drop tenfold) and adds the side-by-side
+    runs up as the pool schedules them."""
+
+    side_by_side: tuple[str, ...] = ()
+    workers: int = 1
+    threads: int | None = None
+
+    @classmethod
+    def of(cls, executor, jobs: Sequence[Job], workspace, device) -> "Lanes":
+        """The lanes of ``executor`` (a name or an executor) running ``jobs``."""
+        from privaudit.executor.local import LocalExecutor
+
+        if executor == "local":
+            executor = LocalExecutor()
+        if not isinstance(executor, LocalExecutor):
+            return cls()
+        parallel = executor.side_by_side(jobs, workspace, device)
+        if not parallel:
+            return cls()
+        return cls(tuple(j.id for j in parallel), executor.worker_count(), executor.lane_threads())
+
+    def job_threads(self) -> dict[str, int]:
+        """The threads of each side-by-side run, by job id."""
+        return {i: self.threads for i in self.side_by_side if self.threads}
+
+    def wall_seconds(self, costs: Sequence[JobCost]) -> float:
+        """The plan's time: the jobs alone one after another, plus the side-by-side runs'
+        schedule."""
+        by_id = {c.job.id: c.seconds for c in costs}
+        alone = sum(c.seconds for c in costs if c.job.id not in self.side_by_side)
+        return alone + schedule_seconds([by_id[i] for i in self.side_by_side if i in by_id], self.workers)
+
+
 def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, startup_seconds: float | None = None,
             log: Callable[[str], None] | None = None, model: CostModel | None = None,
-            notes: Sequence[str] = (), executor: str = "local") -> RunPlan:
+            notes: Sequence[str] = (), executor="local") -> RunPlan:
     """Price ``jobs`` (of ``command``: ``audit``, ``reproduce`` or ``train``) in ``workspace``.
     ``startup_seconds`` defaults to this process's import and data time so far (the start-up
-    a run of the command pays again); ``executor``: where the run would go (the time is this
-    machine's, one job after another)."""
+    a run of the command pays again); ``executor``: the executor that would run them, or its
+    name (on Ray the time is this machine's, one job after another)."""
     from privaudit.core.timing import CLOCK
 
     model = model or CostModel(data, device, log=log)
     if startup_seconds is None:
         phases = CLOCK.snapshot()
         startup_seconds = phases.get("import", 0.0) + phases.get("data", 0.0)
-    if executor != "local":
+    if getattr(executor, "name", executor) != "local":
         notes = [*notes, "timed for this machine; on Ray the jobs run side by side"]
-    costs = estimate_jobs(jobs, workspace, model)
+    lanes = Lanes.of(executor, jobs, workspace, device)
+    costs = estimate_jobs(jobs, workspace, model, threads=lanes.job_threads())
     groups: dict[tuple, dict] = defaultdict(lambda: {"models": 0, "reused": 0, "seconds": 0.0})
     seen: set[str] = set()
     for cost in costs:
@@ -139,16 +204,41 @@ def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, start
             if plan.one_run:
                 names.append("one-run")
             attacks.extend(n for n in names if n not in attacks)
-    slowdown = model.slowdown()
-    if slowdown >= BUSY:
-        notes = [*notes, f"the machine is busy now (a speed probe ran {slowdown:.1f}x slower than its fastest here: "
-                         "another process holds its cores): expect longer than the estimate while the load lasts"]
-    correction, runs = model.correction(command)
+    notes = [*notes, *load_notes(model, other_cores() if model.measured_seconds > 0 or model.slowdown() >= BUSY
+                                        else None)]
+    correction, runs = model.correction(recipe_key(command, jobs))
     return RunPlan(command=command, workdir=Path(workspace.root), models=models, attacks=attacks, jobs=len(costs),
                    reused_jobs=sum(c.reused for c in costs), disk_bytes=sum(c.disk_bytes for c in costs),
-                   job_seconds=sum(c.seconds for c in costs), startup_seconds=startup_seconds,
+                   job_seconds=lanes.wall_seconds(costs), startup_seconds=startup_seconds,
                    correction=correction, corrected_by=runs,
                    calibration_seconds=model.measured_seconds, notes=list(notes), costs=costs)
+
+
+def load_notes(model: CostModel, others: float | None = None) -> list[str]:
+    """What the machine's load does to the estimate, in the direction it moves it: rates
+    measured while the machine was busy price that load (too long once it is quiet); rates
+    measured quiet on a machine busy now price a quiet machine (too short while the load
+    lasts). ``others``: the cores other processes keep busy now
+    (:func:`~privaudit.executor.costs.other_cores`), said when it is half a core or more."""
+    slowdown = model.slowdown()
+    held = (f"other processes keep {others:.1f} of its {os.cpu_count()} cores busy"
+            if others is not None and others >= 0.5 else "another process holds its cores")
+    busy = f"the machine is busy now (a speed probe ran {slowdown:.1f}x slower than its fastest here: {held})"
+    if model.busy_rates:
+        measured = (f"{len(model.busy_rates)} of the rates behind this estimate were measured while the machine was "
+                    "busy")
+        if slowdown >= BUSY:
+            return [f"{busy}; {measured}: the estimate prices a load like this one, and a plan made on a quiet "
+                    "machine measures them again"]
+        return [f"{measured}: expect less than the estimate while the machine stays quiet (the next plan measures "
+                "them again)"]
+    if slowdown >= BUSY:
+        return [f"{busy}, and the rates were measured on a quiet machine: expect longer than the estimate while the "
+                "load lasts"]
+    if others is not None and others >= 0.5:
+        return [f"{held} now: the rates behind this estimate were measured under that load, and the run takes "
+                "less once it ends, more if it grows"]
+    return []
 
 
 class Remaining:
@@ -160,7 +250,10 @@ class Remaining:
         self.plan = plan
         self.clock = clock
         self.started = clock()
-        self.by_job = {c.job.id: c.seconds * plan.correction for c in plan.costs}
+        # each job's share of the plan's wall time (side-by-side runs overlap)
+        work = sum(c.seconds for c in plan.costs)
+        share = plan.job_seconds / work if work > 0 else 1.0
+        self.by_job = {c.job.id: c.seconds * share * plan.correction for c in plan.costs}
         self.left = sum(self.by_job.values())
         self.done = 0.0
 
@@ -180,7 +273,7 @@ class Remaining:
 
 @contextmanager
 def estimated(command: str, jobs: Sequence[Job], workspace, data, device,
-              on_estimate: Callable[[RunPlan], None] | None) -> Iterator[RunPlan | None]:
+              on_estimate: Callable[[RunPlan], None] | None, executor="local") -> Iterator[RunPlan | None]:
     """Around a run of ``jobs``: with ``on_estimate``, price them first and hand it the plan
     (the time it shows is what is left: the start-up is paid), then keep the run's
     actual/estimated ratio for later estimates (:meth:`CostModel.record`). Without it,
@@ -189,8 +282,8 @@ def estimated(command: str, jobs: Sequence[Job], workspace, data, device,
         yield None
         return
     model = CostModel(data, device)
-    plan = preview(command, jobs, workspace, data, device, model=model, startup_seconds=0.0)
+    plan = preview(command, jobs, workspace, data, device, model=model, startup_seconds=0.0, executor=executor)
     on_estimate(plan)
     t0 = time.perf_counter()
     yield plan
-    model.record(command, plan.job_seconds, time.perf_counter() - t0)
+    model.record(recipe_key(command, jobs), plan.job_seconds, time.perf_counter() - t0)

@@ -128,9 +128,9 @@ def run_reproduction(protocol: Protocol, workspace: Workspace, data: DataCache, 
     if on_plan:
         on_plan(jobs)
     check_reused(jobs, workspace)  # a damaged artifact stops the run before anything trains
-    with estimated("reproduce", priced_jobs(jobs), workspace, data, device, on_estimate):
-        (executor or LocalExecutor()).run(jobs, workspace, data, device, on_start=on_start, on_epoch=on_epoch,
-                                          on_job_done=on_job_done)
+    executor = executor or LocalExecutor()
+    with estimated("reproduce", priced_jobs(jobs), workspace, data, device, on_estimate, executor=executor):
+        executor.run(jobs, workspace, data, device, on_start=on_start, on_epoch=on_epoch, on_job_done=on_job_done)
     return collect(protocol, workspace)
 
 
