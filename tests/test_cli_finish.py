@@ -4,7 +4,9 @@ rough edges of issue 13, each pinned by a test."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import subprocess
 import sys
@@ -456,3 +458,177 @@ def test_terminal_tables_never_split_an_attack_name_at_80_columns(tmp_path):
     assert any("+2.419 pp" in line for line in lines) and any("+0.024" in line and "pp" not in line for line in lines)
     assert difference("tpr_at_0p1pct_fpr", 0.02419, 0.005284, 0.044685) == ("+2.419 pp", "[+0.528, +4.469]")
     assert difference("auc", float("nan")) == ("—", "")
+
+
+# ------------------------------------------------------------------ issue 42, item 10: the small ones
+
+@pytest.mark.parametrize("argv, said", [
+    (["audit", "--dataset", "digits", "--kappas", "0.5,0.5"], "--kappas lists 0.5 twice"),
+    (["audit", "--dataset", "digits", "--sigmas", "1,1.0"], "--sigmas lists 1 twice"),
+    (["audit", "--dataset", "digits", "--target-epsilons", "4,2,4"], "--target-epsilons lists 4 twice"),
+    (["audit", "--dataset", "digits", "--defenses", "mixup", "--knobs", "mixup=0.2,0.2"], "--knobs mixup lists 0.2 twice"),
+    (["audit", "--dataset", "digits", "--seeds", "0,0"], "--seeds lists 0 twice"),
+    (["theory", "smoothing", "--kappas", "1,1"], "--kappas lists 1 twice"),
+])
+def test_every_grid_refuses_a_value_given_twice(stubbed, argv, said):
+    code, _, err = run_cli(*argv)
+    assert code == 2 and one_error(err) == f"error: {said}"
+
+
+def _refuse(number: int):
+    def refuse(*args, **kwargs):
+        raise OSError(number, os.strerror(number))
+    return refuse
+
+
+@pytest.mark.parametrize("number", [errno.EROFS, errno.EACCES, errno.ENOSPC])
+def test_a_workspace_the_machine_cannot_write_exits_1(stubbed, monkeypatch, number):
+    """README: exit status 1 is for a failure of the machine (a full disk, a read-only file
+    system), 2 for bad input. A path under a file is bad input and stays 2."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "mkstemp", _refuse(number))
+    code, _, err = run_cli("train", "--dataset", "digits", "--workdir", str(stubbed / "ws"))
+    assert code == 1 and os.strerror(number) in one_error(err) and "not writable" in one_error(err)
+    monkeypatch.undo()
+    (stubbed / "file").write_text("not a folder")
+    code, _, err = run_cli("train", "--dataset", "digits", "--workdir", str(stubbed / "file" / "ws"))
+    assert code == 2 and "not writable" in one_error(err)
+
+
+def test_a_full_disk_while_writing_exits_1(tmp_path, monkeypatch):
+    (tmp_path / "models").mkdir()
+    monkeypatch.setattr(os, "fsync", _refuse(errno.ENOSPC))
+    code, _, err = run_cli("report", "--workdir", str(tmp_path))
+    assert code == 1 and "No space left on device" in one_error(err)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_workspace_exits_1(tmp_path):
+    (tmp_path / "models").mkdir()
+    tmp_path.chmod(0o555)
+    (tmp_path / "models").chmod(0o555)
+    try:
+        code, _, err = run_cli("report", "--workdir", str(tmp_path))
+    finally:
+        (tmp_path / "models").chmod(0o755)
+        tmp_path.chmod(0o755)
+    assert code == 1 and "not writable" in one_error(err)
+
+
+def test_small_numbers_are_readable_in_a_table():
+    from privaudit.cli.output import fmt
+
+    assert fmt(1e-5, 4) == "1e-05" and fmt(2.5e-7) == "2.5e-07"
+    assert fmt(0.5, 4) == "0.5000" and fmt(0.0, 4) == "0.0000" and fmt(0.00005, 4) == "0.0001"
+
+
+def test_the_summary_orders_settings_by_their_numbers(tmp_path):
+    """σ as trained (given, or calibrated to a target ε), and other defences' knobs, compare
+    as numbers: σ=0.5 before σ=1.15, whatever order the targets come in."""
+    from privaudit.cli.summary import attack_summary_table
+    from privaudit.files.atomic import write_json
+    from privaudit.pipeline.workspace import Workspace
+
+    ws = Workspace(tmp_path).ensure_writable()
+    settings = [({"dp": True, "target_epsilon": 2.0}, 1.15), ({"dp": True, "noise_multiplier": 0.5}, 0.5),
+                ({"defense": "input-noise", "knob": 10.0}, None), ({"defense": "input-noise", "knob": 2.0}, None)]
+    names = []
+    for kwargs, sigma in settings:
+        cfg = make_config(dataset="digits", model="mlp", **kwargs)
+        folder = ws.models / cfg.run_name
+        folder.mkdir()
+        write_json(folder / "config.json", {**cfg.to_dict(), "run_name": cfg.run_name, "config_hash": cfg.config_hash})
+        write_json(folder / "metrics.json", {"test_accuracy": 0.9, **({"noise_multiplier": sigma} if sigma else {})})
+        names.append(cfg.run_name)
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=open(os.devnull, "w"))
+    targets = ws.resolve_targets("mlp")         # as `privaudit attack --target mlp` finds them
+    assert sorted(targets) == sorted(names)
+    console.print(attack_summary_table(ws, [(n, {}, {}) for n in targets]))
+    text = console.export_text()
+    order = [text.index(s) for s in ("σ=2", "σ=10", "σ=0.5", "σ=1.15")]
+    assert order == sorted(order), text
+
+
+class _NotATensor:
+    """Pickled into a weights file: torch's safe loader refuses it."""
+
+
+def test_refused_weights_say_what_torch_met_without_escape_codes(tmp_path):
+    import torch
+
+    torch.save({"w": torch.zeros(2), "extra": _NotATensor()}, tmp_path / "model.pt")
+    code, _, err = run_cli("audit-model", "--weights", str(tmp_path / "model.pt"), "--members", "0:10",
+                           "--dataset", "digits", "--workdir", str(tmp_path))
+    line = one_error(err)
+    assert code == 2 and "\x1b" not in err
+    assert "Unsupported global" in line and "_NotATensor was not an allowed global by default)" in line
+    assert "two options" not in line and "weights_only" not in line    # no advice to load it anyway
+
+
+def test_error_lines_carry_no_escape_codes_and_never_an_empty_reason(tmp_path, monkeypatch):
+    import numpy as np
+
+    from privaudit.errors import DataError, brief
+    from privaudit.files.npfiles import load_npy
+
+    assert brief(EOFError()) == "EOFError"
+    assert brief(RuntimeError("a \x1b[1mbold\x1b[0m\n\tword")) == "a bold word"
+    cut = brief(RuntimeError("One whole sentence that is long enough. " * 3 + "x" * 300), 100)
+    assert cut.endswith("long enough.") and len(cut) <= 100
+    np.save(tmp_path / "a.npy", np.zeros(3))
+
+    def fails(*args, **kwargs):
+        raise EOFError()
+
+    monkeypatch.setattr(np, "load", fails)
+    with pytest.raises(DataError) as info:
+        load_npy(tmp_path / "a.npy", "logits_in")
+    assert "()" not in str(info.value) and "EOFError" in str(info.value)
+
+    from privaudit.cli.failures import handle_errors
+
+    @handle_errors
+    def coloured():
+        raise DataError("ray::job() \x1b[36mfailed\x1b[39m here")
+
+    with pytest.raises(typer.Exit), pytest.MonkeyPatch.context() as m:
+        stderr = []
+        m.setattr("privaudit.cli.failures.err.print", lambda text, **kw: stderr.append(text))
+        coloured()
+    assert stderr and "\x1b" not in stderr[0] and "ray::job() failed here" in stderr[0]
+
+
+def test_one_channel_normalisation_says_one_value():
+    from privaudit.errors import ConfigError
+    from privaudit.scanning.external import channel_normaliser
+
+    with pytest.raises(ConfigError) as info:
+        channel_normaliser([0.1, 0.2], [1.0], (1, 8, 8))
+    assert "1 or 1" not in str(info.value) and "take one value" in str(info.value)
+    with pytest.raises(ConfigError, match="take 1 or 3 values"):
+        channel_normaliser([0.1, 0.2], [1.0], (3, 8, 8))
+
+
+def test_result_reprs_are_one_short_line():
+    """repr() of an API result names its tables by their size and its paths, never a whole table."""
+    import numpy as np
+    import pandas as pd
+
+    import privaudit
+    from privaudit.api.report import WorkspaceReport
+    from privaudit.api.results import ShortRepr
+
+    for name in privaudit._LAZY:
+        if name[0].isupper():
+            cls = getattr(privaudit, name)
+            assert issubclass(cls, ShortRepr) and cls.__repr__ is ShortRepr.__repr__, name
+    table = pd.DataFrame(np.zeros((500, 12)), columns=[f"c{i}" for i in range(12)])
+    text = repr(WorkspaceReport(table=table, verdicts=table.head(3), report_path=Path("ws/reports/index.html"),
+                                csv_path=Path("ws/reports/tradeoff.csv")))
+    assert "\n" not in text and len(text) < 250, text
+    assert "table=<table 500 rows × 12 columns>" in text and "'ws/reports/index.html'" in text
+    eps = privaudit.epsilon(defense="dpsgd", batch_size=100, dataset_size=1000, epochs=1, noise_multiplier=1.0)
+    assert repr(eps).startswith(f"EpsilonResult(epsilon={eps.epsilon!r}, noise_multiplier=1.0, values={{")

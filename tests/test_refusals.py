@@ -165,7 +165,7 @@ def test_scan_refuses_an_unwritable_out_folder_before_reading_the_input(files, m
     monkeypatch.setattr(inputs, "load", never)
     monkeypatch.setattr(tempfile, "mkstemp", denied)
     code, out, err = run_cli("scan", str(files / "good.npz"), "--out", str(files / "new" / "r"))
-    assert code == 2
+    assert code == 1  # the machine refused (README: exit status 1), not the input
     line = one_error_line(err)
     assert f"folder {files} is not writable (Permission denied)" in line and "--out" in line
     assert not (files / "new").exists()
@@ -180,7 +180,7 @@ def test_scan_refuses_a_read_only_out_folder(files):
         code, out, err = run_cli("scan", str(files / "good.npz"), "--out", str(locked / "r"))
     finally:
         locked.chmod(0o755)
-    assert code == 2 and "is not writable" in one_error_line(err)
+    assert code == 1 and "is not writable" in one_error_line(err)
     assert list(locked.iterdir()) == []
 
 

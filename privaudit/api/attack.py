@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from privaudit.api import params
+from privaudit.api.results import ShortRepr
 from privaudit.core.config import MODELS, is_custom_model
 from privaudit.core.defaults import DEFAULT_POOL_SIZE, MAX_POOL_SIZE
 from privaudit.core.timing import importing
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-@dataclass
-class AttackResults:
+@dataclass(repr=False)
+class AttackResults(ShortRepr):
     """The attacks of one ``attack`` call: a row per target and attack asked for
     (:attr:`metrics`), each target's attack folder, and the reports rebuilt afterwards."""
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from privaudit.api import params
+from privaudit.api.results import ShortRepr
 from privaudit.core.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
 from privaudit.errors import ConfigError
 from privaudit.core.timing import CLOCK, importing
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
     from privaudit.executor.preview import RunPlan
 
 
-@dataclass
-class AuditReport:
+@dataclass(repr=False)
+class AuditReport(ShortRepr):
     """What an audit produced: the trade-off table, the verdicts, the report's paths, and
     per-sample scores on demand. A notebook cell that ends with it shows the first screen of
     the report (:meth:`_repr_html_`)."""

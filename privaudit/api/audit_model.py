@@ -21,7 +21,7 @@ BOUNDS = {"references": (2, 1024), "epochs": (1, 100_000), "batch_size": (1, 1_0
           "kappa": (0, 100), "seed": (0, MAX_SEED), "delta": (0, 1, True)}
 
 
-@dataclass
+@dataclass(repr=False)
 class ModelAudit(ScanReport):
     """A scan of the audited model's outputs (:class:`~privaudit.api.scan.ScanReport`: a row
     per attack, per class and slice, the headline, the page) with how well the reference

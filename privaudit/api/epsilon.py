@@ -8,18 +8,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from privaudit.api import params
+from privaudit.api.results import ShortRepr
 from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
 from privaudit.errors import ConfigError
 
 DEFENSES = ("noisycgd", "dpsgd")
 
 
-@dataclass
-class EpsilonResult:
+@dataclass(repr=False)
+class EpsilonResult(ShortRepr):
     """The accounting of one setting: ``epsilon`` at ``delta``, the noise multiplier, the
     schedule, and (DP-SGD) the replace-one comparators. ``result["epsilon"]`` reads a value."""
 
     values: dict[str, Any]
+    repr_first = ("epsilon", "noise_multiplier")
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]

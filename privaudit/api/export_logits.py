@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from privaudit.api import params
+from privaudit.api.results import ShortRepr
 from privaudit.core.timing import importing
 from privaudit.errors import ArtifactError, ConfigError
 from privaudit.files.atomic import check_output_file
@@ -17,8 +18,8 @@ from privaudit.files.atomic import check_output_file
 BOUNDS = {"pool_size": (4, 4096)}
 
 
-@dataclass
-class ExportedLogits:
+@dataclass(repr=False)
+class ExportedLogits(ShortRepr):
     """The file written and the arrays in it (docs/scan.md names each)."""
 
     path: Path                                          #: the .npz written

@@ -114,7 +114,8 @@ def grid_text(values) -> str:
 def grid(value: Grid, option: str, *, low: float | None = None, low_open: bool = False,
          high: float | None = None) -> list[float]:
     """A comma-separated list of finite numbers ("" or "none" = empty), or a sequence of
-    numbers, each within [low, high] (``low_open``: above low), naming ``option`` in the error."""
+    numbers, each within [low, high] (``low_open``: above low) and given once (as
+    :func:`seeds` refuses a seed twice), naming ``option`` in the error."""
     if value is None:
         return []
     if isinstance(value, str):
@@ -136,6 +137,8 @@ def grid(value: Grid, option: str, *, low: float | None = None, low_open: bool =
             raise ConfigError(f"{option} expects finite numbers, got {str(part).strip()!r}")
         if outside(number, low, high, low_open):
             raise ConfigError(f"{option} values must be {range_text(low, high, low_open)} (got {num(number)})")
+        if number in values:
+            raise ConfigError(f"{option} lists {num(number)} twice")
         values.append(number)
     return values
 

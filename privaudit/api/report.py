@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from privaudit.api import params
+from privaudit.api.results import ShortRepr
 from privaudit.core.timing import importing
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-@dataclass
-class WorkspaceReport:
+@dataclass(repr=False)
+class WorkspaceReport(ShortRepr):
     """The workspace's reports as rebuilt: the trade-off table, the verdicts, the paths of
     ``reports/tradeoff.csv`` and ``reports/index.html``, and the attack folders skipped as
     damaged (with a line each saying why)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from privaudit.api import params
+from privaudit.api.results import ShortRepr
 from privaudit.core.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
 from privaudit.errors import ConfigError
 from privaudit.core.hooks import AuditHooks
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 PAPERS = ("mg-noise",)
 
 
-@dataclass
-class Reproduction:
+@dataclass(repr=False)
+class Reproduction(ShortRepr):
     """A reproduction's outcome: each of the paper's statements beside the measured number,
     its interval and a reading (:attr:`claims`), the counts, the page and its tables."""
 

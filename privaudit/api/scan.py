@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privaudit.api import params
+from privaudit.api.results import ShortRepr
 from privaudit.files.atomic import check_output_folder
 from privaudit.core.defaults import MAX_SEED
 from privaudit.errors import ConfigError
@@ -20,8 +21,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-@dataclass
-class ScanReport:
+@dataclass(repr=False)
+class ScanReport(ShortRepr):
     """What a scan found: a row per attack with its intervals (:attr:`table`), per class and
     slice (:attr:`groups`), the headline and the files written under :attr:`folder`."""
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from privaudit.api import params
+from privaudit.api.results import ShortRepr
 from privaudit.core.defaults import MAX_SEED, THEORY_LABELS
 from privaudit.core.timing import importing
 from privaudit.errors import ConfigError
@@ -34,8 +35,8 @@ MAX_GRID = 100  # values in one comma-separated grid
 MAX_ARRAY = 200_000_000  # elements of one float64 array (1.6 GB): n x m activations, m x d weights
 
 
-@dataclass
-class TheoryResult:
+@dataclass(repr=False)
+class TheoryResult(ShortRepr):
     """One experiment's outcome (or, for ``all``, every experiment's): its numbers, parameters
     and the files written (:attr:`values`, what ``--json`` prints; ``result["max_gap"]`` reads
     one), the line the command prints, and the page."""
@@ -43,6 +44,7 @@ class TheoryResult:
     experiment: str
     values: dict[str, Any]           #: the experiment's summary: numbers, parameters, csv / figures / html paths
     page_path: Path                  #: reports/theory/index.html
+    repr_first = ("headline",)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from privaudit.api import params
+from privaudit.api.results import ShortRepr
 from privaudit.errors import ConfigError
 from privaudit.core.timing import importing
 
@@ -16,8 +17,8 @@ if TYPE_CHECKING:
     from privaudit.executor.preview import RunPlan
 
 
-@dataclass
-class TrainedModels:
+@dataclass(repr=False)
+class TrainedModels(ShortRepr):
     """The models of one ``train`` call, one per seed: each with its workspace folder, its
     metrics (accuracies, ε for DP, timings) and whether it was reused."""
 

@@ -21,6 +21,7 @@ import typer
 
 from privaudit.cli import attack, audit, epsilon, report, reproduce, scan, theory, train
 from privaudit.cli.command import Command, Group
+from privaudit.errors import plain
 
 
 def _click_exceptions():
@@ -52,7 +53,7 @@ def run_one_line(invoke) -> int:
     except cx.ClickException as exc:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        message = " ".join(exc.format_message().split())
+        message = plain(exc.format_message())
         print(f"error: {message}{hint}", file=sys.stderr)
         code = exc.exit_code
     except _ABORT:

@@ -9,12 +9,14 @@ import typer
 from rich.markup import escape
 
 from privaudit.cli.output import err
-from privaudit.errors import PrivauditError
+from privaudit.errors import PrivauditError, plain
 
 
 def fail(message: str, code: int = 2) -> None:
-    """Print ``error: message`` as one line on stderr and exit with ``code``."""
-    text = escape(" ".join(str(message).split()))  # a message's own brackets are text, not markup
+    """Print ``error: message`` as one line on stderr and exit with ``code``: a message's
+    own brackets are text, not markup, and terminal escape codes in it (torch's bold, Ray's
+    colours) are left out (:func:`~privaudit.errors.plain`)."""
+    text = escape(plain(message))
     err.print(f"[bold red]error:[/] {text}", soft_wrap=True, markup=True, emoji=False, highlight=False)
     raise typer.Exit(code)
 
@@ -29,7 +31,7 @@ def handle_errors(fn):
         except typer.Exit:
             raise
         except PrivauditError as exc:
-            fail(str(exc), 2)
+            fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             fail("interrupted; finished artifacts are kept and a rerun resumes from them", 130)
         except MemoryError:

@@ -54,7 +54,9 @@ def show_plan(plan, as_json: bool) -> None:
 
 
 def fmt(value, digits: int = 3) -> str:
-    """A metric in a terminal table: ``—`` for None or NaN, a float to ``digits`` places."""
+    """A metric in a terminal table: ``—`` for None or NaN, a float to ``digits`` places, or
+    to 3 significant digits when those places would show it as zero (δ = ``1e-05``, not
+    ``0.0000``)."""
     if value is None:
         return "—"
     try:
@@ -63,5 +65,7 @@ def fmt(value, digits: int = 3) -> str:
     except TypeError:
         return str(value)
     if isinstance(value, float):
+        if value and abs(value) < 0.5 * 10 ** -digits:
+            return f"{value:.3g}"
         return f"{value:.{digits}f}"
     return str(value)

@@ -18,6 +18,16 @@ from privaudit.reporting.summary import setting_label
 from privaudit.pipeline.workspace import Workspace
 
 
+def setting_order(cfg, metrics: dict) -> tuple:
+    """Where a target's row goes (``metrics``: its model's): by model and dataset, the baseline
+    and MG noise by κ, the other defences by name and knob, DP last by σ as trained (given, or
+    calibrated to a target ε), then seed; numbers compared as numbers (σ=0.5 before σ=1.15)."""
+    d = cfg.defence
+    sigma = metrics.get("noise_multiplier")
+    sigma = float(sigma) if isinstance(sigma, (int, float)) and math.isfinite(sigma) else math.inf
+    return (cfg.model.name, cfg.data.dataset, d.dp, d.method, d.kappa, sigma if d.dp else 0.0, d.knob, cfg.seed)
+
+
 def setting_text(cfg, metrics: dict) -> str:
     """``baseline``, ``κ=0.5``, ``σ=1`` or ``κ=0.5, σ=1`` (σ as trained: calibrated to a target ε
     when the run asked for one)."""
@@ -33,7 +43,8 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
     the strongest attack is its group's, the one the HTML report and ``--json`` name (the
     highest mean TPR at 0.1 % FPR over the group's targets, then AUC), and the ε lower bound
     that attack's; without it (one target: ``privaudit attack``), the target's own strongest.
-    Only the attacks in each result's metrics are considered (the CLI passes those asked)."""
+    Only the attacks in each result's metrics are considered (the CLI passes those asked).
+    The rows are in :func:`setting_order`."""
     groups = {}
     if summary is not None and not summary.overview.empty:
         groups = {(str(r["model"]), str(r["dataset"])): r["strongest"] for _, r in summary.overview.iterrows()}
@@ -43,6 +54,7 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
             rows.append((ws.read_model_config(target), ws.read_model_metrics(target), metrics, extras))
         except ArtifactError:
             continue
+    rows.sort(key=lambda row: setting_order(row[0], row[1]))
     datasets = {cfg.data.dataset for cfg, *_ in rows}
     models = {cfg.model.name for cfg, *_ in rows}
     seeds = {cfg.seed for cfg, *_ in rows}

@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from privaudit.errors import DataError
+from privaudit.errors import DataError, brief
 from privaudit.files.atomic import shared_mode
 
 CACHE_ENV = "PRIVAUDIT_CACHE_DIR"
@@ -96,7 +96,7 @@ def _load(name: str, folder: Path):
     except DataError:
         raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DataError(f"{damaged} ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}): delete the folder and "
+        raise DataError(f"{damaged} ({type(exc).__name__}: {brief(exc, 160)}): delete the folder and "
                         "rerun to rebuild it") from None
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.errors import DataError
+from privaudit.errors import DataError, brief
 from privaudit.files.npfiles import npz_member, open_npz
 
 PREFIXES = ("npz:", "folder:")
@@ -142,7 +142,7 @@ def _read_folder(root: Path) -> tuple[np.ndarray, np.ndarray, int]:
                 modes.add("L" if im.mode in ("1", "L", "I;16", "I", "F") else "RGB")
                 images.append(im.copy())
         except (UnidentifiedImageError, OSError) as exc:
-            raise DataError(f"{label}: cannot read image {f.relative_to(root)} ({exc})") from None
+            raise DataError(f"{label}: cannot read image {f.relative_to(root)} ({brief(exc)})") from None
     mode = "L" if modes == {"L"} else "RGB"
     size = images[0].size
     arrays = []

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.core.defaults import DATA_DIR_ENV
-from privaudit.errors import DataError
+from privaudit.errors import DataError, brief
 
 # name → torchvision's dataset class (for --download)
 TORCHVISION_CLASSES = {"cifar100": "CIFAR100", "mnist": "MNIST", "fashion-mnist": "FashionMNIST", "svhn": "SVHN"}
@@ -102,7 +102,7 @@ def _download(name: str, root: Path) -> None:
         for kw in splits:
             cls(str(root), download=True, **kw)
     except Exception as exc:
-        raise DataError(f"could not download {name} into {root}: {' '.join(str(exc).split())}") from exc
+        raise DataError(f"could not download {name} into {root}: {brief(exc)}") from exc
 
 
 # -- CIFAR-100 ---------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def _svhn(name: str, root: Path):
             mat = loadmat(path)
             x, y = np.asarray(mat["X"]), np.asarray(mat["y"]).ravel().astype(np.int64)
         except Exception as exc:
-            raise DataError(f"cannot read SVHN file {path}: {' '.join(str(exc).split())}") from exc
+            raise DataError(f"cannot read SVHN file {path}: {brief(exc)}") from exc
         if x.ndim != 4 or x.shape[:3] != (32, 32, 3) or x.shape[3] != len(y) or (y.size and (y.min() < 1 or y.max() > 10)):
             raise DataError(f"SVHN file {path} has an unexpected layout {x.shape}")
         xs.append(np.transpose(x, (3, 2, 0, 1)).astype(np.uint8))  # (H, W, C, N) → (N, C, H, W)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.errors import DataError
+from privaudit.errors import DataError, brief
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def _read_batch(path: Path, label_key: str = "labels", classes: int = 10,
     except FileNotFoundError as exc:
         raise DataError(f"{what} {path.name} is missing in {path.parent}") from exc
     except Exception as exc:  # damaged pickle, wrong layout
-        raise DataError(f"cannot read {what} {path}: {exc}") from exc
+        raise DataError(f"cannot read {what} {path}: {brief(exc)}") from exc
     if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(labels) != len(data):
         raise DataError(f"{what} {path} has an unexpected layout {data.shape}")
     if labels.size and (labels.min() < 0 or labels.max() >= classes):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.core.defaults import CUSTOM_DATASET_PREFIXES, DATA_DIR_ENV, NAMED_DATASETS
-from privaudit.errors import DataError
+from privaudit.errors import DataError, brief
 from privaudit.data.images import ImageData, _read_batch  # noqa: F401  (re-exported)
 
 CIFAR_FOLDER = "cifar-10-batches-py"
@@ -109,4 +109,4 @@ def _download_cifar10(root: Path) -> None:
         root.mkdir(parents=True, exist_ok=True)
         download_and_extract_archive(CIFAR_URL, str(root), filename=CIFAR_URL.rsplit("/", 1)[-1], md5=CIFAR_MD5)
     except Exception as exc:
-        raise DataError(f"could not download CIFAR-10 into {root}: {' '.join(str(exc).split())}") from exc
+        raise DataError(f"could not download CIFAR-10 into {root}: {brief(exc)}") from exc

@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from privaudit.files.atomic import owner_tag, remove_orphans
-from privaudit.errors import ConfigError, PrivauditError
+from privaudit.errors import ConfigError, PrivauditError, brief
 from privaudit.executor.bundle import pack, unpack
 from privaudit.executor.jobs import is_done, run_job
 from privaudit.executor.plan import Job
@@ -165,7 +165,7 @@ class RayExecutor:
                 ray.init(address=self.address, runtime_env={"env_vars": env}, include_dashboard=False,
                          log_to_driver=False, configure_logging=False)
             except (ConnectionError, ValueError, RuntimeError) as exc:
-                raise ConfigError(f"cannot start or join Ray at {self.address or 'a local instance'}: {exc}") from None
+                raise ConfigError(f"cannot start or join Ray at {self.address or 'a local instance'}: {brief(exc)}") from None
         try:
             return self._run(ray, jobs, workspace, data, device, on_job_done)
         finally:
@@ -235,8 +235,8 @@ class RayExecutor:
             cause = exc.cause
             if isinstance(cause, PrivauditError):
                 raise type(cause)(f"{job.label}: {cause}") from None
-            raise PrivauditError(f"{job.label} failed on a worker: {type(cause).__name__}: {cause}") from None
+            raise PrivauditError(f"{job.label} failed on a worker: {type(cause).__name__}: {brief(cause)}") from None
         except ray.exceptions.RayError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = brief(exc, 200)
             raise PrivauditError(f"{job.label}: the worker failed {self.max_retries + 1} times "
                                  f"({type(exc).__name__}: {first})") from None

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from privaudit.errors import ArtifactError, ConfigError
+from privaudit.errors import ArtifactError, ConfigError, UnwritableError, write_error
 
 
 def owner_tag() -> str:
@@ -79,7 +79,7 @@ def _write_via_temp(path: Path, write: Callable[[Any], None], binary: bool) -> N
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise ArtifactError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise write_error(f"cannot write {path}: {exc.strerror or exc}", exc) from exc
     try:
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
             write(fh)
@@ -89,7 +89,7 @@ def _write_via_temp(path: Path, write: Callable[[Any], None], binary: bool) -> N
         os.replace(tmp, path)
     except OSError as exc:
         _remove_quietly(tmp)
-        raise ArtifactError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise write_error(f"cannot write {path}: {exc.strerror or exc}", exc) from exc
     except BaseException:
         _remove_quietly(tmp)
         raise
@@ -107,13 +107,14 @@ def _nearest_existing(path: Path) -> Path:
 
 def _probe(folder: Path, option: str, path: Path) -> None:
     """Create and remove a temporary file in ``folder``: the test that files can be written
-    there (permissions, a read-only file system), as the writes themselves would do it."""
+    there (permissions, a read-only file system), as the writes themselves would do it; an
+    :class:`UnwritableError` (exit status 1: the machine refused) naming ``option`` if not."""
     try:
         fd, probe = tempfile.mkstemp(prefix=".privaudit-probe-", dir=folder)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise ConfigError(f"{option} {path}: folder {folder} is not writable ({exc.strerror or exc})") from None
+        raise UnwritableError(f"{option} {path}: folder {folder} is not writable ({exc.strerror or exc})") from None
 
 
 def _creatable(path: Path, option: str, what: str) -> None:
@@ -133,7 +134,8 @@ def check_output_folder(path: str | Path, option: str = "--out", files: tuple[st
     existing file; one of the ``files`` to be written in it is a folder; a folder on the way
     is a file; or the folder where writing would begin is not writable. A folder that does
     not exist yet is fine (it is created, with its parents, when the results are written).
-    Raises :class:`ConfigError` (the command line's exit status 2) naming ``option``."""
+    Raises :class:`ConfigError` (the command line's exit status 2) naming ``option``, or
+    :class:`~privaudit.errors.UnwritableError` (exit status 1) when the folder is not writable."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise ConfigError(f"{option} {p} is an existing file, not a folder; give a new folder or an existing one")
@@ -148,7 +150,8 @@ def check_output_file(path: str | Path, option: str = "--out") -> Path:
     """Refuse, before any work, an output file that could not be written: ``path`` is a
     folder; a folder on the way is a file; or the folder where writing would begin is not
     writable. Missing parent folders are fine (created when the file is written); an existing
-    file is replaced, atomically. Raises :class:`ConfigError` naming ``option``."""
+    file is replaced, atomically. Raises :class:`ConfigError` naming ``option`` (or
+    :class:`~privaudit.errors.UnwritableError` when the folder is not writable)."""
     p = Path(path)
     if p.is_dir():
         raise ConfigError(f"{option} {p} is a folder; it must name the file to write")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from privaudit.errors import DataError
+from privaudit.errors import DataError, brief
 
 NPY_MAGIC = b"\x93NUMPY"
 #: a zip's first local file header, or the end record of an empty zip (as np.load tells them)
@@ -85,7 +85,7 @@ def open_npz(path: str | Path, label: str):
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise DataError(f"{label}: a damaged .npz archive ({' '.join(str(exc).split())})") from None
+        raise DataError(f"{label}: a damaged .npz archive ({brief(exc)})") from None
 
 
 def npz_member(npz, key: str, where: str):
@@ -98,9 +98,9 @@ def npz_member(npz, key: str, where: str):
     except ValueError as exc:
         if "Object arrays cannot be loaded" in str(exc):
             raise DataError(f"{key}: {OBJECTS}") from None
-        raise DataError(f"{key}: damaged in {where} ({' '.join(str(exc).split())})") from None
+        raise DataError(f"{key}: damaged in {where} ({brief(exc)})") from None
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise DataError(f"{key}: damaged in {where} ({' '.join(str(exc).split())})") from None
+        raise DataError(f"{key}: damaged in {where} ({brief(exc)})") from None
     if not isinstance(value, np.ndarray):  # NumPy hands back the raw bytes of a non-.npy member
         raise DataError(f"{key}: not a NumPy array inside {where} (no .npy header)")
     return value
@@ -122,9 +122,9 @@ def load_npy(path: str | Path, label: str):
     except ValueError as exc:
         if "Object arrays cannot be loaded" in str(exc):
             raise DataError(f"{label}: {OBJECTS}") from None
-        raise DataError(f"{label}: a damaged or truncated .npy file ({' '.join(str(exc).split())})") from None
+        raise DataError(f"{label}: a damaged or truncated .npy file ({brief(exc)})") from None
     except (OSError, EOFError) as exc:
-        raise DataError(f"{label}: a damaged or truncated .npy file ({' '.join(str(exc).split())})") from None
+        raise DataError(f"{label}: a damaged or truncated .npy file ({brief(exc)})") from None
 
 
 def ids_problem(text: str, what: str) -> str | None:

@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from privaudit.errors import ConfigError
+from privaudit.errors import ConfigError, brief
 
 PREFIXES = ("torchvision:", "module:")
 STEM_ARG = "small_stem"
@@ -63,7 +63,7 @@ def _factory(name: str):
     try:
         mod = importlib.import_module(module)
     except Exception as exc:  # ImportError, or the module's own failure at import
-        raise ConfigError(f"--model {name!r}: cannot import {module} ({type(exc).__name__}: {exc})") from None
+        raise ConfigError(f"--model {name!r}: cannot import {module} ({type(exc).__name__}: {brief(exc)})") from None
     fn = getattr(mod, attr, None)
     if not callable(fn):
         raise ConfigError(f"--model {name!r}: {module} has no callable {attr!r}")
@@ -98,7 +98,7 @@ def _torchvision(arch: str, input_shape, num_classes: int, args: dict) -> nn.Mod
     try:
         model = torchvision.models.get_model(arch, weights=None, num_classes=num_classes, **args)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"--model torchvision:{arch}: {' '.join(str(exc).split())}") from None
+        raise ConfigError(f"--model torchvision:{arch}: {brief(exc)}") from None
     if small:
         if not (isinstance(getattr(model, "conv1", None), nn.Conv2d) and hasattr(model, "maxpool")):
             raise ConfigError(f"--model-arg {STEM_ARG}=true is for ResNet-style models (conv1 and maxpool); "
@@ -127,7 +127,7 @@ def _module(name: str, input_shape, num_classes: int, args: dict) -> nn.Module:
     try:
         model = fn(**kwargs)
     except Exception as exc:
-        raise ConfigError(f"--model {name!r}: the factory failed ({type(exc).__name__}: {exc})") from None
+        raise ConfigError(f"--model {name!r}: the factory failed ({type(exc).__name__}: {brief(exc)})") from None
     if not isinstance(model, nn.Module):
         raise ConfigError(f"--model {name!r}: the factory returned a {type(model).__name__}, not a torch.nn.Module")
     return model
@@ -176,7 +176,7 @@ def _check_output(name: str, model: nn.Module, input_shape, num_classes: int) ->
             out = model(torch.zeros(2, *input_shape))
     except Exception as exc:
         raise ConfigError(f"--model {name!r} fails on inputs of shape (B, {', '.join(map(str, input_shape))}): "
-                          f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
+                          f"{type(exc).__name__}: {brief(exc)}") from None
     finally:
         model.train(was)
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != (2, num_classes):

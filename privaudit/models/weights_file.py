@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from privaudit.errors import DataError
+from privaudit.errors import DataError, brief
 
 SAFETENSORS_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
                       "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
@@ -69,6 +69,22 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
     return out
 
 
+#: where torch's refusal of a pickle says what it met (its message's first lines are advice to
+#: load the file anyway, which privaudit does not give)
+UNPICKLER_SAYS = "WeightsUnpickler error:"
+
+
+def _unpickler_refusal(exc: Exception) -> str:
+    """What torch's ``weights_only`` loader met in the file, in its own first sentence
+    (``Unsupported global: GLOBAL __main__.Net was not an allowed global by default``), or
+    :func:`~privaudit.errors.brief` of the whole message when it has no such part."""
+    text = brief(exc, 10_000)
+    if UNPICKLER_SAYS not in text:
+        return brief(exc, 200)
+    said = text.split(UNPICKLER_SAYS, 1)[1].strip()
+    return said.split(". ", 1)[0].rstrip(".")
+
+
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     """The state dict in ``path`` (module docstring), or one :class:`DataError`."""
     path = Path(path)
@@ -80,12 +96,12 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError as exc:
-            first = " ".join(str(exc).split("\n")[0].split())[:200]
             raise DataError(f"weights file {path} needs a full pickle to load (it holds objects or code beyond "
-                            f"tensors: {first}); refused: save model.state_dict() with torch.save, or as safetensors") from None
+                            f"tensors: {_unpickler_refusal(exc)}); refused: save model.state_dict() with torch.save, "
+                            "or as safetensors") from None
         except (RuntimeError, OSError, EOFError, ValueError) as exc:
             raise DataError(f"weights file {path} is not a readable PyTorch or safetensors file "
-                            f"({' '.join(str(exc).split())[:200]})") from None
+                            f"({brief(exc, 200)})") from None
     for key in ("state_dict", "model", "model_state_dict"):
         if isinstance(state, dict) and isinstance(state.get(key), dict):
             state = state[key]

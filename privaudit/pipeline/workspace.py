@@ -38,7 +38,7 @@ from torch import nn
 from privaudit.files.atomic import owner_tag, read_json, remove_orphans, shared_mode, write_bytes, write_json
 from privaudit.core.config import MODELS, RunConfig, is_custom_model, model_tag
 from privaudit.data import Normaliser
-from privaudit.errors import ArtifactError, ConfigError, DamagedArtifactError
+from privaudit.errors import ArtifactError, ConfigError, DamagedArtifactError, write_error
 from privaudit.files.integrity import MANIFEST, check_incoming, damaged, settled, stat_key, verify_folder, write_manifest
 from privaudit.files.locks import artifact_lock
 from privaudit.models import build_model
@@ -153,8 +153,8 @@ class Workspace:
                 os.close(fd)
                 os.unlink(probe)
             except OSError as exc:
-                raise ArtifactError(f"workspace {self.root} is not writable: {folder}: "
-                                    f"{exc.strerror or exc}") from exc
+                raise write_error(f"workspace {self.root} is not writable: {folder}: {exc.strerror or exc}",
+                                  exc) from exc
         return self
 
     def commit_folder(self, parent: Path, name: str, write) -> Path:

@@ -44,7 +44,7 @@ from privaudit.files.atomic import write_bytes, write_json
 from privaudit.attacks.lira import logit_scaled_confidence
 from privaudit.core.config import RunConfig, make_config
 from privaudit.data import Normaliser
-from privaudit.errors import ConfigError, DataError
+from privaudit.errors import ConfigError, DataError, brief
 from privaudit.models import build_model
 from privaudit.models.weights_file import load_into, read_state_dict
 from privaudit.files.npfiles import ids_problem, load_npy
@@ -96,7 +96,7 @@ def parse_ids(text: str, n: int, what: str) -> np.ndarray:
             ids = np.array([int(t) for t in text.replace(",", " ").split()], dtype=np.int64)
     except (ValueError, OSError) as exc:
         raise DataError(f"{what}: expected a .npy or text file of sample indices, a range a:b or a list "
-                        f"i,j,k ({' '.join(str(exc).split())})") from None
+                        f"i,j,k ({brief(exc)})") from None
     ids = np.asarray(ids).ravel()
     if ids.dtype.kind not in "iu":
         raise DataError(f"{what}: sample indices must be integers, got {ids.dtype}")
@@ -161,7 +161,8 @@ def channel_normaliser(mean: list[float], std: list[float], shape: tuple[int, in
     if len(std) == 1:
         std = std * c
     if len(mean) != c or len(std) != c:
-        raise ConfigError(f"--mean and --std take 1 or {c} values (one per channel), got {len(mean)} and {len(std)}")
+        takes = "one value (the images have one channel)" if c == 1 else f"1 or {c} values (one per channel)"
+        raise ConfigError(f"--mean and --std take {takes}, got {len(mean)} and {len(std)}")
     if any(s <= 0 for s in std):
         raise ConfigError("--std values must be > 0")
     m = np.broadcast_to(np.asarray(mean, np.float32)[:, None, None] * 255.0, shape).astype(np.float32)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.errors import DataError
+from privaudit.errors import DataError, brief
 from privaudit.files.npfiles import load_npy, npz_member, open_npz
 from privaudit.scanning import require_input
 
@@ -176,7 +176,7 @@ def _read_csv(path: Path) -> dict[str, np.ndarray]:
     try:
         frame = pd.read_csv(path, sep="\t" if path.suffix.lower() == ".tsv" else ",")
     except (OSError, ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: not a readable CSV ({' '.join(str(exc).split())})") from None
+        raise DataError(f"{path}: not a readable CSV ({brief(exc)})") from None
     frame.columns = [str(c).strip() for c in frame.columns]
     if "member" not in frame:
         raise DataError(f"{path.name}: no 'member' column (1 = member, 0 = non-member)")

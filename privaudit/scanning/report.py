@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.files.atomic import write_bytes, write_json, write_text
-from privaudit.errors import ArtifactError
+from privaudit.errors import write_error
 from privaudit.analysis.familywise import p_text
 from privaudit.analysis.metrics import roc
 from privaudit.reporting.curves import EXACT_FPR
@@ -90,7 +90,7 @@ def write(result: ScanResult, folder: Path, *, command: str = "", references: di
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # checked before the scan (check_output_folder); a change since is still one line
-        raise ArtifactError(f"cannot create the results folder {folder}: {exc.strerror or exc}") from None
+        raise write_error(f"cannot create the results folder {folder}: {exc.strerror or exc}", exc) from None
     table = result.table()
     cols = [c for c in CSV_COLUMNS if c in table.columns]
     write_text(folder / "attacks.csv", table[cols].to_csv(index=False, float_format="%.6g"))

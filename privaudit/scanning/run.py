@@ -43,7 +43,7 @@ from privaudit.attacks.features import compute_features
 from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
 from privaudit.analysis.empirical import epsilon_lower_bound
 from privaudit.analysis.familywise import PERMUTATIONS, family_test
-from privaudit.errors import DataError
+from privaudit.errors import DataError, brief
 from privaudit.analysis.metrics import attack_metrics, auc_interval, rank_attacks, strongest_attack
 from privaudit.scanning.inputs import ScanInput
 
@@ -219,7 +219,7 @@ def _reference_attacks(inp: ScanInput, labels, fold, metrics, scores, skipped, d
             s = scores_from_features(target, target_pop, target_logits[:, 0], y, ref_feats, ref_pop, refs.keep,
                                      attacks=(name,), ref_pop_keep=pop_keep)[name]
         except ValueError as exc:
-            skipped[name] = " ".join(str(exc).split())
+            skipped[name] = brief(exc)
             continue
         scores[name] = s
         done.append(name)
@@ -238,7 +238,7 @@ def _reference_attacks(inp: ScanInput, labels, fold, metrics, scores, skipped, d
                                delta=delta, confidence=confidence, paired=paired)
     except ValueError as exc:  # a reference left out leaves a sample without OUT models
         for name in done:
-            skipped[name] = f"leave-one-out calibration failed: {' '.join(str(exc).split())}"
+            skipped[name] = f"leave-one-out calibration failed: {brief(exc)}"
             scores.pop(name)
         return
     calib_labels = refs.keep.astype(int).ravel()
