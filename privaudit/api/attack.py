@@ -95,7 +95,8 @@ def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int 
 
     ws = Workspace(root)
     names = ws.resolve_targets(target, dataset=dataset, seeds=seed_list)
-    ws.ensure_writable()
+    ws.ensure_writable(log=log)
+    ws.set_aside_legacy_results(log)
     dev = resolve_device(device)
     data = DataCache(data_dir, download)
     results = [attack_target(ws, name, data, dev, plan, on_start=on_start, on_epoch=on_epoch) for name in names]

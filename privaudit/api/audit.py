@@ -90,7 +90,7 @@ class AuditReport(ShortRepr):
         """The report's first screen in a notebook: the verdicts and each target's strongest
         attack, with a link to the whole page."""
         columns = [c for c in ("comparison", "attack", "metric", "n_seeds", "acc_low", "acc_high", "gap", "gap_lo",
-                               "gap_hi", "verdict") if c in self.verdicts.columns]
+                               "gap_hi", "verdict", "reason") if c in self.verdicts.columns]
         verdicts = (self.verdicts[columns].to_html(index=False, border=0, float_format=lambda v: f"{v:.3f}")
                     if len(self.verdicts) and columns else "<p>No verdicts: the audit compared no defences.</p>")
         keep = [c for c in ("target_run", "attack", "test_accuracy", "auc", "auc_lo", "auc_hi", "tpr_at_0p1pct_fpr",
@@ -220,8 +220,9 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         graph = audit_graph(replicate(plans), data, attack_plan)
         planned = {c.run_name for job in graph if job.kind == "train" for c in job.configs}
         graph = [j for j in search if j.configs[0].run_name not in planned] + graph
-        return preview("audit", graph, ws, data, dev, log=say, notes=notes, executor=executor)
-    ws = Workspace(workdir).ensure_writable()
+        return preview("audit", graph, ws, data, dev, log=say, notes=notes, executor=runner)
+    ws = Workspace(workdir).ensure_writable(log=say)
+    ws.set_aside_legacy_results(say)
     matches: list = []
     reached: list = []
     if targets:

@@ -74,4 +74,6 @@ def report(*, workdir: str | Path = ".", log: Callable[[str], None] | None = Non
     with importing():
         from privaudit.pipeline.workspace import Workspace
 
-    return rebuild(Workspace(root).ensure_writable(), log)
+    ws = Workspace(root).ensure_writable(log=log)
+    ws.refuse_legacy_results()
+    return rebuild(ws, log)

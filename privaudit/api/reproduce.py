@@ -109,8 +109,9 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
 
         images = data.get(proto.dataset)
         jobs = priced_jobs(reproduce_jobs(proto, images.input_shape, len(images.y)))
-        return preview("reproduce", jobs, Workspace(workdir), data, dev, log=log, executor=executor)
-    ws = Workspace(workdir).ensure_writable()
+        return preview("reproduce", jobs, Workspace(workdir), data, dev, log=log, executor=runner)
+    ws = Workspace(workdir).ensure_writable(log=log)
+    ws.set_aside_legacy_results(log)
     if log:
         log(f"reproduce mg-noise: scale {proto.scale} on {proto.dataset}, seeds {', '.join(map(str, proto.seeds))}, "
             f"{proto.model_count()} models (device {dev}, executor {runner.name}) in {ws.root}")

@@ -30,6 +30,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -48,6 +49,13 @@ NORM_KEYS = ("norm/mean", "norm/std")
 STATE_PREFIX = "state/"
 MODEL_FILES = ("config.json", "metrics.json", "weights.npz")
 PARTIAL_PREFIX = ".partial-"  # a folder being written: .partial-<pid>@<host>-<name>-…
+def _count(items, noun: str) -> str:
+    """``1 model folder``, ``3 model folders``."""
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+#: where attack and pool folders written before manifests are moved, kept (:meth:`Workspace.migrate_legacy`)
+LEGACY_FOLDER = ".before-manifests"
 _legacy_ok: set[tuple] = set()  # weights of manifest-less model folders that loaded (stat keys)
 
 
@@ -144,8 +152,10 @@ class Workspace:
         self.reports = self.root / "reports"
 
     # -- writing --------------------------------------------------------------------------
-    def ensure_writable(self) -> "Workspace":
-        """Create the three folders and check files can be written there."""
+    def ensure_writable(self, log: Callable[[str], None] | None = None) -> "Workspace":
+        """Create the three folders, check files can be written there, and bring folders that
+        an earlier privaudit wrote before checksummed manifests under this version's checks
+        (:meth:`migrate_legacy`; ``log`` gets its notes)."""
         for folder in (self.models, self.attacks, self.reports):
             try:
                 folder.mkdir(parents=True, exist_ok=True)
@@ -155,7 +165,79 @@ class Workspace:
             except OSError as exc:
                 raise write_error(f"workspace {self.root} is not writable: {folder}: {exc.strerror or exc}",
                                   exc) from exc
+        for note in self.migrate_legacy():
+            (log or (lambda line: None))(note)
         return self
+
+    def legacy_folders(self) -> dict[str, list[Path]]:
+        """The committed folders without ``manifest.json`` (written by a privaudit from before
+        checksummed manifests), by kind: ``model``, ``attack`` and ``pool``."""
+
+        def without_manifest(parent: Path, skip: tuple[str, ...] = ()) -> list[Path]:
+            if not parent.is_dir():
+                return []
+            return [p for p in sorted(parent.iterdir())
+                    if p.is_dir() and not p.name.startswith(".") and p.name not in skip
+                    and not (p / MANIFEST).is_file() and any((p / f).is_file() for f in ("config.json", "pool.json"))]
+
+        return {"model": without_manifest(self.models), "attack": without_manifest(self.attacks, ("pools",)),
+                "pool": without_manifest(self.attacks / "pools")}
+
+    def migrate_legacy(self) -> list[str]:
+        """Model folders written before checksummed manifests, never trusted blindly: each is
+        verified (its files exist and its weights load into the model of its config,
+        :meth:`verify_model`; a damaged one raises :class:`DamagedArtifactError` naming it) and
+        gets its manifest: its weights are kept, and from now on it is checked like any other.
+        Returns the note that says so (none when nothing was found). Attack and pool folders
+        of that age: :meth:`set_aside_legacy_results`, :meth:`refuse_legacy_results`."""
+        models = self.legacy_folders()["model"]
+        for folder in models:
+            self.verify_model(folder.name)
+            write_manifest(folder)
+        if not models:
+            return []
+        return [f"note: {_count(models, 'model folder')} in {self.models} had no checksums (written by an earlier "
+                "privaudit): their weights were verified to load into their configs' models and now carry a "
+                f"manifest; they were trained by that version's code (delete one to retrain it, e.g. "
+                f"{models[0].name})"]
+
+    def set_aside_legacy_results(self, log: Callable[[str], None] | None = None) -> list[Path]:
+        """Attack and pool folders written before checksummed manifests hold numbers that an
+        earlier version's code computed, which this version may compute differently: each is
+        moved aside, kept, into ``attacks/.before-manifests/`` (:data:`LEGACY_FOLDER`), so that
+        the commands that compute them (``audit``, ``reproduce``, ``attack``) compute them
+        again. Returns where they went; ``log`` gets a note."""
+        found = self.legacy_folders()
+        derived = found["attack"] + found["pool"]
+        moved = []
+        for folder in derived:
+            target = self.attacks / LEGACY_FOLDER / (("pools-" if folder.parent.name == "pools" else "") + folder.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            n = 1
+            while target.exists():
+                n += 1
+                target = target.with_name(f"{target.name.split('~')[0]}~{n}")
+            os.replace(folder, target)
+            moved.append(target)
+        if moved and log:
+            log(f"note: {_count(moved, 'attack or pool folder')} had no checksums (written by an earlier privaudit, "
+                f"whose attack code may differ from this version's): moved aside to {self.attacks / LEGACY_FOLDER}; "
+                "`privaudit audit` or `privaudit attack` computes them again")
+        return moved
+
+    def refuse_legacy_results(self) -> None:
+        """Raise :class:`ArtifactError` when attack or pool folders written before checksummed
+        manifests are present (a command that reads results without computing them, such as
+        ``report``, would otherwise show an earlier version's numbers as this one's), naming
+        the command that computes them again."""
+        found = self.legacy_folders()
+        derived = found["attack"] + found["pool"]
+        if derived:
+            archs = sorted({self.read_model_config(n).model.name for n in self.model_names("target")}) or ["mlp"]
+            commands = " and ".join(f"`privaudit attack --target {a} --workdir {self.root}`" for a in archs)
+            raise ArtifactError(f"{_count(derived, 'attack or pool folder')} in {self.attacks} had no checksums "
+                                f"(written by an earlier privaudit, e.g. {derived[0].name}): run {commands} to "
+                                "compute them with this version (the old ones are kept aside), then report")
 
     def commit_folder(self, parent: Path, name: str, write) -> Path:
         """Build ``parent/name`` in a hidden temporary folder via ``write(tmp_path)``, then
