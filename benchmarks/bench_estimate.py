@@ -11,7 +11,9 @@ The ratio actual / estimated is the figure; the goal is that it lies within [1/1
 The cases: the README's digits audit, a CIFAR-10 MLP audit (every attack, parts of 1,000, 10
 epochs, κ 0.5 and 1, σ 1), and ``reproduce mg-noise --scale reduced`` (one seed: the
 per-model costs are those of three seeds, each seed a replicate of the same jobs). ``--quick``
-runs the digits audit at 3 epochs only.
+runs the digits audit at 3 epochs only. ``load`` busy sibling processes (``while True: pass``,
+one core each) run through the plan and the run when it is above 0: the estimate on a
+machine that other work keeps busy, as a shared server or a laptop is.
 """
 
 from __future__ import annotations
@@ -53,19 +55,29 @@ def _run(args: list[str], work: Path, env: dict) -> tuple[float, dict]:
     return wall, json.loads(out.stdout)
 
 
-def run(data_dir: Path | None, quick: bool = False) -> list[dict]:
+def run(data_dir: Path | None, quick: bool = False, load: int = 0) -> list[dict]:
     rows = []
     for name, args in cases(data_dir, quick):
-        with temp_dir() as tmp:
-            env = {**os.environ, "PRIVAUDIT_CACHE_DIR": str(Path(tmp) / "cache"), "PYTHONUNBUFFERED": "1"}
-            plan_wall, plan = _run([*args, "--dry-run"], Path(tmp) / "work", env)
-            actual, _ = _run(args, Path(tmp) / "work", env)
-        estimated = plan["estimated_seconds"]
-        ratio = actual / estimated
-        rows.append({"benchmark": "estimate", "case": name, "estimated_s": estimated, "actual_s": actual,
-                     "actual_over_estimated": ratio, "within_goal": 1 / GOAL <= ratio <= GOAL,
-                     "dry_run_wall_s": plan_wall, "calibration_s": plan["calibration_seconds"],
-                     "models": sum(m["models"] for m in plan["models"]), "jobs": plan["jobs"]})
-        print(f"[estimate] {name}: estimated {estimated:.0f} s, actual {actual:.0f} s, ratio {ratio:.2f} "
-              f"(dry run {plan_wall:.1f} s)", file=sys.stderr, flush=True)
+        siblings = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(load)]
+        try:
+            rows.append(_case(name, args, load))
+        finally:
+            for p in siblings:
+                p.kill()
+                p.wait()
     return rows
+
+
+def _case(name: str, args: list[str], load: int) -> dict:
+    with temp_dir() as tmp:
+        env = {**os.environ, "PRIVAUDIT_CACHE_DIR": str(Path(tmp) / "cache"), "PYTHONUNBUFFERED": "1"}
+        plan_wall, plan = _run([*args, "--dry-run"], Path(tmp) / "work", env)
+        actual, _ = _run(args, Path(tmp) / "work", env)
+    estimated = plan["estimated_seconds"]
+    ratio = actual / estimated
+    print(f"[estimate] {name}{f' (load {load})' if load else ''}: estimated {estimated:.0f} s, actual "
+          f"{actual:.0f} s, ratio {ratio:.2f} (dry run {plan_wall:.1f} s)", file=sys.stderr, flush=True)
+    return {"benchmark": "estimate", "case": name, "load": load, "estimated_s": estimated, "actual_s": actual,
+            "actual_over_estimated": ratio, "within_goal": 1 / GOAL <= ratio <= GOAL,
+            "dry_run_wall_s": plan_wall, "calibration_s": plan["calibration_seconds"],
+            "models": sum(m["models"] for m in plan["models"]), "jobs": plan["jobs"], "notes": plan["notes"]}

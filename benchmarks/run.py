@@ -231,6 +231,8 @@ def main(argv: list[str] | None = None) -> None:
                                        "(e.g. the commit before a speed-up)")
     p.add_argument("--digits-args", default="", help="more options of the digits audit on both sides, e.g. "
                                                       "'--defenses all --epochs 30'")
+    p.add_argument("--load", type=int, default=0, help="busy sibling processes (one core each) through the "
+                   "estimate benchmark's plans and runs, e.g. 1: the estimate on a busy machine")
     p.add_argument("--rounds", type=int, default=3, help="rounds of the digits audit (each side's best is kept)")
     p.add_argument("--out", default="benchmarks/results", help="folder for results.json and results.md")
     args = p.parse_args(argv)
@@ -274,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
             elif name == "protocol":
                 rows += bench_protocol.run(source, device, data, args.quick)
             elif name == "estimate":
-                rows += bench_estimate.run(root, args.quick)
+                rows += bench_estimate.run(root, args.quick, args.load)
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
               "device": str(device), "data": source, "quick": args.quick, "peak": peak, "rows": rows}
     annotate(rows, peak["peak"])
