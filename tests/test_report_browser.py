@@ -8,6 +8,7 @@ failed load), the DOM after load (every section, plot and table present) and a s
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
@@ -123,6 +124,51 @@ def test_first_screen_is_the_verdict_and_nothing_overflows_sideways(workspace, t
     m = json.loads(found.group(1).replace("&quot;", '"'))
     assert m["scroll"] <= m["client"], m                              # no sideways overflow
     assert m["top"] < 400, m                                          # the verdict starts on the first screen
+
+
+LAYOUT_PROBE = """<script>addEventListener("load", () => {
+  const inside = (a, b) => a.left >= b.left - 1 && a.right <= b.right + 1 && a.top >= b.top - 1 &&
+    a.bottom <= b.bottom + 1;
+  const scrolls = w => ["auto", "scroll"].includes(getComputedStyle(w).overflowX);
+  const boxes = [...document.querySelectorAll(".tablewrap")].map(w => ({
+    first: w.querySelector("th, td").textContent.trim(), rows: w.querySelectorAll("tbody tr").length,
+    wide: w.scrollWidth > w.clientWidth + 1, scrolls: scrolls(w), height: w.offsetHeight}));
+  const cut = [];
+  for (const svg of document.querySelectorAll("svg.plot")) {
+    const box = svg.getBoundingClientRect();
+    for (const t of svg.querySelectorAll("text")) {
+      if (t.textContent.trim() && !inside(t.getBoundingClientRect(), box)) cut.push(t.textContent.trim());
+    }
+  }
+  const images = [...document.querySelectorAll(".exposed img")].map(i => [i.clientWidth, i.naturalWidth]);
+  document.body.setAttribute("data-probe", JSON.stringify({boxes, cut, images, window: innerHeight}));
+});</script>"""
+
+
+@pytest.mark.parametrize("width, height", [(1280, 720), (1920, 1080)])
+def test_at_a_laptops_or_a_desktops_width_nothing_is_cut_without_a_scrollbar_in_view(workspace, tmp_path, width,
+                                                                                        height):
+    """At 1280 and 1920 px wide: a table wider than its box scrolls sideways inside a box no
+    taller than the window, so that its scrollbar is in view with its rows (the long trade-off
+    table has more rows than a window holds); no text of any figure runs past the figure's
+    edge (legends, labels); the exposure grids are drawn at their own size, so their scores
+    are as large as drawn (test_figure_layout.py). Measured in the browser by a probe script
+    added to a copy of the page; screenshots of the whole page were looked at by eye."""
+    import json
+
+    doc = (workspace / "reports" / "index.html").read_text()
+    probe = tmp_path / "layout.html"
+    probe.write_text(doc.replace("</body>", LAYOUT_PROBE + "</body>"))
+    dom, console, _ = _open(probe, tmp_path, width=width, height=height)
+    assert console == []
+    found = re.search(r'data-probe="([^"]+)"', dom)
+    assert found, "the probe script did not run"
+    m = json.loads(html.unescape(found.group(1)))
+    long = [b for b in m["boxes"] if b["first"] == "target run"]
+    assert len(long) == 1 and long[0]["rows"] >= 30 and long[0]["wide"], m["boxes"]   # the long table scrolls sideways
+    assert [b for b in m["boxes"] if b["wide"] and not (b["scrolls"] and b["height"] <= m["window"])] == []
+    assert m["cut"] == []                                             # every figure's text inside its figure
+    assert len(m["images"]) >= 3 and all(shown == natural for shown, natural in m["images"]), m["images"]
 
 
 def test_theory_page_loads_clean(workspace, tmp_path):

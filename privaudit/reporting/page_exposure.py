@@ -55,9 +55,9 @@ if TYPE_CHECKING:
     from privaudit.reporting.summary import Summary
 
 COLUMNS = 4
-FIG_INCHES = (3.2, 3.8)  # 4 × 4 images with two caption lines each
-FIG_DPI = 80             # 256 × 304 pixels
-FONT_SIZE = 6.5
+FIG_INCHES = (3.6, 4.5)  # 4 × 4 images with two caption lines each
+FIG_DPI = 96             # 346 × 432 pixels, drawn at this size on the page: 1 point = 4/3 CSS pixel
+FONT_SIZE = 8.5          # 11.3 CSS pixels, as the page's figures' tick labels
 PALETTE = {1: 32, 3: 128}  # colours of the quantised PNG: grey images, colour images
 #: the at-accuracy section names NoisyCGD by its own title; the overview counts it as DP
 _AT_FAMILY = {"NoisyCGD": "DP-SGD"}
@@ -173,20 +173,34 @@ def choose_settings(ov: pd.DataFrame, at: pd.DataFrame, extras: Any,
 
 def grid_png(images: np.ndarray, classes: Sequence[Any], scores: Sequence[Any], pixel_max: int,
              dataset: str) -> bytes:
+    """:func:`grid_figure` as a small palette PNG."""
+    from PIL import Image
+
+    images = np.asarray(images)
+    buf = io.BytesIO()
+    grid_figure(images, classes, scores, pixel_max, dataset).savefig(buf, format="png", dpi=FIG_DPI,
+                                                                     metadata={"Software": None})
+    colours = PALETTE[1] if images.ndim == 4 and images.shape[1] == 1 else PALETTE[3]
+    quantised = Image.open(io.BytesIO(buf.getvalue())).convert("RGB").quantize(colors=colours)
+    out = io.BytesIO()
+    quantised.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def grid_figure(images: np.ndarray, classes: Sequence[Any], scores: Sequence[Any], pixel_max: int, dataset: str):
     """A 4 × 4 grid of ``images`` (raw uint8, k × C × H × W), each captioned with its score and
-    class, as a small palette PNG."""
+    class (:data:`FONT_SIZE`), as a matplotlib figure."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure as MplFigure
-    from PIL import Image
 
     images = np.asarray(images)
     rows = max(1, math.ceil(len(images) / COLUMNS))
     fig = MplFigure(figsize=(FIG_INCHES[0], FIG_INCHES[1] * rows / 4), dpi=FIG_DPI)
     axes = np.atleast_1d(fig.subplots(rows, COLUMNS, squeeze=False,
-                                      gridspec_kw={"hspace": 0.62, "wspace": 0.08, "left": 0.02, "right": 0.98,
-                                                   "top": 1 - 0.07 * 4 / rows, "bottom": 0.01})).ravel()
+                                      gridspec_kw={"hspace": 0.45, "wspace": 0.08, "left": 0.02, "right": 0.98,
+                                                   "top": 1 - 0.075 * 4 / rows, "bottom": 0.01})).ravel()
     top = float(pixel_max) if pixel_max and pixel_max > 0 else 255.0
     for i, ax in enumerate(axes):
         ax.set_xticks([])
@@ -203,13 +217,7 @@ def grid_png(images: np.ndarray, classes: Sequence[Any], scores: Sequence[Any], 
                      linespacing=1.0)
         for spine in ax.spines.values():
             spine.set_linewidth(0.4)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=FIG_DPI, metadata={"Software": None})
-    colours = PALETTE[1] if images.ndim == 4 and images.shape[1] == 1 else PALETTE[3]
-    quantised = Image.open(io.BytesIO(buf.getvalue())).convert("RGB").quantize(colors=colours)
-    out = io.BytesIO()
-    quantised.save(out, format="PNG", optimize=True)
-    return out.getvalue()
+    return fig
 
 
 def _seeds(table: pd.DataFrame | None) -> dict[str, float]:
@@ -282,4 +290,5 @@ def exposure_section(groups: Sequence[Group]) -> str:
     return render("exposure.html.j2", groups=view)
 
 
-__all__ = ["Group", "Panel", "choose_settings", "exposure_groups", "exposure_section", "grid_png", "jaccard"]
+__all__ = ["Group", "Panel", "choose_settings", "exposure_groups", "exposure_section", "grid_figure", "grid_png",
+           "jaccard"]

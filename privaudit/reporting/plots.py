@@ -10,7 +10,8 @@ accessible name). Points with a non-finite coordinate, or one ≤ 0 on a log axi
 dropped; a plain line (no markers, no error bars: a ROC curve) is drawn from the points its
 drawing needs (:func:`privaudit.reporting.curves.simplify`, in the axes as drawn: no point of the
 data lies farther than :data:`TOLERANCE` from the drawn line), its ``exact_below`` end kept whole. An empty plot says "no
-data". The SVG is written short by :mod:`privaudit.reporting.svg`.
+data". A legend sits below the axes in as many columns as fit the figure's width
+(:func:`fit_legend`). The SVG is written short by :mod:`privaudit.reporting.svg`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ _STYLE = {"svg.fonttype": "none", "font.size": 10, "axes.titlesize": 11, "axes.t
           "pdf.fonttype": 42}
 #: how far (in points, 0.4 pixel at a figure's own size) a simplified line may be from its data
 TOLERANCE = 0.3
+#: the least room (in points) between a legend and each side of its figure
+LEGEND_MARGIN = 2.0
 
 
 def _figure(width: float, height: float):
@@ -46,12 +49,41 @@ def _figure(width: float, height: float):
     return Figure(figsize=(width / 96, height / 96), layout="constrained")
 
 
+def renderer_of(fig):
+    """A renderer of ``fig`` (an Agg canvas given to it if it has none) that measures its text
+    before the figure is saved, at the figure's own dpi."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    return (fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)).get_renderer()
+
+
+def fit_legend(fig, handles: Sequence[Any] | None = None, labels: Sequence[str] | None = None, *,
+               max_columns: int = 3, **kw):
+    """The figure's legend below its axes (``"outside lower center"``) in the most columns, at
+    most ``max_columns``, that keep it within the figure's width (one column when none do):
+    a legend wider than the figure would be cut at both sides. ``handles``/``labels``: as
+    matplotlib's ``fig.legend`` takes them (default: every axes' labelled artists); ``kw``: its
+    other arguments. None when nothing is labelled."""
+    if handles is None:
+        pairs = [hl for ax in fig.axes for hl in zip(*ax.get_legend_handles_labels())]
+        handles, labels = [h for h, _ in pairs], [label for _, label in pairs]
+    if not handles:
+        return None
+    renderer = renderer_of(fig)
+    room = fig.bbox.width - 2 * renderer.points_to_pixels(LEGEND_MARGIN)
+    for ncols in range(min(max_columns, len(handles)), 0, -1):
+        legend = fig.legend(handles, labels, loc="outside lower center", ncols=ncols, **kw)
+        if ncols == 1 or legend.get_window_extent(renderer).width <= room:
+            return legend
+        legend.remove()
+
+
 def _svg(fig, title: str, salt: str, standalone: bool) -> str:
     """The figure as one ``<svg>`` element (:func:`svg_element`), ids salted with ``salt``."""
     import matplotlib
 
     buf = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": hashlib.sha1(salt.encode()).hexdigest()[:12]}):
+    with matplotlib.rc_context({**_STYLE, "svg.hashsalt": hashlib.sha1(salt.encode()).hexdigest()[:12]}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     return svg_element(buf.getvalue().decode(), title, standalone, salt)
 
@@ -82,11 +114,22 @@ def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, y
     ascending x, ``"exact_below"``: every point up to this x is drawn (a ROC curve's low-FPR
     end, whose TPR the page reports). ``x_range``/``y_range`` fix an axis range;
     ``diagonal`` draws the chance line y = x (ROC curves). Series i is the SVG group whose
-    id ends in ``series-i`` (its points are the ``<use>`` markers in it).
+    id ends in ``series-i`` (its points are the ``<use>`` markers in it). The legend, below
+    the axes, takes as many columns (at most 3) as fit the figure's width (:func:`fit_legend`).
     """
+    series = list(series or [])
+    fig = _line_figure(series, title=title, xlabel=xlabel, ylabel=ylabel, log_x=log_x, log_y=log_y, width=width,
+                       height=height, x_range=x_range, y_range=y_range, diagonal=diagonal)
+    salt = repr((title, xlabel, ylabel, [str(s.get("label", "")) for s in series]))
+    return _svg(fig, title, salt, standalone)
+
+
+def _line_figure(series: Sequence[Mapping[str, Any]], *, title: str, xlabel: str, ylabel: str, log_x: bool = False,
+                 log_y: bool = False, width: int = 560, height: int = 380, x_range: tuple[float, float] | None = None,
+                 y_range: tuple[float, float] | None = None, diagonal: bool = False):
+    """The matplotlib figure that :func:`line_plot` writes as SVG (its arguments, the same)."""
     import matplotlib
 
-    series = list(series or [])
     with matplotlib.rc_context(_STYLE):
         fig = _figure(width, height)
         ax = fig.subplots()
@@ -130,9 +173,8 @@ def line_plot(series: Iterable[Mapping[str, Any]], *, title: str, xlabel: str, y
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         if drawn and any(str(s.get("label", "")) for s in series):
-            fig.legend(loc="outside lower center", ncols=min(3, drawn))
-        salt = repr((title, xlabel, ylabel, [str(s.get("label", "")) for s in series]))
-        return _svg(fig, title, salt, standalone)
+            fit_legend(fig)
+        return fig
 
 
 @functools.lru_cache(maxsize=1)
