@@ -16,6 +16,7 @@ from scipy import stats
 
 from privaudit.analysis.metrics import auc_interval
 from reference_iso import iso_accuracy
+import privaudit.reporting.summary as summary_module
 from privaudit.reporting.summary import (VERDICT_DP, VERDICT_MG, VERDICT_TIE, binomial_interval, compare, comparisons,
                                       iso_gap, iso_gaps, overview, read_verdict, settings, strongest_attack, summarise,
                                       t_interval, verdicts)
@@ -25,25 +26,25 @@ SETTINGS = [("base", 0.0, math.nan, 0.80), ("k1", 1.0, math.nan, 0.74), ("k2", 2
             ("k4", 4.0, math.nan, 0.58), ("s1", 0.0, 1.0, 0.72), ("s2", 0.0, 2.0, 0.62)]
 
 
-def _auc_of(kappa: float, sigma: float, dp_excess: float) -> float:
-    """True AUC: falls with accuracy alike for both defences, plus ``dp_excess`` for DP rows."""
-    acc = dict((s[0], s[3]) for s in SETTINGS)
-    name = f"k{kappa:g}" if kappa else (f"s{sigma:g}" if math.isfinite(sigma) else "base")
-    return 0.5 + (acc[name] - 0.5) * 0.8 + (dp_excess if math.isfinite(sigma) else 0.0)
+def _auc_of(acc: float, dp: bool, dp_excess) -> float:
+    """True AUC: falls with accuracy alike for both defences, plus ``dp_excess`` for DP rows
+    (a number, or a function of the setting's accuracy)."""
+    extra = (dp_excess(acc) if callable(dp_excess) else dp_excess) if dp else 0.0
+    return 0.5 + (acc - 0.5) * 0.8 + extra
 
 
-def table(dp_excess: float, seeds=(0, 1, 2), noise: float = 0.004, acc_noise: float = 0.004, seed: int = 0,
-          ci: float = 0.01, attacks=("shadow", "lira")) -> pd.DataFrame:
-    """Rows per (setting, seed, attack); AUC and accuracy with seed-to-seed noise, and a
-    per-model interval of half-width ``ci`` around each AUC (as DeLong would give)."""
+def table(dp_excess, seeds=(0, 1, 2), noise: float = 0.004, acc_noise: float = 0.004, seed: int = 0,
+          ci: float = 0.01, attacks=("shadow", "lira"), grid=SETTINGS) -> pd.DataFrame:
+    """Rows per (setting of ``grid``, seed, attack); AUC and accuracy with seed-to-seed noise,
+    and a per-model interval of half-width ``ci`` around each AUC (as DeLong would give)."""
     rng = np.random.default_rng(seed)
     rows = []
     for s in seeds:
-        for name, kappa, sigma, acc in SETTINGS:
+        for name, kappa, sigma, acc in grid:
             a = acc + acc_noise * rng.standard_normal()
             dp = math.isfinite(sigma)
             for j, attack in enumerate(attacks):
-                auc = _auc_of(kappa, sigma, dp_excess) + 0.05 * j + noise * rng.standard_normal()
+                auc = _auc_of(acc, dp, dp_excess) + 0.05 * j + noise * rng.standard_normal()
                 tpr = max(0.0, (auc - 0.5) * 0.2)
                 rows.append(dict(target_run=f"{name}-{s}", model="mlp", dataset="cifar10", width=512, part_size=10520,
                                  epochs=30, defence="dpsgd" if dp else ("mg" if kappa else "none"), kappa=kappa, dp=dp,
@@ -145,9 +146,12 @@ def test_verdicts_over_seeds_give_the_known_answer(excess, expected):
     assert paper["verdict"] == expected and paper["interval"] == "t over 3 seeds" and paper["n_seeds"] == 3
     strongest = v[(v["comparison"] == "strongest attack") & (v["metric"] == "tpr_at_0p1pct_fpr")].iloc[0]
     assert strongest["attack"] == "lira" and strongest["verdict"] == expected
-    # the noiseless gap (smaller than the excess: the DP curve runs to the baseline, which has none)
-    exact = verdicts(table(excess, noise=0.0, acc_noise=0.0)).iloc[0]["gap"]
-    assert 0.3 * abs(excess) < abs(exact) < abs(excess) and paper["gap"] == pytest.approx(exact, abs=0.006)
+    # the noiseless gap is the excess itself: the compared range (0.62–0.72) ends at the most
+    # accurate DP-SGD setting, so the straight line from it to the baseline (which has no
+    # excess) no longer dilutes it
+    exact = verdicts(table(excess, noise=0.0, acc_noise=0.0)).iloc[0]
+    assert exact["gap"] == pytest.approx(excess, abs=1e-12) and paper["gap"] == pytest.approx(excess, abs=0.006)
+    assert (exact["acc_low"], exact["acc_high"]) == pytest.approx((0.62, 0.72))
 
 
 def test_a_tie_is_called_a_tie_about_95_percent_of_the_time():
@@ -228,6 +232,121 @@ def test_no_overlap_says_so_and_points_to_match_accuracy():
     paper = verdicts(t).iloc[0]
     assert paper["verdict"] == "not compared" and "--match-accuracy" in paper["reason"]
     assert read_verdict(math.nan, 1.0) == "no interval: cannot decide"
+
+
+# -- verdicts: only where both defences have defended settings ----------------------------
+# The compared accuracy range is the overlap of each defence's own settings' accuracies; the
+# baseline is a point of both curves but never an end of the range (summary module docstring).
+
+def _f(acc):
+    """The AUC both defences share at a test accuracy (:func:`_auc_of` without excess)."""
+    return 0.5 + (np.asarray(acc, float) - 0.5) * 0.8
+
+
+def test_iso_gap_ends_its_range_only_at_the_points_allowed():
+    """MG at 0.6, 0.7 and DP at 0.55, 0.65 (DP 0.03 above), the baseline at 0.8 on both curves
+    with no excess: allowed to end the range only at the defended points, the range is
+    0.6–0.65 and the gap the excess itself; with the baseline as an end (every point, the
+    default) the range runs to 0.8 and the gap is diluted towards the baseline's 0."""
+    ma, da = np.array([0.6, 0.7, 0.8]), np.array([0.55, 0.65, 0.8])
+    mv, dv = _f(ma), _f(da) + np.array([0.03, 0.03, 0.0])
+    ends = np.array([True, True, False])
+    gap, lo, hi = iso_gap(ma, mv, da, dv, mg_ends=ends, dp_ends=ends)
+    assert (gap, lo, hi) == pytest.approx((0.03, 0.6, 0.65), abs=1e-12)
+    assert iso_gap(ma, mv, da, dv)[1:] == pytest.approx((0.6, 0.8)) and iso_gap(ma, mv, da, dv)[0] < 0.025
+    # a baseline inside the range (not an end) stays a point of both curves: DP − MG is 0.05 at
+    # 0.6 and 0.8 and 0 at the baseline's 0.7, a triangle whose mean over the 25-point grid is
+    # 0.05 · (2 · (1 + … + 12) / 12) / 25 = 0.026
+    acc, mid = np.array([0.6, 0.7, 0.8]), np.array([True, False, True])
+    assert iso_gap(acc, np.array([0.6, 0.7, 0.6]), acc, np.array([0.65, 0.7, 0.65]), mg_ends=mid,
+                   dp_ends=mid)[0] == pytest.approx(0.026, abs=1e-12)
+    # no defended point on a side, or defended ranges that do not meet: no gap
+    assert math.isnan(iso_gap(ma, mv, da, dv, mg_ends=ends, dp_ends=np.zeros(3, bool))[0])
+    assert math.isnan(iso_gap(ma, mv, da - 0.2, dv, mg_ends=ends, dp_ends=ends)[0])
+
+
+def test_iso_gaps_with_ends_is_iso_gap_row_by_row():
+    """The bootstrap's vectorised gaps with the last column (the baseline) barred from ending
+    the range, against the one-pair reference, on random curves."""
+    rng = np.random.default_rng(12)
+    for n_mg, n_dp in ((3, 3), (4, 3), (5, 4)):
+        ma, da = rng.uniform(0.3, 0.8, (400, n_mg)), rng.uniform(0.3, 0.8, (400, n_dp))
+        ma[:, -1] = da[:, -1] = 0.85                             # the shared baseline, most accurate
+        mv, dv = rng.uniform(0.5, 0.9, (400, n_mg)), rng.uniform(0.5, 0.9, (400, n_dp))
+        ma[:40, 1] = ma[:40, 0]                                  # equal accuracies: the reference's path
+        me, de = np.arange(n_mg) < n_mg - 1, np.arange(n_dp) < n_dp - 1
+        fast = iso_gaps(ma, mv, da, dv, mg_ends=me, dp_ends=de)
+        slow = np.array([iso_gap(ma[d], mv[d], da[d], dv[d], mg_ends=me, dp_ends=de)[0] for d in range(400)])
+        assert np.array_equal(np.isnan(fast), np.isnan(slow)) and 100 < np.isfinite(fast).sum() < 400
+        np.testing.assert_allclose(fast[np.isfinite(fast)], slow[np.isfinite(slow)], rtol=1e-12, atol=1e-12)
+
+
+#: the CIFAR-10 tutorial at --part-size 1000 --epochs 5: every DP-SGD setting less accurate
+#: than every MG-noise setting, the baseline above both
+DP_SHORT = [("base", 0.0, math.nan, 0.335), ("k05", 0.5, math.nan, 0.321), ("k1", 1.0, math.nan, 0.315),
+            ("k2", 2.0, math.nan, 0.308), ("s05", 0.0, 0.5, 0.292), ("s1", 0.0, 1.0, 0.270), ("s2", 0.0, 2.0, 0.240)]
+#: the mirror: every MG-noise setting less accurate than every DP-SGD setting
+MG_SHORT = [("base", 0.0, math.nan, 0.80), ("k1", 1.0, math.nan, 0.55), ("k2", 2.0, math.nan, 0.50),
+            ("s1", 0.0, 1.0, 0.72), ("s2", 0.0, 2.0, 0.62)]
+
+
+@pytest.mark.parametrize("grid, says", [
+    (DP_SHORT, ["no DP-SGD setting is as accurate as any MG-noise setting (MG noise 0.308–0.321; best DP-SGD 0.292 at σ=0.5)",
+                "add a smaller σ (--sigmas)"]),
+    (MG_SHORT, ["no MG-noise setting is as accurate as any DP-SGD setting (DP-SGD 0.620–0.720; best MG noise 0.550 at κ=1)",
+                "add a smaller κ (--kappas"]),
+])
+def test_no_verdict_where_one_defence_has_no_setting_as_accurate(grid, says):
+    """One defence's settings all less accurate than the other's: the old rule compared along
+    the straight line from its best setting to the baseline; now there is no verdict, and the
+    summary, its JSON, the terminal's verdict table and the page say why and what to add."""
+    from rich.console import Console
+
+    from privaudit.cli.summary import verdict_table
+    from privaudit.reporting.page_first_screen import first_screen
+
+    s = summarise(table(0.04, acc_noise=0.0, grid=grid))
+    v = s.verdicts
+    assert len(v) == 3 and (v["verdict"] == "not compared").all() and v["gap"].isna().all()
+    assert v["acc_low"].isna().all() and (v["n_seeds"] == 0).all()
+    assert all(all(part in r for part in says) for r in v["reason"]), list(v["reason"])
+    assert summary_module.STATUS_NO_OVERLAP == "no overlap" and (v["status"] == "no overlap").all()
+    measured = s.comparisons[s.comparisons["metric"].isin(["auc", "tpr_at_0p1pct_fpr", "eps_lower_bound"])]
+    assert len(measured) == 6 and (measured["status"] == "no overlap").all()  # every attack alike
+    doc = s.to_json()
+    assert all(r["status"] == "no overlap" and r["verdict"] == "not compared" and r["gap"] is None
+               and all(part in r["reason"] for part in says) for r in doc["verdicts"])
+    console = Console(width=400, record=True)
+    console.print(verdict_table(s))
+    text = console.export_text()
+    assert text.count(says[0]) == 3 and says[1] in text
+    page = first_screen(s, [])
+    assert page.count(says[0]) == 3 and says[1] in page
+
+
+def test_the_verdict_is_computed_over_the_overlap_only():
+    """MG noise at 0.60 and 0.70, DP-SGD at 0.55, 0.65 and 0.75 with an excess 0.2 · (acc − 0.55)
+    (0, 0.02, 0.04), the baseline at 0.80 (no excess) on both curves: the range is the overlap
+    0.60–0.70, over which the excess is linear, so the gap is its value at 0.65, 0.02. (Ending
+    the range at the baseline gave 0.60–0.80 and about 0.024.)"""
+    grid = [("base", 0.0, math.nan, 0.80), ("k1", 1.0, math.nan, 0.70), ("k2", 2.0, math.nan, 0.60),
+            ("s05", 0.0, 0.5, 0.75), ("s1", 0.0, 1.0, 0.65), ("s2", 0.0, 2.0, 0.55)]
+    excess = lambda acc: 0.2 * (acc - 0.55)                     # noqa: E731
+    one = compare(table(excess, seeds=(0,), noise=0.0, acc_noise=0.0, grid=grid, attacks=("shadow",)), "auc")
+    assert (one["gap"], one["acc_low"], one["acc_high"]) == pytest.approx((0.02, 0.60, 0.70), abs=1e-12)
+    assert one["gap_lo"] < 0.02 < one["gap_hi"] and one["status"] == "compared"
+    seeds = verdicts(table(excess, noise=0.002, acc_noise=0.0, grid=grid)).iloc[0]
+    assert (seeds["acc_low"], seeds["acc_high"]) == pytest.approx((0.60, 0.70), abs=1e-12)
+    assert seeds["gap"] == pytest.approx(0.02, abs=0.003) and seeds["verdict"] == VERDICT_MG
+
+
+def test_one_setting_inside_the_other_defences_range_is_compared_at_its_accuracy():
+    """One DP-SGD setting (0.65, 0.03 above) inside MG noise's 0.60–0.70: the range is that one
+    accuracy and the gap the excess there (ending at the baseline gave 0.65–0.80, about 0.015)."""
+    grid = [("base", 0.0, math.nan, 0.80), ("k1", 1.0, math.nan, 0.70), ("k2", 2.0, math.nan, 0.60),
+            ("s1", 0.0, 1.0, 0.65)]
+    c = compare(table(0.03, seeds=(0,), noise=0.0, acc_noise=0.0, grid=grid, attacks=("shadow",)), "auc")
+    assert (c["gap"], c["acc_low"], c["acc_high"]) == pytest.approx((0.03, 0.65, 0.65), abs=1e-12)
 
 
 # -- settings -----------------------------------------------------------------------------

@@ -32,10 +32,20 @@ row per target, defence setting, seed and attack). It computes, once:
 
 The iso-accuracy gap of one seed follows the linear interpolation of both curves on a common accuracy grid (tests/reference_iso.py holds the slow reference): the MG curve (baseline
 and MG-noise settings) and the DP curve (baseline and DP-SGD settings) are interpolated
-linearly on 25 accuracies spanning the overlap of their accuracy ranges, and the gap is the
-mean of DP − MG over that grid. Over seeds the gaps get a t-interval; with one seed the
-interval is a parametric bootstrap over the sampling of each point (accuracy binomial, the
-metric normal with the spread of its interval), the baseline drawn once for both curves.
+linearly on 25 accuracies spanning the compared range, and the gap is the mean of DP − MG
+over that grid. The compared range is where *both defences have defended settings on either
+side*: the overlap [max(a_MG, a_DP), min(b_MG, b_DP)] of [a_MG, b_MG], the test accuracies of
+that seed's MG-noise settings (κ > 0), and [a_DP, b_DP], its DP-SGD settings'. The baseline
+stays a point of both curves (where it lies inside a range, the curves pass through it) but
+never ends the range: otherwise a defence whose settings are all less accurate than the
+other's would be compared along the straight line from its most accurate setting to the
+undefended model, an interpolation towards no defence. A seed whose ranges do not meet
+gives no gap; where no seed gives one there is no verdict (status ``no overlap``), and the
+reason names the defence that falls short, its best setting, and the knob to add. The range
+may be a single accuracy (a defence with one setting, inside the other's range).
+Over seeds the gaps get a t-interval; with one seed the interval is a parametric bootstrap
+over the sampling of each point (accuracy binomial, the metric normal with the spread of its
+interval), the baseline drawn once for both curves, the range recomputed in every draw.
 """
 
 from __future__ import annotations
@@ -333,21 +343,32 @@ def strongest_claims(setting_rows: pd.DataFrame, view: pd.DataFrame, confidence:
 # -- iso-accuracy gaps ----------------------------------------------------------------------
 
 def iso_gap(mg_acc: np.ndarray, mg_val: np.ndarray, dp_acc: np.ndarray, dp_val: np.ndarray,
-            grid_points: int = GRID_POINTS) -> tuple[float, float, float]:
+            grid_points: int = GRID_POINTS, mg_ends: np.ndarray | None = None,
+            dp_ends: np.ndarray | None = None) -> tuple[float, float, float]:
     """(mean of DP − MG over the common accuracy grid, grid low, grid high) of two curves,
     each a set of (accuracy, value) points (equal accuracies averaged); NaNs when a curve has
-    fewer than two distinct accuracies or the ranges do not overlap."""
-    curves = []
-    for acc, val in ((mg_acc, mg_val), (dp_acc, dp_val)):
+    fewer than two distinct accuracies or the compared range is empty.
+
+    The compared range is [max(a_MG, a_DP), min(b_MG, b_DP)], where [a, b] spans the
+    accuracies of the curve's points that may end it: those where ``mg_ends`` / ``dp_ends``
+    (boolean, one per point) are true, every point without them. The verdicts pass the
+    defended settings only, so that the undefended baseline, a point of both curves, never
+    bounds the range (:func:`_gap_of`). The range may be one accuracy (a defence with one
+    setting inside the other's range): the gap is then the difference there."""
+    curves, spans = [], []
+    for acc, val, ends in ((mg_acc, mg_val, mg_ends), (dp_acc, dp_val, dp_ends)):
+        acc, val = np.asarray(acc, float), np.asarray(val, float)
         ok = np.isfinite(acc) & np.isfinite(val)
-        a, v = np.asarray(acc, float)[ok], np.asarray(val, float)[ok]
+        a, v = acc[ok], val[ok]
         ua, inv = np.unique(a, return_inverse=True)
-        if len(ua) < 2:
+        end = a if ends is None else acc[ok & np.asarray(ends, bool)]
+        if len(ua) < 2 or not len(end):
             return math.nan, math.nan, math.nan
         curves.append((ua, np.bincount(inv, weights=v) / np.bincount(inv)))
+        spans.append((end.min(), end.max()))
     (ma, mv), (da, dv) = curves
-    lo, hi = max(ma[0], da[0]), min(ma[-1], da[-1])
-    if not hi > lo:
+    lo, hi = max(spans[0][0], spans[1][0]), min(spans[0][1], spans[1][1])
+    if not hi >= lo:
         return math.nan, math.nan, math.nan
     grid = np.linspace(lo, hi, grid_points)
     return float(np.mean(np.interp(grid, da, dv) - np.interp(grid, ma, mv))), float(lo), float(hi)
@@ -363,16 +384,21 @@ def _interp_rows(q: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def iso_gaps(mg_acc: np.ndarray, mg_val: np.ndarray, dp_acc: np.ndarray, dp_val: np.ndarray,
-             grid_points: int = GRID_POINTS) -> np.ndarray:
+             grid_points: int = GRID_POINTS, mg_ends: np.ndarray | None = None,
+             dp_ends: np.ndarray | None = None) -> np.ndarray:
     """:func:`iso_gap`'s gap for many pairs of curves at once: row d of the (D, n_mg) MG arrays
-    and the (D, n_dp) DP arrays is one pair; returns (D,). Rows whose points are all finite
-    and distinct (the bootstrap's draws) are interpolated together; any other row goes
-    through :func:`iso_gap` itself."""
-    curves = []
-    for acc, val in ((mg_acc, mg_val), (dp_acc, dp_val)):
+    and the (D, n_dp) DP arrays is one pair; returns (D,). ``mg_ends`` (n_mg,) and ``dp_ends``
+    (n_dp,): which columns may end the compared range, as in :func:`iso_gap`. Rows whose
+    points are all finite and distinct (the bootstrap's draws) are interpolated together; any
+    other row goes through :func:`iso_gap` itself."""
+    curves, spans, orders = [], [], []
+    for acc, val, ends in ((mg_acc, mg_val, mg_ends), (dp_acc, dp_val, dp_ends)):
         a, v = np.atleast_2d(np.asarray(acc, float)), np.atleast_2d(np.asarray(val, float))
+        e = np.ones(a.shape[1], bool) if ends is None else np.asarray(ends, bool)
         order = np.argsort(a, axis=1, kind="stable")
         curves.append((np.take_along_axis(a, order, 1), np.take_along_axis(v, order, 1)))
+        orders.append((order, e))
+        spans.append((np.where(e, a, np.inf).min(1, initial=np.inf), np.where(e, a, -np.inf).max(1, initial=-np.inf)))
     (ma, mv), (da, dv) = curves
     out = np.full(len(ma), math.nan)
     if ma.shape[1] < 2 or da.shape[1] < 2:
@@ -380,14 +406,15 @@ def iso_gaps(mg_acc: np.ndarray, mg_val: np.ndarray, dp_acc: np.ndarray, dp_val:
     simple = np.ones(len(ma), bool)
     for a, v in curves:
         simple &= np.isfinite(a).all(1) & np.isfinite(v).all(1) & (np.diff(a, axis=1) > 0).all(1)
-    lo, hi = np.maximum(ma[:, 0], da[:, 0]), np.minimum(ma[:, -1], da[:, -1])
-    ok = simple & (hi > lo)
+    lo, hi = np.maximum(spans[0][0], spans[1][0]), np.minimum(spans[0][1], spans[1][1])
+    ok = simple & np.isfinite(lo) & np.isfinite(hi) & (hi >= lo)
     if ok.any():
         grid = lo[ok, None] + (hi - lo)[ok, None] * np.linspace(0.0, 1.0, grid_points)[None, :]
         gap = _interp_rows(grid, da[ok], dv[ok]) - _interp_rows(grid, ma[ok], mv[ok])
         out[ok] = gap.mean(1)
+    (om, em), (od, ed) = orders
     for d in np.flatnonzero(~simple):
-        out[d] = iso_gap(ma[d], mv[d], da[d], dv[d], grid_points)[0]
+        out[d] = iso_gap(ma[d], mv[d], da[d], dv[d], grid_points, mg_ends=em[om[d]], dp_ends=ed[od[d]])[0]
     return out
 
 
@@ -399,15 +426,24 @@ def _curve_masks(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return ~dp & ~other, plain & ~other
 
 
+def _defended(rows: pd.DataFrame) -> np.ndarray:
+    """Which rows are defended settings: on either curve, every point but the baseline. Only
+    they may end the compared accuracy range (:func:`iso_gap`)."""
+    return rows["family"].to_numpy() != "baseline"
+
+
 def _curves(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     mg, dp = _curve_masks(rows)
     return rows[mg], rows[dp]
 
 
 def _gap_of(rows: pd.DataFrame, metric: str) -> tuple[float, float, float]:
+    """One seed's :func:`iso_gap`: the baseline is a point of both curves, but the compared
+    range spans only accuracies where both defences have defended settings on either side."""
     mg, dp = _curves(rows)
     return iso_gap(mg["test_accuracy"].to_numpy(float), mg[metric].to_numpy(float),
-                   dp["test_accuracy"].to_numpy(float), dp[metric].to_numpy(float))
+                   dp["test_accuracy"].to_numpy(float), dp[metric].to_numpy(float),
+                   mg_ends=_defended(mg), dp_ends=_defended(dp))
 
 
 def _has_interval(rows: pd.DataFrame, metric: str) -> bool:
@@ -430,9 +466,11 @@ def _bootstrap_gap(rows: pd.DataFrame, metric: str, confidence: float, draws: in
     sd_v = (hi - lo) / z
     sd_a = np.sqrt(np.clip(acc * (1 - acc), 0, None) / n)
     mg_rows, dp_rows = _curve_masks(rows)
+    defended = _defended(rows)
     a = acc + sd_a * rng.standard_normal((draws, len(acc)))
     v = val + sd_v * rng.standard_normal((draws, len(val)))
-    gaps = iso_gaps(a[:, mg_rows], v[:, mg_rows], a[:, dp_rows], v[:, dp_rows])
+    gaps = iso_gaps(a[:, mg_rows], v[:, mg_rows], a[:, dp_rows], v[:, dp_rows],
+                    mg_ends=defended[mg_rows], dp_ends=defended[dp_rows])
     gaps = gaps[np.isfinite(gaps)]
     if len(gaps) < draws / 2:  # the ranges overlap in too few draws to say anything
         return math.nan, math.nan
@@ -453,15 +491,20 @@ def read_verdict(lo: float, hi: float) -> str:
     return VERDICT_TIE
 
 
+#: what became of a comparison (its ``status``): a gap with an interval (``verdict`` reads it),
+#: a gap without one, no gap because the two defences' own settings share no test accuracy
+#: (``reason`` names the defence that falls short and the setting to add), no gap otherwise
+STATUS_COMPARED, STATUS_NO_INTERVAL, STATUS_NO_OVERLAP, STATUS_NOT_COMPARED = (
+    "compared", "no interval", "no overlap", "not compared")
 COMPARISON_COLUMNS = ["model", "dataset", "attack", "metric", "n_seeds", "acc_low", "acc_high", "gap", "gap_lo",
-                      "gap_hi", "interval", "verdict", "reason"]
+                      "gap_hi", "interval", "verdict", "reason", "status"]
 
 
 def comparisons(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: int = 1000,
                 seed: int = 0) -> pd.DataFrame:
     """One row per (model, dataset, attack, measure of :data:`COMPARED`): DP-SGD − MG noise
     at equal test accuracy, with the columns of :func:`compare` (n_seeds, acc_low, acc_high,
-    gap, gap_lo, gap_hi, interval, verdict, reason). Only rows of the MG-noise and DP-SGD
+    gap, gap_lo, gap_hi, interval, verdict, reason, status). Only rows of the MG-noise and DP-SGD
     families and the baseline enter; groups trained with NoisyCGD are left out (compared with
     DP-SGD at equal ε in :mod:`privaudit.reporting.defences`). Each comparison's bootstrap has its
     own generator seeded with ``seed``, so a row does not depend on which others were asked."""
@@ -484,7 +527,9 @@ def verdicts(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: 
     the paper's attack by AUC, the strongest attack by TPR at 0.1 % FPR and by ε lower bound.
     Columns: model, dataset, comparison, attack, metric, n_seeds (seeds whose curves overlap),
     acc_low, acc_high (mean compared accuracy range), gap (mean DP − MG), gap_lo, gap_hi,
-    interval, verdict, reason (why no verdict, when there is none). ``compared``: the
+    interval, verdict, reason (why no verdict, when there is none), status (one of
+    :data:`STATUS_COMPARED` …, :data:`STATUS_NO_OVERLAP` where the defences' own settings share
+    no test accuracy). ``compared``: the
     :func:`comparisons` of the same table, when already computed; ``strongest``: its
     :func:`group_strongest`, likewise.
 
@@ -553,39 +598,68 @@ def compare(rows: pd.DataFrame, metric: str, confidence: float = CONFIDENCE, dra
     return _verdict_of(df[df["family"] != "MG + DP-SGD"], metric, confidence, draws, np.random.default_rng(seed))
 
 
-def _no_comparison(rows: pd.DataFrame, metric: str) -> str:
-    """Why the rows of one attack give no iso-accuracy gap in any seed."""
+def _no_comparison(rows: pd.DataFrame, metric: str) -> tuple[str, str]:
+    """(status, reason): why the rows of one attack give no iso-accuracy gap in any seed."""
     has = {f: bool((rows["family"] == f).any()) for f in ("baseline", "MG noise", "DP-SGD")}
     if not has["MG noise"] and not has["DP-SGD"]:
-        return "only the undefended baseline has been audited"
+        return STATUS_NOT_COMPARED, "only the undefended baseline has been audited"
     if not has["DP-SGD"]:
-        return "there are no DP-SGD runs to compare MG noise with"
+        return STATUS_NOT_COMPARED, "there are no DP-SGD runs to compare MG noise with"
     if not has["MG noise"]:
-        return "there are no MG-noise runs to compare DP-SGD with"
+        return STATUS_NOT_COMPARED, "there are no MG-noise runs to compare DP-SGD with"
     if rows[metric].notna().sum() == 0:
-        return "the attack has no values of this measure"
+        return STATUS_NOT_COMPARED, "the attack has no values of this measure"
     mg, dp = _curves(rows[rows[metric].notna()])
     for side, c in (("MG-noise", mg), ("DP-SGD", dp)):
         if all(s.nunique() < 2 for _, s in c.groupby("seed", dropna=False)["test_accuracy"]):
-            return f"the {side} curve has fewer than two distinct test accuracies"
-    return (f"the accuracy ranges do not overlap (MG noise {mg['test_accuracy'].min():.3f}–"
-            f"{mg['test_accuracy'].max():.3f}, DP-SGD {dp['test_accuracy'].min():.3f}–"
-            f"{dp['test_accuracy'].max():.3f}): try --match-accuracy")
+            return STATUS_NOT_COMPARED, f"the {side} curve has fewer than two distinct test accuracies"
+    mg, dp = mg[mg["family"] == "MG noise"], dp[dp["family"] == "DP-SGD"]
+    for side, c in (("MG-noise", mg), ("DP-SGD", dp)):
+        if c.empty:
+            return STATUS_NOT_COMPARED, f"no {side} setting has a value of this measure"
+    return STATUS_NO_OVERLAP, _no_overlap(mg, dp)
+
+
+def _no_overlap(mg: pd.DataFrame, dp: pd.DataFrame) -> str:
+    """Why the defended settings of the two defences (``mg``, ``dp``: their rows, every seed)
+    share no test accuracy in any seed, and which setting to add: read on each setting's mean
+    accuracy over seeds, the defence whose settings all lie below the other's is the one
+    that falls short (a smaller knob makes it more accurate)."""
+    m = mg.groupby("setting", sort=False)["test_accuracy"].mean()
+    d = dp.groupby("setting", sort=False)["test_accuracy"].mean()
+
+    def span(acc: pd.Series) -> str:
+        return f"{acc.min():.3f}–{acc.max():.3f}" if len(acc) > 1 else f"{acc.iloc[0]:.3f} at {acc.index[0]}"
+    if d.max() < m.min():
+        return (f"no DP-SGD setting is as accurate as any MG-noise setting (MG noise {span(m)}; best DP-SGD "
+                f"{d.max():.3f} at {d.idxmax()}): add a smaller σ (--sigmas), or a larger κ (--kappas; "
+                "--match-accuracy searches one)")
+    if m.max() < d.min():
+        return (f"no MG-noise setting is as accurate as any DP-SGD setting (DP-SGD {span(d)}; best MG noise "
+                f"{m.max():.3f} at {m.idxmax()}): add a smaller κ (--kappas; --match-accuracy searches one), "
+                "or a larger σ (--sigmas)")
+    return (f"the two defences' settings share no test accuracy within any one seed (means over seeds: MG noise "
+            f"{span(m)}, DP-SGD {span(d)}): add settings where they meet (--kappas, --sigmas) or try "
+            "--match-accuracy")
 
 
 def _verdict_of(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
                 rng: np.random.Generator) -> dict:
+    """The verdict fields of one attack's rows (:func:`compare`): per seed the iso-accuracy
+    gap (:func:`_gap_of`), over the seeds that have one a t interval (one seed: the
+    bootstrap), its reading; without any, the status and reason of :func:`_no_comparison`."""
     none = {"n_seeds": 0, "acc_low": math.nan, "acc_high": math.nan, "gap": math.nan, "gap_lo": math.nan,
             "gap_hi": math.nan, "interval": "", "verdict": "not compared"}
     if rows.empty:
-        return {**none, "reason": "the attack did not run on these targets"}
+        return {**none, "reason": "the attack did not run on these targets", "status": STATUS_NOT_COMPARED}
     per_seed = []
     for s, rs in rows.groupby("seed", sort=True, dropna=False):
         gap, lo, hi = _gap_of(rs, metric)
         if np.isfinite(gap):
             per_seed.append((s, gap, lo, hi, rs))
     if not per_seed or not (rows["family"] == "DP-SGD").any() or not (rows["family"] == "MG noise").any():
-        return {**none, "reason": _no_comparison(rows, metric)}
+        status, reason = _no_comparison(rows, metric)
+        return {**none, "reason": reason, "status": status}
     gaps = [p[1] for p in per_seed]
     res = {"n_seeds": len(per_seed), "acc_low": float(np.mean([p[2] for p in per_seed])),
            "acc_high": float(np.mean([p[3] for p in per_seed])), "reason": ""}
@@ -600,6 +674,7 @@ def _verdict_of(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
                              if not _has_interval(per_seed[0][4], metric)
                              else "one seed and too little overlap to bootstrap")
     res["verdict"] = read_verdict(res["gap_lo"], res["gap_hi"])
+    res["status"] = STATUS_COMPARED if np.isfinite(res["gap_lo"]) and np.isfinite(res["gap_hi"]) else STATUS_NO_INTERVAL
     return res
 
 
