@@ -12,8 +12,9 @@ row per target, defence setting, seed and attack). It computes, once:
   Clopper–Pearson for accuracy and TPR at low FPR, and none for the ε lower bound, which is
   already a one-sided 95 % bound;
 * **overview**: one row per setting (all attacks together): accuracy with its interval, the
-  accountant's and the one-run ε, the setting's strongest attack and its largest empirical ε
-  lower bound (and which attack proves it);
+  accountant's and the one-run ε, the strongest attack and its empirical ε lower bound on
+  the setting (the bound of one attack chosen before looking at the bounds, so it keeps its
+  95 % level; the largest over attacks would not);
 * **strongest attack** of each (model, dataset): the attack with the highest mean TPR at
   0.1 % FPR over its settings, then the highest mean AUC (the one rule of every view);
 * **comparisons**: for every attack and leakage measure (AUC, precision, recall, TPR at
