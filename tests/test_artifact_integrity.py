@@ -223,7 +223,8 @@ def test_a_folder_without_manifest_is_reused_when_its_weights_load(tmp_path):
     code, out = _run_cli(*TRAIN, "--workdir", str(tmp_path), "--json")
     assert code == 0, out
     assert _json(out)["reused"] is True
-    assert not (folder / MANIFEST).exists()                # accepted as it is
+    assert (folder / MANIFEST).is_file()                   # verified, then migrated: checked from now on
+    assert "1 model folder in" in out and "now carry a manifest" in out  # with a note
     code, out = _run_cli("attack", "--target", "mlp", "--workdir", str(tmp_path))
     assert code == 0, out
     assert (tmp_path / "attacks" / folder.name / MANIFEST).is_file()   # what this version writes has one

@@ -65,7 +65,7 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
           model_args: Sequence[str] | dict | None = None, canaries: str | None = None, device: str = "auto",
           workdir: str | Path = ".",
           on_start: Callable | None = None, on_epoch: Callable | None = None,
-          dry_run: bool = False) -> "TrainedModels | RunPlan":
+          dry_run: bool = False, log: Callable[[str], None] | None = None) -> "TrainedModels | RunPlan":
     """Train one target model (one per seed of ``seeds``) with MG noise ``kappa`` and/or
     DP-SGD (``dp``, with ``noise_multiplier`` or ``target_epsilon``), or with the defence
     ``defense`` of :mod:`privaudit.defenses` set by ``knob`` (``mg``: κ; ``dpsgd`` and
@@ -74,7 +74,8 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     with exactly this config is reused. Keyword arguments are ``privaudit train``'s options;
     ``on_start(config)`` and ``on_epoch(epoch, epochs, loss)`` report progress. ``dry_run``:
     train nothing; return the :class:`~privaudit.executor.preview.RunPlan` (what would train,
-    what is reused, disk, time estimated on this machine)."""
+    what is reused, disk, time estimated on this machine). ``log`` receives the notes on the
+    workspace (model folders from before checksummed manifests, verified and migrated)."""
     with importing():
         from privaudit.core.config import make_config
 
@@ -107,6 +108,6 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
             base = train_job([c.trained_as])  # an output-side defence's model: the undefended one's, derived
             jobs += [base] if c.trained_as == c else [base, derive_job(c, base.id)]
         return preview("train", jobs, Workspace(workdir), data, dev)
-    ws = Workspace(workdir).ensure_writable()
+    ws = Workspace(workdir).ensure_writable(log=log)
     done = [runs.ensure_model(c, ws, data, dev, on_start=on_start, on_epoch=on_epoch) for c in cfgs]
     return TrainedModels(runs=done, configs=cfgs, several_seeds=seeds is not None)

@@ -11,7 +11,7 @@ from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, CanariesOpt, DataDi
                                    DeviceOpt, DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, KappaOpt, KnobOpt, LrOpt,
                                    MaxGradNormOpt, ModelArgOpt, ModelOpt, PartSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt,
                                    SigmaOpt, TargetEpsilonOpt, WeightDecayOpt, WidthOpt, WorkdirOpt)
-from privaudit.cli.output import emit_json, fmt, info_console, show_plan
+from privaudit.cli.output import emit_json, err, fmt, info_console, show_plan
 from privaudit.cli.progress import training_progress
 
 
@@ -55,7 +55,8 @@ def train_cmd(
                        max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size, lr=lr,
                        weight_decay=weight_decay, precision=precision, augment=augment, width=width,
                        part_size=part_size, seed=seed, seeds=seeds, model_args=model_arg, device=device,
-                       workdir=workdir, on_start=bars.start, on_epoch=bars.on_epoch, dry_run=dry_run)
+                       workdir=workdir, on_start=bars.start, on_epoch=bars.on_epoch, dry_run=dry_run,
+                       log=lambda line: err.print(line, highlight=False, markup=False))
     if dry_run:
         show_plan(result, as_json)
         return
