@@ -190,3 +190,21 @@ def test_theory_refuses_what_the_command_refuses(tmp_path, experiment, options, 
     else:
         _refused(call, ["theory", experiment, *cli, "--workdir", str(tmp_path)], message)
     assert not (tmp_path / "reports").exists()
+
+
+def test_audit_model_names_each_reference_it_trains_and_times_it_from_its_start(weights, tmp_path):
+    """The progress lines of audit-model's references carry the model's label and the time
+    since that model started (the label was empty and the time counted from the machine's
+    boot when the start callback was not called)."""
+    from cli_helpers import run_cli
+
+    code, out, err = run_cli("audit-model", "--weights", str(weights), "--members", "0:60", "--model", "mlp",
+                             "--width", "16", "--dataset", "digits", "--pool-size", "2", "--epochs", "1",
+                             "--workdir", str(tmp_path))
+    assert code == 0, err
+    trained = [line for line in err.splitlines() if line.startswith("trained ")]
+    assert len(trained) == 2, err
+    for line in trained:
+        label, rest = line[len("trained "):].split(": ", 1)
+        assert "mlp" in label
+        assert float(rest.split(" epochs in ")[1].split(" s")[0]) < 600

@@ -92,10 +92,10 @@ SMALL: dict[str, dict[str, str]] = {
               "--attacks": "shadow,loss"},  # no reference pool, no canary model: an eighth of the training
     "train": {"--epochs": "2", "--part-size": "60", "--width": "16"},
     "attack": {"--pool-size": "4"},  # the pools and canaries of every target: `attack` runs them here
-    "audit-model": {"--epochs": "2", "--references": "2"},
+    "audit-model": {"--epochs": "2", "--pool-size": "2"},
 }
 # every spelling of an option of SMALL that the page may use instead (removed before it is set)
-ALIASES = {"--attacks": ("--attacks", "--attack")}
+ALIASES = {"--attacks": ("--attacks", "--attack"), "--pool-size": ("--pool-size", "--references")}
 # subcommands whose lines are only parsed (`--help` appended): no size option makes them small
 PARSE_ONLY = ("reproduce",)
 # text of a bash or python block → what the test runs instead ({data}: the stand-in data folder)

@@ -85,7 +85,8 @@ def audit_model(*, weights: str | Path, members: str, model: str = "mlp",
                 weight_decay: float | None = None, augment: str = "none", kappa: float = 0.0,
                 mean: str | Sequence[float] | None = None, std: str | Sequence[float] | None = None, seed: int = 0,
                 delta: float = 1e-5, device: str = "auto", workdir: str | Path = ".", out: str | Path | None = None,
-                command: str = "", on_epoch: Callable | None = None) -> ModelAudit:
+                command: str = "", on_start: Callable | None = None,
+                on_epoch: Callable | None = None) -> ModelAudit:
     """Audit the model in ``weights`` (a .safetensors file, or a state dict saved by
     torch.save, loaded with ``weights_only``) that trained on ``members`` (indices into the
     dataset's pooled samples: a .npy or text file, a range ``"a:b"`` or ``"i,j,k"``): train
@@ -95,8 +96,8 @@ def audit_model(*, weights: str | Path, members: str, model: str = "mlp",
     ``workdir``/reports/audit-model/<weights name>). Keyword arguments are ``privaudit
     audit-model``'s options (``model_args`` for ``--model-arg``; ``mean`` and ``std`` as
     ``"0.49,0.48,0.45"`` or lists); the paths are checked before anything heavy loads.
-    ``command``: the command line recorded on the page; ``on_epoch(epoch, epochs, loss)``
-    reports the references' training."""
+    ``command``: the command line recorded on the page; ``on_start(config)`` and
+    ``on_epoch(epoch, epochs, loss)`` report the references' training."""
     mean_v, std_v = _floats(mean, "--mean"), _floats(std, "--std")
     params.bounded(BOUNDS, references=references, epochs=epochs, batch_size=batch_size, lr=lr, kappa=kappa, seed=seed,
                    delta=delta)
@@ -122,7 +123,7 @@ def audit_model(*, weights: str | Path, members: str, model: str = "mlp",
     ws = Workspace(workdir).ensure_writable()
     result, match = run_audit_model(weights, recipe, dataset, member_ids, ws, data, resolve_device(device),
                                     non_members=non_ids, references=references, seed=seed, mean=mean_v, std=std_v,
-                                    delta=delta, on_epoch=on_epoch)
+                                    delta=delta, on_start=on_start, on_epoch=on_epoch)
     with phase("report"):
         summary = write(result, folder, command=command, references=match)
     return ModelAudit.of(result, summary, folder, references=match)

@@ -120,7 +120,7 @@ def audit_model_cmd(
                              references=references, epochs=epochs, batch_size=batch_size, lr=lr,
                              weight_decay=weight_decay, augment=augment, kappa=kappa, mean=mean, std=std, seed=seed,
                              delta=delta, device=device, workdir=workdir, out=out, command=_command("audit-model"),
-                             on_epoch=bars.on_epoch)
+                             on_start=bars.start, on_epoch=bars.on_epoch)
     if as_json:
         emit_json(result.to_json())
         return

@@ -198,9 +198,11 @@ def audit_model(weights: str | Path, recipe: Recipe, dataset: str, members: np.n
                 references: int = 8, seed: int = 0, mean: list[float] = (), std: list[float] = (),
                 delta: float = 1e-5, folds: int = 5,
                 on_reference: Callable[[int, int], None] | None = None,
+                on_start: Callable | None = None,
                 on_epoch: EpochCallback | None = None) -> tuple[ScanResult, dict]:
     """Audit the model in ``weights`` (module docstring); returns the scan result and the
-    references' match to the target (with the reference cache's folder)."""
+    references' match to the target (with the reference cache's folder). ``on_start(config)``
+    and ``on_epoch(epoch, epochs, loss)`` report each reference model's training."""
     images = data.get(dataset)
     plan = plan_samples(len(images.y), members, non_members, references, seed)
     norm = channel_normaliser(list(mean), list(std), images.input_shape)
@@ -234,6 +236,8 @@ def audit_model(weights: str | Path, recipe: Recipe, dataset: str, members: np.n
         rd = RoleData(*(torch.from_numpy(v).to(device) for v in (norm(images.x[idx]), images.y[idx],
                                                                    norm(images.x[plan.population]),
                                                                    images.y[plan.population])), norm)
+        if on_start:
+            on_start(cfg)
         with phase("train"):
             result = train_model(cfg, images, device, on_epoch=on_epoch, role=rd)
         a, p = _logits(result.model, images.x[audited], norm, device), _logits(result.model, images.x[plan.population],
