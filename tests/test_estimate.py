@@ -303,6 +303,7 @@ def test_the_plan_times_side_by_side_runs_on_the_threads_they_run_with(data_cach
         return real(self, group, images)
 
     monkeypatch.setattr(CostModel, "_time_training", spy)
+    monkeypatch.setattr(CostModel, "side_by_side_factor", lambda self, groups, threads: 1.0)  # tested below
     old = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -315,7 +316,7 @@ def test_the_plan_times_side_by_side_runs_on_the_threads_they_run_with(data_cach
     parallel = executor.side_by_side([c.job for c in plan.costs], Workspace(tmp_path / "w"), CPU)
     assert len(parallel) >= 2 and executor.lane_threads() == 1
     work = sum(c.seconds for c in plan.costs)
-    assert plan.job_seconds < work  # the side-by-side runs overlap
+    assert plan.job_seconds < work  # the side-by-side runs overlap (at no slowdown here)
 
 
 def test_the_estimate_holds_on_a_machine_another_process_keeps_busy(tmp_path):
@@ -366,3 +367,47 @@ def test_the_load_notes_say_which_way_the_load_moves_the_estimate():
     assert "other processes keep 1.3 of its" in note and "measured under that load" in note
     cores = other_cores(0.05)
     assert cores is None or cores >= 0
+
+
+def test_side_by_side_runs_are_priced_with_their_measured_slowdown(data_cache, tmp_path, monkeypatch):
+    """The side-by-side runs' schedule is stretched by the slowdown measured on the runs that
+    start together (at least 1); the jobs that run alone are not."""
+    from privaudit.executor import costs
+
+    monkeypatch.setenv(costs.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(costs, "speed_probe", lambda: 1e-3)  # the second plan measures nothing again
+    plans = {}
+    for factor in (1.0, 3.0):
+        monkeypatch.setattr(CostModel, "side_by_side_factor", lambda self, groups, threads, f=factor: f)
+        plans[factor] = privaudit.audit(**{**SMALL, "sigmas": "1"}, workdir=tmp_path / "w", dry_run=True)
+    one, three = plans[1.0], plans[3.0]
+    assert [c.seconds for c in one.costs] == [c.seconds for c in three.costs]  # each job's own time alone
+    assert three.job_seconds > one.job_seconds
+    monkeypatch.undo()
+    measured = CostModel(data_cache, CPU, path=tmp_path / "real.json").side_by_side_factor(
+        [[make_config(dataset="digits", part_size=60, epochs=2, width=16, kappa=k)] * 2 for k in (0.0, 0.5)], 1)
+    assert measured >= 1.0
+
+
+def test_the_accounting_is_priced_once_per_dp_history_and_kept_out_of_the_timing_runs(data_cache, tmp_path):
+    """A timing run computes no ε (it would cost the accountants 0.2-0.6 s a new history and
+    is never used); the plan prices each DP-SGD history once, as the process's cache pays it."""
+    from privaudit.analysis.accounting import epsilon_from_history, not_accounted
+    from privaudit.executor.costs import estimate_jobs
+
+    with not_accounted():
+        eps, name = epsilon_from_history([(1.0, 0.01, 100)], 1e-5)
+    assert math.isnan(eps) and name == "not accounted"
+    eps, _ = epsilon_from_history([(1.0, 0.01, 100)], 1e-5)
+    assert 0 < eps < 10  # outside the block: the accountant's ε
+    model = _model(data_cache, tmp_path)
+    model.accounting_seconds = lambda: 7.0
+    dp = [make_config(dataset="digits", part_size=60, epochs=2, width=16, dp=True, noise_multiplier=s)
+          for s in (1.0, 2.0)]
+    plain = make_config(dataset="digits", part_size=60, epochs=2, width=16)
+    jobs = [train_job([dp[0]]), train_job([replace(dp[0], role="shadow").validated()]), train_job([dp[1]]),
+            train_job([plain])]
+    with_acc = [c.seconds for c in estimate_jobs(jobs, Workspace(tmp_path / "w"), model)]
+    model.accounting_seconds = lambda: 0.0
+    without = [c.seconds for c in estimate_jobs(jobs, Workspace(tmp_path / "w"), model)]
+    assert [a - b for a, b in zip(with_acc, without)] == pytest.approx([7.0, 0.0, 7.0, 0.0])

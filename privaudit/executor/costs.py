@@ -337,7 +337,9 @@ class CostModel:
         return float(rates[0]), float(rates[1]), float(rates[2])
 
     def _measure_training(self, group: Sequence[RunConfig], images, threads: int) -> list[float]:
-        with thread_count(threads):
+        from privaudit.analysis.accounting import not_accounted
+
+        with thread_count(threads), not_accounted():  # the accounting is priced apart (accounting_seconds)
             return self._time_training(group, images)
 
     def _time_training(self, group: Sequence[RunConfig], images) -> list[float]:
@@ -386,6 +388,55 @@ class CostModel:
             return [epoch_2 / members_2 / len(group), 0.0, setup / len(group)]
         fixed = max(0.0, epoch_1 - slope * members_1)
         return [slope / len(group), fixed / len(group), setup / len(group)]
+
+    def side_by_side_factor(self, groups: Sequence[Sequence[RunConfig]], threads: int) -> float:
+        """How much longer stacked runs take side by side, one per worker thread, than each
+        alone (at least 1): the workers share Python's interpreter lock, the memory bus, and
+        the cores with whatever else runs. ``groups``: the runs that start together (the
+        longest two of a plan). Timed on a short run of each (two batches, two epochs), alone
+        and all at once, best of two: the sum of their times together over the sum alone.
+        Cached like a rate."""
+        images = self.data.images(groups[0][0])
+
+        def family(group) -> str:
+            t, d, m = group[0].train, group[0].defence, group[0].model
+            return f"{m.name}|{m.width}|dp={d.dp}|mg={d.kappa > 0}|b={t.batch_size}|k={len(group)}"
+
+        key = f"parallel|{images.input_shape}|{'+'.join(family(g) for g in groups)}|t={threads}"
+
+        def measure() -> float:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from privaudit.analysis.accounting import not_accounted
+            from privaudit.training.stacked import train_stacked
+
+            def short(group) -> list[RunConfig]:
+                t = group[0].train
+                part = max(2, min(group[0].data.part_size, 2 * t.batch_size, len(images.y) // 4))
+                return [replace(c, data=replace(c.data, part_size=part)).with_epochs(2).validated() for c in group]
+
+            runs = [short(g) for g in groups]
+
+            def once(run) -> float:
+                start = time.perf_counter()
+                train_stacked(run, images, self.device)
+                return time.perf_counter() - start
+
+            with thread_count(threads), not_accounted():
+                alone = sum(min(once(r), once(r)) for r in runs)  # the first of each creates its kernels
+                with ThreadPoolExecutor(len(runs)) as pool:
+                    together = min(sum(pool.map(once, runs)) for _ in range(2))
+            return max(1.0, together / max(alone, 1e-9))
+
+        return float(self._rate(key, measure))
+
+    def accounting_seconds(self) -> float:
+        """Seconds the privacy accountants take for one new DP-SGD history
+        (:func:`privaudit.analysis.accounting.accounting_seconds`): each DP-SGD setting's
+        first model pays them once per process (later ones read the process's cache)."""
+        from privaudit.analysis.accounting import accounting_seconds
+
+        return float(self._rate("accounting", accounting_seconds))
 
     def attack_numerics_seconds(self, target: RunConfig, pool_size: int, pool_attacks: Sequence[str],
                                 shadow: bool) -> float:
@@ -534,6 +585,15 @@ class CostModel:
         self._save()
 
 
+def dp_history(cfg: RunConfig) -> tuple:
+    """What a DP-SGD model's accounting depends on (its σ or target ε, δ, sample rate and
+    steps, through the part size, batch size and epochs): models that share it share one
+    computation of ε."""
+    d, t = cfg.defence, cfg.train
+    return (d.mechanism, d.noise_multiplier, d.target_epsilon, d.delta, cfg.data.dataset, cfg.data.part_size,
+            t.batch_size, t.epochs)
+
+
 def estimate_jobs(jobs: Iterable[Job], workspace, model: CostModel,
                   threads: Mapping[str, int] | None = None) -> list[JobCost]:
     """Every job's :class:`JobCost`, its reuse decided as the executor decides it (a train
@@ -541,6 +601,7 @@ def estimate_jobs(jobs: Iterable[Job], workspace, model: CostModel,
     for an attack, by whether its folder already holds every attack it asks for. ``threads``:
     the intra-op threads of the train jobs that will not run on the process's (by job id)."""
     threads = threads or {}
+    histories: set[tuple] = set()  # DP-SGD histories already priced (the accountants' cache)
     from privaudit.executor.jobs import is_done
 
     def done(job: Job) -> bool:
@@ -563,7 +624,13 @@ def estimate_jobs(jobs: Iterable[Job], workspace, model: CostModel,
     for job in jobs:
         if job.kind == "train":  # each model looked up once (has_model reads and checks its folder)
             present = frozenset(c.run_name for c in job.configs if workspace.has_model(c))
-            costs.append(model.job_cost(job, len(present) == len(job.configs), present, threads.get(job.id)))
+            cost = model.job_cost(job, len(present) == len(job.configs), present, threads.get(job.id))
+            new = {dp_history(c) for c in job.configs
+                   if c.defence.dp and c.run_name not in present and c.trained_as == c} - histories
+            if new and not cost.reused:
+                histories |= new
+                cost = replace(cost, seconds=cost.seconds + len(new) * model.accounting_seconds())
+            costs.append(cost)
         else:
             costs.append(model.job_cost(job, done(job)))
     return costs

@@ -12,7 +12,7 @@ import os
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -132,11 +132,14 @@ class Lanes:
     every other job alone, one after another, on the process's threads. The estimate times
     each run on the threads it will get (a run's speed on one thread barely changes while
     another process holds the other core; on two it can drop tenfold) and adds the side-by-side
-    runs up as the pool schedules them."""
+    runs up as the pool schedules them, each ``slowdown`` times its time alone (measured:
+    side by side the runs share the interpreter lock, the memory bus and the cores)."""
 
     side_by_side: tuple[str, ...] = ()
     workers: int = 1
     threads: int | None = None
+    #: how much longer a side-by-side run takes than alone (:meth:`CostModel.side_by_side_factor`)
+    slowdown: float = 1.0
 
     @classmethod
     def of(cls, executor, jobs: Sequence[Job], workspace, device) -> "Lanes":
@@ -158,10 +161,20 @@ class Lanes:
 
     def wall_seconds(self, costs: Sequence[JobCost]) -> float:
         """The plan's time: the jobs alone one after another, plus the side-by-side runs'
-        schedule."""
+        schedule, each run ``slowdown`` times its time alone."""
         by_id = {c.job.id: c.seconds for c in costs}
         alone = sum(c.seconds for c in costs if c.job.id not in self.side_by_side)
-        return alone + schedule_seconds([by_id[i] for i in self.side_by_side if i in by_id], self.workers)
+        return alone + schedule_seconds([by_id[i] * self.slowdown for i in self.side_by_side if i in by_id],
+                                        self.workers)
+
+    def priced(self, model: CostModel, jobs: Sequence[Job]) -> "Lanes":
+        """These lanes with the side-by-side slowdown measured on the runs that start
+        together (the first ``workers`` of the order)."""
+        if not self.side_by_side or not self.threads:
+            return self
+        by_id = {j.id: j for j in jobs}
+        first = [list(by_id[i].configs) for i in self.side_by_side[:self.workers]]
+        return replace(self, slowdown=model.side_by_side_factor(first, self.threads))
 
 
 def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, startup_seconds: float | None = None,
@@ -181,6 +194,7 @@ def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, start
         notes = [*notes, "timed for this machine; on Ray the jobs run side by side"]
     lanes = Lanes.of(executor, jobs, workspace, device)
     costs = estimate_jobs(jobs, workspace, model, threads=lanes.job_threads())
+    lanes = lanes.priced(model, jobs)
     groups: dict[tuple, dict] = defaultdict(lambda: {"models": 0, "reused": 0, "seconds": 0.0})
     seen: set[str] = set()
     for cost in costs:
