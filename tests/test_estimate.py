@@ -377,9 +377,14 @@ def test_side_by_side_runs_are_priced_with_their_measured_slowdown(data_cache, t
     monkeypatch.setenv(costs.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr(costs, "speed_probe", lambda: 1e-3)  # the second plan measures nothing again
     plans = {}
-    for factor in (1.0, 3.0):
-        monkeypatch.setattr(CostModel, "side_by_side_factor", lambda self, groups, threads, f=factor: f)
-        plans[factor] = privaudit.audit(**{**SMALL, "sigmas": "1"}, workdir=tmp_path / "w", dry_run=True)
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)  # two workers side by side, whatever an earlier test left
+    try:
+        for factor in (1.0, 3.0):
+            monkeypatch.setattr(CostModel, "side_by_side_factor", lambda self, groups, threads, f=factor: f)
+            plans[factor] = privaudit.audit(**{**SMALL, "sigmas": "1"}, workdir=tmp_path / "w", dry_run=True)
+    finally:
+        torch.set_num_threads(old)
     one, three = plans[1.0], plans[3.0]
     assert [c.seconds for c in one.costs] == [c.seconds for c in three.costs]  # each job's own time alone
     assert three.job_seconds > one.job_seconds
