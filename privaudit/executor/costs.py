@@ -154,11 +154,16 @@ def speed_probe() -> float:
     return best
 
 
-def torch_threads() -> int:
-    """The process's torch intra-op threads."""
-    import torch
+def shortened(group: Sequence[RunConfig], part: int, epochs: int) -> list[RunConfig]:
+    """``group``'s configs with parts of ``part`` samples and ``epochs`` epochs: a timing run."""
+    return [replace(c, data=replace(c.data, part_size=part)).with_epochs(epochs).validated() for c in group]
 
-    return torch.get_num_threads()
+
+def timing_parts(cfg: RunConfig, samples: int) -> tuple[int, int]:
+    """(the largest part a timing run of ``cfg`` uses, its part of two batches): at most the
+    model's part, :data:`SLICE` and a quarter of the data set's ``samples``."""
+    cap = max(2, min(cfg.data.part_size, SLICE, samples // 4))
+    return cap, max(2, min(cap, 2 * cfg.train.batch_size))
 
 
 @contextmanager
@@ -326,7 +331,9 @@ class CostModel:
         on ``threads`` intra-op threads (default: the process's), as the run will train it."""
         from privaudit.training.trainer import resolve_engine
 
-        threads = threads or torch_threads()
+        import torch
+
+        threads = threads or torch.get_num_threads()
         cfg = group[0]
         images = self.data.images(cfg)
         t, d, m = cfg.train, cfg.defence, cfg.model
@@ -350,8 +357,7 @@ class CostModel:
 
         def run(part: int, epochs: int) -> tuple[float, float, float, int]:
             """(best epoch after the first, set-up outside the epochs, seconds, members)."""
-            small = [replace(c, data=replace(c.data, part_size=part)).with_epochs(epochs).validated()
-                     for c in group]
+            small = shortened(group, part, epochs)
             ends: list[float] = []
             tick = lambda e, n, loss: ends.append(time.perf_counter())  # noqa: E731
             t0 = time.perf_counter()
@@ -365,8 +371,7 @@ class CostModel:
             setup = max(0.0, ends[0] - t0 - best) + max(0.0, t_end - ends[-1] - evaluation)
             return best, setup, t_end - t0, member_count(small[0], len(images.y))
 
-        cap = max(2, min(group[0].data.part_size, SLICE, len(images.y) // 4))
-        small = max(2, min(cap, 2 * group[0].train.batch_size))
+        cap, small = timing_parts(group[0], len(images.y))
         self.log(f"estimate: timing {group[0].model.name} {group[0].defence.label} training"
                  f"{f' (×{len(group)} stacked)' if len(group) > 1 else ''}")
         # torch.optim's first use in a process imports torch._dynamo, and a recipe's first
@@ -410,12 +415,7 @@ class CostModel:
             from privaudit.analysis.accounting import not_accounted
             from privaudit.training.stacked import train_stacked
 
-            def short(group) -> list[RunConfig]:
-                t = group[0].train
-                part = max(2, min(group[0].data.part_size, 2 * t.batch_size, len(images.y) // 4))
-                return [replace(c, data=replace(c.data, part_size=part)).with_epochs(2).validated() for c in group]
-
-            runs = [short(g) for g in groups]
+            runs = [shortened(g, timing_parts(g[0], len(images.y))[1], 2) for g in groups]
 
             def once(run) -> float:
                 start = time.perf_counter()

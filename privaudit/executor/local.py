@@ -84,14 +84,13 @@ class LocalExecutor:
         :meth:`lane_threads` intra-op threads each; report each as it ends (from this thread)."""
         for job in jobs:  # the data once, before the threads
             data.images(job.configs[0])
-        order = list(jobs)
         total = self.threads or torch.get_num_threads()
         torch.set_num_threads(self.lane_threads())
         out: dict[str, Any] = {}
-        pool = ThreadPoolExecutor(min(workers, len(order)), thread_name_prefix="privaudit-train")
+        pool = ThreadPoolExecutor(min(workers, len(jobs)), thread_name_prefix="privaudit-train")
         try:
             with phase("train"):
-                futures = {pool.submit(run_job, job, workspace, data, device): job for job in order}
+                futures = {pool.submit(run_job, job, workspace, data, device): job for job in jobs}
                 for future in as_completed(futures):
                     job = futures[future]
                     out[job.id] = future.result()
