@@ -14,12 +14,12 @@ rather than form a smaller batch, whose sensitivity would be larger), and the co
 c = max{|1 − ηλ|, |1 − ηβ|} for a β-smooth loss; the authors' code uses c = 1 − ηλ, which
 is the same whenever η ≤ 2/(β + λ). μ_E grows with E but stays bounded as E → ∞.
 
-A μ-GDP mechanism is (ε, δ(ε))-DP for every ε ≥ 0 with (Dong, Roth, Su 2022, Cor. 2.13)
-
-    δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2),
-
-solved here for ε at the given δ. Every function refuses settings outside the theorem's
-assumptions (λ ≤ 0, c ≥ 1) instead of returning a meaningless ε.
+μ_E is turned into ε at the given δ by the GDP conversion δ(ε) of Dong, Roth, Su (2022,
+Cor. 2.13), :func:`privaudit.analysis.gdp.gdp_epsilon` (``gdp_delta``, ``gdp_epsilon`` and
+``gdp_mu_for_epsilon`` live in :mod:`privaudit.analysis.gdp` and are importable from here as
+before). Every function refuses settings outside the theorem's assumptions (λ ≤ 0, c ≥ 1) and
+a δ or target ε out of range with a :class:`~privaudit.errors.ConfigError` instead of
+returning a meaningless ε.
 
 Reference values (docs/methods.md B.3; pinned by the tests): n = 60,000, b = 1,000, E = 400,
 δ = 1e-5, ηλ = 5.4e-5: σ = 15 → ε ≈ 1.34, σ = 5 → ε ≈ 4.61.
@@ -30,9 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.optimize import brentq
-from scipy.stats import norm
-
+from privaudit.analysis.gdp import gdp_delta, gdp_epsilon, gdp_mu_for_epsilon  # noqa: F401 (re-exported)
 from privaudit.errors import ConfigError
 
 
@@ -101,36 +99,6 @@ def _check_schedule(noise_multiplier: float, dataset_size: int, batch_size: int,
         raise ConfigError(f"--epochs must be >= 1 (got {epochs})")
 
 
-def gdp_delta(epsilon: float, mu: float) -> float:
-    """δ(ε) of a μ-GDP mechanism (module docstring), in a numerically stable form."""
-    a, b = -epsilon / mu + mu / 2, -epsilon / mu - mu / 2
-    return float(norm.cdf(a) - math.exp(epsilon + norm.logcdf(b)))
-
-
-def gdp_epsilon(mu: float, delta: float) -> float:
-    """The smallest ε ≥ 0 with δ(ε) ≤ ``delta`` for a μ-GDP mechanism."""
-    if not (math.isfinite(mu) and mu > 0):
-        raise ConfigError(f"mu must be > 0 (got {mu})")
-    _check_delta(delta)
-    if gdp_delta(0.0, mu) <= delta:
-        return 0.0
-    hi = max(1.0, mu * mu)
-    while gdp_delta(hi, mu) > delta:
-        hi *= 2
-    return float(brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, hi, xtol=1e-12, rtol=1e-12))
-
-
-def gdp_mu_for_epsilon(epsilon: float, delta: float) -> float:
-    """The μ whose GDP guarantee gives exactly ``epsilon`` at ``delta`` (ε increases with μ)."""
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ConfigError(f"--target-epsilon must be > 0 (got {epsilon})")
-    _check_delta(delta)
-    lo, hi = 1e-6, 1.0
-    while gdp_epsilon(hi, delta) < epsilon:
-        hi *= 2
-    return float(brentq(lambda m: gdp_epsilon(m, delta) - epsilon, lo, hi, xtol=1e-14, rtol=1e-12))
-
-
 def _check_delta(delta: float) -> None:
     if not (math.isfinite(delta) and 0 < delta < 1):
         raise ConfigError(f"--delta must lie in (0, 1) (got {delta})")
@@ -151,6 +119,7 @@ class NoisyCGDPrivacy:
 def noisycgd_epsilon(noise_multiplier: float, dataset_size: int, batch_size: int, epochs: int, lr: float,
                      l2: float, delta: float, smoothness: float | None = None) -> NoisyCGDPrivacy:
     """ε at δ of releasing the last iterate of NoisyCGD (replace-one adjacency)."""
+    _check_delta(delta)
     mu = noisycgd_mu(noise_multiplier, dataset_size, batch_size, epochs, lr, l2, smoothness)
     return NoisyCGDPrivacy(noise_multiplier, mu, gdp_epsilon(mu, delta), delta,
                            contraction(lr, l2, smoothness), dataset_size // batch_size)
@@ -162,6 +131,9 @@ def noisycgd_noise_for_epsilon(target_epsilon: float, dataset_size: int, batch_s
     """The σ that makes NoisyCGD exactly ``target_epsilon``-DP at δ. μ_E is 2/σ times a
     factor of the schedule alone, so σ = 2·sqrt(factor)/μ*, μ* the GDP μ of the target."""
     _check_schedule(1.0, dataset_size, batch_size, epochs)
+    _check_delta(delta)
+    if not (math.isfinite(target_epsilon) and target_epsilon > 0):
+        raise ConfigError(f"--target-epsilon must be > 0 (got {target_epsilon})")
     factor = noisycgd_mu(2.0, dataset_size, batch_size, epochs, lr, l2, smoothness)  # = sqrt(growth)
     sigma = 2.0 * factor / gdp_mu_for_epsilon(target_epsilon, delta)
     return noisycgd_epsilon(sigma, dataset_size, batch_size, epochs, lr, l2, delta, smoothness)
