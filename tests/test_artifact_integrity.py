@@ -72,7 +72,7 @@ def test_every_committed_folder_records_size_and_sha256_of_its_files(trained_mg,
     folder = ws.model_dir(run.name)
     manifest = json.loads((folder / MANIFEST).read_text())
     assert manifest["schema"] == 1
-    assert set(manifest["files"]) == {"config.json", "metrics.json", "weights.npz"}
+    assert set(manifest["files"]) == {"config.json", "metrics.json", "weights.npz", "loss_trace.npz"}
     for name, entry in manifest["files"].items():
         data = (folder / name).read_bytes()
         assert entry == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
@@ -113,7 +113,7 @@ def test_repeated_checks_hash_each_file_once_and_an_edit_is_still_seen(trained_m
     monkeypatch.setattr(integrity.hashlib, "sha256", counting)
     for _ in range(5):
         assert verify_folder(folder, "model")
-    assert len(calls) == 3                                 # config, metrics, weights: hashed once each
+    assert len(calls) == 4                                 # config, metrics, weights, loss trace: hashed once each
     with open(folder / "weights.npz", "ab") as fh:         # changed: another size and mtime
         fh.write(b"\0")
     with pytest.raises(DamagedArtifactError, match="weights.npz has"):

@@ -106,8 +106,10 @@ def save_trained(workspace: Workspace, config: RunConfig, result: TrainResult, d
         from privaudit.models.custom import source_hash
 
         prov["model_source_sha256"] = source_hash(config.model.name)
+    trace = (None if result.loss_trace is None or result.trace_indices is None
+             else (result.loss_trace, result.trace_indices))
     path = workspace.save_model(config, result.model, result.normaliser,
-                                {**result.metrics, "loss_history": result.loss_history}, prov)
+                                {**result.metrics, "loss_history": result.loss_history}, prov, trace)
     return RunResult(config.run_name, path, workspace.read_model_metrics(config.run_name), False)
 
 

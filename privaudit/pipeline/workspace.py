@@ -44,6 +44,7 @@ from privaudit.files.integrity import MANIFEST, check_incoming, damaged, settled
 from privaudit.files.locks import artifact_lock
 from privaudit.models import build_model
 from privaudit.models.released import released
+from privaudit.training.trace import FILE as TRACE_FILE
 
 NORM_KEYS = ("norm/mean", "norm/std")
 STATE_PREFIX = "state/"
@@ -274,9 +275,18 @@ class Workspace:
         return final
 
     def save_model(self, config: RunConfig, model: nn.Module, normaliser: Normaliser,
-                   metrics: dict, provenance: dict) -> Path:
+                   metrics: dict, provenance: dict,
+                   loss_trace: tuple[np.ndarray, np.ndarray] | None = None) -> Path:
+        """Commit a trained model's folder; ``loss_trace`` (trace (epochs, members), the members'
+        dataset indices) is saved beside it when the engine recorded one
+        (:mod:`privaudit.training.trace`)."""
         def write(tmp: Path) -> None:
             save_weights(tmp / "weights.npz", model, normaliser)
+            if loss_trace is not None:
+                buf = io.BytesIO()
+                np.savez(buf, trace=np.asarray(loss_trace[0], dtype=np.float16),
+                         indices=np.asarray(loss_trace[1], dtype=np.int64))
+                write_bytes(tmp / TRACE_FILE, buf.getvalue())
             write_json(tmp / "metrics.json", metrics)
             write_json(tmp / "config.json", {**config.to_dict(), "run_name": config.run_name,
                                              "config_hash": config.config_hash, "provenance": provenance})
@@ -305,6 +315,25 @@ class Workspace:
     # -- reading --------------------------------------------------------------------------
     def model_dir(self, name: str) -> Path:
         return self.models / name
+
+    def read_loss_trace(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The loss trace saved with model ``name``: (trace float16 (epochs, members), the
+        members' dataset indices), or None when the model has none (trained before traces were
+        recorded, by an engine that records none, or an output-side defence's derived folder).
+        The folder is verified against its manifest first."""
+        folder = self.model_dir(name)
+        if not (folder / TRACE_FILE).is_file():
+            return None
+        verify_folder(folder, "model")
+        try:
+            with np.load(folder / TRACE_FILE, allow_pickle=False) as npz:
+                trace, indices = npz["trace"], npz["indices"]
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise damaged("model", folder, f"{TRACE_FILE} cannot be read ({exc})") from exc
+        if trace.ndim != 2 or indices.shape != (trace.shape[1],):
+            raise damaged("model", folder, f"{TRACE_FILE} holds a trace of shape {trace.shape} for "
+                                           f"{indices.shape} indices")
+        return trace, indices
 
     def read_model_config(self, name: str) -> RunConfig:
         """The config saved in model folder ``name``. A folder whose ``config.json`` is

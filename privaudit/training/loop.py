@@ -21,7 +21,7 @@ with the masks exactly as they always did (same seed, same batches, same masks).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Iterator
 
 import torch
@@ -35,11 +35,14 @@ EpochCallback = Callable[[int, int, float], None]
 @dataclass(frozen=True)
 class Batch:
     """One step's samples: inputs ``x``, labels ``y``; ``size`` of the rows are real (a
-    DP-SGD batch is padded to a fixed shape, the padding rows carry no weight)."""
+    DP-SGD batch is padded to a fixed shape, the padding rows carry no weight); ``index``, the
+    rows' positions among the members where the source knows them (the loss trace's columns,
+    :mod:`privaudit.training.trace`)."""
 
     x: torch.Tensor
     y: torch.Tensor
     size: int
+    index: torch.Tensor | None = None
 
 
 Batches = Callable[[], Iterable[Batch]]  # one epoch's batches
@@ -54,7 +57,7 @@ def shuffled(x: torch.Tensor, y: torch.Tensor, batch_size: int, generator: torch
         perm = torch.randperm(n, generator=generator, device=x.device)
         for start in range(0, n, batch_size):
             idx = perm[start:start + batch_size]
-            yield Batch(x[idx], y[idx], len(idx))
+            yield Batch(x[idx], y[idx], len(idx), idx)
 
     return epoch
 
@@ -73,7 +76,7 @@ def poisson(x: torch.Tensor, y: torch.Tensor, sample_rate: float, steps: int, ge
             size = len(idx)
             if size:
                 idx = torch.cat([idx, idx.new_zeros(padded_size(size) - size)])
-            yield Batch(x[idx], y[idx], size)
+            yield Batch(x[idx], y[idx], size, idx)
 
     return epoch
 
@@ -94,7 +97,7 @@ def cyclic(x: torch.Tensor, y: torch.Tensor, batches: torch.Tensor) -> Batches:
 
     def epoch() -> Iterator[Batch]:
         for idx in batches:
-            yield Batch(x[idx], y[idx], len(idx))
+            yield Batch(x[idx], y[idx], len(idx), idx)
 
     return epoch
 
@@ -122,7 +125,7 @@ def run_epochs(epochs: int, batches: Batches, step: Step, *, view: Callable[[tor
         count = 0
         for batch in batches():
             if view is not None:
-                batch = Batch(view(batch.x), batch.y, batch.size)
+                batch = replace(batch, x=view(batch.x))
             loss_sum, covered = step(batch)
             total = total + loss_sum
             count += covered

@@ -56,6 +56,7 @@ from privaudit.core.seeding import derive_seed, generator
 from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, poisson_batch
 from privaudit.training.loop import Batch, run_epochs
 from privaudit.training.mg_noise import apply_mg_noise
+from privaudit.training.trace import LossTrace
 from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, evaluate,
                                         resolve_engine, role_data, train_model)
 
@@ -178,6 +179,7 @@ class _Stack:
     def __init__(self, cfgs: Sequence[RunConfig], data: ImageData, device: torch.device):
         splits: dict[tuple[int, int], Any] = {}  # each model's own split (its part size and seed)
         self.members, self.norms, self.models, self.gens, self.noise_seeds = [], [], [], [], []
+        self.trace: LossTrace | None = None  # the plain engine's loss traces (:mod:`privaudit.training.trace`)
         self.terms: list[dict[str, float]] = []
         self.defense_gens: list[torch.Generator | None] = []  # as train_model's hooks get them
         self.defense_rngs: list[np.random.Generator | None] = []
@@ -305,6 +307,7 @@ class _Stack:
                 seconds: float, extra: Sequence[dict]) -> list[TrainResult]:
         out = []
         w1t, b1, w2, b2 = self.params
+        trace = None if self.trace is None else self.trace.array().reshape(-1, len(cfgs), len(self.members[0]))
         for k, (c, model) in enumerate(zip(cfgs, self.models)):
             (l1, l2) = self.dense[k]
             with torch.no_grad():
@@ -313,7 +316,9 @@ class _Stack:
                     target.copy_(value)
             metrics = evaluate(model.to(device), role_data(c, data, device, normaliser=self.norms[k]))
             metrics.update(train_seconds=seconds, engine="fast", stacked_models=len(cfgs), **extra[k])
-            out.append(TrainResult(model.cpu(), self.norms[k], metrics, histories[k]))
+            out.append(TrainResult(model.cpu(), self.norms[k], metrics, histories[k],
+                                   None if trace is None else np.ascontiguousarray(trace[:, k]),
+                                   self.members[k].cpu().numpy()))
         return out
 
 
@@ -400,13 +405,18 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     member_pos = torch.stack(st.members)                                        # (K, n)
     n, bs = member_pos.shape[1], c0.train.batch_size
     opt = _adam(st.params, c0)
+    # every model's loss trace in one: model k's member j is column k·n + j
+    st.trace = LossTrace(k_models * n, c0.train.epochs, device)
+    offsets = torch.arange(k_models, device=device)[:, None] * n
 
     def batches() -> Iterator[Batch]:  # K models' shuffles, each from its own generator
         epoch[0] += 1
+        st.trace.next_epoch()
         perms = torch.stack([torch.randperm(n, generator=g, device=device) for g in st.gens])
         for start in range(0, n, bs):
-            pos = member_pos.gather(1, perms[:, start:start + bs])               # (K, b)
-            yield Batch(st.inputs(pos), st.y[pos], pos.shape[1])
+            cols = perms[:, start:start + bs]
+            pos = member_pos.gather(1, cols)                                     # (K, b)
+            yield Batch(st.inputs(pos), st.y[pos], pos.shape[1], (cols + offsets).reshape(-1))
 
     noisy = [(k, t["input_noise"], st.defense_gens[k]) for k, t in enumerate(st.terms) if t.get("input_noise")]
 
@@ -446,6 +456,7 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         scale = 1.0 / batch.size                                                # each model's mean loss
         st.set_gradients(x, h, g_pre.mul_(scale), g_z.mul_(scale))
         opt.step()
+        st.trace.record(batch.index, losses.reshape(-1))
         return losses.detach().sum(1), batch.size
 
     per_epoch = run_epochs(c0.train.epochs, batches, step, view=_views(cfgs, st, device), on_epoch=on_epoch)  # [epoch][K]

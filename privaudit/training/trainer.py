@@ -43,6 +43,7 @@ from typing import Callable, Iterator, Mapping
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from privaudit.core.config import RunConfig
@@ -60,6 +61,7 @@ from privaudit.core.timing import phase
 from privaudit.training.loop import (Batch, EpochCallback, from_loader, poisson, run_epochs, shuffled,
                                      training_view)
 from privaudit.training.noisycgd import train_noisycgd
+from privaudit.training.trace import LossTrace
 ENGINES = ("fast", "reference")
 ENGINE_ENV = "PRIVAUDIT_ENGINE"
 
@@ -101,6 +103,10 @@ class TrainResult:
     normaliser: Normaliser
     metrics: dict
     loss_history: list[float] = field(default_factory=list)
+    #: each member's training loss at each epoch, float16 (epochs, members), and the members'
+    #: dataset indices (:mod:`privaudit.training.trace`); None where the engine records none
+    loss_trace: np.ndarray | None = None
+    trace_indices: np.ndarray | None = None
 
 
 @dataclass
@@ -112,6 +118,7 @@ class RoleData:
     x_out: torch.Tensor
     y_out: torch.Tensor
     normaliser: Normaliser
+    index_in: np.ndarray | None = None  # the members' dataset indices, where known
 
 
 def role_data(cfg: RunConfig, data: ImageData, device: torch.device,
@@ -129,7 +136,7 @@ def role_data(cfg: RunConfig, data: ImageData, device: torch.device,
 
     x_in, y_in = tensor(idx_in)
     x_out, y_out = tensor(idx_out)
-    return RoleData(x_in, y_in, x_out, y_out, norm)
+    return RoleData(x_in, y_in, x_out, y_out, norm, np.asarray(idx_in))
 
 
 # Inference batch sizes, measured on 2 CPU cores (CIFAR-10 shapes, best of interleaved runs):
@@ -222,8 +229,11 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
                             width=cfg.model.width, dp=cfg.defence.dp, args=cfg.model.args,
                             **(defense.model_kwargs(cfg.defence.knob) if defense else {})).to(device)
+        plain = not (cfg.model.name == "convex-relu" or cfg.defence.dp)
+        trace = (LossTrace(len(rd.y_in), cfg.train.epochs, device)
+                 if plain or (engine == "fast" and supports_ghost(model)) else None)
         if snapshots:
-            on_epoch = _snapshotting(cfg, model, rd, engine, t0, snapshots, on_epoch)
+            on_epoch = _snapshotting(cfg, model, rd, engine, t0, snapshots, on_epoch, trace)
         # torch.optim imports torch._dynamo on its first use in a process (about 1.8 s on 2
         # cores): built before the epoch clock starts, so that ``fit_seconds`` is the epochs
         optimizer = None if cfg.model.name == "convex-relu" else make_optimizer(model, cfg, engine)
@@ -237,7 +247,7 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
             history, dp_metrics = _train_convex(cfg, model, rd, g, noise_seed, on_epoch)
         elif cfg.defence.dp and engine == "fast" and supports_ghost(model):
             history, dp_metrics = _train_ghost_dpsgd(cfg, model, optimizer, rd, g,
-                                                     noise_seed, on_epoch, g_aug)
+                                                     noise_seed, on_epoch, g_aug, trace)
         elif cfg.defence.dp:
             history, dp_metrics = _train_dpsgd(cfg, model, optimizer, rd, g, on_epoch,
                                                g_aug)
@@ -245,15 +255,16 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
             hooks = _defense_hooks(cfg, defense, model, rd, data, device, engine, member)
             if engine == "fast" and cfg.train.precision == "fp32":
                 with fast_layers(model), channels_last(model, device) as layout:
-                    history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, layout, hooks)
+                    history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, layout, hooks, trace)
             else:  # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
-                history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, hooks=hooks)
+                history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, hooks=hooks, trace=trace)
             dp_metrics = {}
     metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "fit_seconds": epochs_ended(),
                "epoch_seconds": epoch_seconds(), "engine": engine, **dp_metrics}
     if getattr(model, "privaudit_notes", None):
         metrics["model_changes"] = list(model.privaudit_notes)
-    return TrainResult(model.cpu(), rd.normaliser, metrics, history)
+    return TrainResult(model.cpu(), rd.normaliser, metrics, history,
+                       None if trace is None else trace.array(), rd.index_in)
 
 
 def _clocked(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[], None],
@@ -286,7 +297,7 @@ def _clocked(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[]
 
 def _snapshotting(cfg: RunConfig, model: nn.Module, rd: RoleData, engine: str, t0: float,
                   snapshots: Mapping[int, Callable[[TrainResult], None]],
-                  on_epoch: EpochCallback | None) -> EpochCallback:
+                  on_epoch: EpochCallback | None, trace: LossTrace | None = None) -> EpochCallback:
     """An epoch callback that hands ``snapshots[e]`` a copy of the model after epoch e, in the
     standard layout and with plain layers, evaluated as :func:`train_model` evaluates."""
     history: list[float] = []
@@ -301,7 +312,8 @@ def _snapshotting(cfg: RunConfig, model: nn.Module, rd: RoleData, engine: str, t
             snap.to(memory_format=torch.contiguous_format)
             metrics = {**evaluate(snap, rd), "train_seconds": time.perf_counter() - t0, "engine": engine,
                        "snapshot_of_epochs": cfg.train.epochs}
-            snapshots[epoch](TrainResult(snap.cpu(), rd.normaliser, metrics, list(history)))
+            snapshots[epoch](TrainResult(snap.cpu(), rd.normaliser, metrics, list(history),
+                                         None if trace is None else trace.array(epoch), rd.index_in))
         if on_epoch:
             on_epoch(epoch, epochs, loss)
 
@@ -393,10 +405,12 @@ def defense_reference(cfg: RunConfig, data: ImageData, rd: RoleData,
 
 def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
                  g: torch.Generator, on_epoch: EpochCallback | None, g_aug: torch.Generator | None = None,
-                 layout: torch.memory_format | None = None, hooks: TrainingHooks | None = None) -> list[float]:
+                 layout: torch.memory_format | None = None, hooks: TrainingHooks | None = None,
+                 trace: LossTrace | None = None) -> list[float]:
     """Adam on the mean cross-entropy of shuffled full passes (bf16 autocast when asked);
     a training-side defence changes the targets, the batches, the loss or adds a step after
-    each update through its ``hooks`` (:class:`privaudit.defenses.TrainingHooks`)."""
+    each update through its ``hooks`` (:class:`privaudit.defenses.TrainingHooks`). Each row's
+    loss goes into ``trace`` when given (:mod:`privaudit.training.trace`)."""
     loss_fn = nn.CrossEntropyLoss()
     device_type = rd.x_in.device.type
     bf16 = cfg.train.precision == "bf16"
@@ -412,6 +426,8 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
                 loss = reported = loss_fn(logits, t)
             else:
                 loss, reported = hooks.loss(logits, t, epoch[0])
+        if trace is not None and batch.index is not None and len(logits) == len(batch.index):
+            trace.record(batch.index, F.cross_entropy(logits.detach().float(), t, reduction="none"))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -422,6 +438,8 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
     def before_epoch() -> None:
         epoch[0] += 1
         model.train()
+        if trace is not None:
+            trace.next_epoch()
 
     targets = rd.y_in if hooks is None else hooks.targets(rd.x_in, rd.y_in)
     return run_epochs(cfg.train.epochs, shuffled(rd.x_in, targets, cfg.train.batch_size, g), step,
@@ -490,8 +508,10 @@ def dp_metrics(cfg: RunConfig, n: int, sigma: float, sample_rate: float,
 
 def _train_ghost_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, rd: RoleData,
                        g: torch.Generator, noise_seed: int, on_epoch: EpochCallback | None,
-                       g_aug: torch.Generator | None = None) -> tuple[list[float], dict]:
-    """DP-SGD with :class:`GhostDPSGD`: Poisson batches drawn from the in-memory members."""
+                       g_aug: torch.Generator | None = None, trace: LossTrace | None = None
+                       ) -> tuple[list[float], dict]:
+    """DP-SGD with :class:`GhostDPSGD`: Poisson batches drawn from the in-memory members (each
+    real row's loss into ``trace`` when given)."""
     n = len(rd.y_in)
     sample_rate, per_epoch, sigma, calibrated_with = dp_schedule(cfg, n)
     noise = GaussianNoise(noise_seed, rd.x_in.device)
@@ -500,12 +520,19 @@ def _train_ghost_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.
     def step(batch: Batch) -> tuple[torch.Tensor, int]:
         losses = dp.compute_grads(batch.x, batch.y, batch.size)
         optimizer.step()
+        if trace is not None and batch.index is not None:
+            trace.record(batch.index[:batch.size], losses)
         return losses.sum(), len(losses)
+
+    def before_epoch() -> None:
+        model.train()
+        if trace is not None:
+            trace.next_epoch()
 
     try:
         with dp_compute_threads(rd.x_in.device, model):
             history = run_epochs(cfg.train.epochs, poisson(rd.x_in, rd.y_in, sample_rate, per_epoch, g, dp.padded_size),
-                                 step, view=_view(cfg, g, g_aug), on_epoch=on_epoch, before_epoch=model.train)
+                                 step, view=_view(cfg, g, g_aug), on_epoch=on_epoch, before_epoch=before_epoch)
     finally:
         noise.close()
     model.eval()

@@ -1,0 +1,184 @@
+"""Benchmark: strong attacks from few reference models (leave-one-out over one pool).
+
+One pool per architecture, as LiRA's authors evaluate: the audited target and its 64
+reference models (privaudit's pool: complementary pairs of random halves of the pool samples,
+the target's members and non-members), 65 models in all, each trained once with loss traces
+recorded. Each model in turn is the attacked one; its references are a seeded random subset
+of k of the others (never its own complement, which would leak its membership through the
+reference set), so no model is trained for the comparison. Per attack and k ∈ {0, 1, 2, 4, 8},
+TPR at 0.1 % FPR and AUC (ROC on the attacked model's own labels, as the LiRA paper reports),
+with 95 % t-intervals over the attacked models; LiRA online with every other model (62 for a
+pool model, 64 for the target) is the yardstick. The loss-trace ranking (LT-IQR) is scored as
+the share of an attacked model's top 1 % members by trace IQR that are among its top 1 %
+members by the yardstick's scores.
+
+Two phases, resumable (the workspace keeps every trained model and the pool's outputs):
+
+    python -m benchmarks.bench_few_refs train --data-dir DIR --workspace W --arch mlp
+    python -m benchmarks.bench_few_refs evaluate --data-dir DIR --workspace W --arch mlp --out F.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from privaudit.core.config import RunConfig, make_config
+from privaudit.data import load_dataset
+from privaudit.pipeline.pools import ensure_pool, model_logits
+from privaudit.pipeline.runs import DataCache, ensure_model
+from privaudit.pipeline.workspace import Workspace
+
+POOL = 64
+REFERENCES = (0, 1, 2, 4, 8)
+FPR = 0.001
+
+
+def recipe(arch: str, part: int, epochs: int | None) -> RunConfig:
+    return make_config(model=arch, dataset="cifar10", part_size=part, epochs=epochs)
+
+
+def train(args) -> None:
+    ws = Workspace(args.workspace)
+    data = DataCache(args.data_dir)
+    cfg = recipe(args.arch, args.part, args.epochs)
+    device = torch.device("cpu")
+    t0 = time.perf_counter()
+    done = [0]
+
+    def started(c) -> None:
+        done[0] += 1
+        print(f"[{time.perf_counter() - t0:7.0f} s] training {done[0]}: {getattr(c, 'run_name', c)}", flush=True)
+
+    ensure_model(cfg, ws, data, device, on_start=started)
+    ensure_pool(cfg, POOL, ws, data, device, on_start=started)
+    print(f"trained in {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def _interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean and 95 % t-interval over the attacked models."""
+    from scipy.stats import t as student
+
+    v = np.asarray(values, dtype=np.float64)
+    if v.size < 2:
+        return float(v.mean()), float("nan"), float("nan")
+    half = student.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+    return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+
+
+def few_reference_scores(t: int, refs: np.ndarray, feats, pop_feats, keep, logits, labels) -> dict[str, np.ndarray]:
+    """Every reference-based attack's scores (n,) against model ``t`` with references ``refs``."""
+    from privaudit.attacks.lira import lira_shrunk_scores
+    from privaudit.attacks.pool_attacks import scores_from_features
+
+    attacks = ("lira-online", "lira-online-global", "lira-offline-global", "rmia")
+    out = scores_from_features(feats[t], pop_feats[t], logits[t][:, 0], labels, feats[refs], pop_feats[refs],
+                               keep[refs], attacks=attacks)
+    out["lira-shrunk-online"] = lira_shrunk_scores(feats[t].phi, feats[refs].phi, keep[refs], online=True)
+    out["lira-shrunk-offline"] = lira_shrunk_scores(feats[t].phi, feats[refs].phi, keep[refs], online=False)
+    return out  # with one reference a sample is IN or OUT of it: online LiRA falls back to offline
+
+
+def evaluate(args) -> None:
+    from privaudit.analysis.metrics import auc_score, tpr_at_fpr
+    from privaudit.attacks.features import compute_features
+    from privaudit.attacks.loss_trace import lt_iqr, top_precision
+    from privaudit.attacks.quantile import QuantileAttack
+    from privaudit.attacks.scores import loss_scores
+
+    ws = Workspace(args.workspace)
+    data = DataCache(args.data_dir)
+    cfg = recipe(args.arch, args.part, args.epochs)
+    device = torch.device("cpu")
+    pool = ensure_pool(cfg, POOL, ws, data, device)
+    images = data.images(cfg)
+    target = cfg.validated().run_name
+    names = list(pool.models) + [target]
+    t_logits = model_logits(ws, target, images, pool.indices, pool.queries, device)
+    t_pop = model_logits(ws, target, images, pool.pop_indices, pool.queries, device)
+    logits = np.concatenate([pool.logits, t_logits[None]]).astype(np.float64)
+    pop_logits = np.concatenate([pool.pop_logits, t_pop[None]]).astype(np.float64)
+    part = len(pool.indices) // 2
+    keep = np.concatenate([pool.keep, (np.arange(len(pool.indices)) < part)[None]])
+    labels = pool.labels
+    feats = compute_features(logits, labels)
+    pop_feats = compute_features(pop_logits, pool.pop_labels)
+    m = len(names)
+    position = {int(i): j for j, i in enumerate(pool.indices)}
+    attacked = [m - 1] + list(range(min(args.targets, m) - 1))  # the target first, then pool models
+    rng = np.random.default_rng(0)
+    rows: dict[tuple[str, int], dict[str, list[float]]] = {}
+    lt_prec: list[float] = []
+    t0 = time.perf_counter()
+
+    def add(attack: str, k: int, y: np.ndarray, s: np.ndarray) -> None:
+        r = rows.setdefault((attack, k), {"tpr": [], "auc": []})
+        r["tpr"].append(tpr_at_fpr(y, s, FPR))
+        r["auc"].append(auc_score(y, s))
+
+    for done, t in enumerate(attacked):
+        y = keep[t].astype(int)
+        others = np.array([i for i in range(m) if i != t and (t == m - 1 or i != (t ^ 1))])
+        yard = few_reference_scores(t, others, feats, pop_feats, keep, logits, labels)["lira-online"]
+        add("lira-online (all others)", len(others), y, yard)
+        add("loss", 0, y, loss_scores(logits[t][:, 0], labels))
+        # public non-members: the population, which no model of the pool trained on
+        q = QuantileAttack(seed=t).fit(images.x[pool.pop_indices], pool.pop_labels, pop_feats[t].phi[:, 0])
+        add("quantile", 0, y, q.scores(images.x[pool.indices], labels, feats[t].phi[:, 0]))
+        for k in REFERENCES[1:]:
+            refs = np.sort(rng.choice(others, size=k, replace=False))
+            for attack, s in few_reference_scores(t, refs, feats, pop_feats, keep, logits, labels).items():
+                add(attack, k, y, s)
+        found = ws.read_loss_trace(names[t])
+        if found is not None:
+            trace, idx = found
+            cols = np.array([position[int(i)] for i in idx])
+            lt_prec.append(top_precision(lt_iqr(trace), yard[cols], 0.01))
+        print(f"[{time.perf_counter() - t0:6.0f} s] attacked {done + 1}/{len(attacked)}", flush=True)
+
+    table = []
+    for (attack, k), r in rows.items():
+        tpr, auc = _interval(r["tpr"]), _interval(r["auc"])
+        table.append({"arch": args.arch, "attack": attack, "references": k, "n_attacked": len(r["tpr"]),
+                      "tpr_at_0p1pct_fpr": tpr[0], "tpr_lo": tpr[1], "tpr_hi": tpr[2],
+                      "auc": auc[0], "auc_lo": auc[1], "auc_hi": auc[2]})
+    yard = [r for r in table if r["attack"].startswith("lira-online (all")]
+    base = float(np.mean([r["tpr_at_0p1pct_fpr"] for r in yard]))
+    for r in table:
+        r["share_of_lira_all"] = r["tpr_at_0p1pct_fpr"] / base if base > 0 else None
+    lt = _interval(lt_prec) if lt_prec else None
+    result = {"arch": args.arch, "part": args.part, "epochs": cfg.train.epochs, "models": m, "fpr": FPR,
+              "rows": sorted(table, key=lambda r: (r["references"], r["attack"])),
+              "lt_iqr_precision_top1pct": None if lt is None else {"mean": lt[0], "lo": lt[1], "hi": lt[2],
+                                                                    "n": len(lt_prec), "chance": 0.01},
+              "seconds": time.perf_counter() - t0}
+    out = Path(args.out or f"few-refs-{args.arch}.json")
+    out.write_text(json.dumps(result, indent=1))
+    for r in result["rows"]:
+        print(f"{r['attack']:28s} k={r['references']:3d}  TPR@0.1% {r['tpr_at_0p1pct_fpr']:.4f} "
+              f"[{r['tpr_lo']:.4f}, {r['tpr_hi']:.4f}]  AUC {r['auc']:.4f}  x{r['share_of_lira_all'] or 0:.2f}")
+    print("LT-IQR precision at top 1 %:", result["lt_iqr_precision_top1pct"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench_few_refs", description=__doc__.splitlines()[0])
+    p.add_argument("phase", choices=("train", "evaluate"))
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--workspace", required=True)
+    p.add_argument("--arch", default="mlp", choices=("mlp", "cnn"))
+    p.add_argument("--part", type=int, default=5000)
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--targets", type=int, default=65, help="how many of the 65 models to attack")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    torch.set_num_threads(2)
+    (train if args.phase == "train" else evaluate)(args)
+
+
+if __name__ == "__main__":
+    main()

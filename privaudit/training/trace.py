@@ -1,0 +1,54 @@
+"""Per-sample loss traces: each member's training loss at each epoch, as the steps computed it.
+
+A by-product of training (Pollock, Shilov, Dodd, de Montjoye, *Free Record-Level Privacy Risk
+Evaluation Through Artifact-Based Methods*, arXiv 2411.05743): the step already computes every
+row's loss to form its gradient, so keeping it costs one scatter-add per batch and no extra
+forward pass. Epoch e's entry for member j is the mean of j's losses over the steps of epoch e
+that sampled it (once for full passes; zero, one or more times for Poisson batches, where an
+epoch that never sampled j leaves NaN). The loss is the cross-entropy of the logits the step
+trained on (the masked, mirrored or mixed view) against the row's training target (the label,
+or a defence's soft target), before any defence term: what the sample's loss trajectory is.
+
+Saved in the model's folder as ``loss_trace.npz`` (``trace`` float16 (epochs, members): 2 bytes
+a sample and epoch; ``indices`` (members,), the members' dataset indices), covered by the
+folder's checksummed manifest. It changes no config hash: a model trained before traces were
+recorded simply has none (the loss-trace ranking, :mod:`privaudit.attacks.loss_trace`, says so).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+FILE = "loss_trace.npz"
+
+
+class LossTrace:
+    """Accumulates the per-sample losses of ``members`` samples over ``epochs`` epochs.
+
+    ``record(index, losses)`` adds the losses (b,) of member positions ``index`` (b,) in the
+    current epoch; ``next_epoch()`` moves on (called before each epoch's first batch).
+    """
+
+    def __init__(self, members: int, epochs: int, device: torch.device | str = "cpu"):
+        self.sums = torch.zeros(epochs, members, dtype=torch.float64, device=device)
+        self.counts = torch.zeros(epochs, members, dtype=torch.float64, device=device)
+        self.epoch = -1
+
+    def next_epoch(self) -> None:
+        self.epoch += 1
+
+    def record(self, index: torch.Tensor, losses: torch.Tensor) -> None:
+        if self.epoch < 0 or self.epoch >= len(self.sums):
+            return
+        index = index.to(self.sums.device)
+        self.sums[self.epoch].index_add_(0, index, losses.detach().to(self.sums))
+        self.counts[self.epoch].index_add_(0, index, torch.ones_like(index, dtype=torch.float64))
+
+    def array(self, epochs: int | None = None) -> np.ndarray:
+        """The mean loss of each member in each of the first ``epochs`` epochs (all by default),
+        float16 (epochs, members); NaN where an epoch did not sample the member."""
+        e = len(self.sums) if epochs is None else epochs
+        with torch.no_grad():
+            mean = self.sums[:e] / self.counts[:e]  # 0/0 = NaN where not sampled
+        return mean.cpu().numpy().astype(np.float16)
