@@ -17,6 +17,8 @@ from privaudit.attacks.rmia import calibrate_a, rmia_scores
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.analysis.empirical import best_threshold, epsilon_lower_bound, tpr_at_fpr_with_ci
+from privaudit.analysis.gdp import gdp_lower_bound
+from privaudit.analysis.operating import tpr_at_low_fprs
 from privaudit.analysis.metrics import advantage_threshold, attack_metrics
 
 POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "rmia", "shadow-pool")
@@ -119,17 +121,41 @@ def _calibrate_rmia_a(p_ref_x: np.ndarray, ref_keep: np.ndarray, p_ref_z: np.nda
 
 
 def empirical_privacy(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,
-                      *, delta: float, confidence: float = 0.95) -> dict[str, float]:
-    """The ε lower bound and the TPR intervals of one attack on one target.
+                      *, delta: float, confidence: float = 0.95) -> dict[str, float | None]:
+    """The empirical privacy of one attack on one target, every threshold set on ``calib_*``
+    (the scores of other models with their known membership), never on the evaluated target's
+    labels (docs/methods.md D.4, D.6, D.9):
 
-    The ε threshold maximises the ε lower bound on ``calib_*`` (other models), never on the
-    evaluated target; ``eps_lower_bound`` at ``delta`` holds with probability ``confidence``.
-    TPR at 1 % / 0.1 % FPR get Clopper–Pearson intervals.
+    - ``eps_lower_bound`` at ``delta``: the Clopper–Pearson bound at the threshold that
+      maximises it on the calibration data (``eps_threshold``), and ``eps_fpr``, the FPR that
+      threshold reached on the target;
+    - ``gdp_mu`` and ``gdp_epsilon`` (at ``delta``): the Gaussian-DP estimate of Nasr et al.,
+      its threshold chosen on the calibration data the same way (``gdp_threshold``, ``gdp_fpr``);
+    - TPR at 1 % / 0.1 % FPR with Clopper–Pearson intervals (of the ROC's operating points);
+    - the calibrated operating points: ``tpr_at_1pct_fpr_cal`` … ``tpr_at_0p01pct_fpr_cal``
+      with the FPR each reached on the target (``fpr_at_1pct_cal`` …), None where the
+      non-members are too few to state that FPR; PPV at membership priors of 1 % and 10 % at
+      the calibrated 1 % point (``ppv_at_1pct_prior``, ``ppv_at_10pct_prior``, with ``_lo``/``_hi``).
+
+    Every bound holds with probability ``confidence``.
     """
     thr = best_threshold(calib_labels, calib_scores, delta=delta, confidence=confidence)
-    return {"eps_threshold": float(thr),
-            "eps_lower_bound": float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence)),
-            **tpr_intervals(labels, scores, confidence)}
+    neg = np.asarray(labels) == 0
+    gdp = gdp_lower_bound(labels, scores, calib_labels, calib_scores, delta=delta, confidence=confidence)
+    out: dict[str, float | None] = {
+        "eps_threshold": float(thr),
+        "eps_lower_bound": float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence)),
+        "eps_fpr": float(np.mean(np.asarray(scores)[neg] >= thr)),
+        "gdp_mu": gdp.mu, "gdp_epsilon": gdp.epsilon, "gdp_threshold": gdp.threshold, "gdp_fpr": gdp.fpr,
+        **tpr_intervals(labels, scores, confidence)}
+    points = tpr_at_low_fprs(labels, scores, calib_labels, calib_scores, confidence=confidence)
+    for key, point in points.items():
+        level = key.removeprefix("tpr_at_").removesuffix("_fpr")
+        out[f"{key}_cal"], out[f"fpr_at_{level}_cal"] = point.tpr, point.fpr_achieved
+        if key == "tpr_at_1pct_fpr":
+            d = point.to_dict()
+            out.update({k: d[k] for k in d if k.startswith("ppv_at_")})
+    return out
 
 
 def tpr_intervals(labels: np.ndarray, scores: np.ndarray, confidence: float = 0.95) -> dict[str, float]:

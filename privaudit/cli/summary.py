@@ -63,7 +63,8 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
                           + ("the strongest attack of the audit (highest mean TPR at 0.1 % FPR over its targets, then "
                              "AUC), as in the report" if groups else "highest TPR at 0.1 % FPR (TPR.1%), then AUC")
                           + "; ε lb: its empirical ε lower bound, which treats the model's samples as "
-                          "independent trials (a heuristic, not a proof; rounded down); 1-run: the rigorous one-run "
+                          "independent trials (a heuristic, not a proof; rounded down); μ: its Gaussian-DP μ lower "
+                          "bound (95 %), the one privacy scale of every defence; 1-run: the rigorous one-run "
                           "canary bound; member = positive class")
     def strongest_of(cfg, metrics: dict) -> str:
         key = (cfg.model.name, cfg.data.dataset)
@@ -77,7 +78,7 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
         table.title = f"{title} · strongest attack: {one}"
     columns = (["model"] if len(models) > 1 else []) + (["dataset"] if len(datasets) > 1 else []) + [
         "setting"] + (["seed"] if len(seeds) > 1 else []) + ["ε acct", "acc", "shadow"] + (
-        [] if one else ["strongest"]) + ["AUC", "TPR.1%", "ε lb", "1-run"]
+        [] if one else ["strongest"]) + ["AUC", "TPR.1%", "ε lb", "μ", "1-run"]
 
     names = max((len(strongest_of(cfg, m)) for cfg, _, m, _ in rows), default=0)
     for col in columns:  # a name is never split: the numbers' headers wrap instead
@@ -92,7 +93,7 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
         table.add_row(*lead, setting_text(cfg, tm), *([str(cfg.seed)] if len(seeds) > 1 else []), sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
                       fixed(tm.get("test_accuracy")), fixed(metrics.get("shadow", {}).get("auc")),
                       *([] if one else [strongest or "—"]), fixed(s.get("auc")), fixed(s.get("tpr_at_0p1pct_fpr")), lower_bound(eps),
-                      lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
+                      fixed(s.get("gdp_mu"), 2), lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
     return table
 
 
@@ -199,16 +200,17 @@ def scan_table(result) -> Table:
                   collapse_padding=True,
                   caption="AUC with its 95 % DeLong interval (each row on its own; the verdict below is "
                           "family-wise over all the attacks); TPR at 1 % / 0.1 % FPR; ε lb: empirical ε lower bound "
-                          "treating the samples as independent trials (a heuristic, not a proof; rounded down); thr: thresholds chosen by cross-validation (cv), the shadow model "
+                          "treating the samples as independent trials (a heuristic, not a proof; rounded down); μ: Gaussian-DP μ "
+                          "lower bound (95 %) of the same decisions; thr: thresholds chosen by cross-validation (cv), the shadow model "
                           "(shdw) or leave-one-out over the references (refs)")
-    for col in ("attack", "AUC", "95 % CI", "TPR1%", "TPR.1%", "prec", "rec", "ε lb", "thr"):
+    for col in ("attack", "AUC", "95 % CI", "TPR1%", "TPR.1%", "prec", "rec", "ε lb", "μ", "thr"):
         table.add_column(col, justify="left" if col in ("attack", "thr") else "right",
                          no_wrap=True, min_width=19 if col == "attack" else None)
     for name in rank_attacks(result.metrics):
         m = result.metrics[name]
         table.add_row(name, fixed(m.get("auc")), f"{fixed(m.get('auc_lo'), 2)}–{fixed(m.get('auc_hi'), 2)}",
                       fixed(m.get("tpr_at_1pct_fpr")), fixed(m.get("tpr_at_0p1pct_fpr")), fixed(m.get("precision")),
-                      fixed(m.get("recall")), lower_bound(m.get("eps_lower_bound")),
+                      fixed(m.get("recall")), lower_bound(m.get("eps_lower_bound")), fixed(m.get("gdp_mu"), 2),
                       short.get(m.get("calibration"), str(m.get("calibration", ""))[:4]))
     return table
 

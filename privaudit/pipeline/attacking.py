@@ -34,6 +34,7 @@ from privaudit.attacks.shadow import ShadowAttack
 from privaudit.core.config import RunConfig
 from privaudit.core.defaults import ATTACK_CHOICES, DEFAULT_POOL_SIZE
 from privaudit.analysis.empirical import epsilon_lower_bound
+from privaudit.analysis.gdp import gdp_epsilon, mu_from_counts
 from privaudit.errors import ArtifactError, ConfigError
 from privaudit.files.integrity import verify_folder
 from privaudit.files.locks import artifact_lock
@@ -45,7 +46,7 @@ from privaudit.training.trainer import EpochCallback, predict_logits, role_data
 from privaudit.core.timing import timed
 from privaudit.pipeline.workspace import Workspace
 
-ATTACK_SCHEMA = 3  # 3: AUC intervals (metrics.auc_interval) in every attack's metrics
+ATTACK_SCHEMA = 4  # 3: AUC intervals (metrics.auc_interval) in every attack's metrics; 4: GDP μ, calibrated operating points, PPV
 SHADOW_ATTACKS = ("shadow", "loss", "confidence", "data-free")
 # label-only attacks (privaudit.attacks.label_only), thresholds from the shadow model too
 LABEL_ONLY_ATTACKS = ("gap", "augmentation")
@@ -274,8 +275,13 @@ def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5,
     if data_free is not None:
         conf = scores["confidence"][0]
         m = attack_metrics(labels, conf, data_free)
-        m["eps_threshold"] = data_free
+        m["eps_threshold"] = m["gdp_threshold"] = data_free
         m["eps_lower_bound"] = float(epsilon_lower_bound(labels, conf, data_free, delta=delta))
+        neg, pos = conf[labels == 0], conf[labels == 1]
+        m["eps_fpr"] = m["gdp_fpr"] = float(np.mean(neg >= data_free))
+        m["gdp_mu"] = float(mu_from_counts(int(np.sum(neg >= data_free)), len(neg), int(np.sum(pos < data_free)),
+                                           len(pos)))
+        m["gdp_epsilon"] = float(gdp_epsilon(m["gdp_mu"], delta))
         metrics["data-free"] = {**m, **tpr_intervals(labels, conf)}
     arrays = {"labels": labels, **{f"score_{name}": s for name, (s, _) in scores.items()}}
     if data_free is not None:

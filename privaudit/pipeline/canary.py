@@ -4,9 +4,11 @@ One extra model of the audited recipe (role ``canary``) trains on the target's m
 each of m canaries (the target's non-members) included independently with probability ½.
 The auditor scores every canary with the model's loss (score = −loss), guesses IN for the k
 highest and OUT for the k lowest scores, and turns the number of correct guesses into an ε
-lower bound (:func:`privaudit.analysis.empirical.one_run_epsilon_lower_bound`). k is tried on a small
-grid of fractions of m; the confidence is split evenly over the grid (Bonferroni), so the
-maximum over the grid still holds at the stated confidence.
+lower bound (:func:`privaudit.analysis.empirical.one_run_epsilon_lower_bound`) and, from the same
+guesses, the f-DP one-run bound of Mahloujifar, Melis, Chaudhuri (ICML 2025) on the Gaussian-DP μ
+and its ε (:func:`privaudit.analysis.gdp.fdp_one_run_mu_lower_bound`, docs/methods.md D.6). k is
+tried on a small grid of fractions of m; the confidence is split evenly over the grid
+(Bonferroni), so the maximum over the grid still holds at the stated confidence, for each bound.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from privaudit.core.config import RunConfig
 from privaudit.data import split_parts
 from privaudit.data.splits import canary_inclusion, canary_seed
 from privaudit.analysis.empirical import one_run_epsilon_lower_bound, one_run_guesses
+from privaudit.analysis.gdp import fdp_one_run_mu_lower_bound, gdp_epsilon
 from privaudit.pipeline.pools import model_logits
 from privaudit.pipeline.runs import DataCache, ensure_model
 from privaudit.training.trainer import EpochCallback
@@ -45,6 +48,7 @@ def one_run_audit(recipe: RunConfig, workspace: Workspace, data: DataCache, devi
     m = len(canaries)
     per_k_confidence = 1 - (1 - confidence) / len(GUESS_FRACTIONS)
     best = {"eps_lower_bound": 0.0, "num_guesses": 0, "num_correct": 0}
+    fdp = {"fdp_mu": 0.0, "fdp_num_guesses": 0, "fdp_num_correct": 0}
     for frac in GUESS_FRACTIONS:
         k = max(1, int(round(frac * m)))
         if 2 * k > m:
@@ -53,5 +57,9 @@ def one_run_audit(recipe: RunConfig, workspace: Workspace, data: DataCache, devi
         eps = one_run_epsilon_lower_bound(r, v, m, delta=cfg.defence.delta, confidence=per_k_confidence)
         if eps > best["eps_lower_bound"] or best["num_guesses"] == 0:
             best = {"eps_lower_bound": float(eps), "num_guesses": int(r), "num_correct": int(v)}
+        mu = fdp_one_run_mu_lower_bound(r, v, m, confidence=per_k_confidence)
+        if mu > fdp["fdp_mu"] or fdp["fdp_num_guesses"] == 0:
+            fdp = {"fdp_mu": float(mu), "fdp_num_guesses": int(r), "fdp_num_correct": int(v)}
+    fdp["fdp_eps_lower_bound"] = float(gdp_epsilon(fdp["fdp_mu"], cfg.defence.delta))
     return {"canary_run": run.name, "num_canaries": m, "num_included": int(included.sum()), "score": "loss",
-            "delta": cfg.defence.delta, "confidence": confidence, "guess_fractions": list(GUESS_FRACTIONS), **best}
+            "delta": cfg.defence.delta, "confidence": confidence, "guess_fractions": list(GUESS_FRACTIONS), **best, **fdp}

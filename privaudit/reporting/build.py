@@ -25,7 +25,7 @@ from privaudit.reporting.table import COLUMNS
 from privaudit.core.timing import timed
 from privaudit.pipeline.workspace import Workspace
 
-LOO_KEYS = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "eps_lower_bound")
+LOO_KEYS = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "eps_lower_bound", "gdp_mu")
 EXTRAS = ("loo", "exposure", "one_run")
 
 
@@ -104,7 +104,10 @@ def attack_rows(workspace: Workspace, folder: Path) -> list[dict]:
         "n_nonmembers": tm.get("n_test"),
     }
     extras = read_extras(folder)
-    base["one_run_eps_lower_bound"] = extras.get("one_run", {}).get("eps_lower_bound")
+    one_run = extras.get("one_run", {})
+    base["one_run_eps_lower_bound"] = one_run.get("eps_lower_bound")
+    base["one_run_fdp_mu"] = one_run.get("fdp_mu")
+    base["one_run_fdp_eps_lower_bound"] = one_run.get("fdp_eps_lower_bound")
     loo = extras.get("loo", {}).get("summary", {})
     rows = []
     for name, m in sorted(metrics.items()):

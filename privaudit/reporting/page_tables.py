@@ -35,6 +35,8 @@ _TABLE_SPEC: list[tuple[str, str, Callable[[Any], str], str]] = [
     ("TPR @ 1% FPR", "tpr_at_1pct_fpr", f3, "num"),
     ("TPR @ 0.1% FPR", "tpr_at_0p1pct_fpr", f3, "num"),
     ("ε lb", "eps_lower_bound", lb, "num"),
+    ("μ (GDP) [95%]", "gdp_mu", f3, "num"),
+    ("ε (GDP)", "gdp_epsilon", lb, "num"),
     ("members", "n_members", integer, "num"),
     ("non-members", "n_nonmembers", integer, "num"),
 ]
@@ -69,7 +71,13 @@ def _cell_tip(r: pd.Series, col: str) -> str:
     if col in ("tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr"):
         return _ci_text(r[f"{col}_lo"], r[f"{col}_hi"])
     if col == "eps_lower_bound" and finite(r["eps_lower_bound"]):
-        return eps_tip(r)
+        return eps_tip(r) + (f"; the threshold reached FPR {f3(r['eps_fpr'])} on this target"
+                             if finite(r.get("eps_fpr")) else "")
+    if col in ("gdp_mu", "gdp_epsilon") and finite(r.get("gdp_mu")):
+        delta = f"δ={short(r['delta'])}" if finite(r["delta"]) else "the run's δ"
+        return (f"Gaussian-DP lower bound on μ, 95% confidence (Clopper–Pearson on FPR and FNR), threshold "
+                f"chosen on other models, FPR {f3(r['gdp_fpr'])} reached on this target; its ε at {delta} "
+                "assumes a Gaussian trade-off curve (docs/methods.md D.6)")
     return ""
 
 

@@ -20,6 +20,15 @@ COLUMNS = [
     "tpr_at_0p1pct_fpr_hi", "loo_n_targets", "loo_auc_mean", "loo_auc_std", "loo_tpr_at_1pct_fpr_mean",
     "loo_tpr_at_1pct_fpr_std", "loo_tpr_at_0p1pct_fpr_mean", "loo_tpr_at_0p1pct_fpr_std",
     "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std", "one_run_eps_lower_bound",
+    # ε from the whole trade-off curve (docs/methods.md D.6) and the FPR each bound's threshold,
+    # chosen on other models, reached on this target; the f-DP one-run bound of the canary audit
+    "eps_fpr", "gdp_mu", "gdp_epsilon", "gdp_fpr", "loo_gdp_mu_mean", "loo_gdp_mu_std", "one_run_fdp_mu",
+    "one_run_fdp_eps_lower_bound",
+    # operating points whose thresholds other models set (D.9): TPR and the FPR reached; PPV at
+    # membership priors of 1 % and 10 % at the calibrated 1 % point
+    "tpr_at_1pct_fpr_cal", "fpr_at_1pct_cal", "tpr_at_0p1pct_fpr_cal", "fpr_at_0p1pct_cal",
+    "tpr_at_0p01pct_fpr_cal", "fpr_at_0p01pct_cal", "ppv_at_1pct_prior", "ppv_at_1pct_prior_lo",
+    "ppv_at_1pct_prior_hi", "ppv_at_10pct_prior", "ppv_at_10pct_prior_lo", "ppv_at_10pct_prior_hi",
     # planted canaries (--canaries): TPR on the canary members at the population's threshold
     "canaries", "n_canaries", "canary_tpr_at_1pct_fpr", "canary_tpr_at_1pct_fpr_lo", "canary_tpr_at_1pct_fpr_hi",
     "canary_tpr_at_0p1pct_fpr", "canary_tpr_at_0p1pct_fpr_lo", "canary_tpr_at_0p1pct_fpr_hi",

@@ -23,7 +23,8 @@ from privaudit.scanning.run import CALIBRATION, DESCRIPTIONS, ScanResult
 
 CSV_COLUMNS = ("attack", "auc", "auc_lo", "auc_hi", "tpr_at_1pct_fpr", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi",
                "tpr_at_0p1pct_fpr", "tpr_at_0p1pct_fpr_lo", "tpr_at_0p1pct_fpr_hi", "precision", "recall", "accuracy",
-               "advantage", "threshold", "eps_lower_bound", "calibration", "description")
+               "advantage", "threshold", "eps_lower_bound", "eps_fpr", "gdp_mu", "gdp_epsilon", "calibration",
+               "description")
 
 
 def leaks(m: dict) -> bool | None:
@@ -59,6 +60,7 @@ def headline(result: ScanResult) -> dict:
     return {"strongest": name, "auc": m["auc"], "auc_lo": m["auc_lo"], "auc_hi": m["auc_hi"],
             "tpr_at_0p1pct_fpr": m["tpr_at_0p1pct_fpr"], "tpr_at_0p1pct_fpr_lo": m.get("tpr_at_0p1pct_fpr_lo"),
             "tpr_at_0p1pct_fpr_hi": m.get("tpr_at_0p1pct_fpr_hi"), "eps_lower_bound": m.get("eps_lower_bound"),
+            "gdp_mu": m.get("gdp_mu"), "gdp_epsilon": m.get("gdp_epsilon"),
             "leaks": bool(family.get("rejects")), "familywise": family,
             "attacks_above_chance": above, "verdict": verdict(family)}
 
