@@ -21,7 +21,9 @@ All computations are in float64. Scores are "higher = more likely a member".
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import digamma, gammaln, log_ndtr, polygamma
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 _HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 
@@ -101,6 +103,16 @@ def _check_lira_inputs(
     return t, r, k
 
 
+def _moments(ref: np.ndarray, weight: np.ndarray):
+    """Per-sample mean (n, A), sum of squared deviations Σ w (φ − μ)² (n, A) and model count
+    (n,) of ``ref`` (M, n, A) over the models with weight 1 (weight (M, n, 1), 0/1)."""
+    count = weight[:, :, 0].sum(axis=0)
+    safe = np.maximum(count, 1.0)[:, None]
+    mu = (ref * weight).sum(axis=0) / safe
+    sq = ((ref - mu) ** 2 * weight).sum(axis=0)  # (n, A)
+    return mu, sq, count
+
+
 def _fit(ref: np.ndarray, weight: np.ndarray, global_variance: bool, min_std: float):
     """Mean and std of ``ref`` (M, n, A) over models with weight 1; weight (M, n, 1) 0/1.
 
@@ -109,10 +121,8 @@ def _fit(ref: np.ndarray, weight: np.ndarray, global_variance: bool, min_std: fl
     pooled per query over the samples seen by at least two models:
     sqrt(Σ_{m,i} w (φ − μ_i)² / Σ_i n_i); samples with fewer than two models also use it.
     """
-    count = weight[:, :, 0].sum(axis=0)
+    mu, sq, count = _moments(ref, weight)
     safe = np.maximum(count, 1.0)[:, None]
-    mu = (ref * weight).sum(axis=0) / safe
-    sq = ((ref - mu) ** 2 * weight).sum(axis=0)  # (n, A)
     # pooled (population) variance over the samples seen by at least two models: a single
     # model's deviation from its own mean is 0 and must not shrink the estimate
     spread = count >= 2
@@ -183,4 +193,243 @@ def lira_scores(
     log_in = -0.5 * ((t - mu_in) / sd_in) ** 2 - np.log(sd_in) - _HALF_LOG_2PI
     log_out = -0.5 * ((t - mu_out) / sd_out) ** 2 - np.log(sd_out) - _HALF_LOG_2PI
     llr = (log_in - log_out).mean(axis=1)
+    return np.where((n_in > 0) & (n_out > 0), llr, scores)
+
+
+# ---------------------------------------------------------------------------------------
+# Few-reference LiRA with shrunk variances (docs/methods.md D.7)
+# ---------------------------------------------------------------------------------------
+
+# Standard deviations are floored here, as lira_scores' default min_std.
+_SHRUNK_MIN_STD = 1e-6
+# Below this log-CDF, scipy's Student-t CDF underflows for large d.o.f.; an asymptotic tail
+# expansion takes over (relative error about 1e-6 at the switch, smaller further out).
+_LOG_CDF_SWITCH = -600.0
+
+
+def _log_t_pdf(x: np.ndarray, loc: np.ndarray, scale: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    """log density of the location-scale Student t with ``dof`` d.o.f. (``np.inf``: Gaussian).
+
+    log t = c(ν/2) − ½ log 2π − log s − (ν + 1)/2 · log(1 + z²/ν),  z = (x − loc)/s,
+    with c(a) = log Γ(a + ½) − log Γ(a) − ½ log a, which tends to 0 as a → ∞ (so is
+    evaluated by its series −1/(8a) + 1/(192a³) for a > 1000, where the difference of
+    log-gammas loses digits); ν = ∞ gives −½ log 2π − log s − z²/2 exactly.
+    """
+    z = (x - loc) / scale
+    finite = np.isfinite(dof)
+    nu = np.where(finite, dof, 1.0)
+    a = nu / 2.0
+    big = a > 1e3
+    a_small = np.where(big, 1.0, a)
+    c = np.where(big, -1.0 / (8.0 * a) + 1.0 / (192.0 * a**3),
+                 gammaln(a_small + 0.5) - gammaln(a_small) - 0.5 * np.log(a_small))
+    kernel = np.where(finite, -(nu + 1.0) / 2.0 * np.log1p(z * z / nu), -0.5 * z * z)
+    return np.where(finite, c, 0.0) - _HALF_LOG_2PI - np.log(scale) + kernel
+
+
+def _log_t_cdf(z: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    """log P(T ≤ z) for the standard Student t with ``dof`` d.o.f. (``np.inf``: Gaussian).
+
+    scipy's ``t.logcdf`` underflows to −inf in the far lower tail when ν is large; there
+    the tail expansion P(T ≤ z) ≈ f(z) · (1 + z²/ν) · |z| / (1 + z²) is used (obtained by
+    integrating by parts; exact in the limits ν → ∞, where it is the Gaussian Mills-ratio
+    bound z/(1 + z²), and |z| ≫ √ν, where it gives the t's power-law tail).
+    """
+    z, dof = np.broadcast_arrays(np.asarray(z, dtype=np.float64), np.asarray(dof, dtype=np.float64))
+    finite = np.isfinite(dof)
+    nu = np.where(finite, dof, 1.0)
+    with np.errstate(divide="ignore"):
+        exact = np.where(finite, student_t.logcdf(z, nu), log_ndtr(z))
+    tail = (_log_t_pdf(z, 0.0, 1.0, dof) + np.where(finite, np.log1p(z * z / nu), 0.0)
+            + np.log(np.maximum(np.abs(z), 1e-300)) - np.log1p(z * z))
+    use_tail = finite & (z < 0) & ~(exact > _LOG_CDF_SWITCH)
+    return np.where(use_tail, tail, exact)
+
+
+def _trigamma_inverse(y: float) -> float:
+    """x with ψ'(x) = y, by Newton's method on 1/ψ' (Smyth 2004, limma's trigammaInverse)."""
+    if y > 1e7:
+        return 1.0 / np.sqrt(y)
+    if y < 1e-6:
+        return 1.0 / y
+    x = 0.5 + 1.0 / y
+    for _ in range(100):
+        tri = float(polygamma(1, x))
+        step = tri * (1.0 - tri / y) / float(polygamma(2, x))
+        x += step
+        if -step / x < 1e-10:
+            break
+    return x
+
+
+def estimate_prior(sample_variances: np.ndarray, dof: np.ndarray,
+                   prior_strength: float | None = None) -> tuple[float, float]:
+    """Empirical-Bayes prior (ν0, σ0²) of per-sample variances, by the method of moments.
+
+    Model (Smyth 2004): σ_i² ~ Scaled-Inv-χ²(ν0, σ0²) and s_i² | σ_i² ~ σ_i² χ²_{d_i}/d_i,
+    so s_i²/σ0² ~ F(d_i, ν0), and log s_i² has mean log σ0² + ψ(d_i/2) − log(d_i/2) −
+    ψ(ν0/2) + log(ν0/2) and variance ψ'(d_i/2) + ψ'(ν0/2). With
+    e_i = log s_i² − ψ(d_i/2) + log(d_i/2):
+
+    - ν0: the excess spread v = var(e) − mean ψ'(d_i/2) estimates ψ'(ν0/2), so
+      ν0 = 2 ψ'⁻¹(v); v ≤ 0 (no more spread than sampling alone gives) means ν0 = ∞.
+      This uses only the spread of log s_i², not the scale. ``prior_strength`` replaces it.
+    - σ0² = exp(mean(e) + ψ(ν0/2) − log(ν0/2)) (ν0 = ∞: exp(mean(e))). σ0² is the prior's
+      *scale*, 1/E[1/σ_i²]; the pooled variance Σ SS_i/Σ d_i estimates the prior *mean*
+      ν0 σ0²/(ν0 − 2) instead, which is larger and does not exist for ν0 ≤ 2.
+
+    ``sample_variances`` (k,) are s_i² = SS_i/d_i, ``dof`` (k,) their d.o.f. d_i ≥ 1 (n_i − 1
+    for n_i reference models). Variances at 0 (ties) are raised to 1e-5 × their median, as
+    limma does, so that the log is defined. With fewer than 3 variances ν0 = ∞ (unless
+    given); all of them 0 gives σ0² = 0.
+    """
+    s2 = np.asarray(sample_variances, dtype=np.float64).ravel()
+    d = np.asarray(dof, dtype=np.float64).ravel()
+    if s2.shape != d.shape or s2.size == 0:
+        raise ValueError("sample_variances and dof must be non-empty and of the same length, "
+                         f"got {s2.size} and {d.size}")
+    if np.any(d < 1) or not np.all(np.isfinite(d)):
+        raise ValueError("dof must be finite and at least 1")
+    if np.any(s2 < 0) or not np.all(np.isfinite(s2)):
+        raise ValueError("sample_variances must be finite and non-negative")
+    nu0 = _check_prior_strength(prior_strength)
+    typical = np.median(s2)
+    if typical <= 0:
+        typical = s2.mean()
+    if typical <= 0:
+        return (float("inf") if nu0 is None else nu0), 0.0
+    s2 = np.maximum(s2, 1e-5 * typical)
+    half = d / 2.0
+    e = np.log(s2) - digamma(half) + np.log(half)
+    if nu0 is None:
+        excess = e.var(ddof=1) - polygamma(1, half).mean() if s2.size >= 3 else 0.0
+        nu0 = float(2.0 * _trigamma_inverse(float(excess))) if excess > 0 else float("inf")
+    shift = 0.0 if np.isinf(nu0) else float(digamma(nu0 / 2.0) - np.log(nu0 / 2.0))
+    return nu0, float(np.exp(e.mean() + shift))
+
+
+def _check_prior_strength(prior_strength) -> float | None:
+    if prior_strength is None:
+        return None
+    nu = float(prior_strength)
+    if not nu > 0:  # also rejects nan
+        raise ValueError(f"prior_strength must be positive (np.inf allowed) or None, got {prior_strength}")
+    return nu
+
+
+def _side_prior(ref: np.ndarray, weight: np.ndarray, prior_strength: float | None):
+    """Per-query prior (ν0 (A,), σ0² (A,)) of one side, or None where no sample has two
+    of its models (no within-sample spread to learn from). Also returns the side's moments."""
+    mu, sq, count = _moments(ref, weight)
+    spread = count >= 2
+    if not spread.any():
+        return None, (mu, sq, count)
+    d = count[spread] - 1.0
+    fits = [estimate_prior(sq[spread, a] / d, d, prior_strength) for a in range(ref.shape[2])]
+    nu0, var0 = (np.array(v, dtype=np.float64) for v in zip(*fits))
+    return (nu0, var0), (mu, sq, count)
+
+
+def _side_spread(ref: np.ndarray, weight: np.ndarray, prior_strength: float | None):
+    """The last-resort prior of a side without within-sample spread: σ0² = variance of all of
+    its φ over (model, sample) pairs, per query (it sets the unit only), ν0 as given or ∞."""
+    side = weight[:, :, 0] > 0
+    var0 = np.array([ref[:, :, a][side].var() if side.sum() >= 2 else 1.0 for a in range(ref.shape[2])])
+    nu0 = np.full(ref.shape[2], np.inf if prior_strength is None else prior_strength)
+    return nu0, var0
+
+
+def _predictive(moments, prior):
+    """Posterior-predictive Student t of one side for every sample and query.
+
+    With n_i models, mean φ̄_i, SS_i and prior (ν0, σ0²) per query:
+    σ̃² = (ν0 σ0² + SS_i)/(ν0 + n_i − 1), d.o.f. ν0 + n_i − 1, predictive
+    t(φ̄_i, σ̃² (1 + 1/n_i)); ν0 = ∞: σ̃² = σ0², Gaussian. Returns mean (n, A), scale (n, A),
+    d.o.f. (n, A), count (n,); entries with n_i = 0 are placeholders the caller masks out.
+    """
+    mu, sq, count = moments
+    nu0, var0 = prior
+    var0 = np.maximum(var0, _SHRUNK_MIN_STD**2)
+    d = np.maximum(count - 1.0, 0.0)[:, None]
+    infinite = np.isinf(nu0)
+    nu = np.where(infinite, 0.0, nu0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        post = np.where(infinite, var0, (nu * var0 + sq) / (nu + d))
+    post = np.where(np.isfinite(post), post, var0)  # ν0 → 0 with n_i ≤ 1: placeholders
+    dof = np.broadcast_to(np.where(infinite, np.inf, nu + d), mu.shape)
+    scale = np.sqrt(np.maximum(post, _SHRUNK_MIN_STD**2) * (1.0 + 1.0 / np.maximum(count, 1.0))[:, None])
+    return mu, scale, dof, count
+
+
+def lira_shrunk_scores(
+    target_stats: np.ndarray,
+    ref_stats: np.ndarray,
+    ref_keep: np.ndarray,
+    *,
+    online: bool = True,
+    prior_strength: float | None = None,
+) -> np.ndarray:
+    """Few-reference LiRA with shrunk per-sample variances, shape (n,); higher = member.
+
+    In the spirit of BaVarIA (Brännvall, *Exponential-Family Membership Inference: From
+    LiRA and RMIA to BaVarIA*, arXiv:2603.11799; docs/methods.md D.7): for each sample,
+    query and side (IN/OUT) the unknown variance of φ gets a conjugate scaled-inverse-χ²
+    prior (normal-inverse-gamma with a flat prior on the per-sample mean, so means are not
+    shrunk), shared by all samples of that side and query: strength ν0 and scale σ0² by
+    empirical Bayes (:func:`estimate_prior`, method of moments on the spread of log s_i² over
+    the samples with at least two models on that side; one prior per side and query), or
+    ν0 = ``prior_strength`` with σ0² estimated given it. With n_i models on a side, mean φ̄
+    and SS = Σ (φ − φ̄)²:
+
+        σ̃² = (ν0 σ0² + SS) / (ν0 + n_i − 1),      d.o.f. ν = ν0 + n_i − 1
+
+    (one d.o.f. goes to the unknown mean, as with the sample variance: the posterior of σ²
+    is Scaled-Inv-χ²(ν0 + n_i − 1, σ̃²)), and the posterior predictive of a new φ is
+    Student t with ν d.o.f., location φ̄, scale σ̃ √(1 + 1/n_i). With φ = ``target_stats[i, a]``:
+
+    - online: score_i = mean_a [log t_in(φ) − log t_out(φ)];
+    - offline (OUT models only): score_i = mean_a log T_ν((φ − φ̄_out)/(σ̃_out √(1 + 1/n_out))),
+      the one-sided test of :func:`lira_scores` with the t CDF instead of Φ.
+
+    Limits: ν0 → 0 with many references gives per-sample LiRA (σ̃² = SS/(n_i − 1), and
+    t → Gaussian, 1 + 1/n_i → 1 as n_i grows; a side with one model has no variance then,
+    and its σ̃ sits at the floor); ν0 = ∞ gives a global-variance LiRA: the
+    Gaussian with variance σ0² (1 + 1/n_i), σ0² the moment estimate of the common variance
+    (with many references, the pooled variance of :func:`lira_scores`).
+
+    Few references: a side on which no sample has two models (1 reference; 2 as a
+    complementary pair; the IN side of 3) borrows the other side's prior (online); if
+    neither side has one (or offline), its σ0² is the variance of all of its φ over
+    (model, sample) pairs and ν0 = ∞ unless given: that only sets the unit, since with one
+    model per sample and side the scale is common to all samples. Samples without a needed
+    model fall back as in :func:`lira_scores`: online with no IN model → its offline score;
+    no OUT model → 0 (the largest offline score: such samples rank first, so a pool should
+    give every sample an OUT model, as complementary pairs do). Standard deviations are
+    floored at 1e-6.
+
+    Shapes and conventions as :func:`lira_scores`: ``target_stats`` (n, A), ``ref_stats``
+    (M, n, A), ``ref_keep`` (M, n) bool; with one query (n,) and (M, n). ``prior_strength``:
+    None (estimate) or a positive float, ``np.inf`` allowed. float64 throughout.
+    """
+    nu = _check_prior_strength(prior_strength)
+    t, r, keep = _check_lira_inputs(target_stats, ref_stats, ref_keep)
+    w_in = keep[:, :, None].astype(np.float64)
+    w_out = 1.0 - w_in
+    prior_out, moments_out = _side_prior(r, w_out, nu)
+    if online:
+        prior_in, moments_in = _side_prior(r, w_in, nu)
+        # a side without within-sample spread borrows the other side's prior
+        prior_out = prior_out if prior_out is not None else prior_in
+        prior_in = prior_in if prior_in is not None else prior_out
+        if prior_in is None:
+            prior_in = _side_spread(r, w_in, nu)
+    if prior_out is None:
+        prior_out = _side_spread(r, w_out, nu)
+    mu_out, sc_out, dof_out, n_out = _predictive(moments_out, prior_out)
+    offline = _log_t_cdf((t - mu_out) / sc_out, dof_out).mean(axis=1)
+    scores = np.where(n_out > 0, offline, 0.0)
+    if not online:
+        return scores
+    mu_in, sc_in, dof_in, n_in = _predictive(moments_in, prior_in)
+    llr = (_log_t_pdf(t, mu_in, sc_in, dof_in) - _log_t_pdf(t, mu_out, sc_out, dof_out)).mean(axis=1)
     return np.where((n_in > 0) & (n_out > 0), llr, scores)
