@@ -147,13 +147,18 @@ def test_samples_without_in_or_out_models_fall_back():
     rng = np.random.default_rng(3)
     keep = _keep(rng, 8, 6)
     keep[:, 0] = False  # no IN model: online falls back to offline
-    keep[:, 1] = True  # no OUT model: score 0
+    keep[:, 1] = True  # no OUT model: tested against every sample's OUT statistics pooled
     ref = rng.normal(size=(8, 6, 2))
     target = rng.normal(size=(6, 2))
     on = lira_scores(target, ref, keep)
     off = lira_scores(target, ref, keep, online=False)
     assert on[0] == off[0] and off[0] < 0
-    assert on[1] == 0.0 and off[1] == 0.0
+    out = ~keep
+    pooled = ref[out]  # (pairs, A) of every OUT (model, sample)
+    want = np.mean(norm.logcdf((target[1] - pooled.mean(0)) / pooled.std(0)))
+    assert on[1] == off[1] == pytest.approx(want) and off[1] < 0
+    everyone_in = lira_scores(target, ref, np.ones_like(keep), online=False)
+    assert np.all(everyone_in == 0.0)  # no OUT pair at all: no information, 0
     assert np.all(np.isfinite(on)) and np.all(np.isfinite(lira_scores(target, ref, keep, global_variance=True)))
     # a sample whose reference stats are all equal: the std is floored, scores stay finite
     ref[:, 2, :] = 1.0

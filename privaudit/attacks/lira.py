@@ -113,6 +113,20 @@ def _moments(ref: np.ndarray, weight: np.ndarray):
     return mu, sq, count
 
 
+def _without_out(t: np.ndarray, ref: np.ndarray, w_out: np.ndarray, min_std: float) -> np.ndarray:
+    """The offline score (n,) of a sample no reference model left out: ``t`` tested against
+    the OUT statistics of every other sample, pooled, log Φ((φ − m)/s) averaged over queries
+    (m, s the mean and population std of φ over all (model, sample) OUT pairs, per query). Not
+    calibrated to the sample, so it ranks only roughly against per-sample scores, but it is a
+    score rather than the top of the scale. 0 when no reference left out any sample."""
+    total = w_out.sum(axis=(0, 1))  # (1,) per query broadcast
+    if not np.all(total > 0):
+        return np.zeros(t.shape[0])
+    m = (ref * w_out).sum(axis=(0, 1)) / total
+    sd = np.sqrt(((ref - m) ** 2 * w_out).sum(axis=(0, 1)) / total)
+    return norm.logcdf((t - m) / np.maximum(sd, min_std)).mean(axis=1)
+
+
 def _fit(ref: np.ndarray, weight: np.ndarray, global_variance: bool, min_std: float):
     """Mean and std of ``ref`` (M, n, A) over models with weight 1; weight (M, n, 1) 0/1.
 
@@ -126,7 +140,13 @@ def _fit(ref: np.ndarray, weight: np.ndarray, global_variance: bool, min_std: fl
     # pooled (population) variance over the samples seen by at least two models: a single
     # model's deviation from its own mean is 0 and must not shrink the estimate
     spread = count >= 2
-    pooled = sq[spread].sum(axis=0, keepdims=True) / max(count[spread].sum(), 1.0)  # (1, A)
+    if spread.any():
+        pooled = sq[spread].sum(axis=0, keepdims=True) / count[spread].sum()  # (1, A)
+    else:  # one model per sample (one reference): no spread within a sample; the spread of all
+        #    pairs only sets the unit of the scores (common to every sample), never a zero
+        total = max(float(count.sum()), 1.0)
+        grand = (ref * weight).sum(axis=(0, 1)) / total
+        pooled = (((ref - grand) ** 2 * weight).sum(axis=(0, 1)) / total)[None, :]
     if global_variance:
         var = np.broadcast_to(pooled, mu.shape)
     else:
@@ -173,7 +193,10 @@ def lira_scores(
       (a log-probability, not a log-likelihood ratio, so such samples rank only roughly
       against the others; with a ``keep`` built so that each sample is IN in half of the
       models this never happens);
-    - no OUT model (online or offline): score 0.
+    - no OUT model (online or offline, e.g. a sample IN the only reference): the offline
+      test against the OUT statistics of all samples pooled (:func:`_without_out`), 0 when
+      no reference left out any sample. (It was 0, the top of the offline scale, before:
+      with one reference, half the samples then ranked first at every low FPR.)
 
     Shapes: ``target_stats`` (n, A), ``ref_stats`` (M, n, A), ``ref_keep`` (M, n) bool;
     with one query, (n,) and (M, n) are accepted too. The reference code fits with the
@@ -186,7 +209,7 @@ def lira_scores(
     w_out = 1.0 - w_in
     mu_out, sd_out, n_out = _fit(r, w_out, global_variance, min_std)
     offline = norm.logcdf((t - mu_out) / sd_out).mean(axis=1)
-    scores = np.where(n_out > 0, offline, 0.0)
+    scores = np.where(n_out > 0, offline, _without_out(t, r, w_out, min_std))
     if not online:
         return scores
     mu_in, sd_in, n_in = _fit(r, w_in, global_variance, min_std)
@@ -403,8 +426,7 @@ def lira_shrunk_scores(
     (model, sample) pairs and ν0 = ∞ unless given: that only sets the unit, since with one
     model per sample and side the scale is common to all samples. Samples without a needed
     model fall back as in :func:`lira_scores`: online with no IN model → its offline score;
-    no OUT model → 0 (the largest offline score: such samples rank first, so a pool should
-    give every sample an OUT model, as complementary pairs do). Standard deviations are
+    no OUT model → the offline score against every sample's OUT statistics pooled. Standard deviations are
     floored at 1e-6.
 
     Shapes and conventions as :func:`lira_scores`: ``target_stats`` (n, A), ``ref_stats``
@@ -427,7 +449,7 @@ def lira_shrunk_scores(
         prior_out = _side_spread(r, w_out, nu)
     mu_out, sc_out, dof_out, n_out = _predictive(moments_out, prior_out)
     offline = _log_t_cdf((t - mu_out) / sc_out, dof_out).mean(axis=1)
-    scores = np.where(n_out > 0, offline, 0.0)
+    scores = np.where(n_out > 0, offline, _without_out(t, r, w_out, 1e-6))
     if not online:
         return scores
     mu_in, sc_in, dof_in, n_in = _predictive(moments_in, prior_in)
