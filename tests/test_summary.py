@@ -406,7 +406,7 @@ def test_one_strongest_attack_per_group_names_every_view():
 def test_verdicts_are_the_comparisons_that_answer_the_question():
     t = table(0.04, seeds=(0,))
     comp = comparisons(t)
-    assert len(comp) == 2 * 5                                  # two attacks x five measures
+    assert len(comp) == 2 * 6                                  # two attacks x six measures
     v = verdicts(t, compared=comp)
     for _, r in v.iterrows():
         c = comp[(comp["attack"] == r["attack"]) & (comp["metric"] == r["metric"])].iloc[0]
@@ -436,4 +436,4 @@ def test_summary_json_has_no_nan():
     doc = summarise(table(0.0, seeds=(0,))).to_json()
     text = json.dumps(doc, allow_nan=False)                    # raises on NaN
     assert '"verdicts"' in text and len(doc["settings"]) == 12
-    assert len(doc["overview"]) == 6 and len(doc["comparisons"]) == 10
+    assert len(doc["overview"]) == 6 and len(doc["comparisons"]) == 12  # 2 attacks x 6 measures

@@ -95,15 +95,16 @@ def has_empirical(g: pd.DataFrame, extras: Any) -> bool:
 
 
 def with_one_run(table: pd.DataFrame | None, extras: Mapping) -> pd.DataFrame | None:
-    """The table with ``one_run_eps_lower_bound`` taken from the extras where the table has
-    none (tables written before the column existed)."""
+    """The table with ``one_run_eps_lower_bound`` (and the f-DP ``one_run_fdp_eps_lower_bound``)
+    taken from the extras where the table has none (tables written before the column existed)."""
     if table is None or not len(table) or not extras:
         return table
     out = table.copy()
-    have = out["one_run_eps_lower_bound"] if "one_run_eps_lower_bound" in out.columns else pd.Series(np.nan, out.index)
     runs = out["target_run"] if "target_run" in out.columns else pd.Series(None, out.index)
-    found = runs.map(lambda r: num(extras_of(extras, r, "one_run").get("eps_lower_bound")))
-    out["one_run_eps_lower_bound"] = pd.to_numeric(have, errors="coerce").fillna(found)
+    for col, key in (("one_run_eps_lower_bound", "eps_lower_bound"), ("one_run_fdp_eps_lower_bound", "fdp_eps_lower_bound")):
+        have = out[col] if col in out.columns else pd.Series(np.nan, out.index)
+        found = runs.map(lambda r: num(extras_of(extras, r, "one_run").get(key)))
+        out[col] = pd.to_numeric(have, errors="coerce").fillna(found)
     return out
 
 

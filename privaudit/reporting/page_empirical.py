@@ -155,13 +155,23 @@ def _empirical_plots(st: pd.DataFrame, ov: pd.DataFrame, g: pd.DataFrame, rocs: 
         sig = dp_ov["noise_multiplier"].to_numpy(float)
         series = [{"label": "accountant ε (upper bound)", "x": sig, "y": dp_ov["epsilon"].to_numpy(float)},
                   {"label": "empirical ε (lower bound)", "x": sig, "y": dp_ov["eps_strongest"].to_numpy(float)}]
+        gdp = dp_ov["gdp_eps_strongest"].to_numpy(float)
+        if np.isfinite(gdp).any():
+            series.append({"label": "Gaussian-DP ε (lower bound)", "x": sig, "y": gdp})
         one = dp_ov["one_run_eps_lower_bound"].to_numpy(float)
         if np.isfinite(one).any():
             series.append({"label": "one-run ε (lower bound)", "x": sig, "y": one})
+        fdp = dp_ov["one_run_fdp_eps_lower_bound"].to_numpy(float)
+        if np.isfinite(fdp).any():
+            series.append({"label": "f-DP one-run ε (lower bound)", "x": sig, "y": fdp})
         pos = [v for sr in series for v in sr["y"] if math.isfinite(v) and v > 0]
         log_y = bool(pos) and max(pos) / min(pos) >= 30
-        caption = (f"The accountant's ε is a proven upper bound, the empirical ε a lower bound (the strongest "
-                   f"attack's{named}): the true ε of the training run lies between them.")
+        caption = (f"The accountant's ε is a proven upper bound, every other curve a 95% lower bound: the "
+                   f"Clopper–Pearson bound at one threshold and the Gaussian-DP bound read off the trade-off curve "
+                   f"(both of the strongest attack{named}, thresholds chosen on other models; the GDP ε assumes a "
+                   f"Gaussian trade-off curve, docs/methods.md D.6), and, with canaries, the one-run bounds of "
+                   f"Steinke et al. and the f-DP one of Mahloujifar et al. The true ε of the training run lies "
+                   f"between the accountant's and the largest lower bound.")
         if log_y:
             zero = any(math.isfinite(v) and v <= 0 for sr in series for v in sr["y"])
             # a series of zero bounds only cannot be drawn on a log axis: leave it out
@@ -173,7 +183,8 @@ def _empirical_plots(st: pd.DataFrame, ov: pd.DataFrame, g: pd.DataFrame, rocs: 
                                      xlabel="σ (noise multiplier)",
                                      ylabel="ε" + (" (log scale)" if log_y else ""), log_y=log_y), caption))
         eps = dp_ov["epsilon"]
-        above = (eps.notna() & ((dp_ov["eps_strongest"] > eps) | (dp_ov["one_run_eps_lower_bound"] > eps)))
+        above = (eps.notna() & ((dp_ov["eps_strongest"] > eps) | (dp_ov["one_run_eps_lower_bound"] > eps)
+                                | (dp_ov["gdp_eps_strongest"] > eps) | (dp_ov["one_run_fdp_eps_lower_bound"] > eps)))
         check = ", ".join(setting_name(o) for _, o in dp_ov[above].iterrows())
 
     # log-log ROC of every attack on the baseline (else the least-defended target)

@@ -70,13 +70,14 @@ from privaudit.reporting.table import as_bool
 CONFIDENCE = 0.95
 PAPER_ATTACK = "shadow"
 SUMMARISED = ("test_accuracy", "train_accuracy", "auc", "precision", "recall", "tpr_at_1pct_fpr",
-              "tpr_at_0p1pct_fpr", "eps_lower_bound", "canary_tpr_at_1pct_fpr", "canary_tpr_at_0p1pct_fpr")
+              "tpr_at_0p1pct_fpr", "eps_lower_bound", "gdp_mu", "gdp_epsilon", "canary_tpr_at_1pct_fpr",
+              "canary_tpr_at_0p1pct_fpr")
 #: averaged over seeds without an interval: the setting's δ, the one-run bound (itself a 95 %
 #: bound) and the leave-one-out statistics of the reference pool (already a spread over models)
-AVERAGED = ("delta", "one_run_eps_lower_bound", "loo_n_targets", "loo_auc_mean", "loo_auc_std",
+AVERAGED = ("delta", "one_run_eps_lower_bound", "one_run_fdp_eps_lower_bound", "loo_n_targets", "loo_auc_mean", "loo_auc_std",
             "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std")
 #: the leakage measures compared at equal accuracy (higher = more leakage)
-COMPARED = ("auc", "precision", "recall", "tpr_at_0p1pct_fpr", "eps_lower_bound")
+COMPARED = ("auc", "precision", "recall", "tpr_at_0p1pct_fpr", "eps_lower_bound", "gdp_mu")
 #: the columns that make a setting: the recipe and the defence (the seed replicates it)
 SETTING_KEYS = ("model", "dataset", "width", "part_size", "epochs", "defence", "knob", "kappa", "dp",
                 "noise_multiplier", "canaries")
@@ -257,10 +258,13 @@ def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str
     :func:`privaudit.analysis.metrics.strongest_attack`), ``row_strongest`` (the setting's own
     strongest attack, which the page highlights in its row), ``eps_strongest`` (the strongest
     attack's mean empirical ε lower bound in this setting, the one ε bound every view gives
-    for a setting; NaN without one) and ``eps_attack`` (that attack, None without a bound)."""
+    for a setting; NaN without one), ``eps_attack`` (that attack, None without a bound), the
+    same attack's mean Gaussian-DP μ and its ε (``gdp_mu_strongest``, ``gdp_eps_strongest``)
+    and the canary audit's f-DP one-run bound (``one_run_fdp_eps_lower_bound``)."""
     cols = [*SETTING_KEYS, "setting_id", "setting", "family", "other_defence", "n_seeds", "runs", "epsilon", "delta", "test_accuracy",
             "test_accuracy_lo", "test_accuracy_hi", "train_accuracy", "train_accuracy_lo", "train_accuracy_hi",
-            "interval", "one_run_eps_lower_bound", "strongest", "row_strongest", "eps_strongest", "eps_attack"]
+            "interval", "one_run_eps_lower_bound", "one_run_fdp_eps_lower_bound", "strongest", "row_strongest",
+            "eps_strongest", "eps_attack", "gdp_mu_strongest", "gdp_eps_strongest"]
     if setting_rows.empty:
         return pd.DataFrame(columns=cols)
     out = []
@@ -271,6 +275,8 @@ def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str
         row["runs"] = list(dict.fromkeys(r for runs in g["runs"] for r in runs))
         one_run = g["one_run_eps_lower_bound"].dropna()
         row["one_run_eps_lower_bound"] = float(one_run.iloc[0]) if len(one_run) else math.nan
+        fdp = g["one_run_fdp_eps_lower_bound"].dropna() if "one_run_fdp_eps_lower_bound" in g else ()
+        row["one_run_fdp_eps_lower_bound"] = float(fdp.iloc[0]) if len(fdp) else math.nan
         by_attack = g.set_index("attack")
         row["row_strongest"] = strongest_of(by_attack[list(STRONGEST_KEY)].to_dict("index"))
         row["strongest"] = (strongest.get((str(first["model"]), str(first["dataset"])))
@@ -280,6 +286,9 @@ def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str
                else math.nan)
         row["eps_strongest"] = eps
         row["eps_attack"] = s if math.isfinite(eps) else None
+        for key, col in (("gdp_mu_strongest", "gdp_mu"), ("gdp_eps_strongest", "gdp_epsilon")):
+            row[key] = (_num(by_attack.loc[s, col]) if s is not None and s in by_attack.index and col in by_attack
+                        else math.nan)
         out.append(row)
     return pd.DataFrame(out, columns=cols)
 
