@@ -85,6 +85,27 @@ def _claim(claims: pd.DataFrame) -> str:
     return f"Its AUC is not above 0.5 family-wise at {level} ({how})."
 
 
+def _trained_sentence(g: pd.DataFrame) -> str:
+    """How many models the group's audit trained, by role: its targets, their shadow models,
+    the reference pools (one per target, their size from the leave-one-out count) and the
+    canary models of the one-run audit."""
+    targets = g["target_run"].dropna().unique()
+    shadows = g["shadow_run"].dropna().unique()
+    pools = (g.groupby("target_run")["loo_n_targets"].max().dropna() if "loo_n_targets" in g else pd.Series([]))
+    pool_models = int(pools.sum()) if len(pools) else 0
+    canaries = int(g.groupby("target_run")["one_run_eps_lower_bound"].max().notna().sum())
+    parts = [f"{len(targets)} target{'s' if len(targets) != 1 else ''}"]
+    if len(shadows):
+        parts.append(f"{len(shadows)} shadow model{'s' if len(shadows) != 1 else ''}")
+    if pool_models:
+        sizes = sorted({int(v) for v in pools})
+        parts.append(f"{pool_models} reference models (pools of {', '.join(map(str, sizes))})")
+    if canaries:
+        parts.append(f"{canaries} canary model{'s' if canaries != 1 else ''}")
+    total = len(targets) + len(shadows) + pool_models + canaries
+    return f"The audit trained {total} models: {', '.join(parts)}."
+
+
 def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, extras: Any,
                         claims: pd.DataFrame | None = None) -> dict | None:
     """The sentence about the strongest attack and the empirical ε (templates/sentences.html.j2),
@@ -92,7 +113,7 @@ def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, ext
     family-wise test of the strongest attack's AUC."""
     if not has_empirical(g, extras) or ov.empty:
         return None
-    out: dict = {"strongest": None, "bounds": "", "claim": ""}
+    out: dict = {"strongest": None, "bounds": "", "claim": "", "trained": _trained_sentence(g)}
     ref = reference_setting(ov)
     if ref["strongest"]:
         r = attack_rows(st, ref).loc[ref["strongest"]]
@@ -117,6 +138,8 @@ def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, ext
         one = (f" (one-run canary bound: {lb(o['one_run_eps_lower_bound'])})"
                if with_one_run and finite(o["one_run_eps_lower_bound"]) else "")
         bound = f"ε ≥ {lb(o['eps_strongest'])}"
+        if finite(o.get("gdp_mu_strongest")):
+            bound += f", μ ≥ {f3(o['gdp_mu_strongest'])} (Gaussian DP; its ε ≥ {lb(o['gdp_eps_strongest'])})"
         clauses.append(f"{bound} for the baseline{one}" if family == "baseline"
                        else f"{setting_name(o)}{note}: {bound}{one}")
     if clauses:
