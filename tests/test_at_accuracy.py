@@ -59,9 +59,14 @@ def test_status_says_why_a_target_was_missed(target, rng, status):
     assert TargetMatch("mixup", target, None, 0.9, False, 0.01, rng).status == status
 
 
+def test_a_defence_above_the_target_at_its_strongest_setting_is_audited_there():
+    assert TargetMatch("top-k", 0.5, 1.0, 0.9, False, 0.01, (0.9, 0.9)).status == "above the target"
+
+
 def test_target_accuracies_end_to_end(tmp_path):
     """Two defences searched to one accuracy on digits: additive noise reaches it, top-k (which
-    keeps the model's accuracy) cannot; the page, the CSV and the JSON say so."""
+    keeps the model's accuracy) stays above it, so it is audited at its strongest setting and
+    reported "above the target", not compared; the page, the CSV and the JSON say so."""
     base_acc = privaudit.train(dataset="digits", epochs=20, part_size=200, workdir=tmp_path).metrics["test_accuracy"]
     goal = round(base_acc - 0.05, 3)
     plan = privaudit.audit(dataset="digits", defenses="input-noise,top-k", target_accuracies=str(goal), epochs=20,
@@ -72,13 +77,17 @@ def test_target_accuracies_end_to_end(tmp_path):
                              part_size=200, attacks="shadow", workdir=tmp_path, match_tolerance=0.02)
     found = {m.defence: m for m in report.target_matches}
     assert found["input-noise"].within and abs(found["input-noise"].accuracy - goal) <= 0.02
-    assert found["top-k"].status == "cannot reach: above" or found["top-k"].status == "cannot reach: below"
+    assert found["top-k"].status == "above the target" and found["top-k"].knob == 1.0
+    assert found["top-k"].accuracy == pytest.approx(base_acc)
     at = pd.read_csv(tmp_path / "reports" / "defences_at_accuracy.csv")
     row = at[at["defence"] == "additive input noise"].iloc[0]
     assert row["status"] == "reached" and row["test_accuracy_lo"] <= row["test_accuracy"] <= row["test_accuracy_hi"]
     assert math.isfinite(row["weak_tpr_at_0p1pct_fpr"])
+    top = at[at["status"] == "above the target"].iloc[0]  # audited at k = 1, never dropped
+    assert math.isfinite(top["weak_tpr_at_0p1pct_fpr"]) and top["test_accuracy"] > goal + 0.02
+    assert top["verdict"].startswith("not compared: above the target")
     page = (tmp_path / "reports" / "index.html").read_text()
-    assert "Which defence at your accuracy" in page and "cannot reach" in page
+    assert "Which defence at your accuracy" in page and "above the target" in page
     doc = report.to_json()
     assert {e["defence"] for e in doc["target_accuracies"]} == {"input-noise", "top-k"}
     assert len(doc["summary"]["at_accuracy"]) == 2

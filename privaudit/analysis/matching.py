@@ -49,6 +49,10 @@ class KappaMatch:
                 "steps": [{"kappa": k, "accuracy": a} for k, a in self.steps]}
 
 
+#: the status of a defence searched to a target accuracy that stays more accurate than the target
+#: even at its strongest setting: audited there and reported, never dropped
+ABOVE_TARGET = "above the target"
+
 def round_kappa(kappa: float) -> float:
     """κ rounded to three significant figures (0 stays 0)."""
     return 0.0 if kappa <= 0 else float(f"{kappa:.3g}")

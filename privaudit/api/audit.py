@@ -235,8 +235,10 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         save_target_matches(ws, bases[0], reached)
         for m in reached:
             say(f"target {m.target:g}: {m.defence} " + (f"knob {m.knob:g} -> {m.accuracy:.4f}" if m.within else
-                f"{m.status} (accuracies {m.reached[0]:.3f}-{m.reached[1]:.3f} after {len(m.steps)} trainings)"))
-        plans = [p + [defended(b, m.defence, m.knob) for m in reached if m.within] for b, p in zip(bases, plans)]
+                f"{m.status}: audited at its strongest setting, knob {m.knob:g} -> {m.accuracy:.4f}"
+                if m.knob is not None else f"{m.status} (accuracies {m.reached[0]:.3f}-{m.reached[1]:.3f} after {len(m.steps)} trainings)"))
+        # reached, or above the target at the defence's strongest setting: both audited
+        plans = [p + [defended(b, m.defence, m.knob) for m in reached if m.knob is not None] for b, p in zip(bases, plans)]
         plans = [list({c.validated().run_name: c for c in p}.values()) for p in plans]
     if match_accuracy:
         say(f"match-accuracy: searching kappa for {len(s_grid or eps_grid)} DP-SGD settings (seed "

@@ -162,8 +162,10 @@ def at_accuracy_table(summary) -> Table | None:
                   caption="TPR at 0.1 % FPR in % with its 95 % interval: strong = the audit's strongest attack "
                           "(reference models trained with the defence), weak = the one-shadow attack; least: leaks "
                           "least; more: it leaks more than the least one, family-wise at 5 % (Holm–Bonferroni over every "
-                          "pair of the defences at that accuracy); tied: cannot be told apart from it; above / below: the target lies above or below "
-                          "every accuracy the defence gave; missed: inside that range, not reached")
+                          "pair of the defences at that accuracy); tied: cannot be told apart from it; stays above: "
+                          "the defence stays more accurate than the target even at its strongest setting, audited "
+                          "there and not compared; above / below: the target lies above or below every accuracy the "
+                          "defence gave; missed: inside that range, not reached")
     for col in ("target", "defence", "setting", "acc", "strong TPR.1%", "weak", "verdict"):
         table.add_column(col, justify="right" if col in ("acc", "strong TPR.1%", "weak") else "left", overflow="fold",
                          no_wrap=col != "defence")

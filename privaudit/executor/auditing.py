@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 import torch
 
 from privaudit.pipeline.attacking import AttackPlan, AttackResult
+from privaudit.analysis.matching import ABOVE_TARGET
 from privaudit.core.config import RunConfig
 from privaudit.defenses import OUTPUT, get as get_defense
 from privaudit.errors import ConfigError
@@ -82,7 +83,9 @@ def defended(base: RunConfig, name: str, value: float) -> RunConfig:
 class TargetMatch:
     """One defence searched to one target accuracy: the knob found (None: cannot reach), the
     accuracy of its model on the search seed, whether that lies within the tolerance, the
-    accuracy range the search saw, and every (knob, accuracy) it trained."""
+    accuracy range the search saw, and every (knob, accuracy) it trained. A defence that stays
+    more accurate than the target even at its strongest setting has that setting as its knob,
+    not within the tolerance: it is audited there and reported "above the target"."""
 
     defence: str
     target: float
@@ -102,6 +105,8 @@ class TargetMatch:
         tolerance: accuracy not monotone in the knob, or the budget spent)."""
         if self.within:
             return "reached"
+        if self.knob is not None:
+            return ABOVE_TARGET
         if self.target > self.reached[1] + self.tolerance:
             return "cannot reach: above"
         if self.target < self.reached[0] - self.tolerance:
@@ -149,8 +154,9 @@ def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[fl
             acc = base_acc if defense.side == OUTPUT else accuracy(cfg)
             for t in targets:
                 within = abs(acc - t) <= tolerance
-                out.append(TargetMatch(defense.name, t, value if within else None, acc, within, tolerance,
-                                       (acc, acc), (), cfg.validated().run_name if within else None))
+                audited = within or acc > t + tolerance  # reached, or above the target: audited there
+                out.append(TargetMatch(defense.name, t, value if audited else None, acc, within, tolerance,
+                                       (acc, acc), (), cfg.validated().run_name if audited else None))
             continue
         first, top, to_value, rounder = defense.search_space(base)
         known: dict[float, float] = {0.0: base_acc}
@@ -162,9 +168,18 @@ def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[fl
             seen = [a for s, a in known.items() if s > 0] or [base_acc]
             value = to_value(found.kappa) if found.kappa > 0 else None
             ok = found.within and value is not None
-            out.append(TargetMatch(defense.name, t, value if ok else None, found.accuracy, ok, tolerance,
+            tried = {s: a for s, a in known.items() if s > 0}
+            acc = found.accuracy
+            if not ok and tried and t < min(tried.values()) - tolerance:
+                # above the target even at the strongest setting tried: audited there
+                strongest = max(tried)
+                value, acc = to_value(strongest), tried[strongest]
+            elif not ok:
+                value = None
+            out.append(TargetMatch(defense.name, t, value, acc, ok, tolerance,
                                    (min(seen), max(seen)), tuple((to_value(s), a) for s, a in found.steps),
-                                   defended(base, defense.name, value).validated().run_name if ok else None))
+                                   defended(base, defense.name, value).validated().run_name if value is not None
+                                   else None))
     return out
 
 

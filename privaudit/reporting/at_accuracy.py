@@ -35,6 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from privaudit.analysis.matching import ABOVE_TARGET
 from privaudit.analysis.familywise import ALPHA, HOLM, difference_pvalue, holm, interval_se
 from privaudit.defenses import other as other_defense
 
@@ -135,7 +136,9 @@ def _verdicts(frame: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     frame = frame.copy()
     m = "strong_tpr_at_0p1pct_fpr"
     for _, g in frame.groupby(["model", "dataset", "target_accuracy"], sort=False):
-        ok = g[np.isfinite(g[m].to_numpy(float))]
+        above = g.index[g["status"] == ABOVE_TARGET]
+        frame.loc[above, "verdict"] = "not compared: above the target at its strongest setting"
+        ok = g[np.isfinite(g[m].to_numpy(float)) & (g["status"] != ABOVE_TARGET).to_numpy()]
         if ok.empty:
             continue
         best = ok[m].idxmin()
