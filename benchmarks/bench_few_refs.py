@@ -165,18 +165,60 @@ def evaluate(args) -> None:
     print("LT-IQR precision at top 1 %:", result["lt_iqr_precision_top1pct"])
 
 
+def figure(results: list[dict], out: Path) -> None:
+    """TPR at 0.1 % FPR against the number of reference models each attack trained (0 for
+    the loss and quantile attacks), one panel per architecture, 95 % intervals over the
+    attacked models; LiRA online with every other model as the yardstick."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(6.4 * len(results), 4.6), squeeze=False)
+    for ax, res in zip(axes[0], results):
+        rows = res["rows"]
+        names = sorted({r["attack"] for r in rows if not r["attack"].startswith("lira-online (all")})
+        for name in names:
+            pts = sorted((r for r in rows if r["attack"] == name), key=lambda r: r["references"])
+            x = [max(r["references"], 0.5) for r in pts]  # 0 references drawn at 0.5 on the log axis
+            y = [100 * r["tpr_at_0p1pct_fpr"] for r in pts]
+            err = [[100 * (r["tpr_at_0p1pct_fpr"] - r["tpr_lo"]) for r in pts],
+                   [100 * (r["tpr_hi"] - r["tpr_at_0p1pct_fpr"]) for r in pts]]
+            ax.errorbar(x, y, yerr=err, marker="o", ms=4, capsize=2, label=name)
+        yard = next(r for r in rows if r["attack"].startswith("lira-online (all"))
+        ax.axhline(100 * yard["tpr_at_0p1pct_fpr"], color="black", ls="--", lw=1,
+                   label=f"LiRA online, {yard['references']} references")
+        ax.axhline(80 * yard["tpr_at_0p1pct_fpr"], color="grey", ls=":", lw=1, label="80 % of it")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([0.5, 1, 2, 4, 8], ["0", "1", "2", "4", "8"])
+        ax.set_xlabel("reference models trained")
+        ax.set_ylabel("TPR at 0.1 % FPR (%)")
+        ax.set_title(f"CIFAR-10 {res['arch']}, parts of {res['part']}, {res['epochs']} epochs, "
+                     f"{res['rows'][0]['n_attacked']} models attacked", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bench_few_refs", description=__doc__.splitlines()[0])
-    p.add_argument("phase", choices=("train", "evaluate"))
-    p.add_argument("--data-dir", required=True)
-    p.add_argument("--workspace", required=True)
+    p.add_argument("phase", choices=("train", "evaluate", "figure"))
+    p.add_argument("results", nargs="*", help="figure: the evaluate phase's JSON files")
+    p.add_argument("--data-dir")
+    p.add_argument("--workspace")
     p.add_argument("--arch", default="mlp", choices=("mlp", "cnn"))
     p.add_argument("--part", type=int, default=5000)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--targets", type=int, default=65, help="how many of the 65 models to attack")
     p.add_argument("--out", default=None)
+    p.add_argument("--threads", type=int, default=1, help="intra-op threads (1: unaffected by other processes on the cores)")
     args = p.parse_args(argv)
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
+    if args.phase == "figure":
+        figure([json.loads(Path(f).read_text()) for f in args.results], Path(args.out or "few-refs.png"))
+        return
+    if not (args.data_dir and args.workspace):
+        p.error("train and evaluate need --data-dir and --workspace")
     (train if args.phase == "train" else evaluate)(args)
 
 

@@ -112,3 +112,15 @@ def test_loss_trace_accumulates_means():
     a = tr.array().astype(float)
     np.testing.assert_array_equal(a[0], [2.0, np.nan, 5.0])
     np.testing.assert_array_equal(a[1], [np.nan, 4.0, np.nan])
+
+
+def test_stacked_dp_sgd_records_the_traces_one_by_one_training_records(digits):
+    """The stacked DP-SGD engine draws each model's Poisson batches as the one-by-one engine
+    does, so the same members are sampled in the same epochs and their losses agree."""
+    cfgs = [make_config(dataset="digits", epochs=3, dp=True, noise_multiplier=1.0).as_reference(4, i).validated()
+            for i in range(2)]
+    for c, r in zip(cfgs, train_stacked(cfgs, digits)):
+        alone = train_model(c, digits)
+        a, b = r.loss_trace.astype(float), alone.loss_trace.astype(float)
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_allclose(a[np.isfinite(a)], b[np.isfinite(b)], atol=5e-3, rtol=5e-3)

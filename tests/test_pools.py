@@ -52,9 +52,10 @@ def test_attack_choices():
     plan = AttackPlan.from_choices(["all"], 4)
     assert plan.shadow and plan.one_run and plan.pool_size == 4
     assert set(plan.pool_attacks) == {"lira-online", "lira-online-global", "lira-offline", "lira-offline-global",
-                                      "rmia", "shadow-pool"}
+                                      "lira-shrunk-online", "lira-shrunk-offline", "rmia", "quantile", "shadow-pool"}
     assert AttackPlan.from_choices(["shadow", "loss"]).pool_attacks == ()
     assert AttackPlan.from_choices(["rmia"], 4).pool_attacks == ("rmia",)
+    assert AttackPlan.from_choices(["quantile"], 4).pool_attacks == ("quantile",)
     with pytest.raises(ConfigError, match="--pool-size"):
         AttackPlan.from_choices(["lira"], 3)
     with pytest.raises(ConfigError, match="unknown attack"):

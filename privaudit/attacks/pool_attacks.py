@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from privaudit.attacks.features import Features, compute_features
-from privaudit.attacks.lira import lira_scores
+from privaudit.attacks.lira import lira_scores, lira_shrunk_scores
 from privaudit.attacks.rmia import calibrate_a, rmia_scores
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
@@ -21,7 +21,11 @@ from privaudit.analysis.gdp import gdp_lower_bound
 from privaudit.analysis.operating import tpr_at_low_fprs
 from privaudit.analysis.metrics import advantage_threshold, attack_metrics
 
-POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "rmia", "shadow-pool")
+POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "lira-shrunk-online",
+                "lira-shrunk-offline", "rmia", "shadow-pool")
+#: the quantile-regression attack (docs/methods.md D.8): fit on the population, no reference
+#: model; its thresholds are chosen on a pool model's scores, so it runs with the pool
+QUANTILE_ATTACK = "quantile"
 BASELINE_ATTACKS = ("loss", "confidence")
 RMIA_PSEUDO_TARGETS = 2
 # The many-shadow attack's logistic regression has 3 inputs; beyond this many rows per class
@@ -75,7 +79,9 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
     """
     out: dict[str, np.ndarray] = {}
     for name in attacks:
-        if name.startswith("lira"):
+        if name.startswith("lira-shrunk"):
+            out[name] = lira_shrunk_scores(target.phi, refs.phi, ref_keep, online="online" in name)
+        elif name.startswith("lira"):
             out[name] = lira_scores(target.phi, refs.phi, ref_keep, online="online" in name,
                                     global_variance=name.endswith("global"))
     if "rmia" in attacks:
@@ -91,6 +97,18 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
     if "confidence" in attacks:
         out["confidence"] = confidence_scores(plain_t)
     return {name: out[name] for name in attacks if name in out}
+
+
+def quantile_scores(x: np.ndarray, labels: np.ndarray, phi: np.ndarray, x_pop: np.ndarray, pop_labels: np.ndarray,
+                    phi_pop: np.ndarray, *, seed: int) -> np.ndarray:
+    """The quantile-regression attack's scores (n,) on one model: its non-member score φ
+    (plain query) regressed on the population's inputs (``x_pop``, ``pop_labels``, ``phi_pop``:
+    samples the model never trained on, disjoint from the audited ones), then each audited
+    sample's φ standardised by the prediction (:class:`privaudit.attacks.quantile.QuantileAttack`)."""
+    from privaudit.attacks.quantile import QuantileAttack
+
+    attack = QuantileAttack(seed=seed, n_classes=int(max(labels.max(), pop_labels.max())) + 1)
+    return attack.fit(x_pop, pop_labels, phi_pop).scores(x, labels, phi)
 
 
 def _calibrate_rmia_a(p_ref_x: np.ndarray, ref_keep: np.ndarray, p_ref_z: np.ndarray | None, gamma: float) -> float:

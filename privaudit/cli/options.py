@@ -40,6 +40,7 @@ ATTACK_WORDS = {
     "loss": "loss, confidence and data-free baselines",
     "lira": "",
     "rmia": "",
+    "quantile": "the quantile-regression attack, with the pool's thresholds",
     "one-run": "canary audit",
     "label-only": "the gap and augmentation attacks, from the predicted label alone",
     "all": "every attack but label-only",

@@ -32,7 +32,7 @@ DEFAULT_SIGMAS = (0.5, 1.0, 2.0)
 
 # Attacks the command line can ask for, and the reference-pool size of lira, rmia and the
 # many-shadow attack.
-ATTACK_CHOICES = ("shadow", "loss", "lira", "rmia", "one-run", "label-only", "all")
+ATTACK_CHOICES = ("shadow", "loss", "lira", "rmia", "quantile", "one-run", "label-only", "all")
 DEFAULT_POOL_SIZE = 8
 
 # Targets of the theory experiments (privaudit.theorems.twolayer).

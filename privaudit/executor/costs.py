@@ -449,7 +449,8 @@ class CostModel:
 
         def measure() -> float:
             from privaudit.pipeline.attacking import BASELINE_ATTACKS, run_attacks
-            from privaudit.attacks.pool_attacks import evaluate_scores, leave_one_out, pool_scores
+            from privaudit.attacks.pool_attacks import (QUANTILE_ATTACK, evaluate_scores, leave_one_out, pool_scores,
+                                                        quantile_scores)
 
             rng = np.random.default_rng(0)
             n, c = ATTACK_SLICE, images.num_classes
@@ -471,12 +472,18 @@ class CostModel:
                 pop = rng.standard_normal((pool_size, 2 * n, queries, c)).astype(np.float32)
                 t_logits = rng.standard_normal((2 * n, queries, c)).astype(np.float32)
                 t_pop = rng.standard_normal((2 * n, queries, c)).astype(np.float32)
-                attacks = tuple(pool_attacks) + BASELINE_ATTACKS
-                _, loo = leave_one_out(logits, pop, keep, labels, pop_labels, attacks=attacks, delta=1e-5)
-                scores = pool_scores(t_logits, t_pop, labels, pop_labels, logits, pop, keep, attacks=pool_attacks)
+                from_refs = tuple(a for a in pool_attacks if a != QUANTILE_ATTACK)
+                _, loo = leave_one_out(logits, pop, keep, labels, pop_labels, attacks=from_refs + BASELINE_ATTACKS,
+                                       delta=1e-5)
+                scores = pool_scores(t_logits, t_pop, labels, pop_labels, logits, pop, keep, attacks=from_refs)
                 member = np.repeat([1, 0], n).astype(np.int8)
                 for name, s in scores.items():
                     evaluate_scores(member, s, keep.astype(int).ravel(), loo[name].ravel(), delta=1e-5)
+                if QUANTILE_ATTACK in pool_attacks:  # two fits: the target's and the calibration model's
+                    x = rng.integers(0, 256, (2 * n, *images.input_shape)).astype(np.uint8)
+                    for _ in range(2):
+                        quantile_scores(x, labels, rng.standard_normal(2 * n), x, pop_labels,
+                                        rng.standard_normal(2 * n), seed=0)
             return time.perf_counter() - t
 
         return float(self._rate(key, measure))

@@ -27,7 +27,8 @@ import numpy as np
 import torch
 
 from privaudit.files.atomic import read_json, write_bytes, write_json
-from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, empirical_privacy, evaluate_scores,
+from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, QUANTILE_ATTACK, empirical_privacy,
+                                            evaluate_scores, quantile_scores,
                                             exposure, leave_one_out, pool_scores, summarise, tpr_intervals)
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
@@ -98,6 +99,8 @@ class AttackPlan:
             pool += [a for a in POOL_ATTACKS if a.startswith("lira")]
         if "rmia" in chosen:
             pool.append("rmia")
+        if "quantile" in chosen:
+            pool.append(QUANTILE_ATTACK)
         if pool and "shadow" in chosen:
             pool.append("shadow-pool")  # the paper's attack with every pool model as a shadow
         if pool and (not isinstance(pool_size, int) or pool_size < 4 or pool_size % 2):
@@ -106,7 +109,7 @@ class AttackPlan:
         shown = (["shadow"] if "shadow" in chosen else []) + (["loss", "confidence", "data-free"]
                                                                 if "loss" in chosen else [])
         shown += list(LABEL_ONLY_ATTACKS) if label_only else []
-        pool_attacks = tuple(a for a in POOL_ATTACKS if a in pool)
+        pool_attacks = tuple(a for a in POOL_ATTACKS + (QUANTILE_ATTACK,) if a in pool)
         if shadow_dataset is not None:
             shown.append(TRANSFER_ATTACK)
         return cls(shadow=bool(chosen & {"shadow", "loss", "label-only"}), pool_attacks=pool_attacks,
@@ -353,11 +356,12 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
         images = data.images(cfg)
         t_logits = model_logits(workspace, target, images, pool.indices, pool.queries, device)
         t_pop = model_logits(workspace, target, images, pool.pop_indices, pool.queries, device)
-        attacks = plan.pool_attacks + BASELINE_ATTACKS
+        from_refs = tuple(a for a in plan.pool_attacks if a != QUANTILE_ATTACK)
         per_target, loo_scores = leave_one_out(pool.logits, pool.pop_logits, pool.keep, pool.labels,
-                                               pool.pop_labels, attacks=attacks, delta=cfg.defence.delta)
+                                               pool.pop_labels, attacks=from_refs + BASELINE_ATTACKS,
+                                               delta=cfg.defence.delta)
         scores = pool_scores(t_logits, t_pop, pool.labels, pool.pop_labels, pool.logits, pool.pop_logits,
-                             pool.keep, attacks=plan.pool_attacks)
+                             pool.keep, attacks=from_refs)
         labels = np.concatenate([np.ones(cfg.data.part_size, dtype=np.int8),
                                  np.zeros(cfg.data.part_size, dtype=np.int8)])  # pool = members, non-members
         calib_labels = pool.keep.astype(int).ravel()
@@ -365,6 +369,16 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
             m = evaluate_scores(labels, s, calib_labels, loo_scores[name].ravel(), delta=cfg.defence.delta)
             metrics[name] = {**m, "source": pool.name}
             arrays[f"score_{name}"] = s
+        if QUANTILE_ATTACK in plan.pool_attacks:  # the target's, thresholds on pool model 0's
+            from privaudit.attacks.lira import logit_scaled_confidence as phi
+
+            s, calib = (quantile_scores(images.x[pool.indices], pool.labels, phi(lg[:, 0], pool.labels),
+                                        images.x[pool.pop_indices], pool.pop_labels, phi(pop[:, 0], pool.pop_labels),
+                                        seed=cfg.seed)
+                        for lg, pop in ((t_logits, t_pop), (pool.logits[0], pool.pop_logits[0])))
+            m = evaluate_scores(labels, s, pool.keep[0].astype(int), calib, delta=cfg.defence.delta)
+            metrics[QUANTILE_ATTACK] = {**m, "source": pool.name}
+            scores[QUANTILE_ATTACK] = arrays[f"score_{QUANTILE_ATTACK}"] = s
         arrays["labels"] = labels
         extras["loo"] = {"pool": pool.name, "pool_size": pool.size, "summary": summarise(per_target)}
         strongest = strongest_attack({n: metrics[n] for n in scores})
@@ -372,7 +386,9 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
         exposed = top.arrays() if top is not None else {}
         extras["exposure"] = {"attack": strongest,
                               **exposure(labels, scores[strongest], pool.labels, pool.indices),
-                              **(top.summary() if top is not None else {})}
+                              **(top.summary() if top is not None else {}),
+                              "loss_trace": trace_exposure(workspace.read_loss_trace(target), scores[strongest],
+                                                           pool.indices, cfg.data.part_size)}
     if todo_one_run:
         extras["one_run"] = one_run_audit(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
     if todo_transfer:
@@ -402,6 +418,30 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
     path = workspace.commit_folder(workspace.attacks, target, write)
     saved, _, saved_extras, _ = _read_existing(path, target)  # as JSON stores them (inf → null)
     return AttackResult(target, attack_config["shadow"], path, saved, False, saved_extras)
+
+
+def trace_exposure(found: tuple[np.ndarray, np.ndarray] | None, scores: np.ndarray, indices: np.ndarray,
+                   members: int, fraction: float = 0.01) -> dict:
+    """The loss-trace ranking of the target's members (LT-IQR, docs/methods.md D.10) beside the
+    strongest attack's: the share of its top ``fraction`` by LT-IQR among the attack's top
+    ``fraction`` members (``precision``; chance = ``fraction``) and the top members' dataset
+    indices. ``found``: the model's saved trace, None when it has none (then ``reason`` says so).
+    ``scores`` (n,) over the pool samples ``indices``, its first ``members`` the target's members."""
+    from privaudit.attacks.loss_trace import lt_iqr, top_precision, top_set
+
+    if found is None:
+        return {"available": False, "reason": "no loss trace: the model was trained by an earlier privaudit, by "
+                                              "Opacus's engine or by NoisyCGD, which record none"}
+    trace, idx = found
+    position = {int(i): j for j, i in enumerate(indices[:members])}
+    if len(idx) != members or any(int(i) not in position for i in idx):
+        return {"available": False, "reason": "the loss trace's members are not the target's"}
+    cols = np.array([position[int(i)] for i in idx])
+    vulnerability = lt_iqr(trace)
+    best = top_set(vulnerability, fraction)
+    return {"available": True, "epochs": int(trace.shape[0]), "fraction": fraction,
+            "precision": top_precision(vulnerability, scores[cols], fraction),
+            "top": [int(idx[i]) for i in best[:10]]}
 
 
 def add_canary_rates(cfg: RunConfig, data: DataCache, metrics: dict, arrays: dict) -> None:

@@ -19,11 +19,11 @@ _TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "can
 _NUMERIC_COLUMNS = [c for c in COLUMNS if c not in _TEXT_COLUMNS and c != "dp"]
 #: Attacks that need a reference pool (LiRA, RMIA, the many-shadow attack).
 POOL_ATTACKS = ("shadow-pool", "lira-online", "lira-online-global", "lira-offline",
-                "lira-offline-global", "rmia")
+                "lira-offline-global", "lira-shrunk-online", "lira-shrunk-offline", "rmia", "quantile")
 #: the page's order of the attacks (others after them, by name)
 ATTACK_ORDER = {"shadow": 0, "shadow-pool": 1, "lira-online": 2, "lira-online-global": 3,
-                "lira-offline": 4, "lira-offline-global": 5, "rmia": 6, "loss": 7,
-                "confidence": 8, "augmentation": 9, "gap": 10}
+                "lira-offline": 4, "lira-offline-global": 5, "lira-shrunk-online": 6, "lira-shrunk-offline": 7,
+                "rmia": 8, "quantile": 9, "loss": 10, "confidence": 11, "augmentation": 12, "gap": 13}
 VERDICT_CSS = {"MG noise leaks less": "mg", "DP-SGD leaks less": "dp", "no significant difference at 95 %": "tie"}
 FAMILY_CSS = {"baseline": "fam0", "MG noise": "fam1", "DP-SGD": "fam2", "MG + DP-SGD": "fam3"}
 OTHER_CSS = "fam4"  # every other defence of privaudit.defenses

@@ -269,7 +269,15 @@ def _exposure(ov: pd.DataFrame, extras: Any, dataset: str) -> dict:
         named = [f"{integer(s.get('index'))} ({_class_name(dataset, s.get('class'))})" for s in samples]
         tip = "; ".join(f"{n}: score {sig3(s.get('score'))}" for n, s in zip(named, samples))
         name = setting_name(o)
-        rows.append({"label": name if counts[name] == 1 else f"{name} [{run}]", "attack": plain(ex.get("attack")),
+        trace = ex.get("loss_trace") if isinstance(ex.get("loss_trace"), Mapping) else {}
+        lt = (pct(trace.get("precision"), 0) if trace.get("available") else DASH)
+        lt_tip = (f"of its top {pct(trace.get('fraction'), 0)} members by LT-IQR (the spread of their training loss over "
+                  f"{integer(trace.get('epochs'))} epochs), the share among the attack's top {pct(trace.get('fraction'), 0)}"
+                  f" (chance {pct(trace.get('fraction'), 0)}); top by LT-IQR: "
+                  + ", ".join(str(i) for i in trace.get("top") or []) if trace.get("available")
+                  else plain(trace.get("reason")) if trace else "no loss trace saved with this attack")
+        rows.append({"lt": lt, "lt_tip": lt_tip,
+                     "label": name if counts[name] == 1 else f"{name} [{run}]", "attack": plain(ex.get("attack")),
                      "cells": cells, "members": ", ".join(named[:EXPOSURE_MEMBERS]) + (" …" if len(named) >
                                                                                        EXPOSURE_MEMBERS else ""),
                      "members_tip": tip})

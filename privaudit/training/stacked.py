@@ -500,6 +500,9 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     view = _views(cfgs, st, device)
     member_pos = torch.stack(st.members)                                        # (K, n)
     pad = GhostDPSGD.padded_size
+    st.trace = LossTrace(k_models * n, c0.train.epochs, device)  # model k's member j: column k·n + j
+    offsets = torch.arange(k_models, device=device)[:, None] * n
+    batch_count = [0]
 
     def batches() -> Iterator[Batch]:
         """Per model, from its own generator and in its engine's order: the Poisson batch, then
@@ -507,6 +510,9 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         every model's rows gathered, normalised and masked at once. Rows past a model's own
         batch are padding (clip factor 0: their content never reaches a gradient)."""
         for _ in range(per_epoch):
+            if batch_count[0] % per_epoch == 0:
+                st.trace.next_epoch()
+            batch_count[0] += 1
             picks = [poisson_batch(n, q, g, device) for g in st.gens]
             sizes = [len(pick) for pick in picks]
             idx = torch.zeros(k_models, max(pad(max(sizes)), 1), dtype=torch.int64, device=device)
@@ -514,7 +520,7 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
                 idx[k, :len(pick)] = pick
             pos = member_pos.gather(1, idx)                                      # (K, width)
             x = view(st.inputs(pos), [pad(size) for size in sizes])
-            yield Batch(x, st.y[pos], sizes)  # type: ignore[arg-type]  # sizes per model
+            yield Batch(x, st.y[pos], sizes, idx + offsets)  # type: ignore[arg-type]  # sizes per model
 
     def step(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         sizes = torch.tensor(batch.size, device=device)
@@ -532,6 +538,7 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
             p.grad.add_(block.transpose(1, 2) if p is st.params[0] else block)  # W₁ is held transposed
             offset += size
         opt.step()
+        st.trace.record(batch.index[real], losses.detach()[real])
         return (losses.detach() * real).sum(1), sizes
 
     try:  # torch's thread count is left alone: runs may train side by side (privaudit.executor.local)
