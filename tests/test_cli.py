@@ -61,7 +61,8 @@ def test_audit_writes_models_attacks_and_reports(audited):
     assert any("-k4-" in n for n in names) and any("-dp-s1-" in n for n in names)
     for run in names:
         folder = ws / "models" / run
-        assert {p.name for p in folder.iterdir()} == {"config.json", "metrics.json", "weights.npz", "manifest.json"}
+        assert {p.name for p in folder.iterdir()} == {"config.json", "metrics.json", "weights.npz", "manifest.json",
+                                                      "loss_trace.npz"}
         cfg = json.loads((folder / "config.json").read_text())
         for key in ("privaudit_version", "torch_version", "device", "wall_seconds", "git_revision"):
             assert key in cfg["provenance"]

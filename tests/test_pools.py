@@ -90,10 +90,10 @@ def test_pool_outputs_are_saved_once_and_match_the_models(pooled, data_cache):
 def test_every_attack_and_the_leave_one_out_summary(pooled):
     ws, cfg, target, result = pooled
     expected = {"shadow", "loss", "confidence", "data-free", "lira-online", "lira-online-global", "lira-offline",
-                "lira-offline-global", "rmia", "shadow-pool"}
+                "lira-offline-global", "lira-shrunk-online", "lira-shrunk-offline", "rmia", "quantile", "shadow-pool"}
     assert set(result.metrics) == expected
     for name, m in result.metrics.items():
-        assert 0 <= m["auc"] <= 1 and m["eps_lower_bound"] >= 0
+        assert 0 <= m["auc"] <= 1 and m["eps_lower_bound"] >= 0 and m["gdp_mu"] >= 0 and m["gdp_epsilon"] >= 0
         assert m["tpr_at_1pct_fpr_lo"] <= m["tpr_at_1pct_fpr"] <= m["tpr_at_1pct_fpr_hi"]
     # an overfit target: the strongest attacks clearly beat chance
     assert max(result.metrics[a]["auc"] for a in ("lira-online-global", "rmia")) > 0.6
