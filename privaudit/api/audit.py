@@ -197,7 +197,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     data = data or DataCache(data_dir, download)
     if dry_run:
         from privaudit.executor.auditing import audit_graph
-        from privaudit.executor.preview import preview
+        from privaudit.executor.preview import pool_savings, preview
 
         ws = Workspace(workdir)
         notes = ([f"--match-accuracy's search trains up to a few MG-noise targets per DP-SGD setting on seed "
@@ -220,7 +220,9 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         graph = audit_graph(replicate(plans), data, attack_plan)
         planned = {c.run_name for job in graph if job.kind == "train" for c in job.configs}
         graph = [j for j in search if j.configs[0].run_name not in planned] + graph
-        return preview("audit", graph, ws, data, dev, log=say, notes=notes, executor=runner)
+        plan = preview("audit", graph, ws, data, dev, log=say, notes=notes, executor=runner)
+        plan.notes.extend(pool_savings(plan.models, attack_plan.pool_size))
+        return plan
     ws = Workspace(workdir).ensure_writable(log=say)
     ws.set_aside_legacy_results(say)
     matches: list = []

@@ -14,7 +14,7 @@ from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from privaudit.executor.costs import BUSY, CostModel, JobCost, estimate_jobs, other_cores
 from privaudit.executor.plan import Job
@@ -226,6 +226,28 @@ def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, start
                    job_seconds=lanes.wall_seconds(costs), startup_seconds=startup_seconds,
                    correction=correction, corrected_by=runs,
                    calibration_seconds=model.measured_seconds, notes=list(notes), costs=costs)
+
+
+#: the reference count of LiRA's own protocol (Carlini et al. evaluate with 64 and more), the
+#: yardstick of the few-reference benchmark (benchmarks/bench_few_refs.py)
+LIRA_PROTOCOL_REFERENCES = 64
+
+
+def pool_savings(models: Sequence[Mapping], pool_size: int) -> list[str]:
+    """A dry run's note on what the reference pool's size saves: the reference models the plan
+    trains against the same settings at LiRA's protocol of :data:`LIRA_PROTOCOL_REFERENCES`,
+    in models and in the plan's own seconds per reference model. Empty without a pool."""
+    refs = [m for m in models if m["role"] == "reference"]
+    count = sum(int(m["models"]) for m in refs)
+    if not pool_size or not count or pool_size >= LIRA_PROTOCOL_REFERENCES:
+        return []
+    settings = count // pool_size
+    seconds = sum(float(m["seconds"]) for m in refs) / count
+    extra = settings * (LIRA_PROTOCOL_REFERENCES - pool_size)
+    return [f"reference pools of {pool_size} models for {settings} setting{'s' if settings != 1 else ''}: "
+            f"{extra:,} fewer trainings than LiRA's protocol of {LIRA_PROTOCOL_REFERENCES} (about "
+            f"{duration(extra * seconds)} at this plan's rate); the few-reference attacks (shrunk-variance LiRA, "
+            f"RMIA) were measured against it (docs/performance.md)"]
 
 
 def load_notes(model: CostModel, others: float | None = None) -> list[str]:
