@@ -400,6 +400,10 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
 
     if cfg.data.canaries:
         add_canary_rates(cfg, data, metrics, arrays)
+    if "labels" in arrays and "indices" not in arrays:  # the samples' dataset indices: members, then non-members
+        from privaudit.data import split_parts
+
+        arrays["indices"] = split_parts(len(data.images(cfg).y), cfg.data.part_size, cfg.data.seed).pool
 
     attack_config = {"schema": ATTACK_SCHEMA, "target": target, "shadow": shadow_name or metrics.get("shadow", {}).get("source"),
                      "pool": pool_id or extras.get("loo", {}).get("pool"), "attacks": sorted(metrics)}

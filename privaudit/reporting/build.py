@@ -169,6 +169,41 @@ def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str,
     return curves
 
 
+def exposure_stability(workspace: Workspace, overview: pd.DataFrame, extras: dict, fraction: float = 0.01) -> None:
+    """How stable the most exposed members are across seeds (docs/methods.md D.9): for each
+    setting audited on two seeds or more, the mean pairwise Jaccard index of the top
+    ``fraction`` of each seed's members by the strongest attack's score, beside its chance
+    value (:func:`privaudit.analysis.operating.top_fraction_jaccard`), stored in ``extras`` as
+    each run's ``stability``. Runs whose scores lack the samples' indices (attacked by an
+    earlier release) are left out."""
+    from privaudit.analysis.operating import top_fraction_jaccard
+
+    for _, o in overview.iterrows():
+        attack, runs = o.get("strongest"), [r for r in o["runs"] if isinstance(r, str)]
+        if not isinstance(attack, str) or len(runs) < 2:
+            continue
+        found = []
+        for run in runs:
+            try:
+                with np.load(workspace.attacks / run / "scores.npz", allow_pickle=False) as npz:
+                    found.append((npz["indices"], npz["labels"].astype(bool), npz[f"score_{attack}"]))
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                continue
+        if len(found) < 2:
+            continue
+        ids = np.unique(np.concatenate([f[0] for f in found]))
+        scores = np.full((len(found), len(ids)), np.nan)
+        members = np.zeros((len(found), len(ids)), dtype=bool)
+        for k, (idx, member, s) in enumerate(found):
+            cols = np.searchsorted(ids, idx)
+            scores[k, cols], members[k, cols] = s, member
+        result = top_fraction_jaccard(scores, members, fraction)
+        info = {"attack": attack, "fraction": fraction, "seeds": len(found), "jaccard": float(result.mean),
+                "chance": float(result.chance_mean)}
+        for run in runs:
+            extras.setdefault(run, {})["stability"] = info
+
+
 def exposed_arrays(workspace: Workspace, extras: dict) -> dict[str, dict[str, np.ndarray]]:
     """The most exposed members' arrays (``exposed.npz``, :mod:`privaudit.pipeline.exposed`) of
     each target run of ``extras`` whose exposure lists them; the attack folders were verified
@@ -218,6 +253,7 @@ def build_reports(workspace: Workspace) -> ReportResult:
     at_csv = workspace.reports / "defences_at_accuracy.csv"
     if len(summary.at_accuracy):
         write_text(at_csv, summary.at_accuracy.to_csv(index=False, float_format="%.6g"))
+    exposure_stability(workspace, summary.overview, extras)
     figures = group_figures(summary)
     for fig in figures:  # for papers and slides: reports/figures/verdict-<model>-<dataset>.{pdf,png}
         write_bytes(workspace.reports / "figures" / f"{fig.stem}.pdf", fig.pdf)

@@ -276,7 +276,13 @@ def _exposure(ov: pd.DataFrame, extras: Any, dataset: str) -> dict:
                   f" (chance {pct(trace.get('fraction'), 0)}); top by LT-IQR: "
                   + ", ".join(str(i) for i in trace.get("top") or []) if trace.get("available")
                   else plain(trace.get("reason")) if trace else "no loss trace saved with this attack")
+        stable = extras_of(extras, run, "stability")
         rows.append({"lt": lt, "lt_tip": lt_tip,
+                     "stable": f"{f3(stable.get('jaccard'))}" if stable else DASH,
+                     "stable_tip": (f"mean pairwise Jaccard index of the top {pct(stable.get('fraction'), 0)} of each "
+                                    f"seed's members by {plain(stable.get('attack'))} over {integer(stable.get('seeds'))} "
+                                    f"seeds; two random sets of those sizes give {f3(stable.get('chance'))}")
+                     if stable else "one seed: nothing to compare",
                      "label": name if counts[name] == 1 else f"{name} [{run}]", "attack": plain(ex.get("attack")),
                      "cells": cells, "members": ", ".join(named[:EXPOSURE_MEMBERS]) + (" …" if len(named) >
                                                                                        EXPOSURE_MEMBERS else ""),
