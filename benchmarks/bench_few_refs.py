@@ -37,6 +37,7 @@ from privaudit.pipeline.workspace import Workspace
 POOL = 64
 REFERENCES = (0, 1, 2, 4, 8)
 FPR = 0.001
+YARDSTICK = "lira-online (all others)"
 
 
 def recipe(arch: str, part: int, epochs: int | None) -> RunConfig:
@@ -125,7 +126,7 @@ def evaluate(args) -> None:
         y = keep[t].astype(int)
         others = np.array([i for i in range(m) if i != t and (t == m - 1 or i != (t ^ 1))])
         yard = few_reference_scores(t, others, feats, pop_feats, keep, logits, labels)["lira-online"]
-        add("lira-online (all others)", len(others), y, yard)
+        add(YARDSTICK, POOL, y, yard)  # 63 references for a pool model (its complement left out), 64 for the target
         add("loss", 0, y, loss_scores(logits[t][:, 0], labels))
         # public non-members: the population, which no model of the pool trained on
         q = QuantileAttack(seed=t).fit(images.x[pool.pop_indices], pool.pop_labels, pop_feats[t].phi[:, 0])

@@ -155,8 +155,15 @@ def test_bad_inputs_raise():
         rmia_scores(px, prx, pz, prz, a=1.5)
     with pytest.raises(ValueError, match="gamma"):
         rmia_scores(px, prx, pz, prz, gamma=0.0)
-    with pytest.raises(ValueError, match="no OUT reference model"):
+    with pytest.raises(ValueError, match="no sample has an OUT reference model"):
         rmia_scores(px, prx, pz, prz, ref_keep_x=np.ones((2, 10), bool))
+    # a sample every reference trained on takes the mean over all references (one reference: half the samples)
+    keep = np.zeros((2, 10), bool)
+    keep[:, 0] = True
+    keep[0, 1] = True
+    mixed = rmia_scores(px, prx, pz, prz, ref_keep_x=keep, a=1.0)
+    online = rmia_scores(px, prx, pz, prz, a=1.0)  # no keep: the mean over all references
+    assert mixed[0] == online[0] and np.all(np.isfinite(mixed))
     with pytest.raises(ValueError, match="ref_keep_x"):
         rmia_scores(px, prx, pz, prz, ref_keep_x=np.ones((2, 9), bool))
     with pytest.raises(ValueError, match="at least 2 models"):

@@ -66,7 +66,10 @@ def _prob_matrix(p: np.ndarray, n: int, name: str) -> np.ndarray:
 
 
 def _out_mean(p_ref: np.ndarray, keep: np.ndarray | None, name: str) -> np.ndarray:
-    """Pr_OUT: mean over the reference models that did not train on each sample."""
+    """Pr_OUT: mean over the reference models that did not train on each sample. A sample that
+    every reference trained on (with one reference, half the samples) takes the mean over all
+    its references instead, RMIA's online average (Zarifzadeh et al.'s Pr(x) with the IN models
+    in it); ValueError when no sample has an OUT model at all."""
     if keep is None:
         return p_ref.mean(axis=0)
     keep = np.asarray(keep)
@@ -78,13 +81,12 @@ def _out_mean(p_ref: np.ndarray, keep: np.ndarray | None, name: str) -> np.ndarr
         keep = keep.astype(bool)
     out = ~keep
     count = out.sum(axis=0)
-    if np.any(count == 0):
-        bad = np.flatnonzero(count == 0)
-        raise ValueError(
-            f"{len(bad)} samples (first: {bad[:5].tolist()}) have no OUT reference model in {name}; "
-            "offline RMIA needs at least one: drop them or add reference models"
-        )
-    return np.where(out, p_ref, 0.0).sum(axis=0) / count
+    if not np.any(count):
+        raise ValueError(f"no sample has an OUT reference model in {name}; offline RMIA needs reference models "
+                         "that did not train on the audited samples")
+    none = count == 0
+    out[:, none] = True  # every reference trained on it: the mean over all of them
+    return np.where(out, p_ref, 0.0).sum(axis=0) / out.sum(axis=0)
 
 
 def rmia_likelihood_ratios(p_target: np.ndarray, pr_out: np.ndarray, a: float) -> np.ndarray:
