@@ -23,6 +23,9 @@ from privaudit.analysis.metrics import advantage_threshold, attack_metrics
 
 POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "lira-shrunk-online",
                 "lira-shrunk-offline", "rmia", "shadow-pool")
+#: how an attack's ε thresholds and operating points were chosen: on other models' scores
+#: with their known membership (the shadow model, or another pool model), never on the target's
+CALIBRATED = "calibration: chosen on another model's scores"
 #: the quantile-regression attack (docs/methods.md D.8): fit on the population, no reference
 #: model; its thresholds are chosen on a pool model's scores, so it runs with the pool
 QUANTILE_ATTACK = "quantile"
@@ -139,11 +142,12 @@ def _calibrate_rmia_a(p_ref_x: np.ndarray, ref_keep: np.ndarray, p_ref_z: np.nda
 
 
 def empirical_privacy(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,
-                      *, delta: float, confidence: float = 0.95) -> dict[str, float | None]:
+                      *, delta: float, confidence: float = 0.95) -> dict[str, float | str | None]:
     """The empirical privacy of one attack on one target, every threshold set on ``calib_*``
     (the scores of other models with their known membership), never on the evaluated target's
     labels (docs/methods.md D.4, D.6, D.9):
 
+    - ``threshold_strategy``: how every threshold below was chosen (:data:`CALIBRATED`);
     - ``eps_lower_bound`` at ``delta``: the Clopper–Pearson bound at the threshold that
       maximises it on the calibration data (``eps_threshold``), and ``eps_fpr``, the FPR that
       threshold reached on the target;
@@ -160,7 +164,8 @@ def empirical_privacy(labels: np.ndarray, scores: np.ndarray, calib_labels: np.n
     thr = best_threshold(calib_labels, calib_scores, delta=delta, confidence=confidence)
     neg = np.asarray(labels) == 0
     gdp = gdp_lower_bound(labels, scores, calib_labels, calib_scores, delta=delta, confidence=confidence)
-    out: dict[str, float | None] = {
+    out: dict[str, float | str | None] = {
+        "threshold_strategy": CALIBRATED,
         "eps_threshold": float(thr),
         "eps_lower_bound": float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence)),
         "eps_fpr": float(np.mean(np.asarray(scores)[neg] >= thr)),

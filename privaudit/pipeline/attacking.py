@@ -279,6 +279,7 @@ def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5,
         conf = scores["confidence"][0]
         m = attack_metrics(labels, conf, data_free)
         m["eps_threshold"] = m["gdp_threshold"] = data_free
+        m["threshold_strategy"] = "fixed: random-noise queries, no data"
         m["eps_lower_bound"] = float(epsilon_lower_bound(labels, conf, data_free, delta=delta))
         neg, pos = conf[labels == 0], conf[labels == 1]
         m["eps_fpr"] = m["gdp_fpr"] = float(np.mean(neg >= data_free))

@@ -105,6 +105,7 @@ def _cv_metrics(labels: np.ndarray, d: Decisions, *, delta: float, confidence: f
     # the Gaussian-DP μ of the same decisions (each fold's threshold chosen on the other folds)
     guess, member = d.member_eps.astype(bool), labels == 1
     m["eps_fpr"] = m["gdp_fpr"] = float(np.mean(guess[~member]))
+    m["threshold_strategy"] = "cross-validation: each fold's threshold chosen on the other folds"
     m["gdp_mu"] = float(mu_from_counts(int(np.sum(guess & ~member)), int(np.sum(~member)),
                                        int(np.sum(~guess & member)), int(np.sum(member)), confidence))
     m["gdp_epsilon"] = float(gdp_epsilon(m["gdp_mu"], delta))
