@@ -5,7 +5,7 @@ reference models (privaudit's pool: complementary pairs of random halves of the 
 the target's members and non-members), 65 models in all, each trained once with loss traces
 recorded. Each model in turn is the attacked one; its references are a seeded random subset
 of k of the others (never its own complement, which would leak its membership through the
-reference set), so no model is trained for the comparison. Per attack and k ∈ {0, 1, 2, 4, 8},
+reference set), so no model is trained for the comparison. Per attack and k ∈ {0, 1, 2, 4, 8, 16, 32},
 TPR at 0.1 % FPR and AUC (ROC on the attacked model's own labels, as the LiRA paper reports),
 with 95 % t-intervals over the attacked models; LiRA online with every other model (62 for a
 pool model, 64 for the target) is the yardstick. The loss-trace ranking (LT-IQR) is scored as
@@ -35,7 +35,7 @@ from privaudit.pipeline.runs import DataCache, ensure_model
 from privaudit.pipeline.workspace import Workspace
 
 POOL = 64
-REFERENCES = (0, 1, 2, 4, 8)
+REFERENCES = (0, 1, 2, 4, 8, 16, 32)
 FPR = 0.001
 YARDSTICK = "lira-online (all others)"
 
@@ -70,6 +70,14 @@ def _interval(values: list[float]) -> tuple[float, float, float]:
         return float(v.mean()), float("nan"), float("nan")
     half = student.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
     return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+
+
+def reference_candidates(t: int, m: int) -> np.ndarray:
+    """The models that may serve as references when model ``t`` of ``m`` is attacked: every
+    other one, except a pool model's complement (pool models 2j and 2j + 1 trained on
+    complementary halves, so the complement's membership is the attacked model's, negated);
+    the target, model m − 1, has no complement among them."""
+    return np.array([i for i in range(m) if i != t and (t == m - 1 or i != (t ^ 1))])
 
 
 def few_reference_scores(t: int, refs: np.ndarray, feats, pop_feats, keep, logits, labels) -> dict[str, np.ndarray]:
@@ -124,7 +132,7 @@ def evaluate(args) -> None:
 
     for done, t in enumerate(attacked):
         y = keep[t].astype(int)
-        others = np.array([i for i in range(m) if i != t and (t == m - 1 or i != (t ^ 1))])
+        others = reference_candidates(t, m)
         yard = few_reference_scores(t, others, feats, pop_feats, keep, logits, labels)["lira-online"]
         add(YARDSTICK, POOL, y, yard)  # 63 references for a pool model (its complement left out), 64 for the target
         add("loss", 0, y, loss_scores(logits[t][:, 0], labels))
@@ -191,7 +199,7 @@ def figure(results: list[dict], out: Path) -> None:
                    label=f"LiRA online, {yard['references']} references")
         ax.axhline(80 * yard["tpr_at_0p1pct_fpr"], color="grey", ls=":", lw=1, label="80 % of it")
         ax.set_xscale("log", base=2)
-        ax.set_xticks([0.5, 1, 2, 4, 8], ["0", "1", "2", "4", "8"])
+        ax.set_xticks([0.5, 1, 2, 4, 8, 16, 32, 64], ["0", "1", "2", "4", "8", "16", "32", "64"])
         ax.set_xlabel("reference models trained")
         ax.set_ylabel("TPR at 0.1 % FPR (%)")
         ax.set_title(f"CIFAR-10 {res['arch']}, parts of {res['part']}, {res['epochs']} epochs, "

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -142,3 +144,22 @@ def test_familywise_benchmark_counts_false_alarms_with_intervals(tmp_path):
     again = main(["--sets", "3", "--n", "60", "--permutations", "99", "--power-sets", "0", "--jobs", "2",
                   "--out", str(tmp_path / "two")])
     assert again["null_p_values"] == doc["null_p_values"]
+
+
+def test_few_reference_benchmark_never_gives_a_model_its_complement_and_draws_its_figure(tmp_path):
+    from benchmarks.bench_few_refs import _interval, figure, reference_candidates
+
+    m = 65
+    for t in range(m):
+        refs = set(reference_candidates(t, m).tolist())
+        assert t not in refs and len(refs) == (64 if t == m - 1 else 63)
+        if t < m - 1:
+            assert (t ^ 1) not in refs
+    mean, lo, hi = _interval([0.1, 0.2, 0.3])
+    assert mean == pytest.approx(0.2) and lo < 0.2 < hi
+    rows = [{"attack": a, "references": k, "tpr_at_0p1pct_fpr": 0.1 * (k + 1), "tpr_lo": 0.0, "tpr_hi": 1.0,
+             "n_attacked": 3} for a in ("rmia", "lira-shrunk-online") for k in (1, 2, 4)]
+    rows.append({"attack": "lira-online (all others)", "references": 64, "tpr_at_0p1pct_fpr": 0.5, "tpr_lo": 0.4,
+                 "tpr_hi": 0.6, "n_attacked": 3})
+    figure([{"arch": "mlp", "part": 5000, "epochs": 50, "rows": rows}], tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 10_000
