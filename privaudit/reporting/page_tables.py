@@ -34,6 +34,7 @@ _TABLE_SPEC: list[tuple[str, str, Callable[[Any], str], str]] = [
     ("advantage", "advantage", f3, "num"),
     ("TPR @ 1% FPR", "tpr_at_1pct_fpr", f3, "num"),
     ("TPR @ 0.1% FPR", "tpr_at_0p1pct_fpr", f3, "num"),
+    ("PPV @ 10% prior", "ppv_at_10pct_prior", f3, "num"),
     ("ε lb", "eps_lower_bound", lb, "num"),
     ("μ (GDP) [95%]", "gdp_mu", f3, "num"),
     ("ε (GDP)", "gdp_epsilon", lb, "num"),
@@ -60,6 +61,24 @@ def eps_tip(r: Mapping[str, Any]) -> str:
     return tip
 
 
+def calibrated_tip(r: Mapping[str, Any]) -> str:
+    """The operating points whose thresholds other models set (docs/methods.md D.9): the TPR at
+    each FPR and the FPR it reached on this target, or why the data cannot state it."""
+    from privaudit.analysis.operating import min_non_members
+
+    parts = []
+    if not finite(r.get("tpr_at_1pct_fpr_cal")):  # none computed (an attack without calibration data)
+        return ""
+    for level, key, rate in (("1%", "1pct", 0.01), ("0.1%", "0p1pct", 0.001), ("0.01%", "0p01pct", 0.0001)):
+        tpr, fpr = r.get(f"tpr_at_{key}_fpr_cal"), r.get(f"fpr_at_{key}_cal")
+        if finite(tpr):
+            parts.append(f"{level}: TPR {f3(tpr)} (FPR reached {pct(fpr, 2)})")
+        elif finite(r.get("n_nonmembers")) and r["n_nonmembers"] < min_non_members(rate):
+            parts.append(f"{level}: too few non-members ({integer(r['n_nonmembers'])}, "
+                         f"{integer(min_non_members(rate))} needed)")
+    return ("thresholds set on other models: " + ", ".join(parts)) if parts else ""
+
+
 def _cell_tip(r: pd.Series, col: str) -> str:
     """The tooltip of one cell of the long table (empty: none)."""
     if col == "epsilon" and finite(r["epsilon"]):
@@ -69,7 +88,11 @@ def _cell_tip(r: pd.Series, col: str) -> str:
     if col == "auc" and finite(r["auc_lo"]) and finite(r["auc_hi"]):
         return f"95% CI {f3(r['auc_lo'])}–{f3(r['auc_hi'])} (DeLong)"
     if col in ("tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr"):
-        return _ci_text(r[f"{col}_lo"], r[f"{col}_hi"])
+        return "; ".join(t for t in (_ci_text(r[f"{col}_lo"], r[f"{col}_hi"]), calibrated_tip(r)) if t)
+    if col == "ppv_at_10pct_prior" and finite(r.get("ppv_at_10pct_prior")):
+        return (f"positive predictive value if 10% of the queried records were members, at the 1% FPR threshold "
+                f"other models set: {f3(r['ppv_at_10pct_prior'])} (95% CI {f3(r.get('ppv_at_10pct_prior_lo'))}–"
+                f"{f3(r.get('ppv_at_10pct_prior_hi'))}); at a 1% prior {f3(r.get('ppv_at_1pct_prior'))}")
     if col == "eps_lower_bound" and finite(r["eps_lower_bound"]):
         return eps_tip(r) + (f"; the threshold reached FPR {f3(r['eps_fpr'])} on this target"
                              if finite(r.get("eps_fpr")) else "")
