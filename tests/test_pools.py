@@ -172,3 +172,15 @@ def test_an_interrupted_stacked_pool_resumes_bit_for_bit(tmp_path, tiny, data_ca
         assert (ws.model_dir(c.run_name) / "weights.npz").read_bytes() == before[c.run_name], c.run_name
     for name, mtime in kept.items():   # the finished ones are reused, not rewritten
         assert (ws.model_dir(name) / "weights.npz").stat().st_mtime_ns == mtime
+
+
+def test_a_quantile_model_that_cannot_fit_is_a_one_line_error_only_when_asked(tmp_path, data_cache, tiny):
+    """Parts of 30: a population of 60 samples, fewer than the quantile regression needs. Named
+    in --attacks it is a one-line error naming what is missing; through "all" it is left out
+    and every other attack runs."""
+    ws = Workspace(tmp_path).ensure_writable()
+    target = ensure_model(tiny(part_size=30, epochs=2), ws, data_cache, CPU)
+    with pytest.raises(ConfigError, match="quantile attack cannot run.*public"):
+        attack_target(ws, target.name, data_cache, CPU, AttackPlan.from_choices(["quantile"], 4))
+    result = attack_target(ws, target.name, data_cache, CPU, AttackPlan.from_choices(["all"], 4))
+    assert "quantile" not in result.metrics and "rmia" in result.metrics

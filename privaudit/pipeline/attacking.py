@@ -74,6 +74,7 @@ class AttackPlan:
     shown: tuple[str, ...] = ()
     shadow_dataset: str | None = None  # ML-Leaks adversary 2: a shadow trained on other data
     label_only: bool = False  # the gap and augmentation attacks (also run on output-side defences)
+    quantile_asked: bool = False  # named in --attacks (not only through "all"): a quantile model that cannot fit is an error
 
     def asked(self, metrics: dict) -> dict:
         """``metrics`` restricted to the attacks that were asked for (and the label-only ones,
@@ -92,6 +93,7 @@ class AttackPlan:
         if unknown:
             raise ConfigError(f"unknown attack {sorted(unknown)[0]!r}; expected one of {', '.join(ATTACK_CHOICES)}")
         label_only = "label-only" in chosen
+        quantile_asked = "quantile" in chosen
         if "all" in chosen:
             chosen = set(ATTACK_CHOICES)
         pool = []
@@ -115,7 +117,7 @@ class AttackPlan:
         return cls(shadow=bool(chosen & {"shadow", "loss", "label-only"}), pool_attacks=pool_attacks,
                    label_only=label_only,
                    pool_size=pool_size if pool else 0, one_run="one-run" in chosen,
-                   shown=tuple(shown) + pool_attacks, shadow_dataset=shadow_dataset)
+                   shown=tuple(shown) + pool_attacks, shadow_dataset=shadow_dataset, quantile_asked=quantile_asked)
 
 
 @dataclass
@@ -373,13 +375,19 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
         if QUANTILE_ATTACK in plan.pool_attacks:  # the target's, thresholds on pool model 0's
             from privaudit.attacks.lira import logit_scaled_confidence as phi
 
-            s, calib = (quantile_scores(images.x[pool.indices], pool.labels, phi(lg[:, 0], pool.labels),
-                                        images.x[pool.pop_indices], pool.pop_labels, phi(pop[:, 0], pool.pop_labels),
-                                        seed=cfg.seed)
-                        for lg, pop in ((t_logits, t_pop), (pool.logits[0], pool.pop_logits[0])))
-            m = evaluate_scores(labels, s, pool.keep[0].astype(int), calib, delta=cfg.defence.delta)
-            metrics[QUANTILE_ATTACK] = {**m, "source": pool.name}
-            scores[QUANTILE_ATTACK] = arrays[f"score_{QUANTILE_ATTACK}"] = s
+            try:
+                s, calib = (quantile_scores(images.x[pool.indices], pool.labels, phi(lg[:, 0], pool.labels),
+                                            images.x[pool.pop_indices], pool.pop_labels,
+                                            phi(pop[:, 0], pool.pop_labels), seed=cfg.seed)
+                            for lg, pop in ((t_logits, t_pop), (pool.logits[0], pool.pop_logits[0])))
+            except ValueError as exc:  # too few population samples, or a fit that does not converge
+                if plan.quantile_asked:
+                    raise ConfigError(f"the quantile attack cannot run on {target}: {exc}") from None
+                s = None  # asked for through "all": left out, as an attack that does not apply
+            if s is not None:
+                m = evaluate_scores(labels, s, pool.keep[0].astype(int), calib, delta=cfg.defence.delta)
+                metrics[QUANTILE_ATTACK] = {**m, "source": pool.name}
+                scores[QUANTILE_ATTACK] = arrays[f"score_{QUANTILE_ATTACK}"] = s
         arrays["labels"] = labels
         extras["loo"] = {"pool": pool.name, "pool_size": pool.size, "summary": summarise(per_target)}
         strongest = strongest_attack({n: metrics[n] for n in scores})
