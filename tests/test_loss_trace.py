@@ -124,3 +124,13 @@ def test_stacked_dp_sgd_records_the_traces_one_by_one_training_records(digits):
         a, b = r.loss_trace.astype(float), alone.loss_trace.astype(float)
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
         np.testing.assert_allclose(a[np.isfinite(a)], b[np.isfinite(b)], atol=5e-3, rtol=5e-3)
+
+
+def test_no_trace_beyond_its_memory_cap(digits, monkeypatch):
+    import privaudit.training.trace as trace_module
+
+    monkeypatch.setattr(trace_module, "MAX_CELLS", 10)
+    r = train_model(make_config(dataset="digits", epochs=2), digits)
+    assert r.loss_trace is None and len(r.loss_history) == 2
+    cfgs = [make_config(dataset="digits", epochs=2).as_reference(4, i).validated() for i in range(2)]
+    assert all(s.loss_trace is None for s in train_stacked(cfgs, digits))

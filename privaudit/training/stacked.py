@@ -56,7 +56,7 @@ from privaudit.core.seeding import derive_seed, generator
 from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, poisson_batch
 from privaudit.training.loop import Batch, run_epochs
 from privaudit.training.mg_noise import apply_mg_noise
-from privaudit.training.trace import LossTrace
+from privaudit.training.trace import LossTrace, traceable
 from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, evaluate,
                                         resolve_engine, role_data, train_model)
 
@@ -406,12 +406,13 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     n, bs = member_pos.shape[1], c0.train.batch_size
     opt = _adam(st.params, c0)
     # every model's loss trace in one: model k's member j is column k·n + j
-    st.trace = LossTrace(k_models * n, c0.train.epochs, device)
+    st.trace = LossTrace(k_models * n, c0.train.epochs, device) if traceable(k_models * n, c0.train.epochs) else None
     offsets = torch.arange(k_models, device=device)[:, None] * n
 
     def batches() -> Iterator[Batch]:  # K models' shuffles, each from its own generator
         epoch[0] += 1
-        st.trace.next_epoch()
+        if st.trace is not None:
+            st.trace.next_epoch()
         perms = torch.stack([torch.randperm(n, generator=g, device=device) for g in st.gens])
         for start in range(0, n, bs):
             cols = perms[:, start:start + bs]
@@ -456,7 +457,8 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         scale = 1.0 / batch.size                                                # each model's mean loss
         st.set_gradients(x, h, g_pre.mul_(scale), g_z.mul_(scale))
         opt.step()
-        st.trace.record(batch.index, losses.reshape(-1))
+        if st.trace is not None:
+            st.trace.record(batch.index, losses.reshape(-1))
         return losses.detach().sum(1), batch.size
 
     per_epoch = run_epochs(c0.train.epochs, batches, step, view=_views(cfgs, st, device), on_epoch=on_epoch)  # [epoch][K]
@@ -500,7 +502,8 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     view = _views(cfgs, st, device)
     member_pos = torch.stack(st.members)                                        # (K, n)
     pad = GhostDPSGD.padded_size
-    st.trace = LossTrace(k_models * n, c0.train.epochs, device)  # model k's member j: column k·n + j
+    # model k's member j: column k·n + j
+    st.trace = LossTrace(k_models * n, c0.train.epochs, device) if traceable(k_models * n, c0.train.epochs) else None
     offsets = torch.arange(k_models, device=device)[:, None] * n
     batch_count = [0]
 
@@ -510,7 +513,7 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         every model's rows gathered, normalised and masked at once. Rows past a model's own
         batch are padding (clip factor 0: their content never reaches a gradient)."""
         for _ in range(per_epoch):
-            if batch_count[0] % per_epoch == 0:
+            if batch_count[0] % per_epoch == 0 and st.trace is not None:
                 st.trace.next_epoch()
             batch_count[0] += 1
             picks = [poisson_batch(n, q, g, device) for g in st.gens]
@@ -538,7 +541,8 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
             p.grad.add_(block.transpose(1, 2) if p is st.params[0] else block)  # W₁ is held transposed
             offset += size
         opt.step()
-        st.trace.record(batch.index[real], losses.detach()[real])
+        if st.trace is not None:
+            st.trace.record(batch.index[real], losses.detach()[real])
         return (losses.detach() * real).sum(1), sizes
 
     try:  # torch's thread count is left alone: runs may train side by side (privaudit.executor.local)

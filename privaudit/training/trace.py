@@ -21,6 +21,14 @@ import numpy as np
 import torch
 
 FILE = "loss_trace.npz"
+#: members × epochs beyond which no trace is kept (its running sums would take more than about
+#: 400 MB while training); a model trained beyond it simply has none
+MAX_CELLS = 1 << 26
+
+
+def traceable(members: int, epochs: int) -> bool:
+    """Whether a run of ``members`` × ``epochs`` keeps a loss trace (:data:`MAX_CELLS`)."""
+    return members * epochs <= MAX_CELLS
 
 
 class LossTrace:
@@ -31,8 +39,8 @@ class LossTrace:
     """
 
     def __init__(self, members: int, epochs: int, device: torch.device | str = "cpu"):
-        self.sums = torch.zeros(epochs, members, dtype=torch.float64, device=device)
-        self.counts = torch.zeros(epochs, members, dtype=torch.float64, device=device)
+        self.sums = torch.zeros(epochs, members, dtype=torch.float32, device=device)
+        self.counts = torch.zeros(epochs, members, dtype=torch.int16, device=device)
         self.epoch = -1
 
     def next_epoch(self) -> None:
@@ -43,12 +51,12 @@ class LossTrace:
             return
         index = index.to(self.sums.device)
         self.sums[self.epoch].index_add_(0, index, losses.detach().to(self.sums))
-        self.counts[self.epoch].index_add_(0, index, torch.ones_like(index, dtype=torch.float64))
+        self.counts[self.epoch].index_add_(0, index, torch.ones_like(index, dtype=torch.int16))
 
     def array(self, epochs: int | None = None) -> np.ndarray:
         """The mean loss of each member in each of the first ``epochs`` epochs (all by default),
         float16 (epochs, members); NaN where an epoch did not sample the member."""
         e = len(self.sums) if epochs is None else epochs
         with torch.no_grad():
-            mean = self.sums[:e] / self.counts[:e]  # 0/0 = NaN where not sampled
+            mean = self.sums[:e] / self.counts[:e].to(self.sums)  # 0/0 = NaN where not sampled
         return mean.cpu().numpy().astype(np.float16)

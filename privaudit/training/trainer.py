@@ -61,7 +61,7 @@ from privaudit.core.timing import phase
 from privaudit.training.loop import (Batch, EpochCallback, from_loader, poisson, run_epochs, shuffled,
                                      training_view)
 from privaudit.training.noisycgd import train_noisycgd
-from privaudit.training.trace import LossTrace
+from privaudit.training.trace import LossTrace, traceable
 ENGINES = ("fast", "reference")
 ENGINE_ENV = "PRIVAUDIT_ENGINE"
 
@@ -231,7 +231,8 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
                             **(defense.model_kwargs(cfg.defence.knob) if defense else {})).to(device)
         plain = not (cfg.model.name == "convex-relu" or cfg.defence.dp)
         trace = (LossTrace(len(rd.y_in), cfg.train.epochs, device)
-                 if plain or (engine == "fast" and supports_ghost(model)) else None)
+                 if (plain or (engine == "fast" and supports_ghost(model))) and traceable(len(rd.y_in), cfg.train.epochs)
+                 else None)
         if snapshots:
             on_epoch = _snapshotting(cfg, model, rd, engine, t0, snapshots, on_epoch, trace)
         # torch.optim imports torch._dynamo on its first use in a process (about 1.8 s on 2
