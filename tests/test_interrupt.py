@@ -13,6 +13,14 @@ import time
 import pandas as pd
 
 
+def _default_sigint() -> None:
+    """Ctrl-C as a terminal delivers it. A suite started in the background by a shell without
+    job control (``bash -c '... &'``) runs with SIGINT ignored; its children inherit that and
+    Python keeps an ignored SIGINT ignored, so the audit would never see the interrupt
+    (measured: exit 0 after the whole run, 130 with this reset)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_interrupts_under_load_end_cleanly_and_the_run_resumes(tmp_path):
     env = {**os.environ, "PRIVAUDIT_CACHE_DIR": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
     args = [sys.executable, "-m", "privaudit", "audit", "--dataset", "digits", "--kappas", "0.5", "--sigmas", "1",
@@ -23,7 +31,8 @@ def test_interrupts_under_load_end_cleanly_and_the_run_resumes(tmp_path):
         # interrupts at start-up, while models train side by side (DP-SGD's noise thread too),
         # and while pools and attacks run
         for delay in (1.5, 4.0, 7.0):
-            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                    preexec_fn=_default_sigint)
             time.sleep(delay)
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=300)
