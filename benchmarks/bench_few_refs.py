@@ -38,6 +38,8 @@ POOL = 64
 REFERENCES = (0, 1, 2, 4, 8, 16, 32)
 FPR = 0.001
 YARDSTICK = "lira-online (all others)"
+FEW_REFERENCE_ATTACKS = ("lira-online", "lira-online-global", "lira-offline-global", "lira-shrunk-online",
+                         "lira-shrunk-offline", "rmia")
 
 
 def recipe(arch: str, part: int, epochs: int | None) -> RunConfig:
@@ -80,17 +82,14 @@ def reference_candidates(t: int, m: int) -> np.ndarray:
     return np.array([i for i in range(m) if i != t and (t == m - 1 or i != (t ^ 1))])
 
 
-def few_reference_scores(t: int, refs: np.ndarray, feats, pop_feats, keep, logits, labels) -> dict[str, np.ndarray]:
-    """Every reference-based attack's scores (n,) against model ``t`` with references ``refs``."""
-    from privaudit.attacks.lira import lira_shrunk_scores
+def few_reference_scores(t: int, refs: np.ndarray, feats, pop_feats, keep, logits, labels,
+                         attacks: tuple[str, ...] = FEW_REFERENCE_ATTACKS) -> dict[str, np.ndarray]:
+    """The reference-based attacks' scores (n,) against model ``t`` with references ``refs``."""
     from privaudit.attacks.pool_attacks import scores_from_features
 
-    attacks = ("lira-online", "lira-online-global", "lira-offline-global", "rmia")
-    out = scores_from_features(feats[t], pop_feats[t], logits[t][:, 0], labels, feats[refs], pop_feats[refs],
-                               keep[refs], attacks=attacks)
-    out["lira-shrunk-online"] = lira_shrunk_scores(feats[t].phi, feats[refs].phi, keep[refs], online=True)
-    out["lira-shrunk-offline"] = lira_shrunk_scores(feats[t].phi, feats[refs].phi, keep[refs], online=False)
-    return out  # with one reference a sample is IN or OUT of it: online LiRA falls back to offline
+    # with one reference a sample is IN or OUT of it: online LiRA falls back to offline
+    return scores_from_features(feats[t], pop_feats[t], logits[t][:, 0], labels, feats[refs], pop_feats[refs],
+                                keep[refs], attacks=attacks)
 
 
 def evaluate(args) -> None:
@@ -133,7 +132,7 @@ def evaluate(args) -> None:
     for done, t in enumerate(attacked):
         y = keep[t].astype(int)
         others = reference_candidates(t, m)
-        yard = few_reference_scores(t, others, feats, pop_feats, keep, logits, labels)["lira-online"]
+        yard = few_reference_scores(t, others, feats, pop_feats, keep, logits, labels, ("lira-online",))["lira-online"]
         add(YARDSTICK, POOL, y, yard)  # 63 references for a pool model (its complement left out), 64 for the target
         add("loss", 0, y, loss_scores(logits[t][:, 0], labels))
         # public non-members: the population, which no model of the pool trained on

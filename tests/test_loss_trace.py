@@ -134,3 +134,12 @@ def test_no_trace_beyond_its_memory_cap(digits, monkeypatch):
     assert r.loss_trace is None and len(r.loss_history) == 2
     cfgs = [make_config(dataset="digits", epochs=2).as_reference(4, i).validated() for i in range(2)]
     assert all(s.loss_trace is None for s in train_stacked(cfgs, digits))
+
+
+def test_engines_that_compute_no_row_losses_leave_no_trace(digits):
+    """Opacus's engine and NoisyCGD record nothing: their models have no trace, not an empty one."""
+    opacus = train_model(make_config(dataset="digits", epochs=2, dp=True, noise_multiplier=1.0), digits,
+                         engine="reference")
+    convex = train_model(make_config(dataset="digits", model="convex-relu", epochs=2, dp=True, noise_multiplier=1.0),
+                         digits)
+    assert opacus.loss_trace is None and convex.loss_trace is None

@@ -232,6 +232,12 @@ class GDPBound:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def metrics(self) -> dict[str, float]:
+        """The bound as an attack's metrics: ``gdp_mu``, ``gdp_epsilon``, ``gdp_threshold`` and
+        ``gdp_fpr`` (the FPR the threshold reached on the evaluated scores)."""
+        return {"gdp_mu": self.mu, "gdp_epsilon": self.epsilon, "gdp_threshold": self.threshold,
+                "gdp_fpr": self.fpr}
+
 
 def _check_set(labels, scores, what: str) -> tuple[np.ndarray, np.ndarray]:
     """Validated (labels, scores) of one data set, errors naming the set and what is missing."""
@@ -269,6 +275,17 @@ def _bound(labels, scores, threshold: float, *, delta: float, confidence: float,
     return GDPBound(mu=mu, epsilon=gdp_epsilon(mu, delta), delta=delta, threshold=float(threshold),
                     strategy=strategy, candidates=int(candidates), fpr=int(fp) / neg.size,
                     fnr=int(fn) / pos.size, confidence=confidence)
+
+
+def gdp_at_threshold(labels, scores, threshold: float, *, delta: float, confidence: float = 0.95) -> GDPBound:
+    """Formula (2) at one ``threshold`` that nothing in (``labels``, ``scores``) chose (``strategy``
+    "fixed", ``candidates`` 1): a threshold set without data, or decisions made elsewhere (0/1
+    scores at 0.5). ValueError (one line) on bad input."""
+    confidence = _check_confidence(confidence)
+    delta = _check_gdp_delta(delta)
+    labels, scores = _check_set(labels, scores, "evaluated")
+    return _bound(labels, scores, float(threshold), delta=delta, confidence=confidence, strategy="fixed",
+                  candidates=1, per_candidate=confidence)
 
 
 def gdp_lower_bound(labels, scores, calib_labels, calib_scores, *, delta: float,

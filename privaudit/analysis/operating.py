@@ -318,6 +318,16 @@ _NO_RATES = {"tp": None, "tpr": None, "tpr_lo": None, "tpr_hi": None,
              "fp": None, "fpr_achieved": None, "fpr_lo": None, "fpr_hi": None}
 
 
+def _evaluated(labels, scores, target_fpr: float, confidence: float, min_false_positives: int):
+    """The checked arguments of an operating point: (FPR, confidence, m, member mask, scores)
+    of the evaluated data, which must hold a member."""
+    f, confidence, m = _check_fpr(target_fpr), _check_confidence(confidence), _check_min_fp(min_false_positives)
+    member, s = _labels_scores(labels, scores, "evaluated data")
+    if not member.any():
+        raise ValueError("evaluated data: need at least one member")
+    return f, confidence, m, member, s
+
+
 def tpr_at_calibrated_fpr(labels, scores, calib_labels, calib_scores, target_fpr: float, *,
                           confidence: float = 0.95, min_false_positives: int = 1) -> OperatingPoint:
     """TPR on the evaluated data at the threshold that calibration data set for ``target_fpr``.
@@ -337,12 +347,7 @@ def tpr_at_calibrated_fpr(labels, scores, calib_labels, calib_scores, target_fpr
     cannot state ``target_fpr``: fewer than :func:`min_non_members` (⌈m/f⌉,
     m = ``min_false_positives``); then the rates are None and ``reason`` says why.
     """
-    f = _check_fpr(target_fpr)
-    confidence = _check_confidence(confidence)
-    m = _check_min_fp(min_false_positives)
-    member, s = _labels_scores(labels, scores, "evaluated data")
-    if not member.any():
-        raise ValueError("evaluated data: need at least one member")
+    f, confidence, m, member, s = _evaluated(labels, scores, target_fpr, confidence, min_false_positives)
     if calib_labels is None:
         cs = np.asarray(calib_scores, dtype=np.float64).ravel()
         if not np.all(np.isfinite(cs)):
@@ -374,12 +379,7 @@ def tpr_at_fpr_checked(labels, scores, max_fpr: float, *, confidence: float = 0.
     (the threshold chosen on these labels: ``calibrated`` False, optimistic), under the same
     counting rule as :func:`tpr_at_calibrated_fpr`: "too few non-members" (TPR None) when
     the non-members cannot state ``max_fpr``. For when no calibration data exist."""
-    f = _check_fpr(max_fpr)
-    confidence = _check_confidence(confidence)
-    m = _check_min_fp(min_false_positives)
-    member, s = _labels_scores(labels, scores, "evaluated data")
-    if not member.any():
-        raise ValueError("evaluated data: need at least one member")
+    f, confidence, m, member, s = _evaluated(labels, scores, max_fpr, confidence, min_false_positives)
     n_pos = int(member.sum())
     n_neg = member.size - n_pos
     reason = _shortfall("evaluated data", n_neg, f, m)

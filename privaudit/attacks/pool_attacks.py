@@ -169,7 +169,7 @@ def empirical_privacy(labels: np.ndarray, scores: np.ndarray, calib_labels: np.n
         "eps_threshold": float(thr),
         "eps_lower_bound": float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence)),
         "eps_fpr": float(np.mean(np.asarray(scores)[neg] >= thr)),
-        "gdp_mu": gdp.mu, "gdp_epsilon": gdp.epsilon, "gdp_threshold": gdp.threshold, "gdp_fpr": gdp.fpr,
+        **gdp.metrics(),
         **tpr_intervals(labels, scores, confidence)}
     points = tpr_at_low_fprs(labels, scores, calib_labels, calib_scores, confidence=confidence)
     for key, point in points.items():

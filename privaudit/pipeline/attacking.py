@@ -35,7 +35,7 @@ from privaudit.attacks.shadow import ShadowAttack
 from privaudit.core.config import RunConfig
 from privaudit.core.defaults import ATTACK_CHOICES, DEFAULT_POOL_SIZE
 from privaudit.analysis.empirical import epsilon_lower_bound
-from privaudit.analysis.gdp import gdp_epsilon, mu_from_counts
+from privaudit.analysis.gdp import gdp_at_threshold
 from privaudit.errors import ArtifactError, ConfigError
 from privaudit.files.integrity import verify_folder
 from privaudit.files.locks import artifact_lock
@@ -280,14 +280,11 @@ def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5,
     if data_free is not None:
         conf = scores["confidence"][0]
         m = attack_metrics(labels, conf, data_free)
-        m["eps_threshold"] = m["gdp_threshold"] = data_free
+        m["eps_threshold"] = data_free
         m["threshold_strategy"] = "fixed: random-noise queries, no data"
         m["eps_lower_bound"] = float(epsilon_lower_bound(labels, conf, data_free, delta=delta))
-        neg, pos = conf[labels == 0], conf[labels == 1]
-        m["eps_fpr"] = m["gdp_fpr"] = float(np.mean(neg >= data_free))
-        m["gdp_mu"] = float(mu_from_counts(int(np.sum(neg >= data_free)), len(neg), int(np.sum(pos < data_free)),
-                                           len(pos)))
-        m["gdp_epsilon"] = float(gdp_epsilon(m["gdp_mu"], delta))
+        gdp = gdp_at_threshold(labels, conf, data_free, delta=delta)
+        m.update(gdp.metrics(), eps_fpr=gdp.fpr)
         metrics["data-free"] = {**m, **tpr_intervals(labels, conf)}
     arrays = {"labels": labels, **{f"score_{name}": s for name, (s, _) in scores.items()}}
     if data_free is not None:

@@ -42,7 +42,7 @@ from privaudit.attacks.pool_attacks import (POOL_ATTACKS, evaluate_scores, leave
 from privaudit.attacks.features import compute_features
 from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
 from privaudit.analysis.empirical import epsilon_lower_bound
-from privaudit.analysis.gdp import gdp_epsilon, mu_from_counts
+from privaudit.analysis.gdp import gdp_at_threshold
 from privaudit.analysis.familywise import PERMUTATIONS, family_test
 from privaudit.errors import DataError, brief
 from privaudit.analysis.metrics import attack_metrics, auc_interval, rank_attacks, strongest_attack
@@ -103,12 +103,10 @@ def _cv_metrics(labels: np.ndarray, d: Decisions, *, delta: float, confidence: f
     m["eps_lower_bound"] = float(epsilon_lower_bound(labels, d.member_eps.astype(float), 0.5, delta=delta,
                                                      confidence=confidence))
     # the Gaussian-DP μ of the same decisions (each fold's threshold chosen on the other folds)
-    guess, member = d.member_eps.astype(bool), labels == 1
-    m["eps_fpr"] = m["gdp_fpr"] = float(np.mean(guess[~member]))
+    gdp = gdp_at_threshold(labels, d.member_eps.astype(float), 0.5, delta=delta, confidence=confidence)
+    m["eps_fpr"] = m["gdp_fpr"] = gdp.fpr
     m["threshold_strategy"] = "cross-validation: each fold's threshold chosen on the other folds"
-    m["gdp_mu"] = float(mu_from_counts(int(np.sum(guess & ~member)), int(np.sum(~member)),
-                                       int(np.sum(~guess & member)), int(np.sum(member)), confidence))
-    m["gdp_epsilon"] = float(gdp_epsilon(m["gdp_mu"], delta))
+    m["gdp_mu"], m["gdp_epsilon"] = gdp.mu, gdp.epsilon
     return {**m, **tpr_intervals(labels, d.scores, confidence)}
 
 

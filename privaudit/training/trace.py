@@ -35,15 +35,25 @@ class LossTrace:
     """Accumulates the per-sample losses of ``members`` samples over ``epochs`` epochs.
 
     ``record(index, losses)`` adds the losses (b,) of member positions ``index`` (b,) in the
-    current epoch; ``next_epoch()`` moves on (called before each epoch's first batch).
+    current epoch; ``next_epoch()`` moves on (called before each epoch's first batch, by the
+    steps that record). Its sums are allocated at the first epoch, so a trace handed to an engine
+    that records none costs nothing and stays :attr:`empty`.
     """
 
     def __init__(self, members: int, epochs: int, device: torch.device | str = "cpu"):
-        self.sums = torch.zeros(epochs, members, dtype=torch.float32, device=device)
-        self.counts = torch.zeros(epochs, members, dtype=torch.int16, device=device)
+        self.shape, self.device = (epochs, members), device
+        self.sums = self.counts = torch.zeros(0, 0)
         self.epoch = -1
 
+    @property
+    def empty(self) -> bool:
+        """Whether no step recorded into it (no epoch started)."""
+        return self.epoch < 0
+
     def next_epoch(self) -> None:
+        if self.empty:
+            self.sums = torch.zeros(self.shape, dtype=torch.float32, device=self.device)
+            self.counts = torch.zeros(self.shape, dtype=torch.int16, device=self.device)
         self.epoch += 1
 
     def record(self, index: torch.Tensor, losses: torch.Tensor) -> None:
@@ -56,7 +66,7 @@ class LossTrace:
     def array(self, epochs: int | None = None) -> np.ndarray:
         """The mean loss of each member in each of the first ``epochs`` epochs (all by default),
         float16 (epochs, members); NaN where an epoch did not sample the member."""
-        e = len(self.sums) if epochs is None else epochs
+        e = self.shape[0] if epochs is None else epochs
         with torch.no_grad():
             mean = self.sums[:e] / self.counts[:e].to(self.sums)  # 0/0 = NaN where not sampled
         return mean.cpu().numpy().astype(np.float16)

@@ -229,10 +229,8 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
                             width=cfg.model.width, dp=cfg.defence.dp, args=cfg.model.args,
                             **(defense.model_kwargs(cfg.defence.knob) if defense else {})).to(device)
-        plain = not (cfg.model.name == "convex-relu" or cfg.defence.dp)
-        trace = (LossTrace(len(rd.y_in), cfg.train.epochs, device)
-                 if (plain or (engine == "fast" and supports_ghost(model))) and traceable(len(rd.y_in), cfg.train.epochs)
-                 else None)
+        # recorded by the steps that compute per-row losses (plain Adam, the fast DP-SGD step); empty otherwise
+        trace = LossTrace(len(rd.y_in), cfg.train.epochs, device) if traceable(len(rd.y_in), cfg.train.epochs) else None
         if snapshots:
             on_epoch = _snapshotting(cfg, model, rd, engine, t0, snapshots, on_epoch, trace)
         # torch.optim imports torch._dynamo on its first use in a process (about 1.8 s on 2
@@ -265,7 +263,7 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
     if getattr(model, "privaudit_notes", None):
         metrics["model_changes"] = list(model.privaudit_notes)
     return TrainResult(model.cpu(), rd.normaliser, metrics, history,
-                       None if trace is None else trace.array(), rd.index_in)
+                       None if trace is None or trace.empty else trace.array(), rd.index_in)
 
 
 def _clocked(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[], None],
