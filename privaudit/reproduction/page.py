@@ -1,4 +1,4 @@
-"""The reproduction's outputs under ``reports/reproduce/mg-noise/``: CSVs, figures, a page.
+"""The mg-noise reproduction's outputs under ``reports/reproduce/mg-noise/``: CSVs, figures, a page.
 
 * ``accuracy.csv``, ``sweep.csv``, ``epochs.csv``: one row per model (and attack);
 * ``claims.csv``: every statement of the paper beside the measured number, its 95 %
@@ -12,25 +12,20 @@ Every file is written atomically, so an interrupted run never leaves a half-writ
 
 from __future__ import annotations
 
-import base64
-import datetime as _dt
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from privaudit.files.atomic import write_json, write_text
 from privaudit.reporting.plots import line_plot
-from privaudit.analysis.familywise import p_text
 from privaudit.reporting.summary import t_interval
-from privaudit.reporting.templates import render, stylesheet
-from privaudit.reproduction.claims import (AGREES, DISAGREES, MODEL_NAMES, Claim, accuracy_claims, correction_text,
-                                          epoch_claims, familywise, leakage_claims, tradeoff_claims)
+from privaudit.reproduction.claims import (MODEL_NAMES, Claim, accuracy_claims, epoch_claims, leakage_claims,
+                                          tradeoff_claims)
+from privaudit.reproduction.outputs import Figure, Outcome, write_outputs as write
 from privaudit.reproduction.protocol import Protocol
 from privaudit.reproduction.run import Frames
 
-FOLDER = ("reproduce", "mg-noise")  # under the workspace's reports/
+KEY = "mg-noise"  # the folder under reports/reproduce/
 SECTION_ORDER = ("Figure 4", "Figure 5", "Figure 6", "Figure 7", "Epoch sweep (Figures 5–7)", "Figure 9",
                  "Figure 10", "Figures 9–10")
 PAPER = ("Kolomvaki, Liao, Dramko, Guang, Kyrillidis, Convergence Analysis of Two-Layer Neural Networks under "
@@ -46,14 +41,6 @@ def _means(frame: pd.DataFrame, by: list[str], metric: str) -> pd.DataFrame:
                      "n": n, "x_mean": float(pd.to_numeric(g.get("test_accuracy"), errors="coerce").mean())
                      if "test_accuracy" in g else math.nan})
     return pd.DataFrame(rows)
-
-
-@dataclass
-class Figure:
-    name: str        # file stem
-    title: str
-    svg: str
-    section: str     # the page's section (the claims' ``figure``) it is shown in
 
 
 def _bars(means: pd.DataFrame) -> dict:
@@ -131,61 +118,23 @@ def claims_of(frames: Frames) -> list[Claim]:
     return out
 
 
-def _fmt(v: float, digits: int = 3) -> str:
-    return "—" if not (isinstance(v, (int, float)) and math.isfinite(v)) else f"{v:+.{digits}f}"
-
-
-def _verdict_class(verdict: str) -> str:
-    return {AGREES: "agrees", DISAGREES: "disagrees"}.get(verdict, "undecided")
+def outcome(protocol: Protocol, frames: Frames) -> Outcome:
+    """The mg-noise reproduction's statements, figures and tables, ready to write."""
+    d = protocol.describe()
+    where = "" if protocol.dataset == "cifar10" else f" on the {protocol.dataset}"
+    glance = [f"Scale {d['scale']} on {d['dataset']}: parts of {d['part_size']:,} images, {len(d['seeds'])} "
+              f"seed{'s' if len(d['seeds']) != 1 else ''} ({', '.join(map(str, d['seeds']))}), models "
+              f"{', '.join(d['models'])}, {d['models_needed']} models in all."]
+    return Outcome(key=KEY, paper=PAPER, title=f"The MG-noise paper's CIFAR-10 results, reproduced{where}",
+                   methods="Protocol: docs/methods.md A.3–A.5; how each statement is checked: docs/methods.md A.6.",
+                   settings=d, glance=glance, claims=claims_of(frames), figures=figures(frames),
+                   tables={"accuracy.csv": frames.accuracy, "sweep.csv": frames.sweep, "epochs.csv": frames.epochs},
+                   section_order=SECTION_ORDER, names=MODEL_NAMES, missing=list(frames.missing))
 
 
 def write_outputs(reports: Path, protocol: Protocol, frames: Frames, *, wall_seconds: float | None = None,
                   command: str = "") -> dict:
     """Write the CSVs, figures, ``summary.json`` and ``index.html`` under
-    ``reports/reproduce/mg-noise/``; return the summary (what ``--json`` prints)."""
-    folder = reports.joinpath(*FOLDER)
-    folder.mkdir(parents=True, exist_ok=True)
-    tables = {"accuracy.csv": frames.accuracy, "sweep.csv": frames.sweep, "epochs.csv": frames.epochs}
-    for name, frame in tables.items():
-        write_text(folder / name, frame.to_csv(index=False, float_format="%.6g"))
-    claims = familywise(claims_of(frames))
-    claim_frame = pd.DataFrame([c.to_dict() for c in claims])
-    write_text(folder / "claims.csv", claim_frame.to_csv(index=False, float_format="%.6g"))
-    figs = figures(frames)
-    for f in figs:
-        write_text(folder / f"{f.name}.svg", f.svg)
-    counts = {v: sum(c.verdict == v for c in claims) for v in (AGREES, DISAGREES)}
-    counts["other"] = len(claims) - counts[AGREES] - counts[DISAGREES]
-    # the counts are family-wise; what the claims' own intervals say, one by one, beside them
-    familywise_counts = {"row_agrees": sum(c.row_verdict == AGREES for c in claims),
-                         "row_disagrees": sum(c.row_verdict == DISAGREES for c in claims),
-                         "comparisons": max((c.comparisons for c in claims), default=0),
-                         "correction": correction_text(claims)}
-    summary = {"paper": PAPER, "protocol": protocol.describe(), "wall_seconds": wall_seconds, "command": command,
-               "folder": str(folder), "models_missing": len(frames.missing), "counts": counts,
-               "familywise": familywise_counts,
-               "claims": [c.to_dict() for c in claims], "figures": [f"{f.name}.svg" for f in figs],
-               "tables": [*tables, "claims.csv"]}
-    write_json(folder / "summary.json", summary)
-    sections: dict[str, dict] = {}
-    for name in SECTION_ORDER:
-        sections[name] = {"claims": [], "images": []}
-    for c in claims:
-        sections.setdefault(c.figure, {"claims": [], "images": []})["claims"].append(
-            {**c.to_dict(), "model_name": MODEL_NAMES.get(c.model, c.model), "value_text": _fmt(c.value),
-             "lo_text": _fmt(c.lo), "hi_text": _fmt(c.hi), "css": _verdict_class(c.verdict),
-             "p_text": p_text(c.p_adjusted, "adjusted p") if math.isfinite(c.p_adjusted) else "",
-             "own": c.row_verdict if c.row_verdict != c.verdict else ""})
-    for f in figs:
-        sections.setdefault(f.section, {"claims": [], "images": []})["images"].append(
-            {"title": f.title, "file": f"{f.name}.svg", "data": base64.b64encode(f.svg.encode("utf-8")).decode("ascii")})
-    sections = {k: v for k, v in sections.items() if v["claims"] or v["images"]}
-    page = render("reproduce.html.j2", css=stylesheet(), paper=PAPER, protocol=protocol.describe(),
-                  sections=sections, counts=counts, familywise=familywise_counts, missing=frames.missing[:20],
-                  n_missing=len(frames.missing), wall=wall_seconds, command=command,
-                  generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                  tables=summary["tables"])
-    write_text(folder / "index.html", page)
-    summary["html"] = str(folder / "index.html")
-    return summary
-
+    ``reports/reproduce/mg-noise/`` (:func:`privaudit.reproduction.outputs.write_outputs`);
+    return the summary (what ``--json`` prints)."""
+    return write(reports, outcome(protocol, frames), wall_seconds=wall_seconds, command=command)
