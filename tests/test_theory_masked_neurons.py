@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from privaudit.theorems.masked_neurons import (cell_rng, final_error, masked_neurons_experiment, masked_round,
                                              masked_training, sample_masks)
@@ -42,6 +43,16 @@ def _slow_round(W, a, X, y, masks, tau, lr):
         if ups:
             out[r] = W[r] + np.mean(ups, axis=0)
     return out
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread: these small batched steps gain nothing from more, and on a busy machine
+    OpenMP threads contending for the cores slow them a hundredfold."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
 
 
 @pytest.fixture(scope="module")
