@@ -23,18 +23,18 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from privaudit.core.defaults import DATA_DIR_ENV
 from privaudit.data.communities import RegressionData, load_regression, subset
 from privaudit.errors import ConfigError
 from privaudit.files.atomic import read_json, write_json
 from privaudit.pipeline.workspace import Workspace
+from privaudit.reproduction.masked_neurons_claims import MaskedNeuronsOutcome, outcome
 from privaudit.theorems.masked_neurons import PreactivationNet, cell_rng, train_masked
 from privaudit.theorems.twolayer import ntk_gram
 
@@ -295,26 +295,11 @@ def masked_neurons_plan(scale: str = "reduced", seeds: Sequence[int] | None = No
             "settings": proto.to_dict()}
 
 
-@dataclass
-class MaskedNeuronsOutcome:
-    """What :func:`masked_neurons_reproduction` hands the page writer."""
-
-    claims: list                      # privaudit.reproduction.claims.Claim, not yet family-wise
-    figures: list                     # privaudit.reproduction.page.Figure
-    tables: dict[str, pd.DataFrame]   # CSV name -> frame
-    settings: dict
-    section_order: tuple[str, ...]
-    notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-
 def masked_neurons_reproduction(scale: str = "reduced", *, data: str | Path | None,
                                 seeds: Sequence[int] | None = None, experiments: Sequence[str] | None = None,
                                 workdir: str | Path = ".",
                                 log: Callable[[str], None] | None = None) -> MaskedNeuronsOutcome:
     """Run (or resume) the reproduction of Figure 2 and check the paper's statements."""
-    from privaudit.reproduction.masked_neurons_claims import outcome
-
     proto = protocol(scale, seeds, experiments)
     dataset = resolve_data(data)
     start = time.perf_counter()

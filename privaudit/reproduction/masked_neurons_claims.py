@@ -19,7 +19,7 @@ note, not a claim: the error's scale depends on the unpublished step size and no
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,20 @@ MODEL = "two-layer ReLU"
 TMLR_NOTE = ("The TMLR version (2022) of the paper regresses ResNet-50 features of CIFAR-10 onto logits; those "
              "features need pretrained weights, which this command does not download: a user who has them can "
              "pass them as an .npz of X and y.")
+
+
+@dataclass
+class MaskedNeuronsOutcome:
+    """What :func:`~privaudit.reproduction.masked_neurons.masked_neurons_reproduction` hands the
+    page writer."""
+
+    claims: list[Claim]               # not yet family-wise (privaudit.reproduction.claims.familywise)
+    figures: list                     # privaudit.reproduction.page.Figure
+    tables: dict[str, pd.DataFrame]   # CSV name -> frame
+    settings: dict                    # the protocol, JSON-able
+    section_order: tuple[str, ...]
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
 
 def _tables(results: dict) -> dict[str, pd.DataFrame]:
@@ -222,9 +236,7 @@ def figures(tables: dict[str, pd.DataFrame], proto) -> list:
 
 
 def outcome(proto, data, results: dict, lam: dict):
-    """The :class:`~privaudit.reproduction.masked_neurons.MaskedNeuronsOutcome` of the runs."""
-    from privaudit.reproduction.masked_neurons import MaskedNeuronsOutcome
-
+    """The :class:`MaskedNeuronsOutcome` of the runs (``proto``: a MaskedNeuronsProtocol)."""
     tables = _tables(results)
     bern, cat = tables["bernoulli.csv"], tables["categorical.csv"]
     claims = trajectory_claims(tables["trajectories.csv"], proto.trajectory_steps) + grid_claims(bern, cat)
