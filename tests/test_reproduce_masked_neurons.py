@@ -115,12 +115,13 @@ def test_runs_are_cached_resumed_and_reproducible(monkeypatch, tmp_path, folder)
     lines = []
     again = mn.execute(tiny(), mn.resolve_data(tmp_path / "data"), tmp_path / "ws", lines.append, trainer=fail)
     assert len(again) == len(runs) and any("cached" in line for line in lines)
-    # an interrupted run: one file gone, only it is trained again
+    # an interrupted run: one file gone, one damaged, only those two are trained again
     cached[0].unlink()
+    cached[1].write_text("{not json")
     trained = []
     mn.execute(tiny(), mn.resolve_data(tmp_path / "data"), tmp_path / "ws",
                trainer=lambda pr, run, net: trained.append(run) or real(pr, run, net))
-    assert len(trained) == 1
+    assert len(trained) == 2
     # the same seed gives the same numbers in a fresh workspace
     monkeypatch.undo()
     monkeypatch.setattr(mn, "protocol", lambda scale, seeds=None, experiments=None: tiny(seeds or (0, 1)))

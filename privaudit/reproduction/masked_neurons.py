@@ -31,7 +31,7 @@ import numpy as np
 
 from privaudit.core.defaults import DATA_DIR_ENV
 from privaudit.data.communities import RegressionData, load_regression, subset
-from privaudit.errors import ConfigError
+from privaudit.errors import ArtifactError, ConfigError
 from privaudit.files.atomic import read_json, write_json
 from privaudit.pipeline.workspace import Workspace
 from privaudit.reproduction.masked_neurons_claims import MaskedNeuronsOutcome, outcome
@@ -244,10 +244,12 @@ def execute(proto: MaskedNeuronsProtocol, data: RegressionData, workdir: str | P
         path = folder / run.name
         if path.is_file():
             try:
-                results[run] = read_json(path)
+                cached = read_json(path)
+            except ArtifactError:
+                cached = None  # damaged (or half-written by a crashed older run): train it again
+            if isinstance(cached, dict) and cached.get("run") == asdict(run) and "final_error" in cached:
+                results[run] = cached
                 continue
-            except (OSError, ValueError):
-                pass  # unreadable: train it again
         todo.append(run)
     if results:
         say(f"masked-neurons: {len(results)} of {len(runs)} runs cached in {folder}")
