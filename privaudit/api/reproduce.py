@@ -1,5 +1,7 @@
-"""``privaudit.reproduce()``: the MG-noise paper's CIFAR-10 results, each statement checked
-with a 95 % interval; ``privaudit reproduce mg-noise`` prints what it returns."""
+"""``privaudit.reproduce()``: a paper's published results, each statement checked with a 95 %
+interval; ``privaudit reproduce mg-noise | hidden-state | masked-neurons`` prints what it
+returns. Every reproduction writes ``reports/reproduce/<paper>/`` and refreshes
+``reports/reproduce/index.html``."""
 
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ if TYPE_CHECKING:
 
     from privaudit.executor.preview import RunPlan
 
-PAPERS = ("mg-noise",)
+PAPERS = ("mg-noise", "hidden-state", "masked-neurons")
+#: the datasets each reproduction runs on (masked-neurons reads --data-dir or an .npz)
+DATASETS = {"mg-noise": ("cifar10", "digits"), "hidden-state": ("cifar10", "mnist", "fashion-mnist", "digits")}
 
 
 @dataclass(repr=False)
@@ -31,11 +35,18 @@ class Reproduction(ShortRepr):
     claims: "pd.DataFrame"         #: figure, model, statement, value, lo, hi, verdict (agrees / disagrees / …)
     counts: dict                   #: agrees, disagrees, other: family-wise (summary["familywise"]: the correction and the one-by-one counts)
     report_path: Path              #: the page (index.html)
-    folder: Path                   #: reports/reproduce/mg-noise: the figures, accuracy.csv, sweep.csv, epochs.csv
+    folder: Path                   #: reports/reproduce/<paper>: the figures, the CSVs, summary.json
     summary: dict = field(repr=False, default_factory=dict)  #: what ``--json`` prints
 
     def to_json(self) -> dict:
         return dict(self.summary)
+
+    @classmethod
+    def from_summary(cls, summary: dict) -> "Reproduction":
+        import pandas as pd
+
+        return cls(claims=pd.DataFrame(summary["claims"]), counts=summary["counts"],
+                   report_path=Path(summary["html"]), folder=Path(summary["html"]).parent, summary=summary)
 
     def _repr_html_(self) -> str:
         keep = [c for c in ("figure", "model", "label", "value", "lo", "hi", "verdict") if c in self.claims.columns]
@@ -62,19 +73,33 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
               experiments: str | Sequence[str] | None = None, seeds: params.Seeds = None, device: str = "auto",
               executor: str = "local", ray_address: str | None = None, cpus_per_job: int | None = None,
               workdir: str | Path = ".", hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
-              command: str = "", dry_run: bool = False) -> "Reproduction | RunPlan":
-    """Reproduce ``paper``'s results (``mg-noise``: Figure 4, Figures 5–7 with the epoch sweep,
-    Figures 9–10) at ``scale`` (``reduced`` or ``full``), over ``seeds`` (default 0, 1, 2),
-    limited to ``models`` and ``experiments``; writes ``workdir``/reports/reproduce/mg-noise/
-    and resumes from (and reuses) every model already in the workspace. Keyword arguments are
-    ``privaudit reproduce mg-noise``'s options. ``dry_run``: train nothing; return the
-    :class:`~privaudit.executor.preview.RunPlan` (what would run, what is reused, disk, time)."""
+              command: str = "", dry_run: bool = False) -> "Reproduction | RunPlan | dict":
+    """Reproduce ``paper``'s results at ``scale`` (``reduced`` or ``full``) over ``seeds``,
+    limited to ``experiments``; writes ``workdir``/reports/reproduce/<paper>/ and resumes from
+    (and reuses) every model already in the workspace. Keyword arguments are ``privaudit
+    reproduce <paper>``'s options.
+
+    * ``mg-noise``: Figure 4, Figures 5–7 with the epoch sweep, Figures 9–10 (seeds 0, 1, 2;
+      ``models`` limits the architectures; ``executor="ray"`` spreads the models). ``dry_run``:
+      the :class:`~privaudit.executor.preview.RunPlan` (what would run, what is reused, disk, time);
+    * ``hidden-state``: Table 1, Figure 3, the privacy accounting and the audit of the released
+      models (``dataset`` cifar10, mnist, fashion-mnist or digits; five seeds at full scale,
+      three at reduced). ``dry_run``: a dict with the cells to train and the cost model's time;
+    * ``masked-neurons``: Figure 2 on UCI Communities and Crime (``data_dir``: the folder with
+      its files, or an ``.npz`` of ``X``, ``y``). ``dry_run``: a dict, as above."""
     import time
 
     t0 = time.perf_counter()
     params.one_of(paper, "paper", *PAPERS)
     params.one_of(scale, "--scale", *REPRODUCE_SCALES)
-    params.one_of(dataset, "--dataset", "cifar10", "digits")
+    if paper == "hidden-state":
+        return _hidden_state(scale=scale, dataset=dataset, data_dir=data_dir, download=download,
+                             experiments=experiments, seeds=seeds, executor=executor, workdir=workdir, log=log,
+                             command=command, dry_run=dry_run, t0=t0)
+    if paper == "masked-neurons":
+        return _masked_neurons(scale=scale, data_dir=data_dir, experiments=experiments, seeds=seeds,
+                               executor=executor, workdir=workdir, log=log, command=command, dry_run=dry_run, t0=t0)
+    params.one_of(dataset, "--dataset", *DATASETS["mg-noise"])
     params.one_of(executor, "--executor", "local", "ray")
     if ray_address is not None and executor != "ray":
         raise ConfigError("--ray-address needs --executor ray")
@@ -119,5 +144,59 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
                               on_start=hooks.on_model_start, on_epoch=hooks.on_epoch, on_job_done=hooks.on_job_done,
                               on_estimate=hooks.on_estimate)
     summary = write_outputs(ws.reports, proto, frames, wall_seconds=time.perf_counter() - t0, command=command)
-    return Reproduction(claims=pd.DataFrame(summary["claims"]), counts=summary["counts"],
-                        report_path=Path(summary["html"]), folder=Path(summary["html"]).parent, summary=summary)
+    return Reproduction.from_summary(summary)
+
+
+def _local_only(executor: str, paper: str) -> None:
+    params.one_of(executor, "--executor", "local", "ray")
+    if executor != "local":
+        raise ConfigError(f"reproduce {paper} runs in this process (its models take seconds to minutes each); "
+                          "--executor ray is for mg-noise")
+
+
+def _hidden_state(*, scale, dataset, data_dir, download, experiments, seeds, executor, workdir, log, command, dry_run,
+                  t0) -> "Reproduction | dict":
+    """``reproduce("hidden-state")``: :func:`privaudit.reproduction.hidden_state_report.hidden_state_reproduction`."""
+    params.one_of(dataset, "--dataset", *DATASETS["hidden-state"])
+    _local_only(executor, "hidden-state")
+    seed_list = params.seeds(seeds) if seeds is not None else None
+    with importing():
+        from privaudit.reproduction.hidden_state import EXPERIMENTS
+        from privaudit.reproduction.hidden_state_report import hidden_state_reproduction
+        from privaudit.reproduction.outputs import write_outputs
+        from privaudit.pipeline.workspace import Workspace
+    chosen = _words(experiments, "--experiments", EXPERIMENTS)
+    outcome = hidden_state_reproduction(scale, dataset=dataset, data_dir=data_dir, download=download, seeds=seed_list,
+                                        experiments=chosen, workdir=workdir, log=log, dry_run_only=dry_run)
+    if dry_run:
+        return outcome
+    summary = write_outputs(Workspace(workdir).reports, outcome, wall_seconds=time_since(t0), command=command)
+    return Reproduction.from_summary(summary)
+
+
+def _masked_neurons(*, scale, data_dir, experiments, seeds, executor, workdir, log, command, dry_run,
+                    t0) -> "Reproduction | dict":
+    """``reproduce("masked-neurons")``: :func:`privaudit.reproduction.masked_neurons.masked_neurons_reproduction`."""
+    _local_only(executor, "masked-neurons")
+    seed_list = params.seeds(seeds) if seeds is not None else None
+    with importing():
+        from privaudit.reproduction import masked_neurons as mn
+        from privaudit.reproduction.outputs import Outcome, write_outputs
+        from privaudit.pipeline.workspace import Workspace
+    chosen = _words(experiments, "--experiments", mn.EXPERIMENTS)
+    if dry_run:
+        return mn.masked_neurons_plan(scale, seed_list, chosen, workdir=workdir)
+    Workspace(workdir).ensure_writable(log=log)
+    r = mn.masked_neurons_reproduction(scale, data=data_dir, seeds=seed_list, experiments=chosen, workdir=workdir,
+                                       log=log)
+    outcome = Outcome(key="masked-neurons", paper=mn.PAPER, title="The masked-neurons paper's Figure 2, reproduced",
+                      methods="Protocol and checks: docs/methods.md C.1.", settings=r.settings, glance=list(r.notes),
+                      claims=r.claims, figures=r.figures, tables=r.tables, section_order=r.section_order)
+    summary = write_outputs(Workspace(workdir).reports, outcome, wall_seconds=time_since(t0), command=command)
+    return Reproduction.from_summary(summary)
+
+
+def time_since(t0: float) -> float:
+    import time
+
+    return time.perf_counter() - t0

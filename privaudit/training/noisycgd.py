@@ -1,5 +1,5 @@
 """NoisyCGD, noisy cyclic gradient descent, on the convex two-layer ReLU approximation
-(docs/methods.md B.2).
+(docs/methods.md B.2), and DP-SGD on the same model, the paper's comparator (B.4).
 
 Fixed disjoint batches of size b, visited in the same order every epoch (a seeded
 permutation of the members, drawn once; the last n mod b members, which would form a
@@ -27,8 +27,10 @@ from torch.nn import functional as F
 
 from privaudit.models.convex_relu import ConvexReLU, logits_and_gates, to_working
 from privaudit.training.dp_engine import GaussianNoise, dp_compute_threads
-from privaudit.training.loop import Batch, cyclic, run_epochs
+from privaudit.training.loop import Batch, cyclic, poisson, run_epochs
 from privaudit.models.fast_linear import matmul_tn
+
+Iterate = Callable[[int, torch.Tensor], None]  # (epoch, W in the working layout)
 
 
 def from_working(w: torch.Tensor, gates: int) -> torch.Tensor:
@@ -43,13 +45,18 @@ def per_sample_gradient_norms(x: torch.Tensor, residual: torch.Tensor, gates: to
 
 
 def clipped_mean_gradient(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, u: torch.Tensor, clip: float,
-                          num_classes: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(1/b) Σ_j clip(∇ℓ_j, C) in the working layout (P·C, d), and the per-sample losses."""
+                          num_classes: int, divisor: float | None = None,
+                          size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(1/b) Σ_j clip(∇ℓ_j, C) in the working layout (P·C, d), and the per-sample losses.
+    ``divisor`` replaces b (DP-SGD divides by the expected Poisson batch size); rows from
+    ``size`` on are padding and carry no weight."""
     logits, gates = logits_and_gates(x, w, u, num_classes)
     losses = F.cross_entropy(logits, y, reduction="none")
     residual = torch.softmax(logits, dim=1)
     residual[torch.arange(len(y), device=y.device), y] -= 1.0
-    factor = (clip / (per_sample_gradient_norms(x, residual, gates) + 1e-6)).clamp_(max=1.0) / len(y)
+    factor = (clip / (per_sample_gradient_norms(x, residual, gates) + 1e-6)).clamp_(max=1.0) / (divisor or len(y))
+    if size is not None:
+        factor[size:] = 0.0
     a = (gates[:, :, None] * (residual * factor[:, None])[:, None, :]).reshape(len(y), -1)  # (B, P·C)
     return matmul_tn(a, x), losses
 
@@ -57,23 +64,24 @@ def clipped_mean_gradient(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, u: 
 def train_noisycgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, noise_multiplier: float,
                    max_grad_norm: float, batch_size: int, epochs: int, lr: float, l2: float,
                    generator: torch.Generator, noise_seed: int,
-                   on_epoch: Callable[[int, int, float], None] | None = None) -> list[float]:
+                   on_epoch: Callable[[int, int, float], None] | None = None,
+                   on_iterate: Iterate | None = None) -> list[float]:
     """Train ``model`` in place on members ``x`` (n, ...), ``y`` (n,); returns the mean
     training loss of every epoch. ``generator`` draws the fixed batch partition,
-    ``noise_seed`` seeds the Gaussian noise."""
+    ``noise_seed`` seeds the Gaussian noise; ``on_iterate(epoch, W)`` sees the iterate (in
+    the working layout, read-only) after every epoch."""
     n = len(y)
     batches_per_epoch = n // batch_size
     if batches_per_epoch < 1:
         raise ValueError(f"batch size {batch_size} exceeds the {n} training samples")
-    device = x.device
     x = x.flatten(1)
-    order = torch.randperm(n, generator=generator, device=device)
+    order = torch.randperm(n, generator=generator, device=x.device)
     batches = order[:batches_per_epoch * batch_size].view(batches_per_epoch, batch_size)
-    gates, classes = model.v.shape[0], model.v.shape[2]
+    classes = model.v.shape[2]
     w = to_working(model.v.detach())
     u = model.u
     std = noise_multiplier * max_grad_norm / batch_size if noise_multiplier > 0 else 0.0
-    noise = GaussianNoise(noise_seed, device)
+    noise = GaussianNoise(noise_seed, x.device)
 
     def step(batch: Batch) -> tuple[torch.Tensor, int]:
         grad, losses = clipped_mean_gradient(batch.x, batch.y, w, u, max_grad_norm, classes)
@@ -82,11 +90,54 @@ def train_noisycgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, noise
             w.add_(noise.draw(w.numel()).view_as(w), alpha=-lr * std)
         return losses.sum(), batch.size
 
+    return _run(model, w, cyclic(x, y, batches), step, epochs, noise, on_epoch, on_iterate)
+
+
+def train_convex_dpsgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, noise_multiplier: float,
+                       max_grad_norm: float, sample_rate: float, epochs: int, lr: float, l2: float,
+                       generator: torch.Generator, noise_seed: int,
+                       on_epoch: Callable[[int, int, float], None] | None = None,
+                       on_iterate: Iterate | None = None) -> list[float]:
+    """DP-SGD on the convex approximation: round(1/q) Poisson batches an epoch (each member
+    independently with rate q = ``sample_rate``), the clipped sum plus N(0, σ²C² I) divided by
+    the expected batch size ⌊nq⌋ as Opacus does (docs/methods.md A.5), then the same step
+    v ← v − η(ĝ + λv). The paper's comparator runs it with λ = 0 (docs/methods.md B.4)."""
+    n = len(y)
+    expected = max(int(n * sample_rate), 1)
+    x = x.flatten(1)
+    w = to_working(model.v.detach())
+    u, classes = model.u, model.v.shape[2]
+    std = noise_multiplier * max_grad_norm / expected if noise_multiplier > 0 else 0.0
+    noise = GaussianNoise(noise_seed, x.device)
+
+    def step(batch: Batch) -> tuple[torch.Tensor, int]:
+        grad, losses = clipped_mean_gradient(batch.x, batch.y, w, u, max_grad_norm, classes, expected, batch.size)
+        if l2:
+            w.mul_(1.0 - lr * l2)
+        w.add_(grad, alpha=-lr)
+        if std > 0:
+            w.add_(noise.draw(w.numel()).view_as(w), alpha=-lr * std)
+        return losses[:batch.size].sum(), batch.size
+
+    steps = max(int(round(1.0 / sample_rate)), 1)
+    return _run(model, w, poisson(x, y, sample_rate, steps, generator, lambda size: size), step, epochs, noise,
+                on_epoch, on_iterate)
+
+
+def _run(model: ConvexReLU, w: torch.Tensor, batches, step, epochs: int, noise: GaussianNoise,
+         on_epoch: Callable[[int, int, float], None] | None, on_iterate: Iterate | None) -> list[float]:
+    """The epochs of either algorithm on the working copy ``w``, written back into ``model``."""
+    def after(epoch: int, total: int, loss: float) -> None:
+        if on_epoch is not None:
+            on_epoch(epoch, total, loss)
+        if on_iterate is not None:
+            on_iterate(epoch, w)
+
     try:
-        with dp_compute_threads(device):
-            history = run_epochs(epochs, cyclic(x, y, batches), step, on_epoch=on_epoch)
+        with dp_compute_threads(w.device):
+            history = run_epochs(epochs, batches, step, on_epoch=after)
     finally:
         noise.close()
     with torch.no_grad():
-        model.v.copy_(from_working(w, gates))
+        model.v.copy_(from_working(w, model.v.shape[0]))
     return history
