@@ -16,14 +16,14 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import (bench_audit, bench_commands, bench_digits, bench_dpsgd, bench_executor, bench_inference, bench_pool,
+from benchmarks import (bench_audit, bench_commands, bench_convex, bench_digits, bench_dpsgd, bench_executor, bench_inference, bench_pool,
                         bench_estimate, bench_precision, bench_protocol, bench_scoring, bench_speed, bench_startup,
                         bench_training)
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from benchmarks.flops import annotate, columns
 from privaudit.files.atomic import write_json, write_text
 
-BENCHMARKS = ("startup", "commands", "digits", "training", "inference", "dpsgd", "pool", "audit", "scoring", "precision",
+BENCHMARKS = ("startup", "commands", "digits", "training", "inference", "dpsgd", "convex", "pool", "audit", "scoring", "precision",
               "executor", "speed", "protocol", "estimate")
 
 
@@ -164,6 +164,11 @@ def table(result: dict) -> str:
           f"{_f(r['speedup_vs_opacus_ghost'], 2)}×",
           *columns(r, ("privaudit_dp", "non_private", "opacus_default", "opacus_ghost"))] for r in of("dpsgd")])
     lines += _md_table(
+        ["convex approximation, one epoch (batch 1,000)", "P", "images", "s", "samples/s", "GFLOP/s",
+         "% of peak"],
+        [[r["algorithm"], str(r["gates"]), f"{r['images']:,}", _f(r["epoch_seconds"]), _f(r["samples_per_s"], 0),
+          _f(r["gflops"], 0), f"{100 * r['fraction_of_peak']:.0f} %"] for r in of("convex")])
+    lines += _md_table(
         ["pool", "K", "privaudit s", "one by one s", "speedup", "stacked", "max weight diff",
          "peak RSS MB (privaudit / one by one)", "GFLOP/epoch (K models)", "% of peak (privaudit / one by one)"],
         [[r["recipe"], str(r["models"]), _f(r["privaudit_seconds"]), _f(r["one_by_one_seconds"]),
@@ -261,6 +266,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows += bench_inference.run(data, source, device, args.quick)
             elif name == "dpsgd":
                 rows += bench_dpsgd.run(data, source, device, args.quick)
+            elif name == "convex":
+                rows += bench_convex.run(device, peak["peak"], args.quick)
             elif name == "pool":
                 rows += bench_pool.run(data, source, device, args.quick)
             elif name == "audit":

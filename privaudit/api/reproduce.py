@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from privaudit.executor.preview import RunPlan
 
 PAPERS = ("mg-noise", "hidden-state", "masked-neurons")
+MASKED_NEURONS_PAPER = ("Liao, Kyrillidis, On the Convergence of Shallow Neural Network Training with Randomly Masked "
+                        "Neurons, arXiv:2112.02668 (v1)")
 #: the datasets each reproduction runs on (masked-neurons reads --data-dir or an .npz)
 DATASETS = {"mg-noise": ("cifar10", "digits"), "hidden-state": ("cifar10", "mnist", "fashion-mnist", "digits")}
 
@@ -185,11 +187,11 @@ def _masked_neurons(*, scale, data_dir, experiments, seeds, executor, workdir, l
         from privaudit.pipeline.workspace import Workspace
     chosen = _words(experiments, "--experiments", mn.EXPERIMENTS)
     if dry_run:
-        return mn.masked_neurons_plan(scale, seed_list, chosen, workdir=workdir)
+        return mn.masked_neurons_plan(scale, seed_list, chosen, data=data_dir, workdir=workdir)
     Workspace(workdir).ensure_writable(log=log)
     r = mn.masked_neurons_reproduction(scale, data=data_dir, seeds=seed_list, experiments=chosen, workdir=workdir,
                                        log=log)
-    outcome = Outcome(key="masked-neurons", paper=mn.PAPER, title="The masked-neurons paper's Figure 2, reproduced",
+    outcome = Outcome(key="masked-neurons", paper=MASKED_NEURONS_PAPER, title="The masked-neurons paper's Figure 2, reproduced",
                       methods="Protocol and checks: docs/methods.md C.1.", settings=r.settings, glance=list(r.notes),
                       claims=r.claims, figures=r.figures, tables=r.tables, section_order=r.section_order)
     summary = write_outputs(Workspace(workdir).reports, outcome, wall_seconds=time_since(t0), command=command)
