@@ -66,13 +66,14 @@ class HiddenStateProtocol:
     reduces: tuple[str, ...] = ()
 
     def cells(self) -> list[tuple[str, float, int]]:
-        """(method, target ε, seed) of every trained model of Table 1 and Figure 3."""
+        """(method, target ε, seed) of every trained model of Table 1 and Figure 3, seed by seed
+        (an interrupted run leaves whole replicates)."""
         methods: list[str] = []
         if "table1" in self.experiments:
             methods += TABLE_METHODS
         if "figure3" in self.experiments:
             methods += [m for m in FIGURE_METHODS if m not in methods]
-        return [(m, e, s) for m in methods for e in EPSILONS for s in self.seeds]
+        return [(m, e, s) for s in self.seeds for m in methods for e in EPSILONS]
 
     def describe(self) -> dict:
         return {"scale": self.scale, "dataset": self.dataset, "seeds": list(self.seeds),

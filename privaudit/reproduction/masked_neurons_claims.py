@@ -26,6 +26,7 @@ import pandas as pd
 
 from privaudit.reporting.plots import heatmap, line_plot
 from privaudit.reproduction.claims import Claim, Estimate, _claim, paired_difference, reading, trend
+from privaudit.reproduction.outputs import Figure
 from privaudit.reporting.summary import t_interval
 
 SECTIONS = ("Figure 2(a)", "Figure 2(b)", "Figure 2(c)")
@@ -42,7 +43,7 @@ class MaskedNeuronsOutcome:
     page writer."""
 
     claims: list[Claim]               # not yet family-wise (privaudit.reproduction.claims.familywise)
-    figures: list                     # privaudit.reproduction.page.Figure
+    figures: list[Figure]
     tables: dict[str, pd.DataFrame]   # CSV name -> frame
     settings: dict                    # the protocol, JSON-able
     section_order: tuple[str, ...]
@@ -197,9 +198,7 @@ def colour_ranges(bern: pd.DataFrame, cat: pd.DataFrame) -> dict[str, tuple[floa
     return out
 
 
-def figures(tables: dict[str, pd.DataFrame], proto) -> list:
-    from privaudit.reproduction.page import Figure
-
+def figures(tables: dict[str, pd.DataFrame], proto) -> list[Figure]:
     out = []
     traj = tables["trajectories.csv"]
     if len(traj):
