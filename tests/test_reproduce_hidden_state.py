@@ -209,3 +209,24 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     assert not (tmp_path / "reports" / "reproduce").exists()
     ray = runner.invoke(app, ["reproduce", "hidden-state", "--executor", "ray", "--workdir", str(tmp_path)])
     assert ray.exit_code != 0 and "--executor" in ray.output
+
+
+def test_fashion_mnist_from_a_flat_folder_of_idx_files(tmp_path):
+    """Debian's dataset-fashion-mnist package lays the four gzipped IDX files in one folder."""
+    import gzip
+
+    from privaudit.reproduction.hidden_state import load_split
+
+    rng = np.random.default_rng(0)
+
+    def idx(path, array):
+        header = bytes([0, 0, 8, array.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in array.shape)
+        with gzip.open(path, "wb") as fh:
+            fh.write(header + array.astype(np.uint8).tobytes())
+
+    for stem, n in (("train", 60), ("t10k", 10_000)):
+        idx(tmp_path / f"{stem}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28)))
+        idx(tmp_path / f"{stem}-labels-idx1-ubyte.gz", rng.integers(0, 10, n))
+    split = load_split("fashion-mnist", tmp_path)
+    assert tuple(split.x.shape) == (60, 784) and tuple(split.x_test.shape) == (10_000, 784)
+    assert torch.allclose(split.x.norm(dim=1), torch.ones(60), atol=1e-5)

@@ -227,8 +227,8 @@ def accounting_claims(dataset: str, n_train: int, recipe, smoothness_used: float
         value = SCRIPT_LR * smoothness_raw
         est = _exact(value - 2)
         out.append(_claim("Privacy accounting", "noisycgd-convex", "η·β − 2, raw pixels",
-                          "The contraction c = 1 − ηλ holds in the authors' setting (raw 0–255 pixels, η = 3.1e-4).",
-                          "η·β of the per-sample loss on raw 0–255 pixels with P = 100 gates minus 2 "
+                          "The contraction c = 1 − ηλ holds in the authors' setting (raw pixel values, η = 3.1e-4).",
+                          "η·β of the per-sample loss on raw pixel values (CIFAR-10: 0–255) with P = 100 gates minus 2 "
                           "(agrees: below 0)", est, reading(est, -1), f"η·β = {value:.3g}"))
     return out
 

@@ -75,7 +75,7 @@ def figures(cells: pd.DataFrame, audit: pd.DataFrame | None) -> list[Figure]:
             m = g.groupby("epoch").agg(x=("epsilon", "mean"), y=("test_accuracy", "mean"))
             bands = [t_interval(v) for _, v in g.groupby("epoch")["test_accuracy"]]
             series.append({"label": METHOD_NAMES[method], "x": m["x"].to_numpy(), "y": m["y"].to_numpy(),
-                           "y_lo": np.array([b[1] for b in bands]), "y_hi": np.array([b[2] for b in bands])})
+                           "y_lo": np.clip([b[1] for b in bands], 0, 1), "y_hi": np.clip([b[2] for b in bands], 0, 1)})
         if series:
             title = f"Figure 3: test accuracy against the ε spent, to ε = {eps:g}"
             out.append(Figure(f"figure-3-eps{eps:g}", title, line_plot(series, title=title, xlabel="ε spent so far",
@@ -91,7 +91,9 @@ def figures(cells: pd.DataFrame, audit: pd.DataFrame | None) -> list[Figure]:
                    "y": np.array([replace_one_epsilon_sigma_half(15.0, q, int(e) * s["n"] // s["batch"],
                                                                  s["delta"])[0] for e in epochs])})
     title = "ε against epochs at σ = 15 (n = 60,000, b = 1,000, δ = 1e-5)"
+    top = max(float(np.max(s["y"])) for s in series)
     out.append(Figure("figure-accounting", title, line_plot(series, title=title, xlabel="epochs", ylabel="ε",
+                                                            x_range=(0, float(epochs[-1])), y_range=(0, 1.05 * top),
                                                             standalone=True), "Privacy accounting"))
     if audit is not None and not audit.empty:
         t = audit_table(audit)
@@ -121,25 +123,38 @@ def smoothness(split: Split, recipe, seed: int) -> tuple[float, float]:
 def dry_run(protocol: HiddenStateProtocol, models_root: Path, n: int, d: int) -> dict:
     """What the run would train, what it reuses, and its cost from the FLOP model at this
     machine's measured matmul rate."""
-    from privaudit.reproduction.hidden_state_audit import missing_pools, settings
+    from privaudit.reproduction.hidden_state_audit import missing_pools, pool_path, settings
+
+    from privaudit.reproduction.hidden_state import cell_path, read_cell
 
     rate = matmul_rate()
     r = protocol.recipe
+
+    def cell_flops(method: str) -> float:
+        return flops_per_epoch(method, r, n, d) * (1 if method.startswith("ssp-") else r.epochs)
+
     todo = missing_cells(protocol, models_root)
-    cell_flops = sum(flops_per_epoch(m, r, n, d) * (1 if m.startswith("ssp-") else r.epochs)
-                     for m, e, s in protocol.cells())
+    done = [(m, read_cell(cell_path(models_root, protocol, m, e, s))) for m, e, s in protocol.cells()]
+    done = [(m, doc) for m, doc in done if doc is not None and doc.get("seconds")]
+    # the cells already trained here say how far the FLOP model is from the wall time
+    overhead = (sum(doc["seconds"] for _, doc in done) / sum(cell_flops(m) / rate for m, _ in done)) if done else 1.0
+    left = sum(cell_flops(m) for m, e, s in protocol.cells()
+               if read_cell(cell_path(models_root, protocol, m, e, s)) is None)
     audit_flops = 0.0
-    if "audit" in protocol.experiments:
+    pools = missing_pools(protocol, models_root) if "audit" in protocol.experiments else []
+    if pools:
         a = protocol.audit
         half = min(a.population, n) // 2
-        audit_flops = sum(a.models * flops_per_epoch(m, r, half, d) * a.epochs for m, _ in settings(protocol))
-    pools = missing_pools(protocol, models_root) if "audit" in protocol.experiments else []
+        audit_flops = sum(a.models * flops_per_epoch(m, r, half, d) * a.epochs for m, e in settings(protocol)
+                          if not pool_path(models_root, protocol, m, e).is_file())
+    how = (f"the FLOP count at this machine's measured float32 matmul rate, times {overhead:.2g}, the ratio of "
+           f"wall time to FLOP time of the {len(done)} cells already trained here" if done else
+           "the FLOP count of every epoch at this machine's measured float32 matmul rate (a lower bound: the steps "
+           "also clip, draw noise and evaluate; the estimate learns the ratio from the first trained cells)")
     return {"protocol": protocol.describe(), "cells": len(protocol.cells()), "cells_to_train": len(todo),
             "audit_pools": len(settings(protocol)) if "audit" in protocol.experiments else 0,
             "audit_pools_to_train": len(pools), "matmul_gflops": rate / 1e9,
-            "estimated_seconds": (cell_flops + audit_flops) / rate,
-            "estimate": "FLOP count of every epoch at this machine's measured float32 matmul rate (a lower bound: "
-                        "the steps also clip, draw noise and evaluate)"}
+            "estimated_seconds": (left + audit_flops) / rate * overhead, "estimate": how}
 
 
 def hidden_state_reproduction(scale: str = "reduced", *, dataset: str = "cifar10", data_dir: str | Path | None = None,
@@ -188,7 +203,7 @@ def hidden_state_reproduction(scale: str = "reduced", *, dataset: str = "cifar10
               "beside it.",
               f"Inputs are centred and scaled to unit norm, so the per-sample loss is at most β = {used:.3g}-smooth "
               f"here and η·β = {r.lr_convex * used:.3g} < 2: the contraction c = 1 − ηλ the bound uses holds. On raw "
-              f"0–255 pixels with the authors' η = 3.1e-4, η·β = {3.1e-4 * raw:.3g}: it does not."]
+              f"pixel values with P = 100 and the authors' η = 3.1e-4, η·β = {3.1e-4 * raw:.3g}: it does not."]
     notes = ["Not published, so chosen here (docs/methods.md B.4): the ReLU network's width, the step sizes of "
              "each method, the SSP feature maps and their ridge term, the input scaling.",
              "The CIFAR-10 copy used in development is a JPEG re-encoding: expect accuracies slightly below the "
