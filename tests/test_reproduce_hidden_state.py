@@ -207,8 +207,30 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     assert missing.exit_code != 0 and "CIFAR-10 not found" in missing.output
     assert len(missing.output.strip().splitlines()) == 1 and "Traceback" not in missing.output
     assert not (tmp_path / "reports" / "reproduce").exists()
-    ray = runner.invoke(app, ["reproduce", "hidden-state", "--executor", "ray", "--workdir", str(tmp_path)])
-    assert ray.exit_code != 0 and "--executor" in ray.output
+    ray = runner.invoke(app, ["reproduce", "masked-neurons", "--executor", "ray", "--workdir", str(tmp_path)])
+    assert ray.exit_code != 0 and "--executor" in ray.output and len(ray.output.strip().splitlines()) == 1
+    address = runner.invoke(app, ["reproduce", "hidden-state", "--ray-address", "auto", "--workdir", str(tmp_path)])
+    assert address.exit_code != 0 and "--ray-address needs --executor ray" in address.output
+
+
+def test_ray_trains_the_same_cells_as_this_process(tmp_path, tiny):
+    """The cells as Ray tasks (a local instance, the driver's thread count per task) give the
+    numbers of the local run, bit for bit."""
+    ray = pytest.importorskip("ray")
+    args = ["reproduce", "hidden-state", "--dataset", "digits", "--seeds", "0", "--experiments", "table1", "--json"]
+    local = runner.invoke(app, [*args, "--workdir", str(tmp_path / "local")], catch_exceptions=False)
+    assert local.exit_code == 0, local.output
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        remote = runner.invoke(app, [*args, "--executor", "ray", "--workdir", str(tmp_path / "ray")],
+                               catch_exceptions=False)
+    finally:
+        ray.shutdown()
+    assert remote.exit_code == 0, remote.output
+    a, b = (pd.read_csv(tmp_path / side / "reports" / "reproduce" / "hidden-state" / "cells.csv")
+            for side in ("local", "ray"))
+    assert len(a) == 12 and a["test_accuracy"].tolist() == b["test_accuracy"].tolist()
+    assert a["sigma"].fillna(-1).tolist() == b["sigma"].fillna(-1).tolist()  # SSP has no σ (NaN)
 
 
 def test_fashion_mnist_from_a_flat_folder_of_idx_files(tmp_path):

@@ -86,7 +86,8 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
       the :class:`~privaudit.executor.preview.RunPlan` (what would run, what is reused, disk, time);
     * ``hidden-state``: Table 1, Figure 3, the privacy accounting and the audit of the released
       models (``dataset`` cifar10, mnist, fashion-mnist or digits; five seeds at full scale,
-      three at reduced). ``dry_run``: a dict with the cells to train and the cost model's time;
+      three at reduced; ``executor="ray"`` trains the models as Ray tasks). ``dry_run``: a dict
+      with the cells to train and the cost model's time;
     * ``masked-neurons``: Figure 2 on UCI Communities and Crime (``data_dir``: the folder with
       its files, or an ``.npz`` of ``X``, ``y``). ``dry_run``: a dict, as above."""
     import time
@@ -96,17 +97,14 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
     params.one_of(scale, "--scale", *REPRODUCE_SCALES)
     if paper == "hidden-state":
         return _hidden_state(scale=scale, dataset=dataset, data_dir=data_dir, download=download,
-                             experiments=experiments, seeds=seeds, executor=executor, workdir=workdir, log=log,
-                             command=command, dry_run=dry_run, t0=t0)
+                             experiments=experiments, seeds=seeds, executor=executor, ray_address=ray_address,
+                             cpus_per_job=cpus_per_job, workdir=workdir, log=log, command=command, dry_run=dry_run,
+                             t0=t0)
     if paper == "masked-neurons":
         return _masked_neurons(scale=scale, data_dir=data_dir, experiments=experiments, seeds=seeds,
                                executor=executor, workdir=workdir, log=log, command=command, dry_run=dry_run, t0=t0)
     params.one_of(dataset, "--dataset", *DATASETS["mg-noise"])
-    params.one_of(executor, "--executor", "local", "ray")
-    if ray_address is not None and executor != "ray":
-        raise ConfigError("--ray-address needs --executor ray")
-    if cpus_per_job is not None and not 1 <= cpus_per_job <= 4096:
-        raise ConfigError(f"--cpus-per-job must be between 1 and 4096 (got {cpus_per_job})")
+    _executor_options(executor, ray_address, cpus_per_job)
     seed_list = params.seeds(seeds) if seeds is not None else None
     families = _words(models, "--models", REPRODUCE_FAMILIES)
     chosen = _words(experiments, "--experiments", REPRODUCE_EXPERIMENTS)
@@ -149,18 +147,26 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
     return Reproduction.from_summary(summary)
 
 
+def _executor_options(executor: str, ray_address: str | None, cpus_per_job: int | None) -> None:
+    params.one_of(executor, "--executor", "local", "ray")
+    if ray_address is not None and executor != "ray":
+        raise ConfigError("--ray-address needs --executor ray")
+    if cpus_per_job is not None and not 1 <= cpus_per_job <= 4096:
+        raise ConfigError(f"--cpus-per-job must be between 1 and 4096 (got {cpus_per_job})")
+
+
 def _local_only(executor: str, paper: str) -> None:
     params.one_of(executor, "--executor", "local", "ray")
     if executor != "local":
-        raise ConfigError(f"reproduce {paper} runs in this process (its models take seconds to minutes each); "
-                          "--executor ray is for mg-noise")
+        raise ConfigError(f"reproduce {paper} runs in this process: its whole grid takes minutes on 2 cores "
+                          "(--executor ray is for mg-noise and hidden-state)")
 
 
-def _hidden_state(*, scale, dataset, data_dir, download, experiments, seeds, executor, workdir, log, command, dry_run,
-                  t0) -> "Reproduction | dict":
+def _hidden_state(*, scale, dataset, data_dir, download, experiments, seeds, executor, ray_address, cpus_per_job,
+                  workdir, log, command, dry_run, t0) -> "Reproduction | dict":
     """``reproduce("hidden-state")``: :func:`privaudit.reproduction.hidden_state_report.hidden_state_reproduction`."""
     params.one_of(dataset, "--dataset", *DATASETS["hidden-state"])
-    _local_only(executor, "hidden-state")
+    _executor_options(executor, ray_address, cpus_per_job)
     seed_list = params.seeds(seeds) if seeds is not None else None
     with importing():
         from privaudit.reproduction.hidden_state import EXPERIMENTS
@@ -168,8 +174,14 @@ def _hidden_state(*, scale, dataset, data_dir, download, experiments, seeds, exe
         from privaudit.reproduction.outputs import write_outputs
         from privaudit.pipeline.workspace import Workspace
     chosen = _words(experiments, "--experiments", EXPERIMENTS)
+    runner = None
+    if executor == "ray" and not dry_run:
+        from privaudit.executor import make_executor
+
+        runner = make_executor("ray", address=ray_address, cpus_per_job=cpus_per_job)
     outcome = hidden_state_reproduction(scale, dataset=dataset, data_dir=data_dir, download=download, seeds=seed_list,
-                                        experiments=chosen, workdir=workdir, log=log, dry_run_only=dry_run)
+                                        experiments=chosen, workdir=workdir, log=log, dry_run_only=dry_run,
+                                        executor=runner)
     if dry_run:
         return outcome
     summary = write_outputs(Workspace(workdir).reports, outcome, wall_seconds=time_since(t0), command=command)

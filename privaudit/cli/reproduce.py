@@ -118,6 +118,8 @@ def hidden_state_cmd(
     experiments: Annotated[Optional[str], typer.Option("--experiments", help="Comma-separated: table1 (Table 1), figure3 (Figure 3's curves), audit (the released models attacked); default all. The privacy accounting is always checked.")] = None,
     seeds: Annotated[Optional[str], option("seeds", help="Comma-separated seeds (restarts); default five at full scale, three at reduced.")] = None,
     executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
+    cpus_per_job: CpusPerJobOpt = None,
     workdir: WorkdirOpt = ".",
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
@@ -127,8 +129,8 @@ def hidden_state_cmd(
     from privaudit.api.reproduce import reproduce
 
     result = reproduce("hidden-state", scale=scale, dataset=dataset, data_dir=data_dir, download=download,
-                       experiments=experiments, seeds=seeds, executor=executor, workdir=workdir, log=_log,
-                       command=_command(), dry_run=dry_run)
+                       experiments=experiments, seeds=seeds, executor=executor, ray_address=ray_address,
+                       cpus_per_job=cpus_per_job, workdir=workdir, log=_log, command=_command(), dry_run=dry_run)
     show_result(result, time.perf_counter() - t0, dry_run, as_json)
 
 

@@ -31,7 +31,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
@@ -157,6 +157,12 @@ class RayExecutor:
             return self._run_with_ray(ray, jobs, workspace, data, device, on_job_done)
 
     def _run_with_ray(self, ray, jobs, workspace, data, device, on_job_done) -> dict[str, Any]:
+        with self._session(ray):
+            return self._run(ray, jobs, workspace, data, device, on_job_done)
+
+    @contextlib.contextmanager
+    def _session(self, ray):
+        """Ray started (or joined) for the duration, and shut down after if this call started it."""
         started = not ray.is_initialized()
         if started:
             check_reachable(self.address or os.environ.get("RAY_ADDRESS"))
@@ -167,10 +173,29 @@ class RayExecutor:
             except (ConnectionError, ValueError, RuntimeError) as exc:
                 raise ConfigError(f"cannot start or join Ray at {self.address or 'a local instance'}: {brief(exc)}") from None
         try:
-            return self._run(ray, jobs, workspace, data, device, on_job_done)
+            yield
         finally:
             if started:
                 ray.shutdown()
+
+    def map(self, fn: Callable, calls: Sequence[tuple], label: Callable[[int], str]) -> Iterator[tuple[int, Any]]:
+        """``fn(*call)`` for every call as Ray tasks of ``cpus_per_job`` CPUs; yields (index,
+        result) as each finishes. For independent work outside the job graph (the
+        hidden-state reproduction's cells): ``fn`` and its arguments must be picklable and the
+        workers must see any path among them. Failures as for jobs (module docstring)."""
+        ray = _import_ray()
+        with contextlib.redirect_stdout(sys.stderr), self._session(ray):
+            task = ray.remote(fn).options(num_cpus=self.cpus_per_job, max_retries=self.max_retries,
+                                          retry_exceptions=False)
+            running = {task.remote(*call): i for i, call in enumerate(calls)}
+            try:
+                while running:
+                    ready, _ = ray.wait(list(running), num_returns=1)
+                    i = running.pop(ready[0])
+                    yield i, self._get(ray, ready[0], label(i))
+            finally:
+                for ref in running:
+                    ray.cancel(ref, force=True)
 
     def _shared(self, ray, workspace: Workspace) -> bool:
         if self.shared_fs is not None:
@@ -217,7 +242,7 @@ class RayExecutor:
                     continue
                 ready, _ = ray.wait(list(running), num_returns=1)
                 job = running.pop(ready[0])
-                result, outputs, worker_root, node = self._get(ray, ready[0], job)
+                result, outputs, worker_root, node = self._get(ray, ready[0], job.label)
                 self.placements[job.id] = node
                 if outputs is not None:
                     unpack(workspace, outputs)
@@ -228,15 +253,15 @@ class RayExecutor:
                 ray.cancel(ref, force=True)
         return results
 
-    def _get(self, ray, ref, job: Job):
+    def _get(self, ray, ref, label: str):
         try:
             return ray.get(ref)
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause
             if isinstance(cause, PrivauditError):
-                raise type(cause)(f"{job.label}: {cause}") from None
-            raise PrivauditError(f"{job.label} failed on a worker: {type(cause).__name__}: {brief(cause)}") from None
+                raise type(cause)(f"{label}: {cause}") from None
+            raise PrivauditError(f"{label} failed on a worker: {type(cause).__name__}: {brief(cause)}") from None
         except ray.exceptions.RayError as exc:
             first = brief(exc, 200)
-            raise PrivauditError(f"{job.label}: the worker failed {self.max_retries + 1} times "
+            raise PrivauditError(f"{label}: the worker failed {self.max_retries + 1} times "
                                  f"({type(exc).__name__}: {first})") from None

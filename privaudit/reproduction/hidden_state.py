@@ -171,31 +171,64 @@ def read_cell(path: Path) -> dict | None:
     return doc if isinstance(doc, dict) and "test_accuracy" in doc else None
 
 
-def run_cells(protocol: HiddenStateProtocol, models_root: Path, split_loader: Callable[[], Split], *,
-              log: Callable[[str], None] | None = None) -> pd.DataFrame:
-    """Train (or read back) every cell of ``protocol``; one row per cell."""
+_SPLITS: dict[tuple, Split] = {}  # per process (a Ray worker too): each dataset loaded once
+
+
+def cell_doc(protocol: HiddenStateProtocol, split: Split, method: str, eps: float, seed: int) -> dict:
+    """Train one cell on ``split``; its result as saved."""
     from privaudit.reproduction.hidden_state_methods import train_method
 
-    rows, split = [], None
-    todo = protocol.cells()
-    for i, (method, eps, seed) in enumerate(todo, 1):
-        path = cell_path(models_root, protocol, method, eps, seed)
-        doc = read_cell(path)
-        if doc is None:
-            split = split or split_loader()
-            t = train_method(method, split.x, split.y, split.x_test, split.y_test, protocol.recipe, eps, seed,
-                             num_classes=split.num_classes, curve=method in FIGURE_METHODS)
-            doc = {"method": method, "target_epsilon": eps, "seed": seed, "dataset": protocol.dataset,
-                   "test_accuracy": t.test_accuracy, "train_accuracy": t.train_accuracy, "sigma": t.sigma,
-                   "epsilon": t.epsilon, "epsilon_exact": t.epsilon_exact, "accountant": t.accountant,
-                   "n_train": int(len(split.y)), "n_test": int(len(split.y_test)), "seconds": t.seconds,
-                   "curve": t.curve}
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_json(path, doc)
-            if log:
-                log(f"[{i}/{len(todo)}] {method} at ε {eps:g}, seed {seed}: test accuracy {t.test_accuracy:.4f} "
-                    f"(σ {t.sigma:.3g}, {t.seconds:.0f} s)")
-        rows.append(doc)
+    t = train_method(method, split.x, split.y, split.x_test, split.y_test, protocol.recipe, eps, seed,
+                     num_classes=split.num_classes, curve=method in FIGURE_METHODS)
+    return {"method": method, "target_epsilon": eps, "seed": seed, "dataset": protocol.dataset,
+            "test_accuracy": t.test_accuracy, "train_accuracy": t.train_accuracy, "sigma": t.sigma,
+            "epsilon": t.epsilon, "epsilon_exact": t.epsilon_exact, "accountant": t.accountant,
+            "n_train": int(len(split.y)), "n_test": int(len(split.y_test)), "seconds": t.seconds, "curve": t.curve}
+
+
+def worker_split(dataset: str, data_dir: str | None, download: bool, threads: int) -> Split:
+    """A Ray task's data: loaded once per worker process, its torch threads set."""
+    import torch
+
+    torch.set_num_threads(max(int(threads), 1))
+    key = (dataset, data_dir, download)
+    if key not in _SPLITS:
+        _SPLITS[key] = load_split(dataset, data_dir, download)
+    return _SPLITS[key]
+
+
+def _remote_cell(protocol: HiddenStateProtocol, data_dir: str | None, download: bool, threads: int, method: str,
+                 eps: float, seed: int) -> dict:
+    return cell_doc(protocol, worker_split(protocol.dataset, data_dir, download, threads), method, eps, seed)
+
+
+def run_cells(protocol: HiddenStateProtocol, models_root: Path, split_loader: Callable[[], Split], *,
+              log: Callable[[str], None] | None = None, executor=None, data_dir: str | Path | None = None,
+              download: bool = False) -> pd.DataFrame:
+    """Train (or read back) every cell of ``protocol``; one row per cell. With a Ray executor
+    (one that has ``map``) the missing cells train as Ray tasks, each worker reading the data
+    from ``data_dir``; the driver writes every result."""
+    cells = protocol.cells()
+    todo = [c for c in cells if read_cell(cell_path(models_root, protocol, *c)) is None]
+
+    def save(i: int, cell: tuple, doc: dict) -> None:
+        path = cell_path(models_root, protocol, *cell)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, doc)
+        if log:
+            log(f"[{i}/{len(todo)}] {cell[0]} at ε {cell[1]:g}, seed {cell[2]}: test accuracy "
+                f"{doc['test_accuracy']:.4f} (σ {doc['sigma']:.3g}, {doc['seconds']:.0f} s)")
+
+    if todo and hasattr(executor, "map"):
+        calls = [(protocol, None if data_dir is None else str(data_dir), download, executor.cpus_per_job, *c)
+                 for c in todo]
+        for k, (i, doc) in enumerate(executor.map(_remote_cell, calls, lambda i: f"{todo[i][0]} at ε {todo[i][1]:g}, "
+                                                                               f"seed {todo[i][2]}"), 1):
+            save(k, todo[i], doc)
+    else:
+        for k, cell in enumerate(todo, 1):
+            save(k, cell, cell_doc(protocol, split_loader(), *cell))
+    rows = [read_cell(cell_path(models_root, protocol, *c)) for c in cells]
     return pd.DataFrame(rows, columns=["method", "target_epsilon", "seed", "dataset", "test_accuracy",
                                        "train_accuracy", "sigma", "epsilon", "epsilon_exact", "accountant",
                                        "n_train", "n_test", "seconds", "curve"])

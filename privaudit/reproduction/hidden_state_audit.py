@@ -98,22 +98,44 @@ def train_pool(protocol: HiddenStateProtocol, split: Split, method: str, epsilon
             "epsilon": np.asarray(eps), "sigma": np.asarray(sigma), "test_accuracy": np.asarray(acc)}
 
 
-def load_or_train(root: Path, protocol: HiddenStateProtocol, split_loader: Callable[[], Split], method: str,
-                  epsilon: float, log: Callable[[str], None] | None = None) -> dict:
-    path = pool_path(root, protocol, method, epsilon)
-    try:
-        with np.load(path) as f:
-            return {k: f[k] for k in f.files}
-    except (OSError, ValueError, KeyError):
-        pass
-    pool = train_pool(protocol, split_loader(), method, epsilon, log)
+def _remote_pool(protocol: HiddenStateProtocol, data_dir: str | None, download: bool, threads: int, method: str,
+                 epsilon: float) -> dict:
+    from privaudit.reproduction.hidden_state import worker_split
+
+    return train_pool(protocol, worker_split(protocol.dataset, data_dir, download, threads), method, epsilon)
+
+
+def _save(path: Path, pool: dict) -> None:
     import io
 
     buf = io.BytesIO()
     np.savez(buf, **pool)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_bytes(path, buf.getvalue())
-    return pool
+
+
+def _load(path: Path) -> dict | None:
+    try:
+        with np.load(path) as f:
+            return {k: f[k] for k in f.files}
+    except (OSError, ValueError, KeyError):
+        return None  # absent, or damaged: trained again
+
+
+def pools(protocol: HiddenStateProtocol, models_root: Path, split_loader: Callable[[], Split], *,
+          log: Callable[[str], None] | None = None, executor=None, data_dir: str | Path | None = None,
+          download: bool = False) -> list[tuple[str, float, dict]]:
+    """Every pool of the audit, trained (as Ray tasks with a Ray executor) or read back."""
+    todo = [(m, e) for m, e in settings(protocol) if _load(pool_path(models_root, protocol, m, e)) is None]
+    if todo and hasattr(executor, "map"):
+        calls = [(protocol, None if data_dir is None else str(data_dir), download, executor.cpus_per_job, m, e)
+                 for m, e in todo]
+        for i, pool in executor.map(_remote_pool, calls, lambda i: f"audit pool {todo[i][0]} at ε {todo[i][1]:g}"):
+            _save(pool_path(models_root, protocol, *todo[i]), pool)
+    else:
+        for m, e in todo:
+            _save(pool_path(models_root, protocol, m, e), train_pool(protocol, split_loader(), m, e, log))
+    return [(m, e, _load(pool_path(models_root, protocol, m, e))) for m, e in settings(protocol)]
 
 
 def attack_pool(pool: dict, delta: float) -> pd.DataFrame:
@@ -139,12 +161,13 @@ def attack_pool(pool: dict, delta: float) -> pd.DataFrame:
 
 
 def run_audit(protocol: HiddenStateProtocol, models_root: Path, split_loader: Callable[[], Split], *,
-              log: Callable[[str], None] | None = None) -> pd.DataFrame:
+              log: Callable[[str], None] | None = None, executor=None, data_dir: str | Path | None = None,
+              download: bool = False) -> pd.DataFrame:
     """Every pool of the audit, trained or read back, attacked: one row per (method, ε, target,
     attack, subset) with the accountant's ε and the pool's mean test accuracy."""
     frames = []
-    for method, eps in settings(protocol):
-        pool = load_or_train(models_root, protocol, split_loader, method, eps, log)
+    for method, eps, pool in pools(protocol, models_root, split_loader, log=log, executor=executor,
+                                   data_dir=data_dir, download=download):
         f = attack_pool(pool, protocol.recipe.delta)
         f.insert(0, "target_epsilon", eps)
         f.insert(0, "method", method)

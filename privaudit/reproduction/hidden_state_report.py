@@ -160,10 +160,11 @@ def dry_run(protocol: HiddenStateProtocol, models_root: Path, n: int, d: int) ->
 def hidden_state_reproduction(scale: str = "reduced", *, dataset: str = "cifar10", data_dir: str | Path | None = None,
                               download: bool = False, seeds: Sequence[int] | None = None,
                               experiments: Sequence[str] | None = None, workdir: str | Path = ".",
-                              log: Callable[[str], None] | None = None, dry_run_only: bool = False
-                              ) -> Outcome | dict:
+                              log: Callable[[str], None] | None = None, dry_run_only: bool = False,
+                              executor=None) -> Outcome | dict:
     """Run (or resume) the reproduction and return its :class:`Outcome` (``dry_run_only``:
-    the plan and its cost, training nothing)."""
+    the plan and its cost, training nothing). ``executor``: a Ray executor trains the cells
+    and the audit's pools as Ray tasks; otherwise they train in this process."""
     from privaudit.pipeline.workspace import Workspace
     from privaudit.reproduction.hidden_state_audit import missing_pools, run_audit
 
@@ -181,9 +182,10 @@ def hidden_state_reproduction(scale: str = "reduced", *, dataset: str = "cifar10
         return dry_run(protocol, ws.models, len(s.y), int(s.x.shape[1]))
     ws.ensure_writable(log=log)
     data = split()  # a missing dataset stops here, before anything is written
-    cells = run_cells(protocol, ws.models, split, log=log) if protocol.cells() else pd.DataFrame(
+    remote = dict(log=log, executor=executor, data_dir=data_dir, download=download)
+    cells = run_cells(protocol, ws.models, split, **remote) if protocol.cells() else pd.DataFrame(
         columns=["method", "target_epsilon", "seed", "test_accuracy", "n_test", "curve"])
-    audit = run_audit(protocol, ws.models, split, log=log) if "audit" in protocol.experiments else None
+    audit = run_audit(protocol, ws.models, split, **remote) if "audit" in protocol.experiments else None
     used, raw = smoothness(data, protocol.recipe, protocol.seeds[0])
     full = protocol.scale == "full"
     claims = (table_claims(cells, dataset, full) if len(cells) else []) + accounting_claims(
