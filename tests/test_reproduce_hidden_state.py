@@ -206,7 +206,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
                                   "--workdir", str(tmp_path)])
     assert missing.exit_code != 0 and "CIFAR-10 not found" in missing.output
     assert len(missing.output.strip().splitlines()) == 1 and "Traceback" not in missing.output
-    assert not (tmp_path / "reports" / "reproduce").exists()
+    assert not (tmp_path / "reports").exists() and not (tmp_path / "models").exists()
     ray = runner.invoke(app, ["reproduce", "masked-neurons", "--executor", "ray", "--workdir", str(tmp_path)])
     assert ray.exit_code != 0 and "--executor" in ray.output and len(ray.output.strip().splitlines()) == 1
     address = runner.invoke(app, ["reproduce", "hidden-state", "--ray-address", "auto", "--workdir", str(tmp_path)])

@@ -200,6 +200,8 @@ def _masked_neurons(*, scale, data_dir, experiments, seeds, executor, workdir, l
     chosen = _words(experiments, "--experiments", mn.EXPERIMENTS)
     if dry_run:
         return mn.masked_neurons_plan(scale, seed_list, chosen, data=data_dir, workdir=workdir)
+    mn.protocol(scale, seed_list, chosen)
+    mn.resolve_data(data_dir)  # a bad setting or data file stops here, before the workspace is touched
     Workspace(workdir).ensure_writable(log=log)
     r = mn.masked_neurons_reproduction(scale, data=data_dir, seeds=seed_list, experiments=chosen, workdir=workdir,
                                        log=log)

@@ -153,6 +153,8 @@ def _line_figure(series: Sequence[Mapping[str, Any]], *, title: str, xlabel: str
             elif line and not markers:  # a plain line: drawn from the points its drawing needs
                 exact = up_to(x[ok], s["exact_below"]) if "exact_below" in s else None
                 ax.add_line(_simplified_line()(x[ok], y[ok], exact, gid=f"series-{i}", **style))
+                ax.update_datalim(np.column_stack([x[ok], y[ok]]))  # add_line alone leaves the axes' range
+                ax.autoscale_view()
             else:
                 ax.plot(x[ok], y[ok], gid=f"series-{i}", **style)
         if log_x:

@@ -180,8 +180,8 @@ def hidden_state_reproduction(scale: str = "reduced", *, dataset: str = "cifar10
     if dry_run_only:
         s = split()
         return dry_run(protocol, ws.models, len(s.y), int(s.x.shape[1]))
+    data = split()  # a missing dataset stops here, before the workspace is touched
     ws.ensure_writable(log=log)
-    data = split()  # a missing dataset stops here, before anything is written
     remote = dict(log=log, executor=executor, data_dir=data_dir, download=download)
     cells = run_cells(protocol, ws.models, split, **remote) if protocol.cells() else pd.DataFrame(
         columns=["method", "target_epsilon", "seed", "test_accuracy", "n_test", "curve"])
