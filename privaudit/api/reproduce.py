@@ -115,8 +115,6 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
     proto = make_protocol(scale, dataset, seeds=seed_list, families=families, experiments=chosen)
 
     with importing():
-        import pandas as pd
-
         from privaudit.executor import make_executor
         from privaudit.reproduction.page import write_outputs
         from privaudit.reproduction.run import run_reproduction

@@ -31,7 +31,7 @@ def mg_noise_cmd(
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     models: Annotated[Optional[str], typer.Option("--models", help=f"Comma-separated architectures to reproduce ({', '.join(REPRODUCE_FAMILIES)}; cnn-improved covers both of the paper's variants); default all.")] = None,
-    experiments: Annotated[Optional[str], typer.Option("--experiments", help=f"Comma-separated experiments: accuracy (Figure 4), sweep (Figures 5-7 and 9-10), epochs (the epoch sweep); default all.")] = None,
+    experiments: Annotated[Optional[str], typer.Option("--experiments", help="Comma-separated experiments: accuracy (Figure 4), sweep (Figures 5-7 and 9-10), epochs (the epoch sweep); default all.")] = None,
     seeds: Annotated[Optional[str], option("seeds", help="Comma-separated seeds, each a full replicate (data split, initialisation, masks, noise); default 0,1,2 as in the paper.")] = None,
     device: DeviceOpt = "auto",
     executor: ExecutorOpt = "local",

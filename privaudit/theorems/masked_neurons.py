@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privaudit.theorems.twolayer import Problem, gradient, least_eigenvalue, predict
+from privaudit.theorems.twolayer import Problem, gradient, least_eigenvalue
 
 MASKS = ("bernoulli", "categorical")
 
