@@ -23,6 +23,7 @@ atomically), so a rerun attacks again without training.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -81,7 +82,7 @@ def train_pool(protocol: HiddenStateProtocol, split: Split, method: str, epsilon
     idx, labels, canary = population(protocol, split)
     keep = memberships(protocol, len(idx))
     a = protocol.audit
-    recipe = protocol.recipe.__class__(**{**protocol.recipe.__dict__, "epochs": a.epochs, "batch": a.batch})
+    recipe = replace(protocol.recipe, epochs=a.epochs, batch=a.batch)
     x_pop = split.x[idx]
     y_pop = torch.from_numpy(labels)
     logits, eps, sigma, acc = [], [], [], []

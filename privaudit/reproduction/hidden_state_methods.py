@@ -110,8 +110,11 @@ def convex_smoothness(x: torch.Tensor, u: torch.Tensor) -> float:
     (softmax cross-entropy, whose Hessian in the logits is at most ½ I): ½‖x_j‖² Σ_i g_ji,
     maximised over the samples. The contraction c = 1 − ηλ of the hidden-state bound needs
     η ≤ 2/(β + λ)."""
-    gates = (x @ u.t() >= 0).sum(1).to(torch.float64)
-    return float((0.5 * x.to(torch.float64).pow(2).sum(1) * gates).max())
+    worst = 0.0
+    for rows in torch.split(x, 4096):  # raw CIFAR-10 in float64 would take 1.2 GB at once
+        gates = (rows.to(u.dtype) @ u.t() >= 0).sum(1).to(torch.float64)
+        worst = max(worst, float((0.5 * rows.to(torch.float64).pow(2).sum(1) * gates).max()))
+    return worst
 
 
 def _accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:

@@ -116,7 +116,7 @@ def smoothness(split: Split, recipe, seed: int) -> tuple[float, float]:
     g = torch.Generator().manual_seed(seed)
     d = split.x.shape[1]
     used = convex_smoothness(split.x, torch.randn(recipe.gates, d, generator=g))
-    raw = torch.from_numpy(np.asarray(split.raw_train, np.float32).reshape(len(split.raw_train), -1))
+    raw = torch.from_numpy(np.ascontiguousarray(split.raw_train).reshape(len(split.raw_train), -1))
     return used, convex_smoothness(raw, torch.randn(100, d, generator=g))
 
 
