@@ -135,6 +135,33 @@ def test_runs_are_cached_resumed_and_reproducible(monkeypatch, tmp_path, folder)
     assert t.groupby(["xi", "seed"]).size().max() == 1 + 3 * (2 + 1)   # rounds ⌈7/3⌉ = 3, τ + 1 points each
 
 
+def test_the_dry_run_learns_this_machines_speed_from_trained_runs(monkeypatch, tmp_path, folder):
+    """Runs trained here record their seconds; the estimate of the rest is the cost model scaled
+    by measured / modelled time over them (here set to 3×, so no timing decides the test)."""
+    import json
+
+    monkeypatch.setattr(mn, "protocol", lambda scale, seeds=None, experiments=None: tiny(seeds or (0,)))
+    before = mn.masked_neurons_plan("reduced", data=tmp_path / "data", workdir=tmp_path / "ws")
+    mn.masked_neurons_reproduction("reduced", data=tmp_path / "data", workdir=tmp_path / "ws")
+    proto = tiny((0,))
+    unit = mn.SECONDS_PER_ROW_STEP * (proto.n / 100) ** 2
+    files = sorted((tmp_path / "ws" / "models" / "reproduce" / "masked-neurons").rglob("*.json"))
+    runs = {r.name: r for r in proto.runs()}
+    for path in files:
+        doc = json.loads(path.read_text())
+        assert doc["seconds"] >= 0
+        r = runs[path.name]
+        doc["seconds"] = 3 * (r.row_steps(proto.width) * unit + r.rounds * mn.SECONDS_PER_ROUND)
+        path.write_text(json.dumps(doc))
+    files[0].unlink()                                                     # one run left to train
+    after = mn.masked_neurons_plan("reduced", data=tmp_path / "data", workdir=tmp_path / "ws")
+    r = runs[files[0].name]
+    assert after["to_train"] == 1 and "times 3" in after["cost_model"]
+    assert after["estimated_seconds"] == pytest.approx(
+        3 * (r.row_steps(proto.width) * unit + r.rounds * mn.SECONDS_PER_ROUND), abs=0.1)
+    assert before["to_train"] == len(runs) and "times" not in before["cost_model"]
+
+
 # -- claims against simulated outcomes ------------------------------------------------------------
 
 def _grid(direction: float, noise: float, seed0: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:

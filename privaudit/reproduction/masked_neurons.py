@@ -264,7 +264,9 @@ def execute(proto: MaskedNeuronsProtocol, data: RegressionData, workdir: str | P
             pr = seed_problem(data, proto, run.seed)
             problems[run.seed] = (pr, PreactivationNet(pr.X, pr.y, pr.W0, pr.a, torch.float32))
         pr, net = problems[run.seed]
+        t0 = time.perf_counter()
         result = trainer(pr, run, net)
+        result["seconds"] = time.perf_counter() - t0  # the dry run's estimate learns from it
         write_json(folder / run.name, result)
         results[run] = result
         if time.perf_counter() - last > 30 or i == len(todo):
@@ -279,21 +281,36 @@ def masked_neurons_plan(scale: str = "reduced", seeds: Sequence[int] | None = No
     """For ``--dry-run``: how many runs, how many already cached (with ``data`` and ``workdir``)
     and the estimated time of the rest, from a constant cost model (seconds per kept row and
     local step, :data:`SECONDS_PER_ROW_STEP`, and per round, measured on one thread of a 2-core
-    machine; no probe is run)."""
+    machine; no probe is run), scaled by measured / modelled time over the runs already trained
+    in this workspace (each records its seconds)."""
     proto = protocol(scale, seeds, experiments)
     runs = proto.runs()
-    cached: set[str] = set()
+    cached: dict[str, dict] = {}
     if data is not None and workdir is not None:
         folder = cache_dir(workdir, proto, resolve_data(data))
-        cached = {r.name for r in runs if (folder / r.name).is_file()}
+        for r in runs:
+            try:
+                cached[r.name] = read_json(folder / r.name) if (folder / r.name).is_file() else None
+            except ArtifactError:
+                cached[r.name] = None
+        cached = {k: v for k, v in cached.items() if isinstance(v, dict)}
     todo = [r for r in runs if r.name not in cached]
     unit = SECONDS_PER_ROW_STEP * (proto.n / 100) ** 2
-    seconds = sum(r.row_steps(proto.width) * unit + r.rounds * SECONDS_PER_ROUND for r in todo)
+
+    def model_seconds(r: Run) -> float:
+        return r.row_steps(proto.width) * unit + r.rounds * SECONDS_PER_ROUND
+
+    # the runs already trained here (with their time) say how far the constants are from this machine
+    timed = [(r, cached[r.name]["seconds"]) for r in runs if r.name in cached and cached[r.name].get("seconds")]
+    ratio = sum(t for _, t in timed) / sum(model_seconds(r) for r, _ in timed) if timed else 1.0
+    seconds = ratio * sum(model_seconds(r) for r in todo)
     by_experiment = {e: sum(r.experiment == e for r in runs) for e in proto.experiments}
     return {"scale": proto.scale, "runs": len(runs), "cached": len(cached), "to_train": len(todo),
             "by_experiment": by_experiment, "estimated_seconds": round(seconds, 1),
             "cost_model": (f"{SECONDS_PER_ROW_STEP:.2g} s per kept row and local step at n = 100 (× (n/100)²) "
-                           f"+ {SECONDS_PER_ROUND:.2g} s per round, measured on one thread of a 2-core AMD EPYC"),
+                           f"+ {SECONDS_PER_ROUND:.2g} s per round, measured on one thread of a 2-core AMD EPYC"
+                           + (f", times {ratio:.2g}, the ratio of measured to modelled time of the {len(timed)} "
+                              "runs already trained here" if timed else "")),
             "settings": proto.to_dict()}
 
 
