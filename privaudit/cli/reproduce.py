@@ -112,7 +112,7 @@ def show_result(result, wall: float, dry_run: bool, as_json: bool) -> None:
 @handle_errors
 def hidden_state_cmd(
     scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES), help="full: the paper's protocol (P = 100 gates, 400 epochs, batch 1,000, five seeds; hours on a CPU, see --dry-run); reduced: every method, ε and statement with P = 20 and 40 epochs, three seeds, about an hour on 2 cores (the page says what it reduces).")] = "reduced",
-    dataset: Annotated[str, option("dataset", callback=one_of("cifar10", "mnist", "fashion-mnist", "digits"), help="cifar10 or mnist (the paper's), fashion-mnist (torchvision layout under --data-dir), or the bundled digits for a run anywhere.")] = "cifar10",
+    dataset: Annotated[str, option("dataset", callback=one_of("cifar10", "mnist", "fashion-mnist", "digits"), help="cifar10 or mnist (the paper's), fashion-mnist (torchvision layout under --data-dir, or the flat folder of Debian's dataset-fashion-mnist package), or the bundled digits for a run anywhere.")] = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     experiments: Annotated[Optional[str], typer.Option("--experiments", help="Comma-separated: table1 (Table 1), figure3 (Figure 3's curves), audit (the released models attacked); default all. The privacy accounting is always checked.")] = None,
