@@ -46,6 +46,8 @@ def test_accounting_reproduces_the_papers_numbers():
     assert _script_epsilon(15.0) == pytest.approx(1.444, abs=0.002)
     assert claims["scripts' ε at σ 5 − 4.76"].verdict == DISAGREES
     assert claims["NoisyCGD ε at σ 5 − 4.76"].verdict == AGREES      # 4.61 ≤ 4.76
+    assert claims["NoisyCGD ε at σ 15 − 1.33"].verdict == AGREES     # 1.336: the table's rounding
+    assert claims["DP-SGD ε at σ 5 − 4.76"].verdict == AGREES        # 4.795, the paper's own 4.79
     assert claims["DP-SGD ε at σ 15 − 1.33"].verdict == AGREES
     # CIFAR-10's 50,000 images: the paper's σ gives another ε
     assert claims["ε on 50,000 images at σ 15 − 1.33"].value > 0.005
@@ -82,6 +84,7 @@ def test_table_statements_on_simulated_outcomes():
     noisy = {c.label: c for c in table_claims(_cells(on_par, spread=0.03), "cifar10", full=False)}
     assert noisy["noisycgd-convex − dpsgd-relu, ε 1.33"].verdict == UNDECIDED
     assert noisy["accuracy − published, ε 1.33"].verdict == NOT_CHECKED
+    assert noisy["worst iterative − best SSP, ε 1.33"].verdict == NOT_CHECKED   # fewer epochs: one side only
 
 
 def _audit(bound: float, auc_gap: float) -> pd.DataFrame:
@@ -252,3 +255,14 @@ def test_fashion_mnist_from_a_flat_folder_of_idx_files(tmp_path):
     split = load_split("fashion-mnist", tmp_path)
     assert tuple(split.x.shape) == (60, 784) and tuple(split.x_test.shape) == (10_000, 784)
     assert torch.allclose(split.x.norm(dim=1), torch.ones(60), atol=1e-5)
+
+
+def test_statements_not_checked_are_left_out_of_the_correction():
+    from privaudit.reproduction.claims import familywise
+
+    cells = _cells({"noisycgd-convex": 0.41, "dpsgd-relu": 0.415})
+    reduced = familywise(table_claims(cells, "cifar10", full=False))
+    full = familywise(table_claims(cells, "cifar10", full=True))
+    assert all(math.isnan(c.p_value) for c in reduced if c.verdict == NOT_CHECKED)
+    assert max(c.comparisons for c in reduced) == sum(c.verdict != NOT_CHECKED for c in reduced)
+    assert max(c.comparisons for c in full) == len(full)

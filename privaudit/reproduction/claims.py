@@ -44,6 +44,9 @@ from privaudit.analysis.familywise import HOLM, holm, interval_se, two_sided_pva
 from privaudit.reporting.summary import CONFIDENCE, VERDICT_DP, VERDICT_MG, VERDICT_TIE, comparisons, t_interval
 
 AGREES, DISAGREES, UNDECIDED = "agrees", "disagrees", "undecided"
+#: a statement shown beside its measurement but not read at this scale: no p-value, and not
+#: counted among the claims the family-wise correction is over
+NOT_CHECKED = "not checked at this scale"
 #: accuracy a model may lose at κ = 0.2 and still "hold its baseline" (2 percentage points)
 HOLD_MARGIN = 0.02
 METRIC_NAMES = {"test_accuracy": "test accuracy", "auc": "attack AUC", "precision": "attack precision",
@@ -291,7 +294,7 @@ def familywise(claims: list[Claim], confidence: float = CONFIDENCE) -> list[Clai
     p = []
     for c in claims:
         se = interval_se(c.value, c.lo, c.hi, confidence=confidence, df=c.df, bounds=(-math.inf, math.inf))
-        p.append(two_sided_pvalue(c.value, se, c.boundary, c.df))
+        p.append(math.nan if c.verdict == NOT_CHECKED else two_sided_pvalue(c.value, se, c.boundary, c.df))
     tested = [i for i, v in enumerate(p) if math.isfinite(v)]
     adjusted = dict(zip(tested, holm([p[i] for i in tested])))
     out = []

@@ -6,13 +6,15 @@ Four kinds of statement, each a :class:`~privaudit.reproduction.claims.Claim`:
   seeds minus the published value, with its 95 % interval (t over seeds; one seed: the
   binomial interval of the test accuracy); it *agrees* when the interval lies within
   ± :data:`EQUIVALENCE_MARGIN` (an equivalence test), *disagrees* when it lies wholly outside.
-  Only the full scale reads them: at the reduced scale they are shown, "not checked";
+  Only the full scale reads them (and "the iterative methods beat SSP", since fewer epochs
+  handicap one side only): at the reduced scale they are shown, "not checked";
 * **comparisons** ("NoisyCGD is on par with DP-SGD on the ReLU network", "the iterative methods
   beat SSP", "the convex approximation beats logistic regression"): differences paired by
   seed, equivalence or one-sided as the statement says;
 * **privacy accounting**: exact computations of the hidden-state bound and the DP-SGD
   accountant at the paper's settings, and of the smoothness the bound assumes, against the
-  paper's numbers (no interval: nothing is random);
+  paper's numbers (no interval: nothing is random); a recomputed ε agrees with a stated one
+  when it is at most :data:`EPSILON_ROUNDING` above it;
 * **the audit**: the empirical ε lower bounds against each accountant's ε, NoisyCGD's leakage
   against DP-SGD's at the same ε, and the non-private control.
 """
@@ -27,7 +29,7 @@ import pandas as pd
 from privaudit.analysis.accounting import replace_one_epsilon_sigma_half
 from privaudit.analysis.hidden_state import noisycgd_epsilon
 from privaudit.reporting.summary import t_interval
-from privaudit.reproduction.claims import (AGREES, DISAGREES, UNDECIDED, Claim, Estimate, _claim,
+from privaudit.reproduction.claims import (AGREES, DISAGREES, NOT_CHECKED, UNDECIDED, Claim, Estimate, _claim,
                                           paired_difference, reading)
 from privaudit.reproduction.hidden_state_methods import ITERATIVE, METHOD_NAMES
 
@@ -35,7 +37,6 @@ from privaudit.reproduction.hidden_state_methods import ITERATIVE, METHOD_NAMES
 EQUIVALENCE_MARGIN = 0.02
 #: the audit's equivalence margin on attack AUC
 AUC_MARGIN = 0.02
-NOT_CHECKED = "not checked at this scale"
 
 #: Table 1: (method, dataset, ε) → (mean, ± 1.96 SE), accuracy in percent
 TABLE1 = {
@@ -138,10 +139,13 @@ def table_claims(cells: pd.DataFrame, dataset: str, full: bool) -> list[Claim]:
             wide = frame.pivot_table(index="seed", columns="method", values="test_accuracy")
             gap = (wide[iterative].min(axis=1) - wide[ssp].max(axis=1)).dropna()
             est = _over_seeds(gap.to_numpy(), frame)
+            # SSP is trained in one release, the iterative methods for the protocol's epochs: a
+            # scale that shortens training handicaps one side only, so only the full scale reads it
             out.append(_claim("Table 1", "iterative", f"worst iterative − best SSP, ε {eps:g}",
                               "The iterative methods beat sufficient-statistics perturbation.",
                               f"test accuracy of the weakest iterative method minus the strongest SSP variant at "
-                              f"ε = {eps:g}, per seed", est, reading(est, +1)))
+                              f"ε = {eps:g}, per seed (full scale only: fewer epochs handicap the iterative "
+                              "methods alone)", est, reading(est, +1) if full else NOT_CHECKED))
         if {"noisycgd-convex", "dpsgd-logistic"} <= set(frame["method"]):
             est = _paired(frame, "noisycgd-convex", "dpsgd-logistic")
             out.append(_claim("Figure 3", "noisycgd-convex", f"NoisyCGD − logistic, ε {eps:g}",
@@ -165,6 +169,17 @@ def _over_seeds(values: np.ndarray, frame: pd.DataFrame) -> Estimate:
     return Estimate(mean, mean - half, mean + half, n, "one seed: binomial sampling of both accuracies (worst case)")
 
 
+#: how far above a stated ε a recomputed one may lie and still agree: the table states ε to two
+#: decimals, and its own DP-SGD column (4.79 at σ = 5) lies 0.03 above its label 4.76
+EPSILON_ROUNDING = 0.05
+AT_MOST = f"agrees: at most the stated ε, up to {EPSILON_ROUNDING:g} of rounding"
+
+
+def at_most(est: Estimate) -> str:
+    """A recomputed ε minus the stated one: agrees when at most :data:`EPSILON_ROUNDING`."""
+    return AGREES if est.value <= EPSILON_ROUNDING else DISAGREES
+
+
 def _exact(value: float) -> Estimate:
     return Estimate(value, value, value, 0, "exact computation")
 
@@ -181,22 +196,20 @@ def accounting_claims(dataset: str, n_train: int, recipe, smoothness_used: float
         est = _exact(ours - eps)
         out.append(_claim("Privacy accounting", "noisycgd-convex", f"NoisyCGD ε at σ {sigma:g} − {eps:g}",
                           f"NoisyCGD at σ = {sigma:g} is ({eps:g}, 1e-5)-DP (n = 60,000, b = 1,000, 400 epochs).",
-                          f"hidden-state ε at ηλ = 5.4e-5 minus {eps:g} (agrees: at most {eps:g})", est,
-                          reading(est, -1, 1e-9), f"ε = {ours:.3f}"))
+                          f"hidden-state ε at ηλ = 5.4e-5 minus {eps:g} ({AT_MOST})", est, at_most(est),
+                          f"ε = {ours:.3f}"))
         script = _script_epsilon(sigma)
         est = _exact(script - eps)
         out.append(_claim("Privacy accounting", "noisycgd-convex", f"scripts' ε at σ {sigma:g} − {eps:g}",
                           f"The authors' scripts (λ = 0.01, η = 3.1e-4, batch 1,024) train NoisyCGD at σ = {sigma:g} "
                           f"to ε = {eps:g}.",
                           f"hidden-state ε at the scripts' ηλ = 3.1e-6 and l = 58 batches an epoch minus {eps:g} "
-                          f"(agrees: at most {eps:g})", est,
-                          reading(est, -1, 1e-9), f"ε = {script:.3f}"))
+                          f"({AT_MOST})", est, at_most(est), f"ε = {script:.3f}"))
         dp = replace_one_epsilon_sigma_half(sigma, q, steps, s["delta"])[0]
         est = _exact(dp - eps)
         out.append(_claim("Privacy accounting", "dpsgd-convex", f"DP-SGD ε at σ {sigma:g} − {eps:g}",
                           f"DP-SGD at σ = {sigma:g} (Poisson rate b/n, accounted at σ/2) is about ({eps:g}, 1e-5)-DP.",
-                          f"add/remove ε at σ/2 minus {eps:g} (agrees: within ± 0.05, the table's rounding)", est,
-                          AGREES if abs(dp - eps) <= 0.05 else DISAGREES, f"ε = {dp:.3f}"))
+                          f"add/remove ε at σ/2 minus {eps:g} ({AT_MOST})", est, at_most(est), f"ε = {dp:.3f}"))
     for eta_lambda, value in ACCOUNTING_FIGURE.items():
         ours = noisycgd_epsilon(15.0, s["n"], s["batch"], s["epochs"], 1.0, eta_lambda, s["delta"]).epsilon
         est = _exact(ours - value)
@@ -214,8 +227,8 @@ def accounting_claims(dataset: str, n_train: int, recipe, smoothness_used: float
             out.append(_claim("Privacy accounting", "noisycgd-convex", f"ε on {n:,} images at σ {sigma:g} − {eps:g}",
                               f"σ = {sigma:g} gives ε = {eps:g} (the paper's σ, set for MNIST's 60,000 images).",
                               f"hidden-state ε of σ = {sigma:g} on this dataset's {n:,} training images minus {eps:g} "
-                              "(the reproduction calibrates σ to each ε on the data used instead)", est,
-                              AGREES if abs(ours - eps) <= 0.005 else DISAGREES, f"ε = {ours:.3f}"))
+                              f"(the reproduction calibrates σ to each ε on the data used instead; {AT_MOST})", est,
+                              at_most(est), f"ε = {ours:.3f}"))
     if smoothness_used is not None:
         value = recipe.lr_convex * smoothness_used
         est = _exact(value - (2 - recipe.eta_lambda))

@@ -116,8 +116,9 @@ def smoothness(split: Split, recipe, seed: int) -> tuple[float, float]:
     g = torch.Generator().manual_seed(seed)
     d = split.x.shape[1]
     used = convex_smoothness(split.x, torch.randn(recipe.gates, d, generator=g))
-    raw = torch.from_numpy(np.ascontiguousarray(split.raw_train).reshape(len(split.raw_train), -1))
-    return used, convex_smoothness(raw, torch.randn(100, d, generator=g))
+    raw = split.raw_train.reshape(len(split.raw_train), -1)  # memory-mapped: copied a block at a time
+    u = torch.randn(100, d, generator=g)
+    return used, max(convex_smoothness(torch.from_numpy(np.array(raw[i:i + 8192])), u) for i in range(0, len(raw), 8192))
 
 
 def dry_run(protocol: HiddenStateProtocol, models_root: Path, n: int, d: int) -> dict:

@@ -67,7 +67,16 @@ class Outcome:
 
 
 def _fmt(v: float, digits: int = 3) -> str:
-    return "—" if not (isinstance(v, (int, float)) and math.isfinite(v)) else f"{v:+.{digits}f}"
+    if not (isinstance(v, (int, float)) and math.isfinite(v)):
+        return "—"
+    return f"{v:+.{digits}g}" if abs(v) >= 1e4 else f"{v:+.{digits}f}"
+
+
+def _interval(c: Claim) -> str:
+    """The interval as the page shows it: "exact" for a computation with no randomness."""
+    if math.isfinite(c.lo) and c.lo == c.hi == c.value:
+        return "exact"
+    return f"[{_fmt(c.lo)}, {_fmt(c.hi)}]"
 
 
 def counts_of(claims: Sequence[Claim]) -> tuple[dict, dict]:
@@ -105,7 +114,7 @@ def write_outputs(reports: Path, outcome: Outcome, *, wall_seconds: float | None
     for c in claims:
         sections.setdefault(c.figure, {"claims": [], "images": []})["claims"].append(
             {**c.to_dict(), "model_name": outcome.names.get(c.model, c.model), "value_text": _fmt(c.value),
-             "lo_text": _fmt(c.lo), "hi_text": _fmt(c.hi),
+             "lo_text": _fmt(c.lo), "hi_text": _fmt(c.hi), "interval_text": _interval(c),
              "css": {AGREES: "agrees", DISAGREES: "disagrees"}.get(c.verdict, "undecided"),
              "p_text": p_text(c.p_adjusted, "adjusted p") if math.isfinite(c.p_adjusted) else "",
              "own": c.row_verdict if c.row_verdict != c.verdict else ""})
