@@ -56,7 +56,7 @@ def audit_table(audit: pd.DataFrame) -> pd.DataFrame:
         row["test_accuracy"] = float(g["test_accuracy"].iloc[0])
         for metric in ("gdp_epsilon", "eps_lower_bound", "tpr_at_0p1pct_fpr", "auc"):
             mean, lo, hi, n = t_interval(g[metric])
-            row.update({metric: mean, f"{metric}_lo": lo, f"{metric}_hi": hi})
+            row.update({metric: mean, f"{metric}_lo": max(lo, 0.0), f"{metric}_hi": hi})  # all are ≥ 0
         row["largest_bound"] = float(np.nanmax(g[["gdp_epsilon", "eps_lower_bound"]].to_numpy()))
         row["targets"] = int(g["target"].nunique())
         rows.append(row)
