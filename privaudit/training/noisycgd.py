@@ -20,6 +20,7 @@ a dense layer's weight, so both products run through oneDNN on x86 CPUs.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 import torch
@@ -90,7 +91,7 @@ def train_noisycgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, noise
             w.add_(noise.draw(w.numel()).view_as(w), alpha=-lr * std)
         return losses.sum(), batch.size
 
-    return _run(model, w, cyclic(x, y, batches), step, epochs, noise, on_epoch, on_iterate)
+    return _run(model, w, cyclic(x, y, batches), step, epochs, noise, batch_size, on_epoch, on_iterate)
 
 
 def train_convex_dpsgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, noise_multiplier: float,
@@ -121,10 +122,24 @@ def train_convex_dpsgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, n
 
     steps = max(int(round(1.0 / sample_rate)), 1)
     return _run(model, w, poisson(x, y, sample_rate, steps, generator, lambda size: size), step, epochs, noise,
-                on_epoch, on_iterate)
+                expected, on_epoch, on_iterate)
 
 
-def _run(model: ConvexReLU, w: torch.Tensor, batches, step, epochs: int, noise: GaussianNoise,
+#: from this batch size on, the products keep every core while the noise is drawn (:func:`_threads`)
+SHARED_NOISE_BATCH = 256
+
+
+def _threads(device: torch.device, batch_size: float):
+    """The cores of the products. A step costs about 2b multiply-adds per parameter (the
+    logits and the gradient): from a batch of :data:`SHARED_NOISE_BATCH` on (the paper's
+    b = 1,000: 2,000 per parameter, against about 3 × 128 for the MLP at batch 128) the one
+    normal per parameter is a small share, and leaving its drawing thread a core of its own
+    (:func:`dp_compute_threads`) would halve the products' throughput on 2 cores; smaller
+    batches give it one."""
+    return contextlib.nullcontext() if batch_size >= SHARED_NOISE_BATCH else dp_compute_threads(device)
+
+
+def _run(model: ConvexReLU, w: torch.Tensor, batches, step, epochs: int, noise: GaussianNoise, batch_size: float,
          on_epoch: Callable[[int, int, float], None] | None, on_iterate: Iterate | None) -> list[float]:
     """The epochs of either algorithm on the working copy ``w``, written back into ``model``."""
     def after(epoch: int, total: int, loss: float) -> None:
@@ -134,7 +149,7 @@ def _run(model: ConvexReLU, w: torch.Tensor, batches, step, epochs: int, noise: 
             on_iterate(epoch, w)
 
     try:
-        with dp_compute_threads(w.device):
+        with _threads(w.device, batch_size):
             history = run_epochs(epochs, batches, step, on_epoch=after)
     finally:
         noise.close()
