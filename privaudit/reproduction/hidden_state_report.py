@@ -94,7 +94,8 @@ def figures(cells: pd.DataFrame, audit: pd.DataFrame | None) -> list[Figure]:
     top = max(float(np.max(s["y"])) for s in series)
     out.append(Figure("figure-accounting", title, line_plot(series, title=title, xlabel="epochs", ylabel="ε",
                                                             x_range=(0, float(epochs[-1])), y_range=(0, 1.05 * top),
-                                                            standalone=True), "Privacy accounting"))
+                                                            standalone=True), "Privacy accounting",
+                      "exact computations, the authors' accounting figure recomputed"))
     if audit is not None and not audit.empty:
         t = audit_table(audit)
         t = t[(t["subset"] == "all") & np.isfinite(t["target_epsilon"])]
@@ -102,10 +103,12 @@ def figures(cells: pd.DataFrame, audit: pd.DataFrame | None) -> list[Figure]:
         for method, g in t.groupby("method", sort=False):
             best = g.groupby("target_epsilon").agg(x=("accountant_epsilon", "first"), y=("largest_bound", "max"))
             series.append({"label": METHOD_NAMES[method], "x": best["x"].to_numpy(), "y": best["y"].to_numpy()})
-        title = "The audit: largest empirical ε lower bound against the accountant's ε"
+        title = "The audit: empirical ε against the accountant's"
         out.append(Figure("figure-audit", title, line_plot(series, title=title, xlabel="accountant's ε",
                                                            ylabel="largest empirical ε (95 % lower bound)",
-                                                           diagonal=True, standalone=True), "Audit"))
+                                                           diagonal=True, standalone=True), "Audit",
+                          "the largest 95 % lower bound over every target model, attack and subset; the dashed "
+                          "line is the accountant's ε, which no bound may cross"))
     return out
 
 
@@ -209,7 +212,7 @@ def hidden_state_reproduction(scale: str = "reduced", *, dataset: str = "cifar10
               f"pixel values with P = 100 and the authors' η = 3.1e-4, η·β = {3.1e-4 * raw:.3g}: it does not."]
     notes = ["Not published, so chosen here (docs/methods.md B.4): the ReLU network's width, the step sizes of "
              "each method, the SSP feature maps and their ridge term, the input scaling.",
-             "The CIFAR-10 copy used in development is a JPEG re-encoding: expect accuracies slightly below the "
+             "Some public copies of CIFAR-10 are JPEG re-encodings: on one, expect accuracies slightly below the "
              "published ones.",
              "The audit (docs/methods.md B.5) is the first measurement of what a NoisyCGD last iterate leaks: "
              "empirical ε bounds are 95 % lower bounds for each target model; the accountant's ε is an upper bound."]

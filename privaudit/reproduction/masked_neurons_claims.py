@@ -215,7 +215,7 @@ def figures(tables: dict[str, pd.DataFrame], proto) -> list[Figure]:
                                                   f"(p = {proto.trajectory_p}, τ = {proto.trajectory_tau})",
                                     xlabel="step (τ local steps, then the aggregated network)",
                                     ylabel="mean squared error (geometric mean over seeds)", log_y=True,
-                                    standalone=True), "Figure 2(a)"))
+                                    standalone=True), "Figure 2(a)", "geometric means over seeds"))
     for name, fig, axis, ylabel, section in (
             ("bernoulli.csv", "figure-2b-bernoulli", "xi", "keep probability ξ", "Figure 2(b)"),
             ("categorical.csv", "figure-2c-categorical", "local_steps", "local steps τ", "Figure 2(c)")):
@@ -230,7 +230,7 @@ def figures(tables: dict[str, pd.DataFrame], proto) -> list[Figure]:
                                   y_labels=[f"{v:g}" for v in grid.index],
                                   title=f"Final training error, {kind}, mean over seeds", xlabel="subnetworks p",
                                   ylabel=ylabel, value_label="mean squared error, last 10 % of rounds",
-                                  standalone=True), section))
+                                  standalone=True), section, "each cell the mean over seeds"))
     return out
 
 

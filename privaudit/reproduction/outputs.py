@@ -44,6 +44,7 @@ class Figure:
     title: str
     svg: str
     section: str
+    caption: str = "means over seeds, error bars 95 % t intervals over seeds"
 
 
 @dataclass
@@ -120,7 +121,7 @@ def write_outputs(reports: Path, outcome: Outcome, *, wall_seconds: float | None
              "own": c.row_verdict if c.row_verdict != c.verdict else ""})
     for f in outcome.figures:
         sections.setdefault(f.section, {"claims": [], "images": []})["images"].append(
-            {"title": f.title, "file": f"{f.name}.svg",
+            {"title": f.title, "file": f"{f.name}.svg", "caption": f.caption,
              "data": base64.b64encode(f.svg.encode("utf-8")).decode("ascii")})
     sections = {k: v for k, v in sections.items() if v["claims"] or v["images"]}
     seeds = outcome.settings.get("seeds", [])
