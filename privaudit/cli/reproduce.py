@@ -75,11 +75,10 @@ def show_result(result, wall: float, dry_run: bool, as_json: bool) -> None:
                 return
             console = info_console(as_json)
             secs = result.get("estimated_seconds", math.nan)
-            console.print(f"would train {result.get('cells_to_train', result.get('to_train', '?'))} of "
-                          f"{result.get('cells', result.get('runs', '?'))} runs"
+            console.print(f"would train {result['to_train']} of {result['runs']} runs"
                           + (f" and {result['audit_pools_to_train']} of {result['audit_pools']} audit pools"
                              if result.get("audit_pools") else "")
-                          + (f"; about {secs / 60:.1f} min here ({result.get('estimate', result.get('cost_model', ''))})"
+                          + (f"; about {secs / 60:.1f} min here ({result['cost_model']})"
                              if isinstance(secs, (int, float)) and math.isfinite(secs) else ""),
                           markup=False, highlight=False, soft_wrap=True)
             return

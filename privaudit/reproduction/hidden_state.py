@@ -208,13 +208,14 @@ def run_cells(protocol: HiddenStateProtocol, models_root: Path, split_loader: Ca
     """Train (or read back) every cell of ``protocol``; one row per cell. With a Ray executor
     (one that has ``map``) the missing cells train as Ray tasks, each worker reading the data
     from ``data_dir``; the driver writes every result."""
-    cells = protocol.cells()
-    todo = [c for c in cells if read_cell(cell_path(models_root, protocol, *c)) is None]
+    found = cached_cells(protocol, models_root)
+    todo = [c for c, doc in found.items() if doc is None]
 
     def save(i: int, cell: tuple, doc: dict) -> None:
         path = cell_path(models_root, protocol, *cell)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, doc)
+        found[cell] = doc
         if log:
             log(f"[{i}/{len(todo)}] {cell[0]} at ε {cell[1]:g}, seed {cell[2]}: test accuracy "
                 f"{doc['test_accuracy']:.4f} (σ {doc['sigma']:.3g}, {doc['seconds']:.0f} s)")
@@ -228,8 +229,7 @@ def run_cells(protocol: HiddenStateProtocol, models_root: Path, split_loader: Ca
     else:
         for k, cell in enumerate(todo, 1):
             save(k, cell, cell_doc(protocol, split_loader(), *cell))
-    rows = [read_cell(cell_path(models_root, protocol, *c)) for c in cells]
-    return pd.DataFrame(rows, columns=["method", "target_epsilon", "seed", "dataset", "test_accuracy",
+    return pd.DataFrame(list(found.values()), columns=["method", "target_epsilon", "seed", "dataset", "test_accuracy",
                                        "train_accuracy", "sigma", "epsilon", "epsilon_exact", "accountant",
                                        "n_train", "n_test", "seconds", "curve"])
 
@@ -241,9 +241,14 @@ def curves(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["method", "target_epsilon", "seed", "epoch", "epsilon", "test_accuracy"])
 
 
+def cached_cells(protocol: HiddenStateProtocol, models_root: Path) -> dict[tuple[str, float, int], dict | None]:
+    """Every cell of ``protocol`` (in its order) with its saved result, None where there is none."""
+    return {c: read_cell(cell_path(models_root, protocol, *c)) for c in protocol.cells()}
+
+
 def missing_cells(protocol: HiddenStateProtocol, models_root: Path) -> list[str]:
-    return [f"{m} at ε {e:g}, seed {s}" for m, e, s in protocol.cells()
-            if read_cell(cell_path(models_root, protocol, m, e, s)) is None]
+    return [f"{m} at ε {e:g}, seed {s}" for (m, e, s), doc in cached_cells(protocol, models_root).items()
+            if doc is None]
 
 
 def flops_per_epoch(method: str, recipe: Recipe, n: int, d: int, classes: int = 10) -> float:

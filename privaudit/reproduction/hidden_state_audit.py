@@ -127,16 +127,22 @@ def pools(protocol: HiddenStateProtocol, models_root: Path, split_loader: Callab
           log: Callable[[str], None] | None = None, executor=None, data_dir: str | Path | None = None,
           download: bool = False) -> list[tuple[str, float, dict]]:
     """Every pool of the audit, trained (as Ray tasks with a Ray executor) or read back."""
-    todo = [(m, e) for m, e in settings(protocol) if _load(pool_path(models_root, protocol, m, e)) is None]
+    found = {(m, e): _load(pool_path(models_root, protocol, m, e)) for m, e in settings(protocol)}
+    todo = [key for key, pool in found.items() if pool is None]
+
+    def save(key: tuple[str, float], pool: dict) -> None:
+        _save(pool_path(models_root, protocol, *key), pool)
+        found[key] = pool
+
     if todo and hasattr(executor, "map"):
         calls = [(protocol, None if data_dir is None else str(data_dir), download, executor.cpus_per_job, m, e)
                  for m, e in todo]
         for i, pool in executor.map(_remote_pool, calls, lambda i: f"audit pool {todo[i][0]} at ε {todo[i][1]:g}"):
-            _save(pool_path(models_root, protocol, *todo[i]), pool)
+            save(todo[i], pool)
     else:
         for m, e in todo:
-            _save(pool_path(models_root, protocol, m, e), train_pool(protocol, split_loader(), m, e, log))
-    return [(m, e, _load(pool_path(models_root, protocol, m, e))) for m, e in settings(protocol)]
+            save((m, e), train_pool(protocol, split_loader(), m, e, log))
+    return [(m, e, pool) for (m, e), pool in found.items()]
 
 
 def attack_pool(pool: dict, delta: float) -> pd.DataFrame:

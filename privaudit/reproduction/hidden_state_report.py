@@ -14,9 +14,9 @@ from privaudit.analysis.hidden_state import noisycgd_epsilon
 from privaudit.analysis.accounting import replace_one_epsilon_sigma_half
 from privaudit.reporting.plots import line_plot
 from privaudit.reporting.summary import t_interval
-from privaudit.reproduction.hidden_state import (EPSILONS, FIGURE_METHODS, HiddenStateProtocol, Split, curves,
-                                                 flops_per_epoch, hidden_state_protocol, load_split, matmul_rate,
-                                                 missing_cells, run_cells)
+from privaudit.reproduction.hidden_state import (EPSILONS, FIGURE_METHODS, HiddenStateProtocol, Split, cached_cells,
+                                                 curves, flops_per_epoch, hidden_state_protocol, load_split,
+                                                 matmul_rate, missing_cells, run_cells)
 from privaudit.reproduction.hidden_state_claims import (ACCOUNTING_FIGURE, PAPER_SETTING, accounting_claims,
                                                         audit_claims, published, table_claims)
 from privaudit.reproduction.hidden_state_methods import METHOD_NAMES, METHODS, convex_smoothness
@@ -127,9 +127,7 @@ def smoothness(split: Split, recipe, seed: int) -> tuple[float, float]:
 def dry_run(protocol: HiddenStateProtocol, models_root: Path, n: int, d: int) -> dict:
     """What the run would train, what it reuses, and its cost from the FLOP model at this
     machine's measured matmul rate."""
-    from privaudit.reproduction.hidden_state_audit import missing_pools, pool_path, settings
-
-    from privaudit.reproduction.hidden_state import cell_path, read_cell
+    from privaudit.reproduction.hidden_state_audit import pool_path, settings
 
     rate = matmul_rate()
     r = protocol.recipe
@@ -137,28 +135,24 @@ def dry_run(protocol: HiddenStateProtocol, models_root: Path, n: int, d: int) ->
     def cell_flops(method: str) -> float:
         return flops_per_epoch(method, r, n, d) * (1 if method.startswith("ssp-") else r.epochs)
 
-    todo = missing_cells(protocol, models_root)
-    done = [(m, read_cell(cell_path(models_root, protocol, m, e, s))) for m, e, s in protocol.cells()]
-    done = [(m, doc) for m, doc in done if doc is not None and doc.get("seconds")]
+    found = cached_cells(protocol, models_root)
+    done = [(m, doc) for (m, _, _), doc in found.items() if doc is not None and doc.get("seconds")]
     # the cells already trained here say how far the FLOP model is from the wall time
     overhead = (sum(doc["seconds"] for _, doc in done) / sum(cell_flops(m) / rate for m, _ in done)) if done else 1.0
-    left = sum(cell_flops(m) for m, e, s in protocol.cells()
-               if read_cell(cell_path(models_root, protocol, m, e, s)) is None)
-    audit_flops = 0.0
-    pools = missing_pools(protocol, models_root) if "audit" in protocol.experiments else []
-    if pools:
-        a = protocol.audit
-        half = min(a.population, n) // 2
-        audit_flops = sum(a.models * flops_per_epoch(m, r, half, d) * a.epochs for m, e in settings(protocol)
-                          if not pool_path(models_root, protocol, m, e).is_file())
+    left = sum(cell_flops(m) for (m, _, _), doc in found.items() if doc is None)
+    audited = settings(protocol) if "audit" in protocol.experiments else []
+    pools = [(m, e) for m, e in audited if not pool_path(models_root, protocol, m, e).is_file()]
+    a = protocol.audit
+    audit_flops = sum(a.models * flops_per_epoch(m, r, min(a.population, n) // 2, d) * a.epochs for m, _ in pools)
     how = (f"the FLOP count at this machine's measured float32 matmul rate, times {overhead:.2g}, the ratio of "
            f"wall time to FLOP time of the {len(done)} cells already trained here" if done else
            "the FLOP count of every epoch at this machine's measured float32 matmul rate (a lower bound: the steps "
            "also clip, draw noise and evaluate; the estimate learns the ratio from the first trained cells)")
-    return {"protocol": protocol.describe(), "cells": len(protocol.cells()), "cells_to_train": len(todo),
-            "audit_pools": len(settings(protocol)) if "audit" in protocol.experiments else 0,
-            "audit_pools_to_train": len(pools), "matmul_gflops": rate / 1e9,
-            "estimated_seconds": (left + audit_flops) / rate * overhead, "estimate": how}
+    # the keys of masked-neurons' plan, so that one printer shows both
+    return {"scale": protocol.scale, "runs": len(found), "to_train": sum(doc is None for doc in found.values()),
+            "audit_pools": len(audited), "audit_pools_to_train": len(pools), "matmul_gflops": rate / 1e9,
+            "estimated_seconds": (left + audit_flops) / rate * overhead, "cost_model": how,
+            "settings": protocol.describe()}
 
 
 def hidden_state_reproduction(scale: str = "reduced", *, dataset: str = "cifar10", data_dir: str | Path | None = None,
