@@ -1,8 +1,10 @@
 """Benchmark 3: reference pools, K models of one recipe on different data halves.
 
-privaudit's pool trainer (:func:`privaudit.training.stacked.train_many`, what ``audit`` and
-``attack`` use: stacked where that is faster, else one by one) vs the same models trained
-one after another with ``train_model``. Recipes:
+privaudit's pool trainer (:func:`privaudit.pipeline.runs.ensure_models`, what ``audit`` and
+``attack`` train reference pools with, directly or through the executor's train jobs: stacked
+in the runs of :func:`~privaudit.training.stacked.stack_groups` where that is faster, else one
+by one, each model saved into a fresh workspace as the product saves it) vs the same models
+trained one after another with ``train_model`` (kept in memory). Recipes:
 
 - ``digits mlp``: the embedded default's MLP (64 inputs, width 512), its own recipe;
 - ``cifar mlp-128`` and ``cifar mlp-512``: a small CIFAR-10 MLP and the paper's, where one
@@ -15,15 +17,30 @@ weight difference and the test-accuracy difference) and their peak memory.
 
 from __future__ import annotations
 
+import tempfile
 import time
 
 import torch
 
 from benchmarks.common import PeakMemory, sync
 from privaudit.core.config import make_config
-from privaudit.data import load_dataset
+from privaudit.data import ImageData, load_dataset
+from privaudit.pipeline.runs import DataCache, ensure_models
+from privaudit.pipeline.workspace import Workspace
 from privaudit.training import train_model
-from privaudit.training.stacked import can_stack, train_many, train_stacked
+from privaudit.training.stacked import stack_groups, train_stacked
+
+
+class _GivenData(DataCache):
+    """A data cache that serves the benchmark's dataset (real or generated CIFAR-10) under
+    any name, instead of loading one."""
+
+    def __init__(self, data: ImageData):
+        super().__init__()
+        self.data = data
+
+    def get(self, name: str) -> ImageData:
+        return self.data
 
 
 def _timed(fn):
@@ -36,8 +53,17 @@ def _timed(fn):
 
 
 def _max_weight_diff(a, b) -> float:
-    return max(float((p.detach() - q.detach()).abs().max())
-               for ra, rb in zip(a, b) for p, q in zip(ra.model.parameters(), rb.model.parameters()))
+    return max(float((p.detach().cpu() - q.detach().cpu()).abs().max())
+               for ma, mb in zip(a, b) for p, q in zip(ma.parameters(), mb.parameters()))
+
+
+def _pool(cfgs, data: ImageData, device: torch.device, root: str):
+    """The product's path: the models of ``cfgs`` trained (none is in the fresh workspace at
+    ``root``) and saved by :func:`~privaudit.pipeline.runs.ensure_models`."""
+    ws = Workspace(root).ensure_writable()
+    runs = ensure_models(cfgs, ws, _GivenData(data), device)
+    assert not any(r.reused for r in runs)
+    return ws, runs
 
 
 def run(cifar, source: str, device: torch.device, quick: bool = False) -> list[dict]:
@@ -54,16 +80,18 @@ def run(cifar, source: str, device: torch.device, quick: bool = False) -> list[d
     for label, data, base in recipes:
         for k in sizes:
             cfgs = [base.as_reference(k, i).validated() for i in range(k)]
-            pool, t_pool, mem_pool = _timed(lambda: train_many(cfgs, data, device))
+            with tempfile.TemporaryDirectory(prefix="privaudit-bench-pool-") as root:
+                (ws, runs), t_pool, mem_pool = _timed(lambda: _pool(cfgs, data, device, root))
+                pool = [ws.load_model(r.name, data.input_shape, data.num_classes).model for r in runs]
             seq, t_seq, mem_seq = _timed(lambda: [train_model(c, data, device) for c in cfgs])
             row = {
                 "benchmark": "pool", "recipe": label, "data": source if data is cifar else "digits",
                 "models": k, "epochs": base.train.epochs, "members_per_model": base.data.part_size,
-                "stacked": can_stack(base, data.input_shape),
+                "stacked": any(len(g) > 1 for g in stack_groups(cfgs, data.input_shape, len(data.y))),
                 "privaudit_seconds": t_pool, "one_by_one_seconds": t_seq, "speedup": t_seq / t_pool,
-                "max_weight_difference": _max_weight_diff(pool, seq),
+                "max_weight_difference": _max_weight_diff(pool, [r.model for r in seq]),
                 "max_test_accuracy_difference": max(abs(a.metrics["test_accuracy"] - b.metrics["test_accuracy"])
-                                                    for a, b in zip(pool, seq)),
+                                                    for a, b in zip(runs, seq)),
                 "privaudit_memory": mem_pool, "one_by_one_memory": mem_seq,
                 "dataset_mb": round(data.x.nbytes / 2 ** 20, 1),
             }

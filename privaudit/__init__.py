@@ -36,7 +36,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "audit": "privaudit.api.audit", "AuditReport": "privaudit.api.audit",
-    "train": "privaudit.api.train", "TrainedModels": "privaudit.api.train",
+    "train": "privaudit.api.train", "TrainedModels": "privaudit.api.train", "Recipe": "privaudit.api.recipe",
     "epsilon": "privaudit.api.epsilon", "EpsilonResult": "privaudit.api.epsilon",
     "scan": "privaudit.api.scan", "ScanReport": "privaudit.api.scan",
     "reproduce": "privaudit.api.reproduce", "Reproduction": "privaudit.api.reproduce",

@@ -9,6 +9,7 @@ from privaudit.api.report import WorkspaceReport as WorkspaceReport, report as r
 from privaudit.api.reproduce import Reproduction as Reproduction, reproduce as reproduce
 from privaudit.api.scan import ScanReport as ScanReport, scan as scan
 from privaudit.api.theory import TheoryResult as TheoryResult, theory as theory
+from privaudit.api.recipe import Recipe as Recipe
 from privaudit.api.train import TrainedModels as TrainedModels, train as train
 
 __version__: str

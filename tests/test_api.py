@@ -1,5 +1,5 @@
 """The Python API: privaudit.audit / train / epsilon, the command line's options as keyword
-arguments, result objects whose to_json() is the command's --json."""
+arguments, result objects whose to_dict() is the command's --json (to_json() the same as text)."""
 
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ def api_audit(tmp_path_factory):
     return privaudit.audit(**AUDIT, workdir=tmp_path_factory.mktemp("api"))
 
 
+@pytest.mark.slow
 def test_audit_returns_the_table_the_verdicts_and_the_commands_json(api_audit, tmp_path):
     report = api_audit
     attacks = set(report.table["attack"])
@@ -64,11 +65,12 @@ def test_audit_returns_the_table_the_verdicts_and_the_commands_json(api_audit, t
     cli = CliRunner().invoke(app, ["audit", "--dataset", "digits", "--kappas", "0.5", "--sigmas", "none",
                                    "--epochs", "2", "--attacks", "shadow,loss", "--workdir", str(tmp_path), "--json"])
     assert cli.exit_code == 0, cli.output
-    ours = _strip(report.to_json(), str(report.workdir))
+    ours = _strip(report.to_dict(), str(report.workdir))
     theirs = _strip(json.loads(cli.stdout), str(tmp_path))
     assert ours == theirs  # the same document: the command line is this function
 
 
+@pytest.mark.slow
 def test_audit_scores_are_the_per_sample_scores_behind_the_table(api_audit):
     report = api_audit
     baseline = report.attacks[0].target
@@ -81,6 +83,7 @@ def test_audit_scores_are_the_per_sample_scores_behind_the_table(api_audit):
         report.scores("target-nope")
 
 
+@pytest.mark.slow
 def test_audit_shows_its_first_screen_in_a_notebook(api_audit):
     page = api_audit._repr_html_()
     assert "which defence leaks less" in page and api_audit.report_path.resolve().as_uri() in page and "gap_lo" in page and "<table" in page
@@ -122,11 +125,12 @@ def test_train_reuses_and_matches_the_command(tmp_path):
     cli = CliRunner().invoke(app, ["train", "--dataset", "digits", "--kappa", "0.5", "--epochs", "2", "--workdir",
                                    str(tmp_path), "--json"])
     assert cli.exit_code == 0, cli.output
-    assert _strip(json.loads(cli.stdout), "") == _strip(again.to_json(), "")
+    assert _strip(json.loads(cli.stdout), "") == _strip(again.to_dict(), "")
     several = privaudit.train(**kw, seeds=[0, 1])
-    assert [r.reused for r in several.runs] == [True, False] and len(several.to_json()["runs"]) == 2
+    assert [r.reused for r in several.runs] == [True, False] and len(several.to_dict()["runs"]) == 2
 
 
+@pytest.mark.slow
 def test_epsilon_is_the_accountants_and_the_commands(tmp_path):
     from privaudit.analysis.accounting import epsilon_from_history
 
@@ -140,13 +144,41 @@ def test_epsilon_is_the_accountants_and_the_commands(tmp_path):
     cli = CliRunner().invoke(app, ["epsilon", "--defense", "dpsgd", "--batch-size", "128", "--dataset-size", "10520",
                                    "--epochs", "50", "--noise-multiplier", "1", "--json"])
     assert cli.exit_code == 0, cli.output
-    assert _strip(json.loads(cli.stdout), "") == _strip(result.to_json(), "")
+    assert _strip(json.loads(cli.stdout), "") == _strip(result.to_dict(), "")
     with pytest.raises(ConfigError, match="give exactly one of --sigma and --target-epsilon"):
         privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=100, epochs=1)
     with pytest.raises(ConfigError, match="--batch-size must be"):
         privaudit.epsilon(defense="dpsgd", batch_size=0, dataset_size=100, epochs=1, noise_multiplier=1.0)
     assert np.isfinite(privaudit.epsilon(defense="noisycgd", batch_size=10, dataset_size=100, epochs=2,
                                          noise_multiplier=2.0, lr=0.1, l2=0.01).epsilon)
+
+
+def test_to_json_is_to_dict_as_text():
+    """Each result's to_dict() is its command's --json; to_json() is that document as JSON text
+    (a str, as pandas' to_json returns), from the one shared method."""
+    import dataclasses
+    import importlib
+    import pkgutil
+
+    import privaudit.api
+    from privaudit.api.results import ShortRepr
+
+    result = privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=10_520, epochs=50, noise_multiplier=1.0)
+    text = result.to_json()
+    assert isinstance(text, str) and "\n" not in text
+    assert json.loads(text) == result.to_dict()
+    assert json.loads(result.to_json(indent=2)) == result.to_dict() and "\n  " in result.to_json(indent=2)
+    for info in pkgutil.iter_modules(privaudit.api.__path__):
+        importlib.import_module(f"privaudit.api.{info.name}")
+    classes = [c for c in _subclasses(ShortRepr) if dataclasses.is_dataclass(c)]
+    assert len(classes) >= 10, classes
+    for cls in classes:
+        assert "to_dict" in {n for k in cls.__mro__ if k is not ShortRepr for n in vars(k)}, cls
+        assert cls.to_json is ShortRepr.to_json, f"{cls.__name__} overrides to_json"
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [s for c in cls.__subclasses__() for s in (c, *_subclasses(c))]
 
 
 def _outputs(seed: int = 0, n: int = 300, gap: float = 1.5) -> dict:
@@ -158,6 +190,7 @@ def _outputs(seed: int = 0, n: int = 300, gap: float = 1.5) -> dict:
     return {"logits_in": logits_in, "labels_in": y_in, "logits_out": logits_out, "labels_out": y_out}
 
 
+@pytest.mark.slow
 def test_scan_takes_arrays_or_a_file_and_is_the_command(tmp_path):
     import torch
 
@@ -176,7 +209,7 @@ def test_scan_takes_arrays_or_a_file_and_is_the_command(tmp_path):
     from privaudit.files.atomic import dumps_json
 
     strip = lambda d: {k: v for k, v in d.items() if k not in ("command", "folder", "html", "phase_seconds")}
-    assert strip(json.loads(cli.stdout)) == strip(json.loads(dumps_json(from_file.to_json())))
+    assert strip(json.loads(cli.stdout)) == strip(json.loads(dumps_json(from_file.to_dict())))
     with pytest.raises(ConfigError, match="not both"):
         privaudit.scan(tmp_path / "outputs.npz", **arrays)
     with pytest.raises(ConfigError, match="unknown array 'logit_in'"):
@@ -184,6 +217,7 @@ def test_scan_takes_arrays_or_a_file_and_is_the_command(tmp_path):
     assert "<table" in from_arrays._repr_html_()
 
 
+@pytest.mark.slow
 def test_reproduce_returns_the_checked_statements(tmp_path):
     result = privaudit.reproduce("mg-noise", dataset="digits", models="mlp", experiments=["accuracy"], seeds=[0, 1],
                                  workdir=tmp_path)

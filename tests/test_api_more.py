@@ -1,5 +1,5 @@
 """The rest of the Python API: privaudit.attack / report / export_logits / audit_model / theory,
-each the command line's command as a function: its to_json() is the command's --json, and a
+each the command line's command as a function: its to_dict() is the command's --json, and a
 bad value raises the command line's one-line error. Sized for a 2-core CPU: one tiny digits
 target, two one-epoch reference models, theory on toy problems."""
 
@@ -63,12 +63,13 @@ def target(tmp_path_factory, data_cache, tiny):
     return ws.root, run.name, result
 
 
+@pytest.mark.slow
 def test_attack_is_the_command(target):
     root, name, first = target
     assert first.targets == [name] and not first.results[0].reused
     cli = _cli_json("attack", "--target", name, "--attacks", "shadow,loss", "--workdir", str(root))
     again = privaudit.attack(name, attacks=["shadow", "loss"], workdir=root)  # reused, as the command's was
-    assert _comparable(again.to_json()) == cli
+    assert _comparable(again.to_dict()) == cli
     table = again.metrics
     assert sorted(table["attack"]) == ["confidence", "data-free", "loss", "shadow"]
     assert set(table["target"]) == {name}
@@ -76,9 +77,10 @@ def test_attack_is_the_command(target):
     assert list(table["auc"]) == [metrics[a]["auc"] for a in table["attack"]]
     assert again.report_path.is_file() and again.csv_path.is_file() and "<table" in again._repr_html_()
     quiet = privaudit.attack(name, attacks="loss", workdir=root, report=False)
-    assert quiet.to_json()["report"] is None and quiet.report_path is None
+    assert quiet.to_dict()["report"] is None and quiet.report_path is None
 
 
+@pytest.mark.slow
 def test_attack_refuses_what_the_command_refuses(target, tmp_path):
     root, name, _ = target
     _refused(lambda: privaudit.attack(name, pool_size=3, workdir=root),
@@ -94,10 +96,11 @@ def test_attack_refuses_what_the_command_refuses(target, tmp_path):
         privaudit.attack(name, seeds="x", workdir=root)
 
 
+@pytest.mark.slow
 def test_report_is_the_command(target, tmp_path):
     root, _, _ = target
     result = privaudit.report(workdir=root)
-    assert _comparable(result.to_json()) == _cli_json("report", "--workdir", str(root))
+    assert _comparable(result.to_dict()) == _cli_json("report", "--workdir", str(root))
     assert len(result.table) == 4 and result.skipped == [] and result.report_path.is_file()
     assert "privaudit report: 4 rows" in result._repr_html_()
     _refused(lambda: privaudit.report(workdir=tmp_path / "nope"), ["report", "--workdir", str(tmp_path / "nope")],
@@ -106,11 +109,12 @@ def test_report_is_the_command(target, tmp_path):
         privaudit.report(workdir=" ")
 
 
+@pytest.mark.slow
 def test_export_logits_is_the_command(target, tmp_path):
     root, name, _ = target
     result = privaudit.export_logits(name, out=tmp_path / "api.npz", workdir=root)
     cli = _cli_json("export-logits", name, "--out", str(tmp_path / "cli.npz"), "--workdir", str(root))
-    assert _comparable(result.to_json(), "path") == _comparable(cli, "path")
+    assert _comparable(result.to_dict(), "path") == _comparable(cli, "path")
     assert cli["path"] == str(tmp_path / "cli.npz") and result.shapes["logits_in"] == (60, 10)
     assert {"shadow_logits_in", "labels_out"} <= set(result.shapes)
     with np.load(tmp_path / "api.npz", allow_pickle=False) as api, np.load(tmp_path / "cli.npz") as cli_file:
@@ -135,13 +139,14 @@ def weights(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_audit_model_is_the_command(weights, tmp_path):
     recipe = dict(members="0:60", model="mlp", width=16, dataset="digits", references=2, epochs=1, batch_size=32)
     result = privaudit.audit_model(weights=weights, **recipe, mean=[0.0], std="1", device="cpu", workdir=tmp_path)
     args = [f"--{k.replace('_', '-')}={v}" for k, v in recipe.items()]
     cli = _cli_json("audit-model", "--weights", str(weights), *args, "--mean", "0", "--std", "1", "--workdir",
                     str(tmp_path))
-    assert _comparable(result.to_json(), "command") == _comparable(cli, "command")  # the references reused
+    assert _comparable(result.to_dict(), "command") == _comparable(cli, "command")  # the references reused
     assert cli["command"].startswith("privaudit audit-model --weights")
     assert result.references["reference_size"] > 0 and {"lira-offline", "loss"} <= set(result.table["attack"])
     assert result.report_path.is_file() and "privaudit audit-model" in result._repr_html_()
@@ -156,16 +161,17 @@ def test_audit_model_is_the_command(weights, tmp_path):
              "does not exist", DataError)
 
 
+@pytest.mark.slow
 def test_theory_is_the_command(tmp_path):
     smoothing = privaudit.theory("smoothing", kappas=[0.5], draws=500, workdir=tmp_path)
     cli = _cli_json("theory", "smoothing", "--kappas", "0.5", "--draws", "500", "--workdir", str(tmp_path))
-    assert _comparable(smoothing.to_json()) == cli
+    assert _comparable(smoothing.to_dict()) == cli
     assert smoothing["max_gap_in_se"] == cli["max_gap_in_se"] and smoothing.page_path.is_file()
     assert smoothing.headline.startswith("smoothing: largest |closed form − Monte Carlo|")
     small = dict(kappas="0,1", iterations=40, n=20, d=5, m=10)
     convergence = privaudit.theory("convergence", **{**small, "kappas": [0, 1]}, workdir=tmp_path)
     cli = _cli_json("theory", "convergence", *[f"--{k}={v}" for k, v in small.items()], "--workdir", str(tmp_path))
-    assert _comparable(convergence.to_json()) == cli
+    assert _comparable(convergence.to_dict()) == cli
     assert [row["kappa"] for row in convergence["per_kappa"]] == [0.0, 1.0] and "λ₀" in convergence._repr_html_()
 
 
@@ -192,6 +198,7 @@ def test_theory_refuses_what_the_command_refuses(tmp_path, experiment, options, 
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.slow
 def test_audit_model_names_each_reference_it_trains_and_times_it_from_its_start(weights, tmp_path):
     """The progress lines of audit-model's references carry the model's label and the time
     since that model started (the label was empty and the time counted from the machine's

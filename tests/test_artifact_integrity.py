@@ -156,6 +156,7 @@ def test_train_refuses_a_model_folder_with_a_flipped_byte(tmp_path):
     assert _tree(tmp_path / "models") == before            # neither reused nor silently retrained over
 
 
+@pytest.mark.slow
 def test_attack_with_a_damaged_target_fails_before_training_anything(tmp_path):
     folder = _train(tmp_path)
     _flip_byte(folder / "weights.npz", 0.3)
@@ -171,6 +172,7 @@ def test_attack_with_a_damaged_target_fails_before_training_anything(tmp_path):
 
 
 @pytest.mark.parametrize("damaged", ["canary", "reference"])
+@pytest.mark.slow
 def test_a_damaged_canary_or_reference_model_fails_before_the_shadow_trains(tmp_path, damaged):
     """The shadow model trains first; a damaged model needed later is found before it."""
     folder = _train(tmp_path)
@@ -203,6 +205,7 @@ def test_a_damaged_pool_is_named_and_its_models_are_not_retrained(tmp_path, data
     assert {k: v for k, v in _tree(ws.models).items() if k in before} == before
 
 
+@pytest.mark.slow
 def test_a_damaged_earlier_attack_folder_is_named(tmp_path):
     folder = _train(tmp_path)
     code, out = _run_cli("attack", "--target", "mlp", "--workdir", str(tmp_path))
@@ -217,6 +220,7 @@ def test_a_damaged_earlier_attack_folder_is_named(tmp_path):
 
 # -- folders written before manifests ---------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_folder_without_manifest_is_reused_when_its_weights_load(tmp_path):
     folder = _train(tmp_path)
     (folder / MANIFEST).unlink()
@@ -262,6 +266,7 @@ def test_attack_names_a_model_folder_whose_config_is_truncated(tmp_path):
     assert code == 2 and f"model folder {folder} is damaged: config.json" in _one_line_error(out)
 
 
+@pytest.mark.slow
 def test_report_warns_about_the_damaged_model_folder_and_keeps_the_rest(tmp_path):
     plain = _train(tmp_path)
     noisy = _train(tmp_path, "--kappa", "1")
@@ -278,6 +283,7 @@ def test_report_warns_about_the_damaged_model_folder_and_keeps_the_rest(tmp_path
     assert {r["target_run"] for r in doc["table"]} == {noisy.name}
 
 
+@pytest.mark.slow
 def test_audit_checks_every_reused_folder_before_any_job_runs(tmp_path):
     audit = ("audit", "--dataset", "digits", "--kappas", "1", "--sigmas", "none", "--epochs", "2",
              "--workdir", str(tmp_path))

@@ -63,6 +63,7 @@ def test_a_defence_above_the_target_at_its_strongest_setting_is_audited_there():
     assert TargetMatch("top-k", 0.5, 1.0, 0.9, False, 0.01, (0.9, 0.9)).status == "above the target"
 
 
+@pytest.mark.slow
 def test_target_accuracies_end_to_end(tmp_path):
     """Two defences searched to one accuracy on digits: additive noise reaches it, top-k (which
     keeps the model's accuracy) stays above it, so it is audited at its strongest setting and
@@ -88,7 +89,7 @@ def test_target_accuracies_end_to_end(tmp_path):
     assert top["verdict"].startswith("not compared: above the target")
     page = (tmp_path / "reports" / "index.html").read_text()
     assert "Which defence at your accuracy" in page and "above the target" in page
-    doc = report.to_json()
+    doc = report.to_dict()
     assert {e["defence"] for e in doc["target_accuracies"]} == {"input-noise", "top-k"}
     assert len(doc["summary"]["at_accuracy"]) == 2
     saved = json.loads((tmp_path / "reports" / "accuracy_targets.json").read_text())

@@ -54,7 +54,7 @@ def test_queries_follow_the_recipe_not_the_dataset():
 
 def test_augment_none_keeps_every_earlier_config_hash_and_flip_changes_it():
     plain = make_config(model="mlp", dataset="cifar10")
-    assert "augment" not in plain.to_dict()["train"]
+    assert "augment" not in plain.hash_dict()["train"]
     assert make_config(model="mlp", dataset="cifar10", augment="flip").config_hash != plain.config_hash
 
 

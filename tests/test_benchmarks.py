@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_quick_suite_writes_results(tmp_path):
     out = tmp_path / "results"
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--device", "cpu",
@@ -33,12 +34,14 @@ def test_quick_suite_writes_results(tmp_path):
     assert (out / "results.md").read_text().startswith("Machine:")
 
 
+@pytest.mark.slow
 def test_unknown_benchmark_is_a_usage_error(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "--only", "nope", "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "unknown benchmark" in proc.stderr
 
 
+@pytest.mark.slow
 def test_quick_commands_benchmark_fits_fixed_and_per_epoch_costs(tmp_path):
     """The user-facing timing: fresh processes of the plain script, privaudit train and
     privaudit train --dp, each with a fixed cost and a cost per epoch, and the target row."""
@@ -56,6 +59,7 @@ def test_quick_commands_benchmark_fits_fixed_and_per_epoch_costs(tmp_path):
     assert any(t["target"] == "mlp train fixed cost vs plain script + 2 s" for t in result["targets"])
 
 
+@pytest.mark.slow
 def test_quick_digits_audit_benchmark_beside_a_baseline_revision(tmp_path):
     """The main command timed from outside beside a git revision run from its own worktree:
     with the committed code as the baseline, both sides give the same table to the last digit

@@ -58,9 +58,10 @@ def test_bad_canary_specs_are_refused(spec):
 
 def test_canaries_change_the_config_hash():
     plain, planted = make_config(dataset="digits"), make_config(dataset="digits", canaries="ood:5")
-    assert plain.config_hash != planted.config_hash and "canaries" not in plain.to_dict()["data"]
+    assert plain.config_hash != planted.config_hash and "canaries" not in plain.hash_dict()["data"]
 
 
+@pytest.mark.slow
 def test_an_undefended_model_exposes_its_mislabeled_members(tmp_path):
     privaudit.audit(dataset="digits", kappas="none", sigmas="none", canaries="mislabeled:40", epochs=30,
                     part_size=200, attacks="lira", pool_size=8, workdir=tmp_path)

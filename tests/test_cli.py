@@ -53,6 +53,7 @@ def audited(tmp_path_factory):
     return ws, json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_audit_writes_models_attacks_and_reports(audited):
     ws, doc = audited
     assert len(doc["targets"]) == 4  # baseline, two kappas, one sigma
@@ -85,6 +86,7 @@ def test_audit_writes_models_attacks_and_reports(audited):
     assert sum(phases.values()) <= doc["wall_seconds"] + 1e-6
 
 
+@pytest.mark.slow
 def test_audit_rerun_reuses_everything_and_gives_the_same_table(audited):
     ws, doc = audited
     before = snapshot(ws / "models")
@@ -97,6 +99,7 @@ def test_audit_rerun_reuses_everything_and_gives_the_same_table(audited):
     assert (ws / "reports" / "tradeoff.csv").read_text() == csv_before
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers_in_a_fresh_workspace(audited, tmp_path):
     """``train`` alone gives the model the audit trained in a stacked run with the other
     settings' models: the same draws, so the same model up to float32 summation order
@@ -122,6 +125,7 @@ def test_same_seed_same_numbers_in_a_fresh_workspace(audited, tmp_path):
     assert all(np.array_equal(b[k], c[k]) for k in b.files)
 
 
+@pytest.mark.slow
 def test_attack_by_architecture_and_report(audited):
     ws, _ = audited
     result = invoke("attack", "--target", "mlp", "--attacks", "shadow,loss", "--workdir", str(ws), "--json")
@@ -133,6 +137,7 @@ def test_attack_by_architecture_and_report(audited):
     assert json.loads(result.stdout)["rows"] == 16
 
 
+@pytest.mark.slow
 def test_train_then_attack_one_run_by_name(tmp_path):
     result = invoke("train", *SMALL, "--kappa", "0.5", "--workdir", str(tmp_path), "--json")
     assert result.exit_code == 0
@@ -214,6 +219,7 @@ def test_console_script_usage_errors_are_one_line(tmp_path):
         assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
 
 
+@pytest.mark.slow
 def test_convex_relu_noisycgd_audit_end_to_end(tmp_path):
     """train → attack → report for the second DP family: rows named noisycgd with their
     hidden-state ε, the report names the mechanism."""

@@ -50,6 +50,7 @@ def test_importing_the_cli_loads_no_heavy_library():
     assert _modules_after("import privaudit.cli") == []
 
 
+@pytest.mark.slow
 def test_opacus_loads_only_when_an_epsilon_is_asked_for():
     """The library an audit runs on loads without Opacus (its import costs ~1.2 s); the first ε
     loads it, on whichever thread asks."""
@@ -329,6 +330,7 @@ def test_plain_progress_prints_one_line_per_model_and_at_most_one_a_minute():
     assert lines[-1].startswith("trained target mlp k0.5 (digits): 300 epochs in 300.0 s")
 
 
+@pytest.mark.slow
 def test_train_without_a_terminal_reports_each_model_in_plain_text(tmp_path):
     res = subprocess.run([sys.executable, "-m", "privaudit", "train", "--dataset", "digits", "--epochs", "2",
                           "--part-size", "60", "--width", "16", "--workdir", str(tmp_path)],
@@ -344,6 +346,7 @@ def _trained(root: Path, *extra: str) -> None:
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_attack_filters_by_dataset_and_shows_only_what_was_asked(tmp_path):
     _trained(tmp_path)
     _trained(tmp_path, "--kappa", "0.5")

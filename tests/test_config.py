@@ -39,16 +39,21 @@ def _changed(value):
     raise AssertionError(f"unexpected field type {type(value)}")
 
 
-def _variants(cfg: RunConfig):
-    """(field path, config with exactly that one leaf field changed) for every leaf field."""
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
+def _variants(obj):
+    """(field path, ``obj`` with exactly that one leaf field changed) for every leaf field,
+    nested dataclasses (the defence's DP parameters) included."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
         if dataclasses.is_dataclass(value):
-            for sub in dataclasses.fields(value):
-                new = dataclasses.replace(value, **{sub.name: _changed(getattr(value, sub.name))})
-                yield f"{f.name}.{sub.name}", dataclasses.replace(cfg, **{f.name: new})
+            for path, new in _variants(value):
+                yield f"{f.name}.{path}", dataclasses.replace(obj, **{f.name: new})
         else:
-            yield f.name, dataclasses.replace(cfg, **{f.name: _changed(value)})
+            yield f.name, dataclasses.replace(obj, **{f.name: _changed(value)})
+
+
+def _leaves(obj) -> int:
+    return sum(_leaves(getattr(obj, f.name)) if dataclasses.is_dataclass(getattr(obj, f.name)) else 1
+               for f in dataclasses.fields(obj))
 
 
 def test_hash_is_stable_for_equal_configs():
@@ -76,8 +81,8 @@ def test_equal_configs_with_int_and_float_numbers_hash_alike():
     must name the same model folder.
     """
     base = RunConfig()
-    as_int = RunConfig(defence=DefenceConfig(kappa=1), train=TrainConfig(lr=1)).validated()
-    as_float = RunConfig(defence=DefenceConfig(kappa=1.0), train=TrainConfig(lr=1.0)).validated()
+    as_int = RunConfig(defence=DefenceConfig(name="mg", knob=1), train=TrainConfig(lr=1)).validated()
+    as_float = RunConfig(defence=DefenceConfig(name="mg", knob=1.0), train=TrainConfig(lr=1.0)).validated()
     assert as_int == as_float != base
     assert as_int.config_hash == as_float.config_hash
     assert as_int.run_name == as_float.run_name
@@ -88,7 +93,7 @@ def test_hash_changes_when_any_field_changes():
     seen = {cfg.config_hash: "original"}
     variants = list(_variants(cfg))
     # role, seed and every leaf of the four sub-configs
-    n_leaves = 2 + sum(len(dataclasses.fields(getattr(cfg, s))) for s in SUBCONFIGS)
+    n_leaves = 2 + sum(_leaves(getattr(cfg, s)) for s in SUBCONFIGS)
     assert len(variants) == n_leaves >= 17
     for path, other in variants:
         assert other != cfg, path
@@ -126,11 +131,29 @@ def test_defence_name(kwargs, name):
 def test_round_trip_to_dict_from_dict(kwargs):
     cfg = make_config(**kwargs)
     raw = cfg.to_dict()
-    assert raw["schema"] == 1
+    assert raw["schema"] == 2 and set(raw["defence"]) == {"name", "knob", "params"}
     back = RunConfig.from_dict(raw)
     assert back == cfg and back.config_hash == cfg.config_hash
     via_json = RunConfig.from_dict(json.loads(json.dumps(raw)))
     assert via_json == cfg and via_json.config_hash == cfg.config_hash
+
+
+@pytest.mark.parametrize("kwargs, name, knob", [
+    ({}, "none", 0.0), ({"kappa": 0.7}, "mg", 0.7), ({"dp": True, "noise_multiplier": 2.0}, "dpsgd", 2.0),
+    ({"dp": True, "target_epsilon": 4.0}, "dpsgd", 0.0), ({"kappa": 0.2, "dp": True, "noise_multiplier": 1.0}, "mg+dpsgd", 1.0),
+    ({"defense": "mixup", "knob": 0.5}, "mixup", 0.5), ({"defense": "early-stopping", "knob": 7}, "early-stopping", 7.0),
+    ({"model": "convex-relu"}, "none", 0.0), ({"model": "convex-relu", "defense": "noisycgd", "knob": 3.0}, "noisycgd", 3.0),
+])
+def test_a_schema_1_config_migrates_to_one_defence_shape_with_its_hash(kwargs, name, knob):
+    """Schema 1 wrote MG noise and DP as fields of their own (kappa, dp, noise_multiplier);
+    read back, each is a (name, knob) pair whose config hashes, and so names its folder, as
+    before. ``hash_dict`` is exactly schema 1's dict."""
+    cfg = make_config(**kwargs)
+    v1 = cfg.hash_dict()
+    assert v1["schema"] == 1 and "kappa" in v1["defence"] and "name" not in v1["defence"]
+    back = RunConfig.from_dict(json.loads(json.dumps(v1)))
+    assert back == cfg and back.config_hash == cfg.config_hash
+    assert (back.defence.name, back.defence.knob) == (name, knob)
 
 
 def test_from_dict_refuses_foreign_dicts():
@@ -195,7 +218,7 @@ def test_invalid_settings_raise_config_error_naming_the_option(kwargs, option):
 
 def test_validated_catches_a_directly_built_bad_config():
     with pytest.raises(ConfigError, match="--kappa"):
-        RunConfig(defence=DefenceConfig(kappa=-1.0)).validated()
+        RunConfig(defence=DefenceConfig(name="mg", knob=-1.0)).validated()
     with pytest.raises(ConfigError, match="role"):
         RunConfig(role="victim").validated()
     with pytest.raises(ConfigError, match="--width"):

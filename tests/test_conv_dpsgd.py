@@ -128,6 +128,7 @@ def test_supported_models():
 
 
 @pytest.mark.parametrize("model,learns", [("cnn", 0.35), ("cnn-improved", None), ("cnn-improved-small", 0.15)])
+@pytest.mark.slow
 def test_trainer_runs_cnn_dpsgd_on_the_fast_engine(digits, tiny, model, learns):
     """CNNs under DP-SGD train on the one-backward engine: the same ε as Opacus's path (same q,
     steps and σ), the same weights for the same seed, and a model that learns (the

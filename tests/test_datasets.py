@@ -183,7 +183,7 @@ def test_config_of_own_data_carries_its_fingerprint(tmp_path):
     with pytest.raises(ConfigError, match="fingerprint"):
         make_config(dataset="digits", fingerprint="0123456789abcdef")
     # a dataset known by name keeps the hash it had before fingerprints existed
-    assert "fingerprint" not in make_config(dataset="digits").to_dict()["data"]
+    assert "fingerprint" not in make_config(dataset="digits").hash_dict()["data"]
 
 
 # -- end to end on the command line ---------------------------------------------------------------
@@ -220,6 +220,7 @@ def test_flip_is_refused_for_digit_datasets():
     assert make_config(dataset="cifar100", augment="flip").train.augment == "flip"
 
 
+@pytest.mark.slow
 def test_transfer_attack_trains_its_shadow_on_other_data(tmp_path, digits):
     """ML-Leaks adversary 2: the shadow has the target's recipe but the attacker's own data
     (here the digits transposed, 5 classes), and its attack sits beside the paper's."""

@@ -73,7 +73,7 @@ def test_parse_all_and_aliases():
 
 def test_method_configs_hash_apart_and_leave_old_configs_alone():
     plain = make_config(dataset="digits")
-    assert "method" not in plain.to_dict()["defence"] and "knob" not in plain.to_dict()["defence"]
+    assert "method" not in plain.hash_dict()["defence"] and "knob" not in plain.hash_dict()["defence"]
     a = make_config(dataset="digits", defense="label-smoothing", knob=0.1)
     b = make_config(dataset="digits", defense="label-smoothing", knob=0.2)
     assert len({plain.config_hash, a.config_hash, b.config_hash}) == 3

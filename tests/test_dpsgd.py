@@ -78,6 +78,7 @@ def test_epsilon_falls_back_to_rdp_when_prv_fails(monkeypatch, exc):
     assert eps == _opacus_epsilon(RDPAccountant, 1.0, 0.1, 10, 1e-5)
 
 
+@pytest.mark.slow
 def test_very_large_epsilon_never_asks_prv(monkeypatch):
     """PRV at σ = 0.1 with many steps needs gigabytes (MemoryError / bad_alloc on a 6 GiB
     limit): beyond PRV_MAX_EPSILON under RDP, the RDP bound is reported without trying PRV."""
@@ -124,6 +125,7 @@ def test_epsilon_error_when_every_accountant_fails(monkeypatch):
 
 @pytest.mark.parametrize("target, q, steps", [(1.0, 0.01, 100), (8.0, 0.1, 50), (0.5, 0.05, 200),
                                               (2.0, 1 / 105, 5250)])
+@pytest.mark.slow
 def test_calibrated_sigma_never_overshoots(target, q, steps):
     sigma, name = calibrate_noise_multiplier(target, 1e-5, q, steps)
     eps, _ = dpsgd_epsilon(sigma, q, steps, 1e-5, accountant=name)
@@ -162,6 +164,7 @@ def test_reported_epsilon_equals_opacus_prv_for_the_trained_run(dp_run):
     assert len(result.loss_history) == cfg.train.epochs
 
 
+@pytest.mark.slow
 def test_run_calibrated_to_a_target_epsilon(digits):
     cfg = make_config(model="mlp", dataset="digits", width=32, part_size=60, epochs=2, batch_size=20,
                       dp=True, target_epsilon=3.0, seed=2)

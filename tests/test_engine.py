@@ -20,7 +20,7 @@ from privaudit.training import train_model
 from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, poisson_batch, supports_ghost_dense
 from privaudit.models.fast_linear import FastLinear, fast_layers, linear, onednn_enabled
 from privaudit.models import build_model
-from privaudit.training.stacked import can_stack, train_many, train_stacked
+from privaudit.training.stacked import can_stack, stack_groups, train_stacked
 from privaudit.training.trainer import resolve_engine
 
 CPU = torch.device("cpu")
@@ -209,12 +209,11 @@ def test_stacked_pool_equals_one_by_one(digits, tiny, kappa):
         assert np.array_equal(s.normaliser.mean, o.normaliser.mean)
 
 
-def test_train_many_falls_back_when_not_stackable(digits, tiny):
+def test_models_that_do_not_stack_train_alone(digits, tiny):
     base = tiny(precision="bf16", epochs=1)
     cfgs = [base.as_reference(4, i).validated() for i in range(2)]
     assert not can_stack(cfgs[0], digits.input_shape)
-    results = train_many(cfgs, digits, CPU)
-    assert all("stacked_models" not in r.metrics for r in results)
+    assert stack_groups(cfgs, digits.input_shape, len(digits.y)) == [[c] for c in cfgs]
 
 
 def _agree(stacked, single, part_size):
@@ -300,7 +299,7 @@ def test_bf16_precision_config_rules(tiny):
     from privaudit.executor.auditing import audit_plan
 
     fp32, bf16 = tiny(), tiny(precision="bf16")
-    assert "precision" not in fp32.to_dict()["train"]  # fp32 configs keep their old hash
+    assert "precision" not in fp32.hash_dict()["train"]  # fp32 configs keep their old hash
     assert fp32.config_hash != bf16.config_hash
     with pytest.raises(ConfigError):
         tiny(precision="bf16", dp=True, noise_multiplier=1.0)

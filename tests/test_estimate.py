@@ -121,6 +121,7 @@ def test_durations_and_sizes_read_as_people_write_them():
     assert [size(n) for n in (512, 20_100_000, 3.4e9)] == ["512 B", "20.1 MB", "3.40 GB"]
 
 
+@pytest.mark.slow
 def test_a_dry_run_plans_every_model_and_trains_none(tmp_path):
     plan = privaudit.audit(**SMALL, workdir=tmp_path, dry_run=True)
     assert isinstance(plan, RunPlan)
@@ -153,6 +154,7 @@ def test_dry_run_on_the_command_line_prints_the_plan_and_its_json(tmp_path):
     assert not (tmp_path / "models").exists()
 
 
+@pytest.mark.slow
 def test_a_real_run_prints_its_estimate_and_the_time_left(tmp_path):
     code, out, err = run_cli("audit", *(f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()),
                              "--workdir", str(tmp_path))
@@ -287,6 +289,7 @@ def test_side_by_side_runs_are_scheduled_as_the_pool_runs_them():
     assert Lanes().wall_seconds(costs) == 17.0
 
 
+@pytest.mark.slow
 def test_the_plan_times_side_by_side_runs_on_the_threads_they_run_with(data_cache, tmp_path, monkeypatch):
     """The digits audit's stacked runs go side by side, one intra-op thread each on a
     2-thread process: the plan measures them on one thread, as they run (a run on two threads
@@ -319,6 +322,7 @@ def test_the_plan_times_side_by_side_runs_on_the_threads_they_run_with(data_cach
     assert plan.job_seconds < work  # the side-by-side runs overlap (at no slowdown here)
 
 
+@pytest.mark.slow
 def test_the_estimate_holds_on_a_machine_another_process_keeps_busy(tmp_path):
     """A busy sibling process holds a core through the plan and the run (as on a shared
     machine or a laptop running other work): the estimate, measured from scratch under that

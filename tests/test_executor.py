@@ -67,6 +67,7 @@ def test_job_graph_dependencies_and_order():
     assert logits.deps == (big.id,)
 
 
+@pytest.mark.slow
 def test_side_by_side_training_gives_the_one_by_one_models_bit_for_bit(tmp_path):
     """The local executor trains the stacked runs on two threads at once (one intra-op thread
     each): the same models, byte for byte, and the same table as one run after another (a
@@ -99,6 +100,7 @@ def test_bundle_round_trip_and_refuses_escapes(tmp_path):
         unpack(dst, {"models/m2": {"../../x": b""}})
 
 
+@pytest.mark.slow
 def test_local_executor_resumes_after_an_interrupted_driver(tmp_path):
     finished = []
 
@@ -131,6 +133,7 @@ def test_ray_missing_is_one_line(monkeypatch, tmp_path):
     assert bad.exit_code == 2 and "--executor" in bad.output
 
 
+@pytest.mark.slow
 def test_a_ray_address_that_does_not_answer_is_one_line(tmp_path):
     """ray.init retries an address nobody listens on for minutes; privaudit probes it first."""
     import socket
@@ -189,6 +192,7 @@ def _ray(shared_fs=None, cpus=1):
 
 
 @pytest.mark.parametrize("shared_fs", [None, False])
+@pytest.mark.slow
 def test_ray_gives_the_local_table(ray_instance, local_table, tmp_path, shared_fs):
     done = []
     result = _audit(tmp_path, _ray(shared_fs), hooks=AuditHooks(on_job_done=lambda j, r: done.append(j.id)))
@@ -198,6 +202,7 @@ def test_ray_gives_the_local_table(ray_instance, local_table, tmp_path, shared_f
     assert not list(tmp_path.glob("attacks/.ray-probe-*"))
 
 
+@pytest.mark.slow
 def test_ray_survives_a_killed_worker(ray_instance, tmp_path):
     marker = ray_instance
     local = tmp_path / "local"
@@ -209,6 +214,7 @@ def test_ray_survives_a_killed_worker(ray_instance, tmp_path):
             == (local / "reports" / "tradeoff.csv").read_bytes())
 
 
+@pytest.mark.slow
 def test_ray_resumes_after_an_interrupted_driver(ray_instance, tmp_path):
     finished = []
 
@@ -227,6 +233,7 @@ def test_ray_resumes_after_an_interrupted_driver(ray_instance, tmp_path):
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
 
 
+@pytest.mark.slow
 def test_ray_deterministic_failure_fails_once_with_its_message(ray_instance, tmp_path):
     _audit(tmp_path, LocalExecutor(), attacks=AttackPlan())
     ws = Workspace(tmp_path)
@@ -244,6 +251,7 @@ def test_ray_deterministic_failure_fails_once_with_its_message(ray_instance, tmp
     assert "Traceback" not in str(info.value) and "\n" not in str(info.value).strip()
 
 
+@pytest.mark.slow
 def test_cli_audit_on_ray(ray_instance, tmp_path):
     result = CliRunner().invoke(app, ["audit", "--dataset", "digits", "--kappas", "0.5", "--sigmas", "none",
                                       "--epochs", "2", "--attacks", "shadow", "--executor", "ray",

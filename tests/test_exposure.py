@@ -162,6 +162,7 @@ def test_grid_png_is_a_small_png():
     assert len(gray) < 12_000 and len(colour) < 40_000
 
 
+@pytest.mark.slow
 def test_digits_audit_shows_who_leaks(tmp_path):
     import privaudit
 

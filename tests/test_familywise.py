@@ -129,6 +129,7 @@ def test_fold_test_is_bonferroni_over_folds():
 
 # -- the headline's false-alarm rate and power -------------------------------------------------
 
+@pytest.mark.slow
 def test_headline_false_alarms_at_most_five_percent_where_the_union_rule_fails():
     rng = np.random.default_rng(20240601)
     sets, union, headline = 400, 0, 0
@@ -152,6 +153,7 @@ def test_headline_keeps_its_power():
         assert family.comparisons == 5 and "Holm–Bonferroni over 2 tests" in family.text()
 
 
+@pytest.mark.slow
 def test_scan_headline_is_the_family_wise_test(tmp_path):
     """Through ``privaudit.scan``: the headline is :func:`family_test` on the scan's scores
     (the classifier tested within the scan's folds), and the JSON and page say which test."""
@@ -252,6 +254,7 @@ def test_at_accuracy_verdicts_are_holm_over_every_pair():
     assert v.loc["d1", "p_adjusted"] >= v.loc["d1", "p_value"]
 
 
+@pytest.mark.slow
 def test_at_accuracy_false_alarms_at_most_five_percent_where_comparing_with_the_least_alone_fails():
     """Five equal defences, one model each (normal intervals): how often does some defence
     "leak more" than the least-leaking one? Holm over every pair: at most 5 %. Holm over only
@@ -281,6 +284,6 @@ def test_summary_computes_the_claim_once_for_page_terminal_and_json():
     s = summarise(table(0.0))
     claim = s.strongest_claim
     assert len(claim) == 1 and claim.iloc[0]["attack"] == "lira" and claim.iloc[0]["comparisons"] == 2
-    assert s.to_json()["strongest_claim"][0]["correction"] == "Holm–Bonferroni over the 2 attacks on baseline"
+    assert s.to_dict()["strongest_claim"][0]["correction"] == "Holm–Bonferroni over the 2 attacks on baseline"
     (line,) = strongest_claim_lines(s)
     assert line.startswith("strongest attack lira") and "above chance family-wise at 5 %" in line

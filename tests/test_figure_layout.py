@@ -113,6 +113,7 @@ def test_a_legend_of_long_labels_stays_inside_its_figure(caught):
     assert "MG noise (κ)" in short and "DP-SGD (σ)" in short
 
 
+@pytest.mark.slow
 def test_every_figure_of_a_page_keeps_its_text_inside(caught):
     t = make_pool_table()
     render_report(t, make_pool_rocs(t), extras=make_extras(), summary=summarise(t),

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from privaudit.reporting.figures import _errors, group_figures
 from privaudit.reporting.html import render_report
@@ -19,6 +20,7 @@ def test_error_bars_are_the_intervals():
     assert np.allclose(_errors(rows, "auc"), [[0.05, 0.0], [0.02, 0.0]])   # no interval: no bar, not a NaN
 
 
+@pytest.mark.slow
 def test_one_figure_per_group_in_three_formats_and_reproducible():
     t = pd.concat([table(0.04), table(0.0).assign(model="cnn")])
     figs = group_figures(summarise(t))
@@ -33,6 +35,7 @@ def test_one_figure_per_group_in_three_formats_and_reproducible():
     assert group_figures(summarise(t))[1].svg == f.svg            # no dates, fixed ids: same bytes
 
 
+@pytest.mark.slow
 def test_the_page_embeds_the_figure_in_the_first_screen():
     t = table(0.04)
     summary = summarise(t)

@@ -106,6 +106,7 @@ def test_mu_from_counts_is_never_nan_and_falls_with_errors():
 
 
 @pytest.mark.parametrize("mu", [1.0, 2.0])
+@pytest.mark.slow
 def test_coverage_of_both_strategies_on_simulated_gdp_data(mu):
     """400 seeded sets of 5,000 + 5,000 samples; the calibration strategy gets its own,
     independent calibration set per replicate. The 95 % lower bound on μ must lie below the
@@ -250,6 +251,7 @@ def _relaxed_maximum(r, v, m, mu, grid=150):
 
 
 @pytest.mark.parametrize("r, v, m, mu", [(3, 3, 3, 1.0), (3, 2, 6, 0.5), (3, 3, 6, 0.0), (3, 3, 12, 2.0)])
+@pytest.mark.slow
 def test_fdp_p_value_is_the_exact_maximum_under_the_constraints(r, v, m, mu):
     """The recursion's p-value is the maximum of P[W ≥ v] over constraints (3): never below
     the brute-force lattice maximum, and within the lattice's resolution above it."""

@@ -24,6 +24,8 @@ from privaudit.attacks.pool_attacks import POOL_ATTACKS, leave_one_out
 from privaudit.pipeline.pools import ensure_pool
 from privaudit.pipeline.workspace import Workspace
 
+pytestmark = pytest.mark.slow
+
 POOL = 16
 DELTA = 1e-5
 

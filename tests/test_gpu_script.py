@@ -15,6 +15,8 @@ import pytest
 
 import test_data
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -121,6 +121,7 @@ def test_cli_noisycgd_and_dpsgd_side_by_side():
     assert doc["steps"] == 24_000
 
 
+@pytest.mark.slow
 def test_cli_target_epsilon_inverse():
     doc = json.loads(run("--defense", "noisycgd", "--target-epsilon", "4.6113", "--lr", "5.4e-5", "--l2", "1",
                          *COMMON).stdout)
@@ -188,6 +189,7 @@ def test_replace_one_coarser_grid_is_an_upper_bound_within_1e3_of_the_library_de
     assert eps_fine - 1e-9 <= eps <= eps_fine * (1 + 1e-3)
 
 
+@pytest.mark.slow
 def test_replace_one_epsilon_of_a_cifar_recipe():
     """σ 1 and 2, q 1/106, 5,300 steps (CIFAR-10 parts of 10,520, batch 100, 50 epochs): the
     exact replace-one ε lies between the add/remove ε (the same accountant family) and the

@@ -11,6 +11,9 @@ import sys
 import time
 
 import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.slow
 
 
 def _default_sigint() -> None:

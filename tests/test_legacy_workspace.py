@@ -18,6 +18,8 @@ from privaudit.pipeline.workspace import LEGACY_FOLDER, Workspace
 
 from cli_helpers import one_error_line, run_cli_joined
 
+pytestmark = pytest.mark.slow
+
 SMALL = dict(dataset="digits", kappas="0.5", sigmas="none", epochs=2, width=16, part_size=60, attacks="shadow,lira",
              pool_size=4)
 

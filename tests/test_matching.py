@@ -61,6 +61,7 @@ def test_unreachable_goals_return_the_closest_kappa_not_within():
 AUDIT = ["audit", "--dataset", "digits", "--kappas", "1", "--sigmas", "1", "--attacks", "shadow", "--epochs", "4"]
 
 
+@pytest.mark.slow
 def test_seeds_and_match_accuracy_end_to_end(tmp_path):
     ws = str(tmp_path)
     code, out, err = run_cli(*AUDIT, "--seeds", "0,1", "--match-accuracy", "--match-tolerance", "0.02", "--json",

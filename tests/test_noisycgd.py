@@ -132,7 +132,7 @@ def test_convex_relu_config_rules():
     assert cfg.defence.mechanism == "noisycgd" and cfg.defence.name == "noisycgd"
     assert cfg.model.width == 100 and cfg.train.weight_decay == 0.174 and cfg.train.lr == 3.1e-4
     assert "-ncgd-s5-" in cfg.run_name
-    assert "mechanism" not in make_config(dp=True, noise_multiplier=1.0).to_dict()["defence"]  # old hashes kept
+    assert "mechanism" not in make_config(dp=True, noise_multiplier=1.0).hash_dict()["defence"]  # old hashes kept
     for bad in (dict(model="convex-relu", kappa=0.5),                                  # MG noise
                 dict(model="convex-relu", dp=True, noise_multiplier=1.0, mechanism="dpsgd"),
                 dict(model="mlp", dp=True, noise_multiplier=1.0, mechanism="noisycgd"),  # not convex

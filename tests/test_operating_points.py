@@ -41,6 +41,7 @@ def gaussian(rng, n_pos, n_neg, d):
 # ---------------------------------------------------------------- TPR at a calibrated FPR
 
 
+@pytest.mark.slow
 def test_calibrated_fpr_and_tpr_on_gaussian_scores_over_200_replicates():
     f, d = 0.01, 2.0
     closed_form = norm.sf(norm.isf(f) - d)  # 1 − Φ(Φ⁻¹(1 − f) − d) = 0.372

@@ -119,6 +119,7 @@ def test_adding_attacks_retrains_nothing(pooled, data_cache):
     assert {p.name: p.stat().st_mtime_ns for p in ws.models.iterdir()} == before
 
 
+@pytest.mark.slow
 def test_dp_run_empirical_epsilon_stays_below_the_accountant(tmp_path, data_cache, tiny):
     ws = Workspace(tmp_path).ensure_writable()
     cfg = tiny(dp=True, target_epsilon=1.0, part_size=100, width=64, epochs=6, batch_size=25, seed=4)
@@ -133,6 +134,7 @@ def test_dp_run_empirical_epsilon_stays_below_the_accountant(tmp_path, data_cach
         assert s["eps_lower_bound_mean"] <= eps
 
 
+@pytest.mark.slow
 def test_cli_attack_with_pool_and_bad_pool_size(tmp_path):
     runner = CliRunner()
     small = ["--dataset", "digits", "--part-size", "60", "--epochs", "5", "--width", "32", "--device", "cpu",

@@ -20,6 +20,8 @@ from privaudit.pipeline.workspace import Workspace
 
 from test_executor import ATTACKS, DIGITS_SHAPES, _audit, _plan
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def cluster(tmp_path):

@@ -23,7 +23,8 @@ from privaudit.theorems import experiments
 from typer.testing import CliRunner
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")]
 
 
 def _open(page: Path, tmp_path: Path, width: int = 1280, height: int = 900) -> tuple[str, list[str], Image.Image]:

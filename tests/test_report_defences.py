@@ -70,6 +70,7 @@ def test_replace_one_epsilon_of_dpsgd_exact_and_the_papers_half_sigma_comparator
     assert math.isnan(_replace_one_epsilon(d, {"epsilon": 1.6}))
 
 
+@pytest.mark.slow
 def test_report_has_the_section_only_with_noisycgd_rows():
     html = render_report(TABLE)
     assert 'id="defences"' in html and "NoisyCGD vs DP-SGD" in html

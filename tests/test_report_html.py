@@ -245,6 +245,7 @@ def _assert_self_contained(doc: str):
         ET.fromstring(svg)
 
 
+@pytest.mark.slow
 def test_report_has_all_sections_and_plots():
     table = make_table()
     doc = render_report(table, make_rocs(table), title="Audit <1>", generated="2024-05-01 12:00")
@@ -287,6 +288,7 @@ def test_report_has_all_sections_and_plots():
         assert len(p.get("points").split()) <= 400
 
 
+@pytest.mark.slow
 def test_report_escapes_user_strings():
     table = make_table()
     bad = "<script>alert(1)</script>"
@@ -314,6 +316,7 @@ def test_empty_table_renders_placeholder_page(table):
     assert "<svg" not in doc
 
 
+@pytest.mark.slow
 def test_robust_to_partial_tables():
     full = make_table()
     cnn = full[full["model"] == "cnn"]
@@ -436,6 +439,7 @@ def _plain(html_text):
     return re.sub(r"<[^>]+>", "", html_text).replace("\u00a0", " ")
 
 
+@pytest.mark.slow
 def test_empirical_section_appears_with_pool_rows():
     table = make_pool_table()
     doc = render_report(table, make_pool_rocs(table), extras=make_extras(), generated="now")
@@ -492,6 +496,7 @@ def test_empirical_section_appears_with_pool_rows():
         assert words in howto
 
 
+@pytest.mark.slow
 def test_empirical_section_absent_without_pool_or_eps_values():
     table = make_table()
     for extras in (None, {}, {"cnn-cifar10-base": {}}):
@@ -508,6 +513,7 @@ def test_empirical_section_absent_without_pool_or_eps_values():
     _assert_self_contained(doc)
 
 
+@pytest.mark.slow
 def test_key_finding_sentence():
     table = make_pool_table()
     doc = render_report(table, make_pool_rocs(table), extras=make_extras())
@@ -530,6 +536,7 @@ def test_key_finding_sentence():
     assert "Empirical ε lower bounds of rmia (the strongest attack;" in kf2 and "training run): MG noise κ=0.2" in kf2
 
 
+@pytest.mark.slow
 def test_the_eps_figure_plots_the_tables_bounds_of_the_attack_its_axis_names(monkeypatch):
     """The points of "Empirical ε lower bound vs test accuracy" are tradeoff.csv's numbers: per
     setting, the ε lower bound of the attack the y axis names. Here the strongest attack (rmia,
@@ -557,6 +564,7 @@ def test_the_eps_figure_plots_the_tables_bounds_of_the_attack_its_axis_names(mon
     assert f"strongest attack ({named.group(1)}) per setting" in doc      # the caption names it too
 
 
+@pytest.mark.slow
 def test_accountant_vs_empirical_plot_for_dp_rows():
     table = make_pool_table()
     doc = render_report(table, {}, extras=make_extras())
@@ -589,6 +597,7 @@ def test_accountant_vs_empirical_plot_for_dp_rows():
     assert "exceeds the accountant" in bad_doc and "DP-SGD σ=1" in _plain(bad_doc)
 
 
+@pytest.mark.slow
 def test_exposure_table_has_a_row_per_setting_and_a_column_per_class():
     table = make_pool_table()
     doc = render_report(table, {}, extras=make_extras())
@@ -621,6 +630,7 @@ def test_exposure_table_has_a_row_per_setting_and_a_column_per_class():
     _assert_self_contained(doc3)
 
 
+@pytest.mark.slow
 def test_exposure_table_keeps_the_most_exposed_classes_of_many():
     from privaudit.reporting.page_empirical import EXPOSURE_CLASSES
 
@@ -636,6 +646,7 @@ def test_exposure_table_keeps_the_most_exposed_classes_of_many():
     assert f"{60 - EXPOSURE_CLASSES} more in each attack folder" in re.sub(r"\s+", " ", _plain(ex))
 
 
+@pytest.mark.slow
 def test_empirical_part_is_robust_to_nan_and_bad_extras():
     table = make_pool_table()
     nan_cols = ["eps_lower_bound", "one_run_eps_lower_bound", "tpr_at_0p1pct_fpr",
@@ -670,6 +681,7 @@ def test_empirical_part_is_robust_to_nan_and_bad_extras():
     assert EMP_HEADING not in render_report(plain, {}, extras={})
 
 
+@pytest.mark.slow
 def test_render_report_without_extras_still_works():
     table = make_pool_table()
     rocs = make_pool_rocs(table)
@@ -686,6 +698,7 @@ def test_render_report_without_extras_still_works():
     assert ">0.50<" in row and "36 of 40 guesses correct" in row
 
 
+@pytest.mark.slow
 def test_empirical_part_escapes_user_strings():
     table = make_pool_table()
     bad = '<script>alert("x")</script>'
@@ -702,6 +715,7 @@ def test_empirical_part_escapes_user_strings():
     _assert_self_contained(doc)
 
 
+@pytest.mark.slow
 def test_the_page_shows_the_summary_layers_numbers():
     """Means, intervals and verdicts on the page are the summary layer's (privaudit.reporting.summary),
     not averaged again: two seeds per setting, so every interval is a t interval over seeds."""
@@ -792,6 +806,7 @@ def digits_like(seed=0):
     return pd.DataFrame(rows, columns=TABLE_COLUMNS), rocs, extras
 
 
+@pytest.mark.slow
 def test_a_digits_sized_page_weighs_at_most_300_kb_with_every_figure():
     """The README's digits audit writes about 290 KB: its figures, series and tables all drawn."""
     from privaudit.reporting.figures import group_figures
@@ -810,6 +825,7 @@ def test_a_digits_sized_page_weighs_at_most_300_kb_with_every_figure():
     assert doc.count("<tr") >= len(table) + 9                       # the long table, an exposure row per setting
 
 
+@pytest.mark.slow
 def test_a_long_table_past_its_page_limit_shows_the_rows_a_reader_compares():
     """Past PAGE_ROWS rows the page's long table keeps, per target run, the paper's attack,
     the group's strongest and the run's own strongest (exactly those rows, by the rule every

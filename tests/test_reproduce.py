@@ -183,6 +183,7 @@ def test_epoch_claims_compare_slopes_by_seed():
 
 # -- the command ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_reproduce_reduced_on_digits_end_to_end(tmp_path):
     """The reduced protocol on the digits, the MLP and the Standard CNN (DP-SGD included), two
     seeds: every experiment, CSV, figure and statement; a rerun trains nothing."""

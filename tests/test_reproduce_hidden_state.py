@@ -174,6 +174,7 @@ def tiny(monkeypatch):
     monkeypatch.setattr(hidden_state_report, "hidden_state_protocol", small)
 
 
+@pytest.mark.slow
 def test_command_end_to_end_and_resumes(tmp_path, tiny, monkeypatch):
     args = ["reproduce", "hidden-state", "--dataset", "digits", "--seeds", "0,1", "--workdir", str(tmp_path), "--json"]
     first = runner.invoke(app, args, catch_exceptions=False)
@@ -216,6 +217,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     assert address.exit_code != 0 and "--ray-address needs --executor ray" in address.output
 
 
+@pytest.mark.slow
 def test_ray_trains_the_same_cells_as_this_process(tmp_path, tiny):
     """The cells as Ray tasks (a local instance, the driver's thread count per task) give the
     numbers of the local run, bit for bit."""

@@ -67,6 +67,7 @@ def _complete_models(root: Path) -> int:
     return len(list((root / "models").glob("[!.]*/weights.npz")))
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_then_rerun_gives_the_same_table(reference, tmp_path):
     """Each kill lands right after an observed event, the k-th finished model folder (k drawn
     at random), never after a fixed time: on a slow or fast machine alike, every killed run
@@ -102,6 +103,7 @@ def test_kill_9_at_random_points_then_rerun_gives_the_same_table(reference, tmp_
 
 # ---------------------------------------------------------------- two audits on one workspace
 
+@pytest.mark.slow
 def test_two_audits_at_once_on_one_workspace(reference, tmp_path):
     first = _privaudit("audit", *AUDIT, "--workdir", str(tmp_path))
     second = _privaudit("audit", *AUDIT, "--workdir", str(tmp_path))
@@ -163,6 +165,7 @@ def _seed_workspace(root: Path) -> None:
     assert code == 0, out
 
 
+@pytest.mark.slow
 def test_full_disk_is_a_clear_error_and_keeps_earlier_results(tmp_path, monkeypatch):
     with _tmpfs(tmp_path / "disk") as disk:
         root = disk if disk is not None else tmp_path / "work"
@@ -186,6 +189,7 @@ def test_full_disk_is_a_clear_error_and_keeps_earlier_results(tmp_path, monkeypa
         assert not list(root.glob("**/.partial-*"))
 
 
+@pytest.mark.slow
 def test_read_only_filesystem_is_a_clear_error_and_keeps_earlier_results(tmp_path):
     with _tmpfs(tmp_path / "disk", "4m") as disk:
         if disk is None:
@@ -212,6 +216,7 @@ class _Bomb:
         return (os.mkdir, (str(self.marker),))
 
 
+@pytest.mark.slow
 def test_pickle_bomb_as_weights_is_refused_without_running(tmp_path):
     _seed_workspace(tmp_path)
     marker = tmp_path / "pwned"
@@ -300,6 +305,7 @@ def command_lines(draw):
 @example(argv=["audit", "--dataset", "digits", "--kappas", "inf"])
 @example(argv=["theory", "smoothing", "--seed", "-1"])                         # issue: reached default_rng(-1)
 @example(argv=["train", "--epochs", "100000000000000"])
+@pytest.mark.slow
 def test_fuzzed_command_lines_never_trace_back(argv, tmp_path_factory, monkeypatch):
     work = tmp_path_factory.mktemp("fuzz")
     monkeypatch.chdir(work)

@@ -44,6 +44,7 @@ def _arrays(n=300, gap=0.0, seed=0):
 
 # -- known answers ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_random_outputs_give_chance_and_no_verdict():
     r = scan(check(_arrays(n=400, gap=0.0, seed=1)))
     for name, m in r.metrics.items():
@@ -68,6 +69,7 @@ def test_separable_outputs_give_auc_one():
         assert m["eps_lower_bound"] == pytest.approx(np.log((1 - 1e-5 - fnr_hi) / fnr_hi), rel=1e-6), name
 
 
+@pytest.mark.slow
 def test_stronger_gap_leaks_more():
     aucs = [scan(check(_arrays(n=300, gap=g, seed=3))).metrics["loss"]["auc"] for g in (0.0, 1.0, 3.0)]
     assert aucs[0] < aucs[1] < aucs[2]
@@ -95,6 +97,7 @@ def test_cross_validated_thresholds_never_see_their_fold():
     assert np.array_equal(d.member[fold == 0], d2.member[fold == 0])
 
 
+@pytest.mark.slow
 def test_lira_from_references_finds_what_the_references_show():
     """References drawn from the same generator as the target: LiRA must beat chance clearly."""
     rng = np.random.default_rng(5)
@@ -140,6 +143,7 @@ def test_target_index_layout_equals_explicit_layout():
         assert r1.metrics[name]["auc"] == pytest.approx(r2.metrics[name]["auc"]), name
 
 
+@pytest.mark.slow
 def test_probabilities_and_logits_agree():
     a = _arrays(n=150, gap=1.0, seed=7)
     p = {"probs_in": softmax(a["logits_in"]), "probs_out": softmax(a["logits_out"]),
@@ -172,6 +176,7 @@ def test_slices_and_classes_give_per_group_auc():
     assert one.auc_lo < one.auc < one.auc_hi
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers():
     a = _arrays(n=150, gap=1.0, seed=10)
     r1, r2 = scan(check(a), seed=4), scan(check(a), seed=4)
@@ -181,6 +186,7 @@ def test_same_seed_same_numbers():
 
 # -- input formats ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_npz_npy_folder_and_csv_read_the_same(tmp_path):
     a = _arrays(n=60, gap=1.0, seed=11)
     np.savez(tmp_path / "out.npz", **a)
@@ -372,6 +378,7 @@ def external_model(tmp_path_factory, digits):
     return folder
 
 
+@pytest.mark.slow
 def test_audit_model_end_to_end(external_model):
     folder = external_model
     args = ("audit-model", "--weights", str(folder / "mlp.pt"), "--model", "mlp", "--width", "128", "--dataset",

@@ -154,6 +154,7 @@ def test_verdicts_over_seeds_give_the_known_answer(excess, expected):
     assert (exact["acc_low"], exact["acc_high"]) == pytest.approx((0.62, 0.72))
 
 
+@pytest.mark.slow
 def test_a_tie_is_called_a_tie_about_95_percent_of_the_time():
     """No true difference: over 60 simulated 3-seed audits the verdict names a defence in
     about 5 % of them (the interval's error rate), never in most."""
@@ -161,6 +162,7 @@ def test_a_tie_is_called_a_tie_about_95_percent_of_the_time():
     assert named <= 8
 
 
+@pytest.mark.slow
 def test_the_verdicts_of_a_group_hold_family_wise_on_data_without_a_difference():
     """No true difference, 300 simulated 3-seed audits: the share in which any of the group's
     verdicts names a defence is not above 5 % (its Clopper–Pearson interval reaches below
@@ -215,6 +217,7 @@ def test_one_seed_uses_the_per_model_intervals(ci, expected):
     assert eps["verdict"] == "no interval: cannot decide" and "--seeds" in eps["reason"]
 
 
+@pytest.mark.slow
 def test_coverage_of_the_interval_over_seeds():
     """Over 200 simulated audits of 3 seeds, the 95 % t interval of DP − MG covers the true
     gap (the DP excess) in about 95 % of them."""
@@ -313,7 +316,7 @@ def test_no_verdict_where_one_defence_has_no_setting_as_accurate(grid, says):
     assert summary_module.STATUS_NO_OVERLAP == "no overlap" and (v["status"] == "no overlap").all()
     measured = s.comparisons[s.comparisons["metric"].isin(["auc", "tpr_at_0p1pct_fpr", "eps_lower_bound"])]
     assert len(measured) == 6 and (measured["status"] == "no overlap").all()  # every attack alike
-    doc = s.to_json()
+    doc = s.to_dict()
     assert all(r["status"] == "no overlap" and r["verdict"] == "not compared" and r["gap"] is None
                and all(part in r["reason"] for part in says) for r in doc["verdicts"])
     console = Console(width=400, record=True)
@@ -400,7 +403,7 @@ def test_one_strongest_attack_per_group_names_every_view():
     assert (s.overview["strongest"] == "lira").all()
     assert s.overview.set_index("setting").loc["κ=4", "row_strongest"] == "shadow"
     assert set(s.verdicts.loc[s.verdicts["comparison"] == "strongest attack", "attack"]) == {"lira"}
-    assert {r["strongest"] for r in s.to_json()["overview"]} == {"lira"}
+    assert {r["strongest"] for r in s.to_dict()["overview"]} == {"lira"}
 
 
 def test_verdicts_are_the_comparisons_that_answer_the_question():
@@ -433,7 +436,7 @@ def test_why_no_comparison_was_made(keep, reason):
 def test_summary_json_has_no_nan():
     import json
 
-    doc = summarise(table(0.0, seeds=(0,))).to_json()
+    doc = summarise(table(0.0, seeds=(0,))).to_dict()
     text = json.dumps(doc, allow_nan=False)                    # raises on NaN
     assert '"verdicts"' in text and len(doc["settings"]) == 12
     assert len(doc["overview"]) == 6 and len(doc["comparisons"]) == 12  # 2 attacks x 6 measures

@@ -62,6 +62,7 @@ def test_masked_neurons_command(tmp_path):
     assert grid[0] == "masks,p,local_steps,xi,final_error" and len(grid) == 5
 
 
+@pytest.mark.slow
 def test_all_runs_every_experiment_and_builds_one_page(tmp_path, monkeypatch):
     small = {
         "smoothing": functools.partial(experiments.run_smoothing, kappas=(0.5,), draws=500),

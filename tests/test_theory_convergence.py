@@ -17,6 +17,7 @@ def figure3a():
     return convergence_experiment(problem, kappas=(0.0, 0.4, 0.6, 1.0, 2.0), lr=0.005, iterations=2000, seed=0)
 
 
+@pytest.mark.slow
 def test_floors_increase_with_kappa(figure3a):
     s = figure3a.summary.set_index("kappa")
     floors = s["floor"].to_numpy()
@@ -29,6 +30,7 @@ def test_floors_increase_with_kappa(figure3a):
     assert 1.0 < figure3a.slope < 3.0
 
 
+@pytest.mark.slow
 def test_plain_gd_keeps_decreasing(figure3a):
     plain = figure3a.curves[figure3a.curves["kappa"] == 0]["clean_loss"].to_numpy()
     assert not bool(figure3a.summary.set_index("kappa").loc[0.0, "plateaued"])
@@ -36,6 +38,7 @@ def test_plain_gd_keeps_decreasing(figure3a):
     assert plain[-1] < 0.8 * plain[1500]
 
 
+@pytest.mark.slow
 def test_early_rate_does_not_depend_on_kappa(figure3a):
     rates = figure3a.summary.set_index("kappa")["early_rate"]
     assert rates.loc[0.0] > 0.03                                 # real progress: L₂₀ < 0.55 L₀
@@ -43,6 +46,7 @@ def test_early_rate_does_not_depend_on_kappa(figure3a):
         assert rates.loc[kappa] == pytest.approx(rates.loc[0.0], rel=0.1)
 
 
+@pytest.mark.slow
 def test_output_variance_is_what_holds_the_floor_up(figure3a):
     s = figure3a.summary.set_index("kappa")
     for kappa in (0.6, 1.0):

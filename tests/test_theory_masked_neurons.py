@@ -111,6 +111,7 @@ def test_bernoulli_error_decreases_with_the_number_of_subnetworks():
     assert np.all(floors[:, -1] < 0.5 * floors[:, 0])
 
 
+@pytest.mark.slow
 def test_categorical_error_grows_with_local_steps():
     """IST with every setting converged (p = 2, d > n as in the paper's data): more local steps, higher floor."""
     taus = (1, 4, 8)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "docs" / "tutorials" / "digits.ipynb"
 CELL_TIMEOUT_S = 1200  # the audit cell trains 88 small models on a busy 2-core machine

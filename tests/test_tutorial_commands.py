@@ -337,6 +337,7 @@ def run_page(page: Path, name: str, folder: Path, env: dict, data: Path) -> subp
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.slow
 def test_every_command_block_of_the_page_runs(page, tools, tmp_path):
     env, data = tools
     folder = tmp_path / "reader"

@@ -2,14 +2,14 @@
 
 Opacus owns the mechanism (Poisson sampling, per-sample clipping with ghost clipping, noise)
 and the accountants. privaudit reports ε from the PRV accountant, Opacus's default and the
-tightest of its accountants. The PRV accountant's time and memory grow with ε (measured:
-0.1 s at ε ≈ 4, 7 s and ~2.7 GB at ε ≈ 180, out of memory beyond), so where the RDP bound
+tightest of its accountants. The PRV accountant's time and memory grow with ε, until it runs
+out of memory (docs/performance.md), so where the RDP bound
 already exceeds ``PRV_MAX_EPSILON`` (and wherever PRV fails) ε comes from the RDP accountant
 instead; the metrics always name the accountant used. Both are upper bounds on the true ε,
 PRV ≤ RDP.
 
 Opacus is imported when an ε is first asked for, not with this module: importing it loads
-torch's distributed-tensor stack and sympy (~1.2 s on a 2-core machine), which a command that
+torch's distributed-tensor stack and sympy (docs/performance.md), which a command that
 trains no DP-SGD model never needs, and an audit then loads on a training worker while the
 other trains instead of before any training starts.
 """
@@ -20,7 +20,7 @@ import functools
 import math
 import contextlib
 import warnings
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from privaudit.errors import ConfigError
 
@@ -29,7 +29,7 @@ PRV_MAX_EPSILON = 100.0
 EPSILON_TOLERANCE = 0.01
 
 
-def create_accountant(mechanism: str):
+def create_accountant(mechanism: str) -> Any:  # Opacus's IAccountant (no type information)
     """Opacus's accountant ``mechanism`` ("prv" or "rdp"), Opacus imported on first use."""
     from opacus.accountants import create_accountant as opacus_accountant
 
@@ -52,8 +52,8 @@ def epsilon_from_history(history: Sequence[tuple[float, float, int]], delta: flo
     :data:`PRV_MAX_EPSILON` or PRV fails, in which case RDP.
 
     Computed once per process for each (history, δ, accountant): an audit's target, shadow,
-    reference and canary models of one DP-SGD setting mostly share their history, and one
-    PRV and RDP evaluation costs 0.2-0.6 s (the same inputs give the same ε, so this only
+    reference and canary models of one DP-SGD setting mostly share their history, and the
+    accountants are slow (docs/performance.md; the same inputs give the same ε, so this only
     saves time).
     """
     if _NOT_ACCOUNTED:
@@ -69,7 +69,7 @@ def not_accounted() -> Iterator[None]:
     """Inside the block :func:`epsilon_from_history` returns (NaN, "not accounted") at once:
     for the cost model's timing runs (:mod:`privaudit.executor.costs`), which time the
     training and price the accounting apart (the ε of a short timing run is never used, and
-    each new history costs the accountants 0.2-0.6 s)."""
+    each new history costs the accountants time)."""
     global _NOT_ACCOUNTED
     old, _NOT_ACCOUNTED = _NOT_ACCOUNTED, True
     try:
@@ -182,19 +182,18 @@ def _bisect_prv(target: float, delta: float, q: float, steps: int, sigma_high: f
 
 
 REPLACE_ONE_ACCOUNTANT = "pld replace-one (dp_accounting)"
-# The PLD's time grows with ε (measured on 2 cores at dp_accounting's default discretisation
-# of 1e-4: 0.1 s at ε ≈ 3, 0.6 s at 37, 1.8 s at 128, 4 s at 409); past this σ/2 bound the
-# bound itself is reported.
+# The PLD's time grows with ε (docs/performance.md); past this σ/2 bound the bound itself is
+# reported.
 REPLACE_ONE_MAX_BOUND = 1000.0
 
 
 def replace_one_discretisation(steps: int) -> float:
     """The PLD's privacy-loss grid for ``steps`` compositions. Its pessimistic rounding keeps
     ε an upper bound at any interval, and the rounding error grows with the number of
-    compositions (measured: interval 1e-3 over 480 steps moved ε by 1e-4 at ε = 15-128, over
-    24,000 steps by 0.024 at ε = 1.3). So the interval is 0.5 / steps between 1e-4 (the
-    library's default, kept for long runs) and 1e-3: the digits audit's three DP-SGD rows take
-    0.6 s instead of 7 s (tests/test_hidden_state.py checks both regimes against the finer grid)."""
+    compositions. So the interval is 0.5 / steps between 1e-4 (the library's default, kept
+    for long runs) and 1e-3, the coarser and faster grid for short runs (docs/performance.md
+    has the error and the time; tests/test_hidden_state.py checks both regimes against the
+    finer grid)."""
     return min(1e-3, max(1e-4, 0.5 / max(int(steps), 1)))
 
 

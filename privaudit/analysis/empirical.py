@@ -25,8 +25,10 @@ mechanism is not (ε', δ)-DP for any ε' below the returned value".
 from __future__ import annotations
 
 import functools
+from typing import overload
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import betaincinv, expit
 from scipy.stats import binom
 
@@ -45,7 +47,7 @@ def _check_delta(delta: float) -> float:
     return float(delta)
 
 
-def _counts(k, n) -> tuple[np.ndarray, np.ndarray]:
+def _counts(k: npt.ArrayLike, n: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     if np.any(n < 1) or np.any(k < 0) or np.any(k > n) or np.any(k != np.round(k)) or np.any(n != np.round(n)):
@@ -82,7 +84,17 @@ def _cp_upper_table(n: int, level: float) -> np.ndarray:
     return table
 
 
-def clopper_pearson(k, n, confidence: float = 0.95):
+@overload
+def clopper_pearson(k: float, n: float, confidence: float = 0.95) -> tuple[float, float]: ...
+
+
+@overload
+def clopper_pearson(k: npt.ArrayLike, n: npt.ArrayLike,
+                    confidence: float = 0.95) -> tuple[np.ndarray | float, np.ndarray | float]: ...
+
+
+def clopper_pearson(k: npt.ArrayLike, n: npt.ArrayLike,
+                    confidence: float = 0.95) -> tuple[np.ndarray | float, np.ndarray | float]:
     """Two-sided exact (Clopper–Pearson, 1934) confidence interval of a binomial proportion.
 
     With α = 1 − confidence: lo = Beta(α/2; k, n − k + 1) quantile (0 if k = 0), hi =
@@ -102,7 +114,8 @@ def clopper_pearson(k, n, confidence: float = 0.95):
     return lo, hi
 
 
-def tpr_at_fpr_with_ci(labels: np.ndarray, scores: np.ndarray, max_fpr: float, confidence: float = 0.95) -> dict:
+def tpr_at_fpr_with_ci(labels: np.ndarray, scores: np.ndarray, max_fpr: float,
+                       confidence: float = 0.95) -> dict[str, float]:
     """Largest TPR of a threshold with FPR ≤ ``max_fpr``, with its Clopper–Pearson interval.
 
     Same threshold set and convention as :func:`privaudit.analysis.metrics.tpr_at_fpr` (every
@@ -126,7 +139,8 @@ def tpr_at_fpr_with_ci(labels: np.ndarray, scores: np.ndarray, max_fpr: float, c
     return {"tpr": tp / n_pos, "lo": lo, "hi": hi, "threshold": threshold, "fpr": float(fpr[best])}
 
 
-def _epsilon_from_counts(fp, n_neg, fn, n_pos, delta: float, confidence: float) -> np.ndarray:
+def _epsilon_from_counts(fp: npt.ArrayLike, n_neg: npt.ArrayLike, fn: npt.ArrayLike, n_pos: npt.ArrayLike, delta: float,
+                        confidence: float) -> np.ndarray:
     """ε lower bound from false-positive and false-negative counts (arrays broadcast)."""
     # Union bound: each one-sided upper bound fails with probability ≤ (1 − confidence)/2.
     level = 1.0 - (1.0 - confidence) / 2.0
@@ -284,7 +298,7 @@ def one_run_guesses(
 
 
 def canary_tpr_at_fpr(labels: np.ndarray, scores: np.ndarray, canary: np.ndarray, max_fpr: float,
-                      confidence: float = 0.95) -> dict:
+                      confidence: float = 0.95) -> dict[str, float]:
     """The TPR on planted canaries at the population's operating point: the threshold of
     :func:`tpr_at_fpr_with_ci` (FPR ≤ ``max_fpr`` over *all* non-members, canaries among
     them), applied to the canaries that are members (``canary`` & ``labels == 1``), with its

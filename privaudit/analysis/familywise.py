@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy.stats import norm
@@ -219,7 +219,8 @@ def max_statistic_test(labels: np.ndarray, scores: Mapping[str, np.ndarray], *, 
         # statistic and the permuted ones are computed alike, ties included
         z = (member_rows @ ranks - mean) / np.where(constant, 1.0, sd)
         z[:, constant] = 0.0
-        return z.max(axis=1)
+        top: np.ndarray = z.max(axis=1)
+        return top
 
     observed = float(stat(labels[None, :].astype(np.float64))[0])
     rng = np.random.default_rng(seed)
@@ -268,8 +269,8 @@ class FamilyTest:
     alpha: float
     p_value: float
     correction: str
-    parts: tuple[dict, ...]
-    p_values: dict = field(default_factory=dict)
+    parts: tuple[dict[str, Any], ...]
+    p_values: dict[str, float] = field(default_factory=dict)
 
     @property
     def rejects(self) -> bool:
@@ -297,7 +298,7 @@ class FamilyTest:
         return head + (f"{'weighted ' if weighted else ''}{HOLM} over {len(self.parts)} tests ({'; '.join(pieces)}), "
                        f"family-wise {p_text(self.p_value)}")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able fields, ``text`` and ``rejects`` included."""
         return {"level": self.alpha, "comparisons": self.comparisons, "attacks": list(self.attacks),
                 "correction": self.correction, "p_value": self.p_value, "rejects": self.rejects,
@@ -321,7 +322,7 @@ def _count(k: int, word: str) -> str:
     return f"{k} {word}{'' if k == 1 else 's'}"
 
 
-def _part_text(part: dict) -> str:
+def _part_text(part: dict[str, Any]) -> str:
     names = ", ".join(part["attacks"])
     if part["test"] == PERMUTATION:
         return (f"{PERMUTATION} over {names} ({part['permutations']:,} permutations, "
@@ -351,7 +352,7 @@ def family_test(labels: np.ndarray, scores: Mapping[str, np.ndarray], *,
     trained = dict(trained or {})
     per_row = {a: auc_pvalue(labels, scores[a]) for a in names}
     fixed = [a for a in names if a not in trained] if permutations > 0 else []
-    parts: list[dict] = []
+    parts: list[dict[str, Any]] = []
     if fixed:
         mx = max_statistic_test(labels, {a: scores[a] for a in fixed}, permutations=permutations, seed=seed)
         parts.append({"test": PERMUTATION, "attacks": tuple(fixed), "p_value": mx.p_value,
@@ -367,11 +368,11 @@ def family_test(labels: np.ndarray, scores: Mapping[str, np.ndarray], *,
         parts.append({"test": FOLDS, "attacks": (a,), "p_value": p, "permutations": permutations,
                       "folds": len(per_fold), "p_values_per_fold": per_fold})
     # each attack carries 1/k of the level: a test over several attacks spends their shares together
-    for p in parts:
-        p["weight"] = len(p["attacks"])
-    adjusted = holm([p["p_value"] for p in parts], [p["weight"] for p in parts])
-    for p, adj in zip(parts, adjusted):
-        p["adjusted_p_value"] = float(adj)
+    for part in parts:
+        part["weight"] = len(part["attacks"])
+    adjusted = holm([part["p_value"] for part in parts], [part["weight"] for part in parts])
+    for part, adj in zip(parts, adjusted):
+        part["adjusted_p_value"] = float(adj)
     kinds = {p["test"] for p in parts}
     weighted = len({p["weight"] for p in parts}) > 1
     correction = parts[0]["test"] if len(parts) == 1 else HOLM if kinds == {DELONG} else (

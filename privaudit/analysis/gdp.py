@@ -122,8 +122,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any, overload
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr, ndtri
 
@@ -143,7 +145,15 @@ def _check_gdp_delta(delta: float) -> float:
     return float(delta)
 
 
-def gdp_delta(epsilon, mu):
+@overload
+def gdp_delta(epsilon: float, mu: float) -> float: ...
+
+
+@overload
+def gdp_delta(epsilon: npt.ArrayLike, mu: npt.ArrayLike) -> np.ndarray | float: ...
+
+
+def gdp_delta(epsilon: npt.ArrayLike, mu: npt.ArrayLike) -> np.ndarray | float:
     """δ(ε) of a μ-GDP mechanism, formula (1) of the module docstring, with the second term
     as exp(ε + log Φ(·)) so that it stays finite for large ε. Broadcasts over arrays (a float
     for scalars); μ = 0 (perfect privacy) gives 0."""
@@ -166,7 +176,15 @@ def _gdp_epsilon(mu: float, delta: float) -> float:
     return float(brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, hi, xtol=1e-12, rtol=1e-12))
 
 
-def gdp_epsilon(mu, delta: float):
+@overload
+def gdp_epsilon(mu: float, delta: float) -> float: ...
+
+
+@overload
+def gdp_epsilon(mu: np.ndarray | float, delta: float) -> np.ndarray | float: ...
+
+
+def gdp_epsilon(mu: np.ndarray | float, delta: float) -> np.ndarray | float:
     """The smallest ε ≥ 0 with δ(ε) ≤ ``delta`` for a μ-GDP mechanism (0 for μ = 0).
 
     ``mu`` a float or an array (solved element by element); ``delta`` in (0, 1)."""
@@ -191,7 +209,17 @@ def gdp_mu_for_epsilon(epsilon: float, delta: float) -> float:
 # ---------------------------------------------------------------- the GDP auditing estimate
 
 
-def mu_from_counts(fp, n_neg, fn, n_pos, confidence: float = 0.95):
+@overload
+def mu_from_counts(fp: float, n_neg: float, fn: float, n_pos: float, confidence: float = 0.95) -> float: ...
+
+
+@overload
+def mu_from_counts(fp: npt.ArrayLike, n_neg: npt.ArrayLike, fn: npt.ArrayLike, n_pos: npt.ArrayLike,
+                   confidence: float = 0.95) -> np.ndarray | float: ...
+
+
+def mu_from_counts(fp: npt.ArrayLike, n_neg: npt.ArrayLike, fn: npt.ArrayLike, n_pos: npt.ArrayLike,
+                   confidence: float = 0.95) -> np.ndarray | float:
     """μ_lo of formula (2): the lower bound on μ from FP false positives among ``n_neg``
     non-members and FN false negatives among ``n_pos`` members, holding with probability
     ≥ ``confidence`` for a threshold fixed before the counts were drawn.
@@ -229,7 +257,7 @@ class GDPBound:
     fnr: float
     confidence: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     def metrics(self) -> dict[str, float]:
@@ -239,7 +267,7 @@ class GDPBound:
                 "gdp_fpr": self.fpr}
 
 
-def _check_set(labels, scores, what: str) -> tuple[np.ndarray, np.ndarray]:
+def _check_set(labels: npt.ArrayLike, scores: npt.ArrayLike, what: str) -> tuple[np.ndarray, np.ndarray]:
     """Validated (labels, scores) of one data set, errors naming the set and what is missing."""
     raw = np.asarray(labels).ravel()
     if raw.size == 0:
@@ -260,14 +288,14 @@ def _split(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.sort(scores[labels == 1]), np.sort(scores[labels == 0])
 
 
-def _errors_at(pos: np.ndarray, neg: np.ndarray, thresholds) -> tuple[np.ndarray, np.ndarray]:
+def _errors_at(pos: np.ndarray, neg: np.ndarray, thresholds: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """(FP, FN) at each threshold, from sorted member and non-member scores (member iff >= t)."""
     fn = np.searchsorted(pos, thresholds, side="left")             # members with score < t
     fp = neg.size - np.searchsorted(neg, thresholds, side="left")  # non-members with score >= t
     return fp, fn
 
 
-def _bound(labels, scores, threshold: float, *, delta: float, confidence: float, strategy: str,
+def _bound(labels: np.ndarray, scores: np.ndarray, threshold: float, *, delta: float, confidence: float, strategy: str,
            candidates: int, per_candidate: float) -> GDPBound:
     pos, neg = _split(labels, scores)
     fp, fn = _errors_at(pos, neg, threshold)
@@ -277,7 +305,8 @@ def _bound(labels, scores, threshold: float, *, delta: float, confidence: float,
                     fnr=int(fn) / pos.size, confidence=confidence)
 
 
-def gdp_at_threshold(labels, scores, threshold: float, *, delta: float, confidence: float = 0.95) -> GDPBound:
+def gdp_at_threshold(labels: npt.ArrayLike, scores: npt.ArrayLike, threshold: float, *, delta: float,
+                     confidence: float = 0.95) -> GDPBound:
     """Formula (2) at one ``threshold`` that nothing in (``labels``, ``scores``) chose (``strategy``
     "fixed", ``candidates`` 1): a threshold set without data, or decisions made elsewhere (0/1
     scores at 0.5). ValueError (one line) on bad input."""
@@ -288,7 +317,8 @@ def gdp_at_threshold(labels, scores, threshold: float, *, delta: float, confiden
                   candidates=1, per_candidate=confidence)
 
 
-def gdp_lower_bound(labels, scores, calib_labels, calib_scores, *, delta: float,
+def gdp_lower_bound(labels: npt.ArrayLike, scores: npt.ArrayLike, calib_labels: npt.ArrayLike,
+                    calib_scores: npt.ArrayLike, *, delta: float,
                     confidence: float = 0.95) -> GDPBound:
     """The GDP auditing estimate with a threshold calibrated on other data (``strategy``
     "calibration", ``candidates`` 1).
@@ -312,13 +342,13 @@ def gdp_lower_bound(labels, scores, calib_labels, calib_scores, *, delta: float,
     n_neg = labels.size - n_pos
     fp_scaled = np.rint(fp * (n_neg / c_neg.size))
     fn_scaled = np.rint(fn * (n_pos / c_pos.size))
-    mu = mu_from_counts(fp_scaled, n_neg, fn_scaled, n_pos, confidence)
+    mu = np.asarray(mu_from_counts(fp_scaled, n_neg, fn_scaled, n_pos, confidence))
     best = mu.size - 1 - int(np.argmax(mu[::-1]))
     return _bound(labels, scores, float(cand[best]), delta=delta, confidence=confidence,
                   strategy="calibration", candidates=1, per_candidate=confidence)
 
 
-def bonferroni_thresholds(scores, candidates: int = BONFERRONI_CANDIDATES) -> np.ndarray:
+def bonferroni_thresholds(scores: npt.ArrayLike, candidates: int = BONFERRONI_CANDIDATES) -> np.ndarray:
     """The label-free candidate thresholds of :func:`gdp_lower_bound_bonferroni`: quantiles of
     the pooled ``scores`` at ``candidates`` levels spaced evenly in probit scale between 5/N
     and 1 − 5/N (N scores), so that both tails, where a strong attack's best threshold lies,
@@ -334,7 +364,7 @@ def bonferroni_thresholds(scores, candidates: int = BONFERRONI_CANDIDATES) -> np
     return np.unique(np.quantile(scores, levels, method="inverted_cdf"))
 
 
-def gdp_lower_bound_bonferroni(labels, scores, *, delta: float, confidence: float = 0.95,
+def gdp_lower_bound_bonferroni(labels: npt.ArrayLike, scores: npt.ArrayLike, *, delta: float, confidence: float = 0.95,
                                candidates: int = BONFERRONI_CANDIDATES) -> GDPBound:
     """The GDP auditing estimate without calibration data (``strategy`` "bonferroni").
 
@@ -373,7 +403,7 @@ def gdp_lower_bound_bonferroni(labels, scores, *, delta: float, confidence: floa
 # ---------------------------------------------------------------- the f-DP one-run audit
 
 
-def _check_one_run(num_guesses, num_correct, num_canaries) -> tuple[int, int, int]:
+def _check_one_run(num_guesses: float, num_correct: float, num_canaries: float) -> tuple[int, int, int]:
     r, v, m = int(num_guesses), int(num_correct), int(num_canaries)
     if (r, v, m) != (num_guesses, num_correct, num_canaries) or not 0 <= v <= r <= m or m < 1:
         raise ValueError("need integers 0 <= num_correct <= num_guesses <= num_canaries and num_canaries >= 1, "

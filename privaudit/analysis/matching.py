@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 DEFAULT_TOLERANCE = 0.01
 MAX_KAPPA = 64.0
@@ -43,7 +43,7 @@ class KappaMatch:
     tolerance: float
     steps: tuple[tuple[float, float], ...] = field(default=())
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"goal_accuracy": self.goal, "kappa": self.kappa, "accuracy": self.accuracy,
                 "within_tolerance": self.within, "tolerance": self.tolerance,
                 "steps": [{"kappa": k, "accuracy": a} for k, a in self.steps]}

@@ -9,20 +9,21 @@ The ROC curve and the AUC are computed here rather than by scikit-learn's ``roc_
 ``roc_auc_score``, which they equal (the curve bit for bit, the AUC to float rounding: the
 tests hold them against scikit-learn): an audit evaluates thousands of score arrays of a few
 hundred samples (leave-one-out over the pool, RMIA's calibration of a), where scikit-learn's
-input validation cost ~3 ms a call, ten times the arithmetic.
+input validation costs several times the arithmetic (docs/performance.md).
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import norm
 
 LOW_FPRS = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0p1pct_fpr": 0.001}
 
 
-def check_scores(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def check_scores(labels: npt.ArrayLike, scores: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Validated (labels as int 0/1, scores as float64), both flat; ValueError otherwise."""
     raw = np.asarray(labels).ravel()
     scores = np.asarray(scores, dtype=np.float64).ravel()
@@ -193,7 +194,7 @@ def strongest_attack(metrics: Mapping[str, Mapping[str, float]]) -> str | None:
     return ranked[0]
 
 
-def _finite_or_minus_inf(v) -> float:
+def _finite_or_minus_inf(v: Any) -> float:
     try:
         f = float(v)
     except (TypeError, ValueError):

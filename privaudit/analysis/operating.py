@@ -63,8 +63,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping, overload
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import hypergeom
 
 from privaudit.analysis.empirical import clopper_pearson, tpr_at_fpr_with_ci
@@ -105,7 +107,7 @@ def _check_confidence(confidence: float) -> float:
     return c
 
 
-def _labels_scores(labels, scores, what: str) -> tuple[np.ndarray, np.ndarray]:
+def _labels_scores(labels: npt.ArrayLike, scores: npt.ArrayLike, what: str) -> tuple[np.ndarray, np.ndarray]:
     raw = np.asarray(labels).ravel()
     s = np.asarray(scores, dtype=np.float64).ravel()
     if raw.shape != s.shape:
@@ -161,7 +163,7 @@ def _shortfall(which: str, n: int, f: float, m: int) -> str | None:
             f"(at least {fps} at that FPR)")
 
 
-def calibrated_threshold(non_member_scores, target_fpr: float) -> tuple[float, int]:
+def calibrated_threshold(non_member_scores: npt.ArrayLike, target_fpr: float) -> tuple[float, int]:
     """(threshold, false positives among these scores) of the smallest threshold among the
     calibration non-member scores (and +inf) whose FPR on them is ≤ ``target_fpr``: without
     ties the k-th largest score, k = ⌊f·n⌋ (+inf when k = 0, or when the scores tie across
@@ -187,7 +189,16 @@ def calibrated_threshold(non_member_scores, target_fpr: float) -> tuple[float, i
 # ------------------------------------------------------------------ PPV
 
 
-def ppv_at_prior(tpr, fpr, prior):
+@overload
+def ppv_at_prior(tpr: float, fpr: float, prior: float) -> float | None: ...
+
+
+@overload
+def ppv_at_prior(tpr: npt.ArrayLike, fpr: npt.ArrayLike,
+                 prior: npt.ArrayLike) -> float | None | np.ma.MaskedArray: ...
+
+
+def ppv_at_prior(tpr: npt.ArrayLike, fpr: npt.ArrayLike, prior: npt.ArrayLike) -> float | None | np.ma.MaskedArray:
     """Positive predictive value at membership prior π: π·TPR / (π·TPR + (1 − π)·FPR).
 
     Vectorised: ``tpr``, ``fpr`` in [0, 1] and ``prior`` in (0, 1) broadcast. Undefined where
@@ -212,7 +223,8 @@ def ppv_at_prior(tpr, fpr, prior):
     return np.ma.MaskedArray(out, mask=undefined.copy())
 
 
-def ppv_interval(tp: int, n_pos: int, fp: int, n_neg: int, prior: float, confidence: float = 0.95) -> dict:
+def ppv_interval(tp: int, n_pos: int, fp: int, n_neg: int, prior: float,
+                 confidence: float = 0.95) -> dict[str, float | None]:
     """PPV at ``prior`` from counts, with an interval that holds with probability ≥ ``confidence``.
 
     ``tp`` of ``n_pos`` members and ``fp`` of ``n_neg`` non-members flagged at a threshold
@@ -279,13 +291,14 @@ class OperatingPoint:
     def ok(self) -> bool:
         return self.status == OK
 
-    def ppv(self, prior: float) -> dict | None:
+    def ppv(self, prior: float) -> dict[str, float | None] | None:
         """:func:`ppv_interval` at ``prior`` from this point's counts; None unless ok."""
         if not self.ok:
             return None
+        assert self.tp is not None and self.fp is not None  # counted when ok
         return ppv_interval(self.tp, self.n_members, self.fp, self.n_non_members, prior, self.confidence)
 
-    def to_dict(self, priors=PPV_PRIORS) -> dict:
+    def to_dict(self, priors: Iterable[float] = PPV_PRIORS) -> dict[str, Any]:
         """The fields, JSON-ready (no NaN; +inf threshold as None, see ``threshold_is_inf``),
         plus ``ppv_at_1pct_prior``/``_lo``/``_hi`` and the same at 10 % (one triple per prior)."""
         d = asdict(self)
@@ -302,7 +315,7 @@ class OperatingPoint:
         return d
 
 
-def _evaluate(member: np.ndarray, scores: np.ndarray, threshold: float, confidence: float) -> dict:
+def _evaluate(member: np.ndarray, scores: np.ndarray, threshold: float, confidence: float) -> dict[str, Any]:
     n_pos = int(member.sum())
     n_neg = member.size - n_pos
     pred = scores >= threshold
@@ -314,11 +327,12 @@ def _evaluate(member: np.ndarray, scores: np.ndarray, threshold: float, confiden
             "fp": fp, "fpr_achieved": fp / n_neg, "fpr_lo": float(fpr_lo), "fpr_hi": float(fpr_hi)}
 
 
-_NO_RATES = {"tp": None, "tpr": None, "tpr_lo": None, "tpr_hi": None,
+_NO_RATES: dict[str, Any] = {"tp": None, "tpr": None, "tpr_lo": None, "tpr_hi": None,
              "fp": None, "fpr_achieved": None, "fpr_lo": None, "fpr_hi": None}
 
 
-def _evaluated(labels, scores, target_fpr: float, confidence: float, min_false_positives: int):
+def _evaluated(labels: npt.ArrayLike, scores: npt.ArrayLike, target_fpr: float, confidence: float,
+               min_false_positives: int) -> tuple[float, float, int, np.ndarray, np.ndarray]:
     """The checked arguments of an operating point: (FPR, confidence, m, member mask, scores)
     of the evaluated data, which must hold a member."""
     f, confidence, m = _check_fpr(target_fpr), _check_confidence(confidence), _check_min_fp(min_false_positives)
@@ -328,7 +342,8 @@ def _evaluated(labels, scores, target_fpr: float, confidence: float, min_false_p
     return f, confidence, m, member, s
 
 
-def tpr_at_calibrated_fpr(labels, scores, calib_labels, calib_scores, target_fpr: float, *,
+def tpr_at_calibrated_fpr(labels: npt.ArrayLike, scores: npt.ArrayLike, calib_labels: npt.ArrayLike | None,
+                          calib_scores: npt.ArrayLike, target_fpr: float, *,
                           confidence: float = 0.95, min_false_positives: int = 1) -> OperatingPoint:
     """TPR on the evaluated data at the threshold that calibration data set for ``target_fpr``.
 
@@ -365,7 +380,7 @@ def tpr_at_calibrated_fpr(labels, scores, calib_labels, calib_scores, target_fpr
     if calib_short is None:
         threshold, calib_fp = calibrated_threshold(calib_neg, f)
         calib_fpr = calib_fp / n_cal
-    rates = _NO_RATES if reasons else _evaluate(member, s, threshold, confidence)
+    rates = _NO_RATES if reasons or threshold is None else _evaluate(member, s, threshold, confidence)
     return OperatingPoint(
         target_fpr=f, confidence=confidence, status=TOO_FEW if reasons else OK,
         reason="; ".join(reasons) or None, calibrated=True, min_false_positives=m,
@@ -373,7 +388,7 @@ def tpr_at_calibrated_fpr(labels, scores, calib_labels, calib_scores, target_fpr
         n_members=n_pos, n_non_members=n_neg, **rates)
 
 
-def tpr_at_fpr_checked(labels, scores, max_fpr: float, *, confidence: float = 0.95,
+def tpr_at_fpr_checked(labels: npt.ArrayLike, scores: npt.ArrayLike, max_fpr: float, *, confidence: float = 0.95,
                        min_false_positives: int = 1) -> OperatingPoint:
     """The same-data operating point of :func:`privaudit.analysis.empirical.tpr_at_fpr_with_ci`
     (the threshold chosen on these labels: ``calibrated`` False, optimistic), under the same
@@ -394,7 +409,8 @@ def tpr_at_fpr_checked(labels, scores, max_fpr: float, *, confidence: float = 0.
         n_members=n_pos, n_non_members=n_neg, **rates)
 
 
-def tpr_at_low_fprs(labels, scores, calib_labels=None, calib_scores=None, *, fprs=None,
+def tpr_at_low_fprs(labels: npt.ArrayLike, scores: npt.ArrayLike, calib_labels: npt.ArrayLike | None = None,
+                    calib_scores: npt.ArrayLike | None = None, *, fprs: Mapping[str, float] | None = None,
                     confidence: float = 0.95, min_false_positives: int = 1) -> dict[str, OperatingPoint]:
     """TPR at each FPR of ``fprs`` (default :data:`LOW_FPR`: 1 %, 0.1 %, 0.01 %), keyed as
     ``fprs``: with calibration scores (``calib_labels`` None = all non-members)
@@ -460,10 +476,10 @@ class TopFractionStability:
     chance_mean: float
     sizes: tuple[int, ...]
     n_members: tuple[int, ...]
-    pairs: tuple[dict, ...]
+    pairs: tuple[dict[str, Any], ...]
     top: tuple[tuple[int, ...], ...]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["sizes"], d["n_members"] = list(self.sizes), list(self.n_members)
         d["pairs"] = [dict(p) for p in self.pairs]
@@ -471,7 +487,8 @@ class TopFractionStability:
         return d
 
 
-def top_fraction_jaccard(score_matrix, member_matrix, fraction: float = 0.01) -> TopFractionStability:
+def top_fraction_jaccard(score_matrix: npt.ArrayLike, member_matrix: npt.ArrayLike,
+                         fraction: float = 0.01) -> TopFractionStability:
     """Jaccard stability of each seed's top ``fraction`` of members by score.
 
     ``score_matrix`` (S, N): seed s's score of sample n (columns are the same samples in every

@@ -1,6 +1,6 @@
 """privaudit's Python API: each command of the command line as a function with the
-command's options as keyword arguments, returning a result object (``to_json()`` is the
-command's ``--json``; a notebook shows ``_repr_html_``).
+command's options as keyword arguments, returning a result object (``to_dict()`` is the
+command's ``--json``, ``to_json()`` the same as text; a notebook shows ``_repr_html_``).
 
 - :func:`privaudit.audit` — train, attack and report a defence grid (``privaudit audit``);
 - :func:`privaudit.train` — one target model with a defence (``privaudit train``);

@@ -18,6 +18,10 @@ from privaudit.errors import ArtifactError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from privaudit.core.config import RunConfig
+    from privaudit.pipeline.attacking import AttackPlan, AttackResult
+    from privaudit.training.loop import EpochCallback
+
 
 @dataclass(repr=False)
 class AttackResults(ShortRepr):
@@ -28,7 +32,7 @@ class AttackResults(ShortRepr):
     workdir: Path
     report_path: Path | None = None  #: the rebuilt HTML report (None with ``report=False``)
     csv_path: Path | None = None     #: the rebuilt trade-off table
-    results: list = field(repr=False, default_factory=list)  #: privaudit.pipeline.attacking.AttackResult each
+    results: list[AttackResult] = field(repr=False, default_factory=list)  #: privaudit.pipeline.attacking.AttackResult each
     plan: Any = field(repr=False, default=None)              #: privaudit.pipeline.attacking.AttackPlan
     report: Any = field(repr=False, default=None)            #: privaudit.api.report.WorkspaceReport
 
@@ -37,7 +41,7 @@ class AttackResults(ShortRepr):
         """The attacked targets' run names, in order."""
         return [r.target for r in self.results]
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The document ``privaudit attack --json`` prints."""
         return {"attacks": [{"target": r.target, "shadow": r.shadow, "path": str(r.path), "reused": r.reused,
                              "metrics": self.plan.asked(r.metrics), **r.extras} for r in self.results],
@@ -53,7 +57,7 @@ class AttackResults(ShortRepr):
                 f"(first 40 of {len(self.metrics)} rows)</h3>{table}{link}</div>")
 
 
-def _metrics_frame(results: list, plan) -> "pd.DataFrame":
+def _metrics_frame(results: list[AttackResult], plan: AttackPlan) -> "pd.DataFrame":
     """A row per target and asked-for attack, with the attack's numbers (its scalar metrics)."""
     import pandas as pd
 
@@ -66,8 +70,8 @@ def _metrics_frame(results: list, plan) -> "pd.DataFrame":
 def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int = DEFAULT_POOL_SIZE,
            shadow_dataset: str | None = None, dataset: str | None = None, seeds: params.Seeds = None,
            data_dir: str | Path | None = None, download: bool = False, device: str = "auto",
-           workdir: str | Path = ".", report: bool = True, on_start: Callable | None = None,
-           on_epoch: Callable | None = None, log: Callable[[str], None] | None = None) -> AttackResults:
+           workdir: str | Path = ".", report: bool = True, on_start: Callable[[RunConfig], None] | None = None,
+           on_epoch: EpochCallback | None = None, log: Callable[[str], None] | None = None) -> AttackResults:
     """Attack ``target`` (one target's run name, or an architecture: every trained target of
     it, limited to those trained on ``dataset`` and with a root seed in ``seeds`` when given)
     in the workspace ``workdir``; its shadow model, reference pool and canary model share its

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from privaudit.api import params
+from privaudit.api.grids import GridRequest, resolve_grids
+from privaudit.api.recipe import Recipe
 from privaudit.api.results import ShortRepr
-from privaudit.core.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_POOL_SIZE, DEFAULT_SIGMAS
+from privaudit.core.defaults import DEFAULT_POOL_SIZE
 from privaudit.errors import ConfigError
 from privaudit.core.timing import CLOCK, importing
 
@@ -24,7 +26,13 @@ from privaudit.core.hooks import AuditHooks
 if TYPE_CHECKING:
     import pandas as pd
 
+    from privaudit.analysis.matching import KappaMatch
+    from privaudit.core.config import RunConfig
+    from privaudit.executor.auditing import TargetMatch
+    from privaudit.executor.plan import Job
     from privaudit.executor.preview import RunPlan
+    from privaudit.pipeline.attacking import AttackResult
+    from privaudit.pipeline.runs import RunResult
 
 
 @dataclass(repr=False)
@@ -43,11 +51,11 @@ class AuditReport(ShortRepr):
     jobs: int
     wall_seconds: float
     phase_seconds: dict[str, float]
-    targets: list = field(repr=False, default_factory=list)   #: privaudit.pipeline.runs.RunResult, one per target
-    attacks: list = field(repr=False, default_factory=list)   #: privaudit.pipeline.attacking.AttackResult, one per target
+    targets: list[RunResult] = field(repr=False, default_factory=list)   #: privaudit.pipeline.runs.RunResult, one per target
+    attacks: list[AttackResult] = field(repr=False, default_factory=list)   #: privaudit.pipeline.attacking.AttackResult, one per target
     summary: Any = field(repr=False, default=None)            #: privaudit.reporting.summary.Summary
-    match_accuracy: list = field(repr=False, default_factory=list)
-    target_matches: list = field(repr=False, default_factory=list)  #: privaudit.executor.auditing.TargetMatch
+    match_accuracy: list[tuple[RunConfig, KappaMatch]] = field(repr=False, default_factory=list)
+    target_matches: list[TargetMatch] = field(repr=False, default_factory=list)  #: privaudit.executor.auditing.TargetMatch
     attack_plan: Any = field(repr=False, default=None)
 
     def scores(self, target: str | None = None) -> "pd.DataFrame":
@@ -67,7 +75,7 @@ class AuditReport(ShortRepr):
             frame.update({k[len("score_"):]: z[k] for k in z.files if k.startswith("score_")})
         return pd.DataFrame(frame)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The document ``privaudit audit --json`` prints."""
         asked = self.attack_plan.asked if self.attack_plan is not None else (lambda m: m)
         return {
@@ -83,7 +91,7 @@ class AuditReport(ShortRepr):
             "attacks": [{"target": a.target, "shadow": a.shadow, "path": str(a.path), "metrics": asked(a.metrics),
                          **a.extras} for a in self.attacks],
             "report": {"csv": str(self.csv_path), "html": str(self.report_path)},
-            "summary": self.summary.to_json() if self.summary is not None else None,
+            "summary": self.summary.to_dict() if self.summary is not None else None,
         }
 
     def _repr_html_(self) -> str:
@@ -103,20 +111,17 @@ class AuditReport(ShortRepr):
                 f"</a></p></div>")
 
 
-def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path | None = None,
+def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
           download: bool = False, kappas: params.Grid = None, sigmas: params.Grid = None,
           target_epsilons: params.Grid = None, defenses: str | Sequence[str] | None = None,
-          knobs: Sequence[str] | dict | None = None, attacks: str | Sequence[str] = "all",
-          pool_size: int = DEFAULT_POOL_SIZE, shadow_dataset: str | None = None, max_grad_norm: float = 1.0,
-          delta: float = 1e-5, epochs: int | None = None, batch_size: int | None = None, lr: float | None = None,
-          weight_decay: float | None = None, precision: str = "fp32", augment: str = "none",
-          width: int | None = None, part_size: int | None = None, seed: int = 0, seeds: params.Seeds = None,
-          model_args: Sequence[str] | dict | None = None, match_accuracy: bool = False,
-          target_accuracies: params.Grid = None, canaries: str | None = None,
+          knobs: Sequence[str] | dict[str, Any] | None = None, attacks: str | Sequence[str] = "all",
+          pool_size: int = DEFAULT_POOL_SIZE, shadow_dataset: str | None = None,
+          seed: int = 0, seeds: params.Seeds = None, match_accuracy: bool = False,
+          target_accuracies: params.Grid = None,
           match_tolerance: float = 0.01, device: str = "auto", executor: str = "local",
           ray_address: str | None = None, cpus_per_job: int | None = None, workdir: str | Path = ".",
           hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
-          dry_run: bool = False) -> "AuditReport | RunPlan":
+          dry_run: bool = False, **overrides: Any) -> "AuditReport | RunPlan":
     """Train the undefended baseline, an MG-noise target per κ and a DP-SGD target per σ (or
     target ε), and with ``defenses`` (``"all"`` or names of :mod:`privaudit.defenses`) a target
     per knob value of each defence named (its default grid, or ``knobs``: ``"mixup=0.2,0.5"``
@@ -126,7 +131,10 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     worst-case points and reports each attack's TPR on them; each with its shadow (and the reference pool the strongest attacks need),
     attack every target, and write the trade-off table and the report under ``workdir``.
 
-    Keyword arguments are the command line's options (``privaudit audit --help``): grids as
+    ``recipe`` (a :class:`~privaudit.api.recipe.Recipe`) sets how every model trains; its fields
+    may also be given, or overridden, as keyword arguments (``model=``, ``dataset=``,
+    ``epochs=``, ...). Keyword arguments are the command line's options (``privaudit audit
+    --help``): grids as
     ``"0.5,1"``, ``"none"`` or lists of numbers; ``seeds`` as ``"0,1,2"`` or a list (it
     replaces ``seed``); ``attacks`` as ``"all"``, ``"shadow,lira"`` or a list. A rerun with
     the same workdir reuses every finished artifact. ``hooks``: progress callbacks
@@ -134,53 +142,25 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     line prints on stderr. Bad values raise :class:`privaudit.errors.ConfigError` with the
     command line's message."""
     t0 = time.perf_counter()
-    dataset = params.dataset_name(dataset)
+    recipe = params.recipe(recipe, overrides)
+    model, dataset = recipe.model, recipe.dataset
     params.one_of(executor, "--executor", "local", "ray")
-    if sigmas is not None and target_epsilons is not None:
-        raise ConfigError("give --sigmas or --target-epsilons, not both (both set the DP rows)")
-    chosen, other_grids, explicit = params.defense_grids(defenses, knobs)
-    targets = params.grid(target_accuracies, "--target-accuracies", low=0.0, high=1.0, low_open=True)
-    if targets and match_accuracy:
-        raise ConfigError("give --target-accuracies or --match-accuracy, not both (both choose settings by accuracy)")
-    if targets:
-        # the search chooses the settings: no default grids, only what is asked for explicitly
-        searched = [n for n in (chosen or ["mg", "dpsgd"]) if not (n == "mg" and model == "convex-relu")]
-        if model == "convex-relu":
-            searched = ["noisycgd" if n == "dpsgd" else n for n in searched]
-        kappas = "none" if kappas is None else kappas
-        sigmas = "none" if sigmas is None and target_epsilons is None else sigmas
-        other_grids = [(n, v) for n, v in other_grids if n in explicit]
-    if chosen is not None and kappas is None and "mg" not in chosen:
-        kappas = "none"
-    if chosen is not None and sigmas is None and target_epsilons is None and not {"dpsgd", "noisycgd"} & set(chosen):
-        sigmas = "none"
-    if kappas is None:
-        kappas = "none" if model == "convex-relu" else params.grid_text(CIFAR10_KAPPAS if dataset == "cifar10"
-                                                                  else DEFAULT_KAPPAS)
-    k_grid = params.grid(kappas, "--kappas", low=0.0, high=100.0)
-    eps_grid = params.grid(target_epsilons, "--target-epsilons", low=0.0, low_open=True, high=1e4)
-    s_grid = [] if target_epsilons is not None else params.grid(
-        params.grid_text(DEFAULT_SIGMAS) if sigmas is None else sigmas, "--sigmas", low=0.0, low_open=True, high=1e6)
+    grids = resolve_grids(GridRequest(model=model, dataset=dataset, kappas=kappas, sigmas=sigmas,
+                                      target_epsilons=target_epsilons, defenses=defenses, knobs=knobs,
+                                      target_accuracies=target_accuracies, match_accuracy=match_accuracy))
+    k_grid, s_grid, eps_grid, other_grids = grids.kappas, grids.sigmas, grids.target_epsilons, grids.others
+    targets, searched = grids.targets, grids.searched
     if ray_address is not None and executor != "ray":
         raise ConfigError("--ray-address needs --executor ray")
     seed_list = params.seeds(seeds, seed)
-    if match_accuracy and not (s_grid or eps_grid):
-        raise ConfigError("--match-accuracy matches MG noise to the DP-SGD rows: give --sigmas or --target-epsilons")
-    if match_accuracy and model == "convex-relu":
-        raise ConfigError("--match-accuracy searches MG noise's kappa, which convex-relu does not train with")
     if not 0 < match_tolerance <= 1:
         raise ConfigError(f"--match-tolerance must be > 0 and <= 1 (got {match_tolerance:g})")
 
     with importing():
         from privaudit.executor.auditing import audit_plan, match_accuracy as match_kappas, replicate, run_audit
-        from privaudit.core.config import make_config
 
     dataset_kwargs, data = params.dataset_config(dataset, data_dir, download)
-    bases = [make_config(model=model, dataset=dataset, width=width, part_size=part_size,
-                         max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size,
-                         lr=lr, weight_decay=weight_decay, precision=precision, augment=augment, seed=s,
-                         model_args=params.model_args(model_args), canaries=canaries or "", **dataset_kwargs)
-             for s in seed_list]
+    bases = [recipe.config(seed=s, dataset_kwargs=dataset_kwargs) for s in seed_list]
     plans = [audit_plan(b, k_grid, s_grid, eps_grid, other_grids) for b in bases]
     attack_plan = params.attacks(attacks, pool_size, shadow_dataset)
 
@@ -202,7 +182,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
         ws = Workspace(workdir)
         notes = ([f"--match-accuracy's search trains up to a few MG-noise targets per DP-SGD setting on seed "
                   f"{seed_list[0]} (not counted: how many depends on the accuracies found)"] if match_accuracy else [])
-        search: list = []
+        search: list[Job] = []
         if targets:  # priced at its budget, by stand-in settings (which it trains depends on the accuracies)
             from privaudit.executor.auditing import TARGET_SEARCH_STEPS, defended, search_standins
             from privaudit.executor.plan import train_job
@@ -217,16 +197,16 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
                          f"{len(searched)} defences x {len(targets)} targets, an upper bound), and one setting per "
                          f"defence and target audited on every seed as if each target is reached, priced at stand-in "
                          f"settings (which settings depends on the accuracies found)")
-        graph = audit_graph(replicate(plans), data, attack_plan)
-        planned = {c.run_name for job in graph if job.kind == "train" for c in job.configs}
-        graph = [j for j in search if j.configs[0].run_name not in planned] + graph
-        plan = preview("audit", graph, ws, data, dev, log=say, notes=notes, executor=runner)
-        plan.notes.extend(pool_savings(plan.models, attack_plan.pool_size))
-        return plan
+        job_graph = audit_graph(replicate(plans), data, attack_plan)
+        planned = {c.run_name for job in job_graph if job.kind == "train" for c in job.configs}
+        job_graph = [j for j in search if j.configs[0].run_name not in planned] + job_graph
+        run_plan = preview("audit", job_graph, ws, data, dev, log=say, notes=notes, executor=runner)
+        run_plan.notes.extend(pool_savings(run_plan.models, attack_plan.pool_size))
+        return run_plan
     ws = Workspace(workdir).ensure_writable(log=say)
     ws.set_aside_legacy_results(say)
-    matches: list = []
-    reached: list = []
+    matches: list[tuple[RunConfig, KappaMatch]] = []
+    reached: list[TargetMatch] = []
     if targets:
         from privaudit.executor.auditing import TARGET_SEARCH_STEPS, defended, match_targets, save_target_matches
 
@@ -249,17 +229,17 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
                                on_epoch=hooks.on_epoch)
         extra = [m.kappa for _, m in matches if m.kappa > 0]
         plans = [audit_plan(b, k_grid + extra, s_grid, eps_grid, other_grids) for b in bases]
-        for dp_cfg, m in matches:
-            say(f"match-accuracy: {dp_cfg.defence.label} test accuracy {m.goal:.4f} -> kappa {m.kappa:g} "
-                f"({m.accuracy:.4f}, {'within' if m.within else 'NOT within'} {m.tolerance:g}, "
-                f"{len(m.steps)} search trainings)")
+        for dp_cfg, km in matches:
+            say(f"match-accuracy: {dp_cfg.defence.label} test accuracy {km.goal:.4f} -> kappa {km.kappa:g} "
+                f"({km.accuracy:.4f}, {'within' if km.within else 'NOT within'} {km.tolerance:g}, "
+                f"{len(km.steps)} search trainings)")
     plan = replicate(plans)
     say(f"audit: {len(plan)} targets ({model} on {dataset}, {len(seed_list)} seed"
         f"{'s' if len(seed_list) > 1 else ''}, device {dev}, executor {runner.name}) in {ws.root}")
-    graph: list = []
+    graph: list[Job] = []
     user_plan = hooks.on_plan
 
-    def on_plan(jobs) -> None:
+    def on_plan(jobs: list[Job]) -> None:
         graph.extend(jobs)
         if user_plan:
             user_plan(jobs)
@@ -268,6 +248,7 @@ def audit(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
                            on_job_done=hooks.on_job_done, on_estimate=hooks.on_estimate)
     result = run_audit(plan, ws, data, dev, run_hooks, attack_plan, executor=runner)
     rep = result.report
+    assert rep is not None  # the audit's job graph ends with its report
     import pandas as pd
 
     summary = rep.summary

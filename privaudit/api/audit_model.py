@@ -8,13 +8,17 @@ import html
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from privaudit.api import params
 from privaudit.api.scan import ScanReport, _stem
 from privaudit.core.defaults import MAX_SEED
 from privaudit.core.timing import importing, phase
 from privaudit.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from privaudit.core.config import RunConfig
+    from privaudit.training.loop import EpochCallback
 
 #: the range of each numeric option (:func:`privaudit.api.params.bounded`)
 BOUNDS = {"references": (2, 1024), "epochs": (1, 100_000), "batch_size": (1, 1_000_000), "lr": (0, 100, True),
@@ -27,7 +31,7 @@ class ModelAudit(ScanReport):
     per attack, per class and slice, the headline, the page) with how well the reference
     models match it (:attr:`references`)."""
 
-    references: dict = field(default_factory=dict)  #: accuracies, KS distance and warnings of the references' match
+    references: dict[str, Any] = field(default_factory=dict)  #: accuracies, KS distance and warnings of the references' match
     _command = "audit-model"
 
     @property
@@ -79,14 +83,14 @@ def _check_paths(weights: Path, members: str, non_members: str | None, workdir: 
 
 
 def audit_model(*, weights: str | Path, members: str, model: str = "mlp",
-                model_args: Sequence[str] | dict | None = None, width: int | None = None, dataset: str = "cifar10",
+                model_args: Sequence[str] | dict[str, Any] | None = None, width: int | None = None, dataset: str = "cifar10",
                 data_dir: str | Path | None = None, download: bool = False, non_members: str | None = None,
                 references: int = 8, epochs: int = 10, batch_size: int = 128, lr: float = 1e-3,
                 weight_decay: float | None = None, augment: str = "none", kappa: float = 0.0,
                 mean: str | Sequence[float] | None = None, std: str | Sequence[float] | None = None, seed: int = 0,
                 delta: float = 1e-5, device: str = "auto", workdir: str | Path = ".", out: str | Path | None = None,
-                command: str = "", on_start: Callable | None = None,
-                on_epoch: Callable | None = None) -> ModelAudit:
+                command: str = "", on_start: Callable[[RunConfig], None] | None = None,
+                on_epoch: EpochCallback | None = None) -> ModelAudit:
     """Audit the model in ``weights`` (a .safetensors file, or a state dict saved by
     torch.save, loaded with ``weights_only``) that trained on ``members`` (indices into the
     dataset's pooled samples: a .npy or text file, a range ``"a:b"`` or ``"i,j,k"``): train

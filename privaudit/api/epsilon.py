@@ -28,13 +28,15 @@ class EpsilonResult(ShortRepr):
 
     @property
     def epsilon(self) -> float:
-        return self.values["epsilon"]
+        value: float = self.values["epsilon"]
+        return value
 
     @property
     def noise_multiplier(self) -> float:
-        return self.values["noise_multiplier"]
+        value: float = self.values["noise_multiplier"]
+        return value
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The document ``privaudit epsilon --json`` prints."""
         return dict(self.values)
 
@@ -44,7 +46,7 @@ class EpsilonResult(ShortRepr):
         return f"<table><caption>privaudit epsilon: {html.escape(self.values['defense'])}</caption>{rows}</table>"
 
 
-def _dpsgd(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> dict:
+def _dpsgd(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> dict[str, Any]:
     """DP-SGD's ε: under add/remove adjacency through Opacus's accountants, as ``privaudit
     train --dp`` reports it; under replace-one adjacency (the notion of the NoisyCGD bound)
     exactly, from dp_accounting's PLD accountant; and the paper's conservative replace-one
@@ -87,7 +89,7 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
     if per_epoch * epochs > 10**9:
         raise ConfigError(f"{per_epoch * epochs:,} steps ({per_epoch:,} an epoch for {epochs:,} epochs) is beyond "
                           "what an accountant can compose; check --dataset-size, --batch-size and --epochs")
-    doc: dict = {"defense": defense, "delta": delta, "dataset_size": dataset_size, "batch_size": batch_size,
+    doc: dict[str, Any] = {"defense": defense, "delta": delta, "dataset_size": dataset_size, "batch_size": batch_size,
                  "epochs": epochs, "batches_per_epoch": per_epoch}
     if defense == "noisycgd":
         if lr is None or l2 is None:
@@ -98,6 +100,7 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
         if noise_multiplier is not None:
             p = noisycgd_epsilon(noise_multiplier, dataset_size, batch_size, epochs, lr, l2, delta, smoothness)
         else:
+            assert target_epsilon is not None  # exactly one of --sigma and --target-epsilon is given
             p = noisycgd_noise_for_epsilon(target_epsilon, dataset_size, batch_size, epochs, lr, l2, delta,
                                            smoothness)
         doc.update(epsilon=p.epsilon, noise_multiplier=p.noise_multiplier, mu=p.mu, contraction=p.contraction,
@@ -120,6 +123,7 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
 
         q, steps = 1.0 / per_epoch, per_epoch * epochs
         if noise_multiplier is None:
+            assert target_epsilon is not None  # exactly one of --sigma and --target-epsilon is given
             noise_multiplier, _ = calibrate_noise_multiplier(target_epsilon, delta, q, steps)
         doc.update(noise_multiplier=noise_multiplier, sample_rate=q, steps=steps, adjacency="add-remove",
                    **_dpsgd(noise_multiplier, q, steps, delta))

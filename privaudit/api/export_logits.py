@@ -7,12 +7,16 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from privaudit.api import params
 from privaudit.api.results import ShortRepr
 from privaudit.core.timing import importing
 from privaudit.errors import ArtifactError, ConfigError
 from privaudit.files.atomic import check_output_file
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: the range of each numeric option (:func:`privaudit.api.params.bounded`)
 BOUNDS = {"pool_size": (4, 4096)}
@@ -23,14 +27,14 @@ class ExportedLogits(ShortRepr):
     """The file written and the arrays in it (docs/scan.md names each)."""
 
     path: Path                                          #: the .npz written
-    arrays: dict = field(repr=False, default_factory=dict)  #: name → NumPy array, as written
+    arrays: dict[str, np.ndarray] = field(repr=False, default_factory=dict)  #: name → NumPy array, as written
 
     @property
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """Each array's shape."""
         return {k: tuple(v.shape) for k, v in self.arrays.items()}
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The document ``privaudit export-logits --json`` prints."""
         return {"path": str(self.path), "arrays": {k: list(v) for k, v in self.shapes.items()}}
 

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Iterable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union, cast, overload
 
 from privaudit.core.defaults import MAX_SEED
 from privaudit.errors import ArtifactError, ConfigError, DataError
+
+if TYPE_CHECKING:
+    from privaudit.api.recipe import Recipe
+    from privaudit.pipeline.attacking import AttackPlan
+    from privaudit.pipeline.runs import DataCache
 
 #: a grid of numbers: "0.5,1", "none", or a sequence of numbers
 Grid = Union[str, Sequence[float], None]
@@ -26,7 +31,7 @@ def outside(value: float, low: float | None, high: float | None, low_open: bool)
     return below or (high is not None and value > high)
 
 
-def num(v) -> str:
+def num(v: float) -> str:
     """A bound or value as a person writes it: ``100000``, ``0.5``, ``1e-05``."""
     return str(int(v)) if float(v).is_integer() and abs(v) < 1e16 else f"{v:g}"
 
@@ -43,7 +48,8 @@ def range_problem(value: float, low: float | None, high: float | None, low_open:
     return None
 
 
-def in_range(value, option: str, low: float | None = None, high: float | None = None, low_open: bool = False):
+def in_range(value: float | None, option: str, low: float | None = None, high: float | None = None,
+             low_open: bool = False) -> float | None:
     """``value`` when it is None or a finite number in [low, high] (``low_open``: (low, high]);
     else a ConfigError naming ``option``."""
     problem = None if value is None else range_problem(value, low, high, low_open)
@@ -52,7 +58,7 @@ def in_range(value, option: str, low: float | None = None, high: float | None = 
     return value
 
 
-def bounded(bounds: dict[str, tuple], **values) -> None:
+def bounded(bounds: Mapping[str, tuple[Any, ...]], **values: float | None) -> None:
     """Each of ``values`` (None passes) within its range in ``bounds`` (keyword → ``(low, high)``
     or ``(low, high, low_open)``, the ranges the command line's options declare too), else a
     ConfigError naming its option (:func:`flag`)."""
@@ -74,6 +80,12 @@ def flag(name: str) -> str:
 EMPTY_PATH = "must not be empty (give a folder, e.g. '.')"
 
 
+@overload
+def path(value: str | Path, option: str) -> Path: ...
+@overload
+def path(value: None, option: str) -> None: ...
+@overload
+def path(value: str | Path | None, option: str) -> Path | None: ...
 def path(value: str | Path | None, option: str) -> Path | None:
     """``value`` as a Path (None stays None); an empty path is a ConfigError naming ``option``."""
     if value is None:
@@ -96,8 +108,9 @@ def require_workspace(workdir: str | Path, *, with_content: bool = True) -> Path
     return root
 
 
-def range_text(low, high, low_open: bool) -> str:
+def range_text(low: float | None, high: float | None, low_open: bool) -> str:
     if high is None:
+        assert low is not None  # called for a value outside [low, high], so one bound is given
         return f"{'>' if low_open else '>='} {num(low)}"
     if low is None:
         return f"<= {num(high)}"
@@ -106,7 +119,7 @@ def range_text(low, high, low_open: bool) -> str:
     return f"between {num(low)} and {num(high)}"
 
 
-def grid_text(values) -> str:
+def grid_text(values: Iterable[float]) -> str:
     """A grid as the command line writes it: ``0.5,1,2``."""
     return ",".join(f"{v:g}" for v in values)
 
@@ -122,7 +135,7 @@ def grid(value: Grid, option: str, *, low: float | None = None, low_open: bool =
         text = value.strip()
         if text.lower() in ("", "none"):
             return []
-        parts: Iterable = text.split(",")
+        parts: Iterable[str | float] = text.split(",")
     elif isinstance(value, (int, float)):
         parts = [value]
     else:
@@ -153,7 +166,8 @@ def seeds(value: Seeds, seed: int = 0) -> list[int]:
     elif isinstance(value, int) and not isinstance(value, bool):
         parts = [str(value)]
     else:
-        parts = [str(p).strip() for p in value]
+        # a bool (an int to the type system) is no sequence either: iterating it fails, as it did
+        parts = [str(p).strip() for p in cast("Sequence[int]", value)]
     out: list[int] = []
     for part in parts:
         if not (part.isascii() and part.isdigit()) or int(part) > MAX_SEED:
@@ -166,7 +180,7 @@ def seeds(value: Seeds, seed: int = 0) -> list[int]:
     return out
 
 
-def attacks(value: str | Sequence[str], pool_size: int, shadow_dataset: str | None = None):
+def attacks(value: str | Sequence[str], pool_size: int, shadow_dataset: str | None = None) -> AttackPlan:
     """``"lira,rmia"``, ``["lira", "rmia"]`` or ``["lira,rmia"]`` → an AttackPlan."""
     from privaudit.pipeline.attacking import AttackPlan
 
@@ -174,7 +188,7 @@ def attacks(value: str | Sequence[str], pool_size: int, shadow_dataset: str | No
     return AttackPlan.from_choices([v.strip() for v in items if v.strip()], pool_size, shadow_dataset)
 
 
-def model_args(items: Sequence[str] | dict | None) -> dict:
+def model_args(items: Sequence[str] | dict[str, Any] | None) -> dict[str, Any]:
     """``key=value`` pairs (``--model-arg``) as a dict, a value read as JSON when it parses
     (``3``, ``0.5``, ``true``, ``[1, 2]``), else kept as text; a dict is taken as it is."""
     import json
@@ -184,7 +198,7 @@ def model_args(items: Sequence[str] | dict | None) -> dict:
         if bad:
             raise ConfigError(f"--model-arg takes a Python identifier as key, got {bad[0]!r}")
         return dict(items)
-    out: dict = {}
+    out: dict[str, Any] = {}
     for item in items or []:
         key, sep, raw = str(item).partition("=")
         key = key.strip()
@@ -255,7 +269,9 @@ def dataset_name(value: str, option: str = "--dataset") -> str:
     problem = dataset_problem(value)
     if problem:
         raise ConfigError(f"{option} {problem}")
-    return normal_dataset(value)
+    name = normal_dataset(value)
+    assert name is not None  # dataset_problem found no problem: value names a dataset
+    return name
 
 
 def model_problem(value: str) -> str | None:
@@ -283,7 +299,8 @@ def model_name(value: str) -> str:
     return value
 
 
-def dataset_config(dataset: str, data_dir, download: bool):
+def dataset_config(dataset: str, data_dir: str | Path | None,
+                   download: bool) -> tuple[dict[str, Any], DataCache | None]:
     """(what :func:`~privaudit.core.config.make_config` needs beyond the dataset's name, the
     :class:`~privaudit.pipeline.runs.DataCache` that loaded it or None). Only the user's own data is
     read here (for its fingerprint and size); a dataset known by name loads when a model
@@ -298,6 +315,19 @@ def dataset_config(dataset: str, data_dir, download: bool):
     return data.config_kwargs(dataset), data
 
 
+def recipe(given: "Recipe | None", overrides: dict[str, Any]) -> "Recipe":
+    """The API's ``recipe=`` (default: :class:`~privaudit.api.recipe.Recipe`'s defaults) with
+    its keyword ``overrides``, the dataset's name normalised (:func:`dataset_name`)."""
+    from dataclasses import replace
+
+    from privaudit.api.recipe import Recipe
+
+    if given is not None and not isinstance(given, Recipe):
+        raise ConfigError(f"recipe= takes a privaudit Recipe, not {type(given).__name__}")
+    chosen = (given or Recipe()).with_overrides(overrides)
+    return replace(chosen, dataset=dataset_name(chosen.dataset))
+
+
 def one_of(value: str, option: str, *choices: str) -> str:
     if value not in choices:
         raise ConfigError(f"{option} {value!r} is not one of {', '.join(choices)}")
@@ -305,7 +335,7 @@ def one_of(value: str, option: str, *choices: str) -> str:
 
 
 def defense_choice(defense: str | None, knob: float | None, *, kappa: float = 0.0, dp: bool = False,
-                   noise_multiplier: float | None = None, target_epsilon: float | None = None) -> dict:
+                   noise_multiplier: float | None = None, target_epsilon: float | None = None) -> dict[str, Any]:
     """``train``'s defence options as :func:`privaudit.core.config.make_config` arguments.
 
     ``--defense mg --knob κ`` is ``--kappa κ``; ``--defense dpsgd|noisycgd`` is ``--dp`` with
@@ -335,7 +365,7 @@ def defense_choice(defense: str | None, knob: float | None, *, kappa: float = 0.
     return {**out, "defense": chosen.name, "knob": knob}
 
 
-def defense_grids(defenses: str | Sequence[str] | None, knobs: Sequence[str] | dict | None = None
+def defense_grids(defenses: str | Sequence[str] | None, knobs: Sequence[str] | dict[str, Any] | None = None
                   ) -> tuple[list[str] | None, list[tuple[str, list[float]]], set[str]]:
     """``audit``'s ``--defenses`` and ``--knobs`` → (the names asked for, or None when
     ``--defenses`` was not given; the other defences' grids, each (name, knob values); the

@@ -15,6 +15,9 @@ from privaudit.core.timing import importing
 if TYPE_CHECKING:
     import pandas as pd
 
+    from privaudit.pipeline.workspace import Workspace
+    from privaudit.reporting.build import ReportResult
+
 
 @dataclass(repr=False)
 class WorkspaceReport(ShortRepr):
@@ -30,11 +33,11 @@ class WorkspaceReport(ShortRepr):
     warnings: list[str] = field(default_factory=list)   #: one line per skipped folder: which one, why
     summary: Any = field(repr=False, default=None)      #: privaudit.reporting.summary.Summary
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The document ``privaudit report --json`` prints."""
         return {"csv": str(self.csv_path), "html": str(self.report_path), "rows": int(len(self.table)),
                 "skipped": self.skipped, "table": self.table.to_dict(orient="records"),
-                "summary": self.summary.to_json() if self.summary is not None else None}
+                "summary": self.summary.to_dict() if self.summary is not None else None}
 
     def _repr_html_(self) -> str:
         skipped = (f"<p>Skipped (damaged): {html.escape(', '.join(self.skipped))}</p>" if self.skipped else "")
@@ -43,7 +46,7 @@ class WorkspaceReport(ShortRepr):
                 f"{html.escape(str(self.report_path))}</a> · table: {html.escape(str(self.csv_path))}</p></div>")
 
     @classmethod
-    def of(cls, rep) -> "WorkspaceReport":
+    def of(cls, rep: ReportResult) -> "WorkspaceReport":
         """From :class:`privaudit.reporting.build.ReportResult`."""
         import pandas as pd
 
@@ -52,7 +55,7 @@ class WorkspaceReport(ShortRepr):
                    skipped=list(rep.skipped), warnings=list(rep.warnings), summary=rep.summary)
 
 
-def rebuild(ws, log: Callable[[str], None] | None = None) -> WorkspaceReport:
+def rebuild(ws: Workspace, log: Callable[[str], None] | None = None) -> WorkspaceReport:
     """Rebuild ``reports/`` of the :class:`~privaudit.pipeline.workspace.Workspace` ``ws``
     after a command wrote results it feeds, so the pages never lag behind the workspace;
     ``log`` receives one line per damaged folder skipped."""
@@ -60,8 +63,9 @@ def rebuild(ws, log: Callable[[str], None] | None = None) -> WorkspaceReport:
         from privaudit.reporting.build import build_reports
 
     rep = build_reports(ws)
-    for line in rep.warnings if log else ():
-        log(line)
+    if log:
+        for line in rep.warnings:
+            log(line)
     return WorkspaceReport.of(rep)
 
 

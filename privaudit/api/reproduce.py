@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from privaudit.api import params
 from privaudit.api.results import ShortRepr
@@ -35,16 +35,17 @@ class Reproduction(ShortRepr):
     its interval and a reading (:attr:`claims`), the counts, the page and its tables."""
 
     claims: "pd.DataFrame"         #: figure, model, statement, value, lo, hi, verdict (agrees / disagrees / …)
-    counts: dict                   #: agrees, disagrees, other: family-wise (summary["familywise"]: the correction and the one-by-one counts)
+    counts: dict[str, Any]         #: agrees, disagrees, other: family-wise (summary["familywise"]: the correction and the one-by-one counts)
     report_path: Path              #: the page (index.html)
     folder: Path                   #: reports/reproduce/<paper>: the figures, the CSVs, summary.json
-    summary: dict = field(repr=False, default_factory=dict)  #: what ``--json`` prints
+    summary: dict[str, Any] = field(repr=False, default_factory=dict)  #: what ``--json`` prints
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
+        """The document ``privaudit reproduce --json`` prints (what summary.json holds)."""
         return dict(self.summary)
 
     @classmethod
-    def from_summary(cls, summary: dict) -> "Reproduction":
+    def from_summary(cls, summary: dict[str, Any]) -> "Reproduction":
         import pandas as pd
 
         return cls(claims=pd.DataFrame(summary["claims"]), counts=summary["counts"],
@@ -75,7 +76,7 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
               experiments: str | Sequence[str] | None = None, seeds: params.Seeds = None, device: str = "auto",
               executor: str = "local", ray_address: str | None = None, cpus_per_job: int | None = None,
               workdir: str | Path = ".", hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
-              command: str = "", dry_run: bool = False) -> "Reproduction | RunPlan | dict":
+              command: str = "", dry_run: bool = False) -> "Reproduction | RunPlan | dict[str, Any]":
     """Reproduce ``paper``'s results at ``scale`` (``reduced`` or ``full``) over ``seeds``,
     limited to ``experiments``; writes ``workdir``/reports/reproduce/<paper>/ and resumes from
     (and reuses) every model already in the workspace. Keyword arguments are ``privaudit
@@ -160,8 +161,10 @@ def _local_only(executor: str, paper: str) -> None:
                           "(--executor ray is for mg-noise and hidden-state)")
 
 
-def _hidden_state(*, scale, dataset, data_dir, download, experiments, seeds, executor, ray_address, cpus_per_job,
-                  workdir, log, command, dry_run, t0) -> "Reproduction | dict":
+def _hidden_state(*, scale: str, dataset: str, data_dir: str | Path | None, download: bool,
+                  experiments: str | Sequence[str] | None, seeds: params.Seeds, executor: str, ray_address: str | None,
+                  cpus_per_job: int | None, workdir: str | Path, log: Callable[[str], None] | None, command: str,
+                  dry_run: bool, t0: float) -> "Reproduction | dict[str, Any]":
     """``reproduce("hidden-state")``: :func:`privaudit.reproduction.hidden_state_report.hidden_state_reproduction`."""
     params.one_of(dataset, "--dataset", *DATASETS["hidden-state"])
     _executor_options(executor, ray_address, cpus_per_job)
@@ -169,7 +172,7 @@ def _hidden_state(*, scale, dataset, data_dir, download, experiments, seeds, exe
     with importing():
         from privaudit.reproduction.hidden_state import EXPERIMENTS
         from privaudit.reproduction.hidden_state_report import hidden_state_reproduction
-        from privaudit.reproduction.outputs import write_outputs
+        from privaudit.reproduction.outputs import Outcome, write_outputs
         from privaudit.pipeline.workspace import Workspace
     chosen = _words(experiments, "--experiments", EXPERIMENTS)
     runner = None
@@ -181,13 +184,16 @@ def _hidden_state(*, scale, dataset, data_dir, download, experiments, seeds, exe
                                         experiments=chosen, workdir=workdir, log=log, dry_run_only=dry_run,
                                         executor=runner)
     if dry_run:
+        assert isinstance(outcome, dict)  # dry_run_only: the plan and its cost
         return outcome
+    assert isinstance(outcome, Outcome)  # not dry_run_only: the reproduction
     summary = write_outputs(Workspace(workdir).reports, outcome, wall_seconds=time_since(t0), command=command)
     return Reproduction.from_summary(summary)
 
 
-def _masked_neurons(*, scale, data_dir, experiments, seeds, executor, workdir, log, command, dry_run,
-                    t0) -> "Reproduction | dict":
+def _masked_neurons(*, scale: str, data_dir: str | Path | None, experiments: str | Sequence[str] | None,
+                    seeds: params.Seeds, executor: str, workdir: str | Path, log: Callable[[str], None] | None,
+                    command: str, dry_run: bool, t0: float) -> "Reproduction | dict[str, Any]":
     """``reproduce("masked-neurons")``: :func:`privaudit.reproduction.masked_neurons.masked_neurons_reproduction`."""
     _local_only(executor, "masked-neurons")
     seed_list = params.seeds(seeds) if seeds is not None else None

@@ -1,4 +1,5 @@
-"""What the result objects of the Python API share: a ``repr()`` of one short line.
+"""What the result objects of the Python API share: a ``repr()`` of one short line, and
+``to_dict()`` / ``to_json()`` (the command's ``--json`` as a dict, and as text).
 
 A result holds whole tables (the trade-off table, a scan's rows per attack) and the
 pipeline's objects; the dataclass ``repr()`` printed all of them. :class:`ShortRepr` names
@@ -7,8 +8,13 @@ text, a long list by its length, a dict by its first entries."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: how many characters a text, and how many items a list or dict, ``repr()`` shows
 TEXT_CHARS = 60
@@ -16,7 +22,7 @@ ITEMS = 3
 SCALARS = (str, int, float, bool, type(None))
 
 
-def summary(value) -> str:
+def summary(value: Any) -> str:
     """``value`` as a result's ``repr()`` shows it: ``<table 24 rows × 9 columns>``,
     ``<array (20, 10)>``, ``'reports/index.html'``, ``[0, 1]``, ``[12 RunResult]``,
     ``{defense: 'dpsgd', delta: 1e-05, … 20 more}``, a number or a short text as itself."""
@@ -45,11 +51,25 @@ def summary(value) -> str:
 class ShortRepr:
     """Mixin of the result dataclasses (declared ``@dataclass(repr=False)``, so that this
     ``__repr__`` is theirs): ``ClassName(field=summary, …)`` over the fields shown in a repr,
-    after the properties named in :attr:`repr_first` (an EpsilonResult's ``epsilon``)."""
+    after the properties named in :attr:`repr_first` (an EpsilonResult's ``epsilon``). Each
+    result defines :meth:`to_dict` (the document its command's ``--json`` prints); this
+    class turns it into text (:meth:`to_json`), as pandas' ``to_json`` does."""
 
     repr_first: tuple[str, ...] = ()
 
+    def to_dict(self) -> dict[str, Any]:
+        """The document the command's ``--json`` prints, as a dict."""
+        raise NotImplementedError(f"{type(self).__name__} defines no to_dict()")
+
+    def to_json(self, indent: int | None = None) -> str:
+        """:meth:`to_dict` as JSON text: standard JSON (NumPy numbers as numbers, paths as
+        text, NaN and infinities as ``null``), ``indent`` as in :func:`json.dumps`."""
+        from privaudit.files.atomic import plain_json
+
+        return json.dumps(plain_json(self.to_dict()), indent=indent)
+
     def __repr__(self) -> str:
         shown = [(name, getattr(self, name)) for name in self.repr_first]
-        shown += [(f.name, getattr(self, f.name)) for f in fields(self) if f.repr]
+        # every subclass is a dataclass (the class docstring)
+        shown += [(f.name, getattr(self, f.name)) for f in fields(cast("DataclassInstance", self)) if f.repr]
         return f"{type(self).__name__}(" + ", ".join(f"{name}={summary(v)}" for name, v in shown) + ")"

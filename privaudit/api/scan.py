@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from privaudit.api import params
 from privaudit.api.results import ShortRepr
@@ -20,6 +20,10 @@ from privaudit.core.timing import importing, phase
 if TYPE_CHECKING:
     import pandas as pd
 
+    from privaudit.scanning.run import ScanResult
+
+_Report = TypeVar("_Report", bound="ScanReport")
+
 
 @dataclass(repr=False)
 class ScanReport(ShortRepr):
@@ -28,16 +32,17 @@ class ScanReport(ShortRepr):
 
     table: "pd.DataFrame"          #: one row per attack: AUC, TPR at low FPR, precision, recall, ε lower bound
     groups: "pd.DataFrame"         #: the strongest attack per class and per slice
-    headline: dict                 #: ``verdict``, ``leaks``, ``familywise`` (the test behind them) and ``strongest``
+    headline: dict[str, Any]       #: ``verdict``, ``leaks``, ``familywise`` (the test behind them) and ``strongest``
     folder: Path
     report_path: Path              #: the self-contained index.html
-    summary: dict = field(repr=False, default_factory=dict)  #: what ``privaudit scan --json`` prints
+    summary: dict[str, Any] = field(repr=False, default_factory=dict)  #: what ``privaudit scan --json`` prints
     result: Any = field(repr=False, default=None)            #: privaudit.scanning.run.ScanResult
     _command = "scan"                                         # the command whose result this is
 
     @property
     def verdict(self) -> str:
-        return self.headline.get("verdict", "")
+        verdict: str = self.headline.get("verdict", "")
+        return verdict
 
     @property
     def strongest(self) -> str | None:
@@ -50,12 +55,12 @@ class ScanReport(ShortRepr):
 
         return pd.DataFrame({"member": self.result.membership.astype(int), **self.result.scores})
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The document ``privaudit scan --json`` prints (what summary.json holds)."""
         return dict(self.summary)
 
     @classmethod
-    def of(cls, result, summary: dict, folder: Path, **extra: Any):
+    def of(cls: type[_Report], result: ScanResult, summary: dict[str, Any], folder: Path, **extra: Any) -> _Report:
         """From a :class:`~privaudit.scanning.run.ScanResult` and the summary
         :func:`privaudit.scanning.report.write` returned."""
         return cls(table=result.table(), groups=result.groups, headline=summary["headline"], folder=folder,

@@ -69,7 +69,7 @@ class TheoryResult(ShortRepr):
                     f"settings; λ₀ = {r['lambda0']:.3f}")
         return f"all experiments in {sum(r['seconds'].values()):.1f} s"
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The document ``privaudit theory EXPERIMENT --json`` prints."""
         return dict(self.values)
 
@@ -79,7 +79,7 @@ class TheoryResult(ShortRepr):
                 f"{html.escape(str(self.page_path))}</a></p></div>")
 
 
-def _floats(value, option: str, *, low: float = 0.0, allow_low: bool = True, high: float = 100.0) -> list[float]:
+def _floats(value: params.Grid, option: str, *, low: float = 0.0, allow_low: bool = True, high: float = 100.0) -> list[float]:
     values = params.grid(value, option, low=low, low_open=not allow_low, high=high)
     if not values:
         raise ConfigError(f"{option} needs at least one value")
@@ -88,7 +88,7 @@ def _floats(value, option: str, *, low: float = 0.0, allow_low: bool = True, hig
     return values
 
 
-def _ints(value, option: str, high: int = 10_000) -> list[int]:
+def _ints(value: params.Grid, option: str, high: int = 10_000) -> list[int]:
     values = _floats(value, option, low=1.0, high=high)
     if any(v != int(v) for v in values):
         raise ConfigError(f"{option} needs whole numbers between 1 and {high}")
@@ -103,7 +103,7 @@ def _fits(n: int, d: int, m: int) -> None:
                               f"{MAX_ARRAY * 8 / 1e9:.1f} GB)")
 
 
-def _arguments(experiment: str, o: dict) -> dict:
+def _arguments(experiment: str, o: dict[str, Any]) -> dict[str, Any]:
     """The experiment runner's keyword arguments from its checked options."""
     if "labels" in o:
         params.one_of(o["labels"], "--labels", *THEORY_LABELS)

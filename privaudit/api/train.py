@@ -6,15 +6,19 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 from privaudit.api import params
+from privaudit.api.recipe import Recipe
 from privaudit.api.results import ShortRepr
 from privaudit.errors import ConfigError
 from privaudit.core.timing import importing
 
 if TYPE_CHECKING:
+    from privaudit.core.config import RunConfig
     from privaudit.executor.preview import RunPlan
+    from privaudit.pipeline.runs import RunResult
+    from privaudit.training.loop import EpochCallback
 
 
 @dataclass(repr=False)
@@ -22,12 +26,12 @@ class TrainedModels(ShortRepr):
     """The models of one ``train`` call, one per seed: each with its workspace folder, its
     metrics (accuracies, ε for DP, timings) and whether it was reused."""
 
-    runs: list                       #: privaudit.pipeline.runs.RunResult, one per seed
-    configs: list                    #: privaudit.core.config.RunConfig, one per seed
+    runs: list[RunResult]            #: privaudit.pipeline.runs.RunResult, one per seed
+    configs: list[RunConfig]         #: privaudit.core.config.RunConfig, one per seed
     several_seeds: bool = False      #: asked with ``seeds`` (the JSON lists every run)
 
     @property
-    def metrics(self) -> dict:
+    def metrics(self) -> dict[str, Any]:
         """The first (or only) model's metrics."""
         return self.runs[0].metrics
 
@@ -36,11 +40,11 @@ class TrainedModels(ShortRepr):
         """The first (or only) model's folder."""
         return Path(self.runs[0].path)
 
-    def _doc(self, cfg, run) -> dict:
+    def _doc(self, cfg: RunConfig, run: RunResult) -> dict[str, Any]:
         return {"run": run.name, "path": str(run.path), "reused": run.reused, "config": cfg.to_dict(),
                 "metrics": {k: v for k, v in run.metrics.items() if k != "loss_history"}}
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The document ``privaudit train --json`` prints: the model's, or ``{"runs": [...]}``
         for several seeds."""
         docs = [self._doc(c, r) for c, r in zip(self.configs, self.runs)]
@@ -55,18 +59,15 @@ class TrainedModels(ShortRepr):
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path | None = None, download: bool = False,
+def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, download: bool = False,
           kappa: float = 0.0, dp: bool = False, defense: str | None = None, knob: float | None = None,
-          noise_multiplier: float | None = None,
-          target_epsilon: float | None = None, max_grad_norm: float = 1.0, delta: float = 1e-5,
-          epochs: int | None = None, batch_size: int | None = None, lr: float | None = None,
-          weight_decay: float | None = None, precision: str = "fp32", augment: str = "none",
-          width: int | None = None, part_size: int | None = None, seed: int = 0, seeds: params.Seeds = None,
-          model_args: Sequence[str] | dict | None = None, canaries: str | None = None, device: str = "auto",
-          workdir: str | Path = ".",
-          on_start: Callable | None = None, on_epoch: Callable | None = None,
-          dry_run: bool = False, log: Callable[[str], None] | None = None) -> "TrainedModels | RunPlan":
-    """Train one target model (one per seed of ``seeds``) with MG noise ``kappa`` and/or
+          noise_multiplier: float | None = None, target_epsilon: float | None = None,
+          seed: int = 0, seeds: params.Seeds = None, device: str = "auto", workdir: str | Path = ".",
+          on_start: Callable[[RunConfig], None] | None = None, on_epoch: EpochCallback | None = None,
+          dry_run: bool = False, log: Callable[[str], None] | None = None, **overrides: Any) -> "TrainedModels | RunPlan":
+    """Train one target model (one per seed of ``seeds``) of ``recipe`` (a
+    :class:`~privaudit.api.recipe.Recipe`; its fields may also be given, or overridden, as
+    keyword arguments: ``model=``, ``dataset=``, ``epochs=``, ...) with MG noise ``kappa`` and/or
     DP-SGD (``dp``, with ``noise_multiplier`` or ``target_epsilon``), or with the defence
     ``defense`` of :mod:`privaudit.defenses` set by ``knob`` (``mg``: κ; ``dpsgd`` and
     ``noisycgd``, convex-relu's DP: σ; ``label-smoothing``: α; ...), and save it under
@@ -76,21 +77,14 @@ def train(*, model: str = "mlp", dataset: str = "cifar10", data_dir: str | Path 
     train nothing; return the :class:`~privaudit.executor.preview.RunPlan` (what would train,
     what is reused, disk, time estimated on this machine). ``log`` receives the notes on the
     workspace (model folders from before checksummed manifests, verified and migrated)."""
-    with importing():
-        from privaudit.core.config import make_config
-
     if not 0 <= kappa <= 100:
         raise ConfigError(f"--kappa must be between 0 and 100 (got {params.num(kappa)})")
-    dataset = params.dataset_name(dataset)
+    recipe = params.recipe(recipe, overrides)
     seed_list = params.seeds(seeds, seed)
     chosen = params.defense_choice(defense, knob, kappa=kappa, dp=dp, noise_multiplier=noise_multiplier,
                                    target_epsilon=target_epsilon)
-    dataset_kwargs, data = params.dataset_config(dataset, data_dir, download)
-    cfgs = [make_config(model=model, dataset=dataset, width=width, part_size=part_size, max_grad_norm=max_grad_norm,
-                        delta=delta, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                        precision=precision, augment=augment, seed=s, model_args=params.model_args(model_args),
-                        canaries=canaries or "", **chosen, **dataset_kwargs)
-            for s in seed_list]  # validated
+    dataset_kwargs, data = params.dataset_config(recipe.dataset, data_dir, download)
+    cfgs = [recipe.config(seed=s, dataset_kwargs=dataset_kwargs, **chosen) for s in seed_list]  # validated
 
     with importing():
         from privaudit.pipeline import runs

@@ -1,7 +1,6 @@
 """Membership-inference attacks: pure functions over model outputs (logits)."""
 
 from privaudit.attacks.scores import (
-    ATTACKS,
     confidence_scores,
     loss_scores,
     softmax,
@@ -9,4 +8,4 @@ from privaudit.attacks.scores import (
 )
 from privaudit.attacks.shadow import ShadowAttack
 
-__all__ = ["ATTACKS", "ShadowAttack", "confidence_scores", "loss_scores", "softmax", "top_k_posteriors"]
+__all__ = ["ShadowAttack", "confidence_scores", "loss_scores", "softmax", "top_k_posteriors"]

@@ -14,6 +14,7 @@ member.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -78,11 +79,11 @@ def sorted_posteriors(logits: np.ndarray, k: int = MAX_SORTED_POSTERIORS) -> np.
     return -np.sort(-p, axis=1)[:, :min(k, p.shape[1])]
 
 
-def _classifier(seed: int):
+def _classifier(seed: int) -> Any:  # scikit-learn's estimator (no type information)
     """Gradient-boosted trees on the sorted posteriors, fixed iterations (no random
     early-stopping split), seeded: the same data give the same scores. No class weights:
     the decision threshold is chosen by cross-validation anyway, and sample weights make
-    scikit-learn bin every feature by weighted percentiles, about 40× slower."""
+    scikit-learn bin every feature by weighted percentiles, far slower (docs/performance.md)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1, max_leaf_nodes=15, l2_regularization=1.0,

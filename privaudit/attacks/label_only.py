@@ -66,12 +66,15 @@ from dataclasses import dataclass
 from typing import Callable, Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from privaudit.analysis.metrics import advantage_threshold, check_scores
 
 SHAPES = ("ball", "ring")
 DEFAULT_MAX_QUERIES = 4096  # images per call of ``predict`` (a chunk of samples × all views)
+# the attack's model: a batch of images in, its predicted labels (or scores) out
+Predict = Callable[[torch.Tensor], Union[torch.Tensor, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -177,23 +180,23 @@ def augment_images(x: torch.Tensor, augmentations: AugmentationsLike) -> torch.T
     return out.permute(2, 0, 1, 3, 4).contiguous()
 
 
-def _predicted_labels(out, expected: int) -> np.ndarray:
+def _predicted_labels(out: npt.ArrayLike | torch.Tensor, expected: int) -> np.ndarray:
     """``predict``'s answer as int64 labels (expected,): labels as they are, scores (B, K) by argmax."""
     if isinstance(out, torch.Tensor):
         out = out.detach().cpu().numpy()
-    out = np.asarray(out)
-    if out.ndim == 2:
-        out = out.argmax(axis=1)
-    if out.shape != (expected,):
-        raise ValueError(f"predict returned shape {out.shape} for {expected} queries; "
+    labels: np.ndarray = np.asarray(out)
+    if labels.ndim == 2:
+        labels = labels.argmax(axis=1)
+    if labels.shape != (expected,):
+        raise ValueError(f"predict returned shape {labels.shape} for {expected} queries; "
                          "expected labels (B,) or scores (B, classes)")
-    if out.dtype.kind not in "iub":
-        if not np.all(out == np.round(out)):
+    if labels.dtype.kind not in "iub":
+        if not np.all(labels == np.round(labels)):
             raise ValueError("predict must return integer class labels")
-    return out.astype(np.int64)
+    return labels.astype(np.int64)
 
 
-def _check_labels(labels, n: int) -> np.ndarray:
+def _check_labels(labels: npt.ArrayLike | torch.Tensor, n: int) -> np.ndarray:
     y = (labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)).ravel()
     if y.shape != (n,):
         raise ValueError(f"labels {y.shape} do not match {n} samples")
@@ -202,17 +205,18 @@ def _check_labels(labels, n: int) -> np.ndarray:
     return y.astype(np.int64)
 
 
-def gap_scores(predictions, labels) -> np.ndarray:
+def gap_scores(predictions: npt.ArrayLike | torch.Tensor, labels: npt.ArrayLike | torch.Tensor) -> np.ndarray:
     """The gap attack's score 1[ŷ = y] per sample, float64 (n,) of 0s and 1s (Yeom et al.,
     arXiv 1709.01604). ``predictions``: predicted labels (n,), or logits / released scores
     (n, C) whose argmax is the predicted label (the label an API returns beside its scores:
     every output defence of :mod:`privaudit.defenses.output` keeps the model's own argmax)."""
     p = predictions.detach().cpu().numpy() if isinstance(predictions, torch.Tensor) else np.asarray(predictions)
     y = _check_labels(labels, p.shape[0] if p.ndim else -1)
-    return (_predicted_labels(p, len(y)) == y).astype(np.float64)
+    correct: np.ndarray = _predicted_labels(p, len(y)) == y
+    return correct.astype(np.float64)
 
 
-def gap_attack_metrics(membership, scores) -> dict[str, float]:
+def gap_attack_metrics(membership: np.ndarray, scores: np.ndarray) -> dict[str, float]:
     """The gap attack's exact ROC point and AUC from its binary scores (:func:`gap_scores`) and
     the membership labels (1 = member, 0 = non-member):
 
@@ -233,7 +237,8 @@ def gap_attack_metrics(membership, scores) -> dict[str, float]:
             "auc": 0.5 * (1.0 + tpr - fpr)}
 
 
-def augmentation_correctness(predict: Callable, x, labels, augmentations: AugmentationsLike = AugmentationSpec(), *,
+def augmentation_correctness(predict: Predict, x: npt.ArrayLike | torch.Tensor, labels: npt.ArrayLike | torch.Tensor,
+                             augmentations: AugmentationsLike = AugmentationSpec(), *,
                              max_queries: int = DEFAULT_MAX_QUERIES) -> np.ndarray:
     """The paper's attack features: bit (i, a) is 1[predict(T_a(x_i)) = y_i], bool (n, A).
 
@@ -261,7 +266,8 @@ def augmentation_correctness(predict: Callable, x, labels, augmentations: Augmen
     return correct
 
 
-def augmentation_scores(predict: Callable, x, labels, augmentations: AugmentationsLike = AugmentationSpec(), *,
+def augmentation_scores(predict: Predict, x: npt.ArrayLike | torch.Tensor, labels: npt.ArrayLike | torch.Tensor,
+                        augmentations: AugmentationsLike = AugmentationSpec(), *,
                         max_queries: int = DEFAULT_MAX_QUERIES) -> np.ndarray:
     """The augmentation attack's score, the fraction of views classified correctly,
 
@@ -269,10 +275,12 @@ def augmentation_scores(predict: Callable, x, labels, augmentations: Augmentatio
 
     float64 (n,) in [0, 1] (Choquette-Choo et al., *Label-Only Membership Inference
     Attacks*, arXiv 2007.14321). See :func:`augmentation_correctness` for the batching."""
-    return augmentation_correctness(predict, x, labels, augmentations, max_queries=max_queries).mean(axis=1)
+    correct = augmentation_correctness(predict, x, labels, augmentations, max_queries=max_queries)
+    scores: np.ndarray = correct.mean(axis=1)
+    return scores
 
 
-def reference_threshold(ref_membership, ref_scores) -> float:
+def reference_threshold(ref_membership: np.ndarray, ref_scores: np.ndarray) -> float:
     """The paper's threshold rule: on a reference (shadow / source) model's own members and
     non-members, the threshold t maximising TPR(t) − FPR(t) with "member iff score ≥ t"
     (the balanced accuracy, which is the accuracy on the paper's balanced source sets);
@@ -281,9 +289,10 @@ def reference_threshold(ref_membership, ref_scores) -> float:
     return advantage_threshold(ref_membership, ref_scores)
 
 
-def infer_membership(scores, threshold: float) -> np.ndarray:
+def infer_membership(scores: npt.ArrayLike, threshold: float) -> np.ndarray:
     """The threshold attack's decisions: member iff score ≥ ``threshold``, bool (n,)."""
-    return np.asarray(scores, dtype=np.float64).ravel() >= float(threshold)
+    decided: np.ndarray = np.asarray(scores, dtype=np.float64).ravel() >= float(threshold)
+    return decided
 
 
 def label_predictor(model: torch.nn.Module, batch_size: int | None = None) -> Callable[[torch.Tensor], torch.Tensor]:

@@ -26,6 +26,8 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 _HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
+Moments = tuple[np.ndarray, np.ndarray, np.ndarray]  # per sample: mean (n, A), sum of squares (n, A), count (n,)
+Prior = tuple[np.ndarray, np.ndarray]  # per query: ν0 (A,), σ0² (A,)
 
 
 def logit_scaled_confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -75,7 +77,8 @@ def logit_scaled_confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarra
     np.put_along_axis(others, y, -np.inf, axis=-1)
     top = others.max(axis=-1, keepdims=True)
     lse_others = top[..., 0] + np.log(np.exp(others - top).sum(axis=-1))
-    return z_y - lse_others
+    margin: np.ndarray = z_y - lse_others
+    return margin
 
 
 def _check_lira_inputs(
@@ -103,7 +106,7 @@ def _check_lira_inputs(
     return t, r, k
 
 
-def _moments(ref: np.ndarray, weight: np.ndarray):
+def _moments(ref: np.ndarray, weight: np.ndarray) -> Moments:
     """Per-sample mean (n, A), sum of squared deviations Σ w (φ − μ)² (n, A) and model count
     (n,) of ``ref`` (M, n, A) over the models with weight 1 (weight (M, n, 1), 0/1)."""
     count = weight[:, :, 0].sum(axis=0)
@@ -124,10 +127,12 @@ def _without_out(t: np.ndarray, ref: np.ndarray, w_out: np.ndarray, min_std: flo
         return np.zeros(t.shape[0])
     m = (ref * w_out).sum(axis=(0, 1)) / total
     sd = np.sqrt(((ref - m) ** 2 * w_out).sum(axis=(0, 1)) / total)
-    return norm.logcdf((t - m) / np.maximum(sd, min_std)).mean(axis=1)
+    scores: np.ndarray = norm.logcdf((t - m) / np.maximum(sd, min_std)).mean(axis=1)
+    return scores
 
 
-def _fit(ref: np.ndarray, weight: np.ndarray, global_variance: bool, min_std: float):
+def _fit(ref: np.ndarray, weight: np.ndarray, global_variance: bool,
+         min_std: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean and std of ``ref`` (M, n, A) over models with weight 1; weight (M, n, 1) 0/1.
 
     Returns mu (n, A), std (n, A) (per sample: population std, ddof = 0; floored at
@@ -230,7 +235,7 @@ _SHRUNK_MIN_STD = 1e-6
 _LOG_CDF_SWITCH = -600.0
 
 
-def _log_t_pdf(x: np.ndarray, loc: np.ndarray, scale: np.ndarray, dof: np.ndarray) -> np.ndarray:
+def _log_t_pdf(x: np.ndarray, loc: np.ndarray | float, scale: np.ndarray | float, dof: np.ndarray) -> np.ndarray:
     """log density of the location-scale Student t with ``dof`` d.o.f. (``np.inf``: Gaussian).
 
     log t = c(ν/2) − ½ log 2π − log s − (ν + 1)/2 · log(1 + z²/ν),  z = (x − loc)/s,
@@ -247,7 +252,8 @@ def _log_t_pdf(x: np.ndarray, loc: np.ndarray, scale: np.ndarray, dof: np.ndarra
     c = np.where(big, -1.0 / (8.0 * a) + 1.0 / (192.0 * a**3),
                  gammaln(a_small + 0.5) - gammaln(a_small) - 0.5 * np.log(a_small))
     kernel = np.where(finite, -(nu + 1.0) / 2.0 * np.log1p(z * z / nu), -0.5 * z * z)
-    return np.where(finite, c, 0.0) - _HALF_LOG_2PI - np.log(scale) + kernel
+    log_pdf: np.ndarray = np.where(finite, c, 0.0) - _HALF_LOG_2PI - np.log(scale) + kernel
+    return log_pdf
 
 
 def _log_t_cdf(z: np.ndarray, dof: np.ndarray) -> np.ndarray:
@@ -266,13 +272,15 @@ def _log_t_cdf(z: np.ndarray, dof: np.ndarray) -> np.ndarray:
     tail = (_log_t_pdf(z, 0.0, 1.0, dof) + np.where(finite, np.log1p(z * z / nu), 0.0)
             + np.log(np.maximum(np.abs(z), 1e-300)) - np.log1p(z * z))
     use_tail = finite & (z < 0) & ~(exact > _LOG_CDF_SWITCH)
-    return np.where(use_tail, tail, exact)
+    log_cdf: np.ndarray = np.where(use_tail, tail, exact)
+    return log_cdf
 
 
 def _trigamma_inverse(y: float) -> float:
     """x with ψ'(x) = y, by Newton's method on 1/ψ' (Smyth 2004, limma's trigammaInverse)."""
     if y > 1e7:
-        return 1.0 / np.sqrt(y)
+        large: float = 1.0 / np.sqrt(y)
+        return large
     if y < 1e-6:
         return 1.0 / y
     x = 0.5 + 1.0 / y
@@ -331,7 +339,7 @@ def estimate_prior(sample_variances: np.ndarray, dof: np.ndarray,
     return nu0, float(np.exp(e.mean() + shift))
 
 
-def _check_prior_strength(prior_strength) -> float | None:
+def _check_prior_strength(prior_strength: float | None) -> float | None:
     if prior_strength is None:
         return None
     nu = float(prior_strength)
@@ -340,7 +348,7 @@ def _check_prior_strength(prior_strength) -> float | None:
     return nu
 
 
-def _side_prior(ref: np.ndarray, weight: np.ndarray, prior_strength: float | None):
+def _side_prior(ref: np.ndarray, weight: np.ndarray, prior_strength: float | None) -> tuple[Prior | None, Moments]:
     """Per-query prior (ν0 (A,), σ0² (A,)) of one side, or None where no sample has two
     of its models (no within-sample spread to learn from). Also returns the side's moments."""
     mu, sq, count = _moments(ref, weight)
@@ -353,7 +361,7 @@ def _side_prior(ref: np.ndarray, weight: np.ndarray, prior_strength: float | Non
     return (nu0, var0), (mu, sq, count)
 
 
-def _side_spread(ref: np.ndarray, weight: np.ndarray, prior_strength: float | None):
+def _side_spread(ref: np.ndarray, weight: np.ndarray, prior_strength: float | None) -> Prior:
     """The last-resort prior of a side without within-sample spread: σ0² = variance of all of
     its φ over (model, sample) pairs, per query (it sets the unit only), ν0 as given or ∞."""
     side = weight[:, :, 0] > 0
@@ -362,7 +370,7 @@ def _side_spread(ref: np.ndarray, weight: np.ndarray, prior_strength: float | No
     return nu0, var0
 
 
-def _predictive(moments, prior):
+def _predictive(moments: Moments, prior: Prior) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Posterior-predictive Student t of one side for every sample and query.
 
     With n_i models, mean φ̄_i, SS_i and prior (ν0, σ0²) per query:
@@ -452,6 +460,7 @@ def lira_shrunk_scores(
     scores = np.where(n_out > 0, offline, _without_out(t, r, w_out, 1e-6))
     if not online:
         return scores
+    assert prior_in is not None  # set above when online
     mu_in, sc_in, dof_in, n_in = _predictive(moments_in, prior_in)
     llr = (_log_t_pdf(t, mu_in, sc_in, dof_in) - _log_t_pdf(t, mu_out, sc_out, dof_out)).mean(axis=1)
     return np.where((n_in > 0) & (n_out > 0), llr, scores)

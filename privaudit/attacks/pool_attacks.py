@@ -9,6 +9,8 @@ C classes) as in :mod:`privaudit.pipeline.pools`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from privaudit.attacks.features import Features, compute_features
@@ -192,7 +194,7 @@ def tpr_intervals(labels: np.ndarray, scores: np.ndarray, confidence: float = 0.
 
 
 def evaluate_scores(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,
-                    *, delta: float, confidence: float = 0.95) -> dict[str, float]:
+                    *, delta: float, confidence: float = 0.95) -> dict[str, float | str | None]:
     """Metrics of one attack on one target, with thresholds chosen on calibration data.
 
     The decision threshold (for accuracy, precision, recall) maximises TPR − FPR on
@@ -205,7 +207,8 @@ def evaluate_scores(labels: np.ndarray, scores: np.ndarray, calib_labels: np.nda
 
 def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.ndarray, labels: np.ndarray,
                   pop_labels: np.ndarray | None, *, attacks: tuple[str, ...], delta: float,
-                  confidence: float = 0.95, paired: bool = True) -> tuple[dict[str, list[dict]], dict[str, np.ndarray]]:
+                  confidence: float = 0.95,
+                  paired: bool = True) -> tuple[dict[str, list[dict[str, float | str | None]]], dict[str, np.ndarray]]:
     """Each pool model in turn as the target, the other pairs as references.
 
     Pool models come in complementary pairs (2j, 2j+1). Target t's references are every
@@ -225,7 +228,11 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
         raise ValueError(f"leave-one-out needs a pool of at least {4 if paired else 3} models (got {m})")
     scores = {a: np.zeros(keep.shape) for a in attacks}
     feats = compute_features(logits, labels)
-    pop_feats = feats if pop_logits is None else compute_features(pop_logits, pop_labels)
+    if pop_logits is None:
+        pop_feats = feats
+    else:
+        assert pop_labels is not None, "pop_logits need their pop_labels"
+        pop_feats = compute_features(pop_logits, pop_labels)
     for t in range(m):
         others = (np.arange(m) != t) & (np.arange(m) != ((t ^ 1) if paired else t))
         s = scores_from_features(feats[t], pop_feats[t], logits[t][:, 0], labels, feats[others],
@@ -233,7 +240,7 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
                                  ref_pop_keep=keep[others] if pop_logits is None else None)
         for a in attacks:
             scores[a][t] = s[a]
-    per_target: dict[str, list[dict]] = {a: [] for a in attacks}
+    per_target: dict[str, list[dict[str, float | str | None]]] = {a: [] for a in attacks}
     for a in attacks:
         for t in range(m):
             c = (t + 2) % m
@@ -242,10 +249,10 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
     return per_target, scores
 
 
-def summarise(per_target: dict[str, list[dict]]) -> dict[str, dict[str, float]]:
+def summarise(per_target: dict[str, list[dict[str, float | str | None]]]) -> dict[str, dict[str, float]]:
     """Mean and standard deviation over targets of each metric, per attack (thresholds, which
     are per target and may be infinite, are left out)."""
-    out = {}
+    out: dict[str, dict[str, float]] = {}
     for attack, rows in per_target.items():
         keys = [k for k in rows[0] if isinstance(rows[0][k], float) and "threshold" not in k]
         out[attack] = {"n_targets": len(rows)}
@@ -257,7 +264,7 @@ def summarise(per_target: dict[str, list[dict]]) -> dict[str, dict[str, float]]:
 
 
 def exposure(labels01: np.ndarray, scores: np.ndarray, classes: np.ndarray, sample_ids: np.ndarray,
-             top: int = 10) -> dict:
+             top: int = 10) -> dict[str, Any]:
     """Which classes and samples an attack exposes most: per-class AUC (members vs
     non-members of that class) and the ``top`` members with the highest scores."""
     from privaudit.analysis.metrics import auc_score

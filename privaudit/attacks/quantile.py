@@ -28,9 +28,9 @@ stops after ``patience`` epochs without improvement). All randomness (the split,
 initialisation, the batch order) comes from one ``torch.Generator`` seeded with ``seed``,
 so on the CPU the same seed and data give the same scores bit for bit. Fit and predict run
 on ``threads`` torch threads (default 1; the process-wide setting is restored afterwards),
-which fixes the order of floating-point reductions whatever the caller's setting; on a
-shared 2-core machine one thread was also the faster (a tiny MLP's many small operations
-pay for synchronising threads). Training is float32; scores are returned in float64.
+which fixes the order of floating-point reductions whatever the caller's setting; one thread
+is also the faster for a tiny MLP, whose many small operations pay for synchronising threads
+(docs/performance.md). Training is float32; scores are returned in float64.
 
 The score s is the caller's; privaudit uses LiRA's logit-scaled confidence φ
 (:func:`privaudit.attacks.lira.logit_scaled_confidence`). The public samples must be
@@ -42,8 +42,10 @@ samples it is asked to judge.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -51,7 +53,7 @@ MIN_PUBLIC = 100       # fewer public samples than this are refused
 LOG_STD_CLAMP = 7.0    # |log σ̂| in standardised units, for a finite NLL early in training
 
 
-def _images(x, name: str) -> np.ndarray:
+def _images(x: npt.ArrayLike, name: str) -> np.ndarray:
     arr = np.asarray(x)
     if arr.ndim < 2:
         raise ValueError(f"{name} must have shape (N, ...) with one row per sample, got {arr.shape}")
@@ -65,7 +67,7 @@ def _images(x, name: str) -> np.ndarray:
     return flat
 
 
-def _labels(y, n: int, name: str) -> np.ndarray:
+def _labels(y: npt.ArrayLike, n: int, name: str) -> np.ndarray:
     arr = np.asarray(y)
     if arr.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), one label per sample, got {arr.shape}")
@@ -78,7 +80,7 @@ def _labels(y, n: int, name: str) -> np.ndarray:
     return out
 
 
-def _scores(s, n: int, name: str) -> np.ndarray:
+def _scores(s: npt.ArrayLike, n: int, name: str) -> np.ndarray:
     arr = np.asarray(s)
     if arr.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), one score per sample, got {arr.shape}")
@@ -143,13 +145,14 @@ class QuantileAttack:
         return torch.from_numpy(np.concatenate([z, onehot], axis=1).astype(np.float32, copy=False))
 
     def _init(self, n_in: int, gen: torch.Generator) -> nn.Sequential:
-        net = nn.Sequential(nn.Linear(n_in, self.hidden), nn.ReLU(), nn.Linear(self.hidden, 2))
+        first, last = nn.Linear(n_in, self.hidden), nn.Linear(self.hidden, 2)
+        net = nn.Sequential(first, nn.ReLU(), last)
         with torch.no_grad():
-            for layer in (net[0], net[2]):
-                bound = 1.0 / np.sqrt(layer.in_features)  # PyTorch's default Linear bounds
+            for layer in (first, last):
+                bound = float(1.0 / np.sqrt(layer.in_features))  # PyTorch's default Linear bounds
                 layer.weight.uniform_(-bound, bound, generator=gen)
                 layer.bias.uniform_(-bound, bound, generator=gen)
-            net[2].bias.zero_()  # start at μ̂ = mean, σ̂ = std of the public scores
+            last.bias.zero_()  # start at μ̂ = mean, σ̂ = std of the public scores
         return net
 
     @staticmethod
@@ -158,7 +161,7 @@ class QuantileAttack:
         return (log_sd + 0.5 * ((target - mu) * torch.exp(-log_sd)) ** 2).mean()
 
     @contextmanager
-    def _torch_threads(self):
+    def _torch_threads(self) -> Iterator[None]:
         """Run with ``self.threads`` torch threads (process-wide while inside), then restore."""
         old = torch.get_num_threads()
         if self.threads is not None and self.threads != old:
@@ -171,12 +174,12 @@ class QuantileAttack:
 
     # -- API ----------------------------------------------------------------------------
 
-    def fit(self, x_public, y_public, scores_public) -> "QuantileAttack":
+    def fit(self, x_public: npt.ArrayLike, y_public: npt.ArrayLike, scores_public: npt.ArrayLike) -> "QuantileAttack":
         """Fit μ̂ and σ̂ on public non-members; returns ``self``."""
         with self._torch_threads():
             return self._fit(x_public, y_public, scores_public)
 
-    def _fit(self, x_public, y_public, scores_public) -> "QuantileAttack":
+    def _fit(self, x_public: npt.ArrayLike, y_public: npt.ArrayLike, scores_public: npt.ArrayLike) -> "QuantileAttack":
         flat = _images(x_public, "x_public")
         n = flat.shape[0]
         y = _labels(y_public, n, "y_public")
@@ -214,7 +217,8 @@ class QuantileAttack:
 
         net = self._init(design.shape[1], gen)
         opt = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        best, best_state, stale = float("inf"), None, 0
+        best, stale = float("inf"), 0
+        best_state: dict[str, torch.Tensor] | None = None
         self.history_ = []
         for epoch in range(self.epochs):
             net.train()
@@ -245,12 +249,13 @@ class QuantileAttack:
                 stale += 1
                 if stale >= self.patience:
                     break
+        assert best_state is not None  # the first epoch's (finite) validation loss is below inf
         net.load_state_dict(best_state)
         net.eval()
         self.net_ = net
         return self
 
-    def predict(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """(μ̂, σ̂) of the non-member score of each sample, float64 arrays (N,), score units."""
         if self.net_ is None:
             raise ValueError("QuantileAttack is not fitted: call fit(x_public, y_public, scores_public) first")
@@ -270,8 +275,9 @@ class QuantileAttack:
         sigma = self.s_std_ * np.exp(np.clip(out[:, 1], -LOG_STD_CLAMP, LOG_STD_CLAMP))
         return mu, sigma
 
-    def scores(self, x, y, target_scores) -> np.ndarray:
+    def scores(self, x: npt.ArrayLike, y: npt.ArrayLike, target_scores: npt.ArrayLike) -> np.ndarray:
         """Membership scores (s − μ̂(x, y))/σ̂(x, y), float64 (N,); higher = more likely a member."""
         mu, sigma = self.predict(x, y)
         s = _scores(target_scores, mu.size, "target_scores")
-        return (s - mu) / sigma
+        z: np.ndarray = (s - mu) / sigma
+        return z

@@ -71,7 +71,8 @@ def _out_mean(p_ref: np.ndarray, keep: np.ndarray | None, name: str) -> np.ndarr
     its references instead, RMIA's online average (Zarifzadeh et al.'s Pr(x) with the IN models
     in it); ValueError when no sample has an OUT model at all."""
     if keep is None:
-        return p_ref.mean(axis=0)
+        mean: np.ndarray = p_ref.mean(axis=0)
+        return mean
     keep = np.asarray(keep)
     if keep.shape != p_ref.shape:
         raise ValueError(f"{name} must have shape {p_ref.shape}, got {keep.shape}")
@@ -86,7 +87,8 @@ def _out_mean(p_ref: np.ndarray, keep: np.ndarray | None, name: str) -> np.ndarr
                          "that did not train on the audited samples")
     none = count == 0
     out[:, none] = True  # every reference trained on it: the mean over all of them
-    return np.where(out, p_ref, 0.0).sum(axis=0) / out.sum(axis=0)
+    pr_out: np.ndarray = np.where(out, p_ref, 0.0).sum(axis=0) / out.sum(axis=0)
+    return pr_out
 
 
 def rmia_likelihood_ratios(p_target: np.ndarray, pr_out: np.ndarray, a: float) -> np.ndarray:

@@ -8,35 +8,38 @@ from __future__ import annotations
 
 import numpy as np
 
-ATTACKS = ("shadow", "loss", "confidence")
-
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
     z = np.asarray(logits, dtype=np.float64)
     z = z - z.max(axis=1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    out: np.ndarray = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return out
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
-    return np.exp(log_softmax(logits))
+    p: np.ndarray = np.exp(log_softmax(logits))
+    return p
 
 
 def top_k_posteriors(logits: np.ndarray, k: int = 3) -> np.ndarray:
     """The k largest softmax posteriors, sorted descending: shape (N, k). ML-Leaks' features."""
     p = softmax(logits)
     k = min(k, p.shape[1])
-    return -np.sort(-p, axis=1)[:, :k]
+    top: np.ndarray = -np.sort(-p, axis=1)[:, :k]
+    return top
 
 
 def loss_scores(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Score = −cross-entropy loss of the true label (Yeom et al. 2018): members have low loss."""
     lsm = log_softmax(logits)
-    return lsm[np.arange(len(labels)), np.asarray(labels, dtype=int)]
+    scores: np.ndarray = lsm[np.arange(len(labels)), np.asarray(labels, dtype=int)]
+    return scores
 
 
 def confidence_scores(logits: np.ndarray) -> np.ndarray:
     """Score = top-1 softmax posterior (the authors' shadow-free threshold attack)."""
-    return softmax(logits).max(axis=1)
+    scores: np.ndarray = softmax(logits).max(axis=1)
+    return scores
 
 
 def entropy_scores(logits: np.ndarray) -> np.ndarray:
@@ -44,7 +47,8 @@ def entropy_scores(logits: np.ndarray) -> np.ndarray:
     members get more confident, lower-entropy outputs (Song & Mittal, *Systematic Evaluation
     of Privacy Risks of Machine Learning Models*, USENIX Security 2021, arXiv:2003.10595)."""
     lsm = log_softmax(logits)
-    return (np.exp(lsm) * lsm).sum(axis=1)
+    scores: np.ndarray = (np.exp(lsm) * lsm).sum(axis=1)
+    return scores
 
 
 def modified_entropy_scores(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -64,4 +68,5 @@ def modified_entropy_scores(logits: np.ndarray, labels: np.ndarray) -> np.ndarra
     log_1mp = np.maximum(log_1mp, -745.0)  # p_i = 1 up to rounding: the smallest float64 log
     terms = -p * log_1mp
     terms[rows, y] = -(1.0 - p[rows, y]) * lsm[rows, y]
-    return -terms.sum(axis=1)
+    scores: np.ndarray = -terms.sum(axis=1)
+    return scores

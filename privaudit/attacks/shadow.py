@@ -50,4 +50,5 @@ class ShadowAttack:
         """Predicted member probability for precomputed top-k posteriors (N, k), shape (N,)."""
         if self.model is None:
             raise RuntimeError("ShadowAttack.fit must be called first")
-        return self.model.predict_proba(features)[:, 1]
+        proba: np.ndarray = self.model.predict_proba(features)[:, 1]
+        return proba

@@ -35,7 +35,7 @@ def _click_exceptions():
 
 # Typer's Abort (Ctrl-C at a prompt); recent Typer keeps it on the package, not beside the
 # vendored Click's other exceptions.
-_ABORT = getattr(typer, "Abort", None) or getattr(_click_exceptions(), "Abort")
+_ABORT = getattr(typer, "Abort", None) or _click_exceptions().Abort
 # Click >= 8.2 raises this for a group called without arguments (no_args_is_help); older Click
 # prints the help itself.
 _NO_ARGS_IS_HELP = getattr(_click_exceptions(), "NoArgsIsHelpError", None) or type("_NoSuchError", (Exception,), {})
@@ -154,7 +154,7 @@ def entry() -> None:
     then an exit without the interpreter's teardown.
 
     Once torch, scikit-learn, Opacus and matplotlib are loaded, the interpreter's shutdown spends
-    1.3-1.8 s (measured on a 2-core machine) tearing down modules that a finished process need
+    a noticeable time (docs/performance.md) tearing down modules that a finished process need
     not free. When the command has returned, everything it wrote is closed (artifacts are
     written atomically, :mod:`privaudit.files.atomic`), so the process runs its exit handlers, flushes
     its streams and leaves with :func:`os._exit`. Where another thread is still alive, the exit
@@ -173,8 +173,8 @@ def entry() -> None:
     In this process the cyclic garbage collector also does less needless work: the command's
     imports are kept out of its full passes (:func:`privaudit.core.timing.importing`), and its
     youngest generation is collected every 10,000 allocations instead of 700 (a training loop
-    allocates thousands of short-lived tensors that reference counting frees anyway). Measured
-    on the digits audit: 1.5-2.0 s of collection before, 0.4-0.5 s after.
+    allocates thousands of short-lived tensors that reference counting frees anyway;
+    docs/performance.md measures the gain).
     """
     from privaudit.core import timing
 

@@ -48,7 +48,7 @@ def attack_cmd(
                         seeds=seeds, data_dir=data_dir, download=download, device=device, workdir=workdir,
                         report=report, on_start=bars.start, on_epoch=bars.on_epoch, log=warn)
     if as_json:
-        emit_json(result.to_json())
+        emit_json(result.to_dict())
         return
     from privaudit.cli.summary import attack_summary_table
     from privaudit.pipeline.workspace import Workspace

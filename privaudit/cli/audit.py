@@ -9,22 +9,20 @@ import typer
 
 from privaudit.cli.callbacks import number
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, AugmentOpt, BatchSizeOpt, CanariesOpt, CpusPerJobOpt,
-                                   DataDirOpt, DatasetOpt, DefensesOpt, DeltaOpt, DeviceOpt, DownloadOpt, DryRunOpt,
-                                   EpochsOpt, ExecutorOpt, JsonOpt, KappasOpt, KnobsOpt, LrOpt, MaxGradNormOpt,
-                                   ModelArgOpt, ModelOpt, PartSizeOpt, PoolSizeOpt, PrecisionOpt, RayAddressOpt, SeedOpt,
-                                   SeedsOpt, ShadowDatasetOpt, SigmasOpt, TargetEpsilonsOpt, WeightDecayOpt, WidthOpt,
-                                   WorkdirOpt)
+from privaudit.api.recipe import Recipe
+from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, CpusPerJobOpt, DataDirOpt, DefensesOpt, DeviceOpt,
+                                   DownloadOpt, DryRunOpt, ExecutorOpt, JsonOpt, KappasOpt, KnobsOpt, PoolSizeOpt,
+                                   RayAddressOpt, SeedOpt, SeedsOpt, ShadowDatasetOpt, SigmasOpt, TargetEpsilonsOpt,
+                                   WorkdirOpt, recipe_options)
 from privaudit.cli.output import emit_json, err, info_console, show_plan
 from privaudit.cli.progress import training_progress
 from privaudit.core.defaults import DEFAULT_POOL_SIZE
 
 
 @handle_errors
+@recipe_options
 def audit_cmd(
-    model: ModelOpt = "mlp",
-    model_arg: ModelArgOpt = None,
-    dataset: DatasetOpt = "cifar10",
+    recipe: Recipe,
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     kappas: KappasOpt = None,
@@ -35,17 +33,6 @@ def audit_cmd(
     attacks: AttacksOpt = DEFAULT_ATTACKS,
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
     shadow_dataset: ShadowDatasetOpt = None,
-    max_grad_norm: MaxGradNormOpt = 1.0,
-    delta: DeltaOpt = 1e-5,
-    epochs: EpochsOpt = None,
-    batch_size: BatchSizeOpt = None,
-    lr: LrOpt = None,
-    weight_decay: WeightDecayOpt = None,
-    precision: PrecisionOpt = "fp32",
-    augment: AugmentOpt = "none",
-    width: WidthOpt = None,
-    part_size: PartSizeOpt = None,
-    canaries: CanariesOpt = None,
     seed: SeedOpt = 0,
     seeds: SeedsOpt = None,
     match_accuracy: Annotated[bool, typer.Option("--match-accuracy", help="For each DP-SGD setting, search the kappa at which MG noise reaches the same test accuracy (bracketing search on the first seed, each step a cached training run) and audit it besides the grid.")] = False,
@@ -65,14 +52,11 @@ def audit_cmd(
     from privaudit.core.hooks import AuditHooks
 
     with training_progress() as bars:
-        result = audit(model=model, dataset=dataset, data_dir=data_dir, download=download, kappas=kappas,
-                       sigmas=sigmas, target_epsilons=target_epsilons, defenses=defenses, knobs=knobs, attacks=attacks, pool_size=pool_size,
-                       shadow_dataset=shadow_dataset, max_grad_norm=max_grad_norm, delta=delta, epochs=epochs,
-                       batch_size=batch_size, lr=lr, weight_decay=weight_decay, precision=precision,
-                       augment=augment, width=width, part_size=part_size, seed=seed, seeds=seeds,
-                       model_args=model_arg, match_accuracy=match_accuracy, match_tolerance=match_tolerance,
-                       target_accuracies=target_accuracies, canaries=canaries,
-                       device=device, executor=executor, ray_address=ray_address, cpus_per_job=cpus_per_job,
+        result = audit(recipe, data_dir=data_dir, download=download, kappas=kappas, sigmas=sigmas,
+                       target_epsilons=target_epsilons, defenses=defenses, knobs=knobs, attacks=attacks,
+                       pool_size=pool_size, shadow_dataset=shadow_dataset, seed=seed, seeds=seeds,
+                       match_accuracy=match_accuracy, match_tolerance=match_tolerance,
+                       target_accuracies=target_accuracies, device=device, executor=executor, ray_address=ray_address, cpus_per_job=cpus_per_job,
                        workdir=workdir, dry_run=dry_run,
                        hooks=AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,
                                         on_job_done=bars.job_done, on_estimate=bars.estimate),
@@ -82,7 +66,7 @@ def audit_cmd(
         show_plan(result, as_json)
         return
     if as_json:
-        emit_json({**result.to_json(), "wall_seconds": wall})
+        emit_json({**result.to_dict(), "wall_seconds": wall})
         return
     from privaudit.cli.summary import at_accuracy_table, attack_summary_table, strongest_claim_lines, verdict_table
     from privaudit.core.timing import CLOCK
@@ -91,7 +75,7 @@ def audit_cmd(
     ws, attack_plan, rep_html, rep_csv = Workspace(result.workdir), result.attack_plan, result.report_path, result.csv_path
     console = info_console(as_json)
     console.print(attack_summary_table(ws, [(a.target, attack_plan.asked(a.metrics), a.extras) for a in result.attacks],
-                                       title=f"privaudit audit: {model} on {dataset}", summary=result.summary))
+                                       title=f"privaudit audit: {recipe.model} on {recipe.dataset}", summary=result.summary))
     for line in strongest_claim_lines(result.summary):
         console.print(line, markup=False, highlight=False)
     verdicts = verdict_table(result.summary)

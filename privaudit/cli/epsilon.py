@@ -35,7 +35,7 @@ def epsilon_cmd(
 
     doc = epsilon(defense=defense, batch_size=batch_size, dataset_size=dataset_size, epochs=epochs,
                   noise_multiplier=noise_multiplier, target_epsilon=target_epsilon, lr=lr, l2=l2,
-                  smoothness=smoothness, delta=delta).to_json()
+                  smoothness=smoothness, delta=delta).to_dict()
     if as_json:
         emit_json(doc)
         return

@@ -188,3 +188,53 @@ SigmasOpt = Annotated[Optional[str], option("sigmas")]
 TargetEpsilonsOpt = Annotated[Optional[str], option("target-epsilons")]
 DefensesOpt = Annotated[Optional[str], option("defenses")]
 KnobsOpt = Annotated[Optional[list[str]], option("knobs")]
+
+
+# -- the training recipe, one option group -------------------------------------------------
+
+#: the recipe options every training command shares (``train``, ``audit``), in ``--help``'s
+#: order: (parameter, its option, its default); each is a field of
+#: :class:`privaudit.api.recipe.Recipe` (``model_arg`` its ``model_args``).
+RECIPE_OPTIONS = (
+    ("model", ModelOpt, "mlp"),
+    ("model_arg", ModelArgOpt, None),
+    ("dataset", DatasetOpt, "cifar10"),
+    ("epochs", EpochsOpt, None),
+    ("batch_size", BatchSizeOpt, None),
+    ("lr", LrOpt, None),
+    ("weight_decay", WeightDecayOpt, None),
+    ("precision", PrecisionOpt, "fp32"),
+    ("augment", AugmentOpt, "none"),
+    ("width", WidthOpt, None),
+    ("part_size", PartSizeOpt, None),
+    ("canaries", CanariesOpt, None),
+    ("max_grad_norm", MaxGradNormOpt, 1.0),
+    ("delta", DeltaOpt, 1e-5),
+)
+
+
+def recipe_options(command):
+    """Give ``command`` the recipe options (:data:`RECIPE_OPTIONS`) in place of its ``recipe``
+    parameter, and call it with the :class:`~privaudit.api.recipe.Recipe` they make: the
+    recipe is built once, here, and passed to the API whole."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(command, eval_str=True)
+    own = list(signature.parameters.values())
+    at = [p.name for p in own].index("recipe")
+    shared = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation, default=default)
+              for name, annotation, default in RECIPE_OPTIONS]
+    merged = signature.replace(parameters=own[:at] + shared + own[at + 1:])
+
+    @functools.wraps(command)
+    def with_recipe(**values):
+        from privaudit.api.recipe import Recipe
+
+        fields = {name: values.pop(name) for name, _, _ in RECIPE_OPTIONS}
+        fields["model_args"] = fields.pop("model_arg")
+        return command(recipe=Recipe(**fields), **values)
+
+    with_recipe.__signature__ = merged  # type: ignore[attr-defined]
+    with_recipe.__annotations__ = {p.name: p.annotation for p in merged.parameters.values()}
+    return with_recipe

@@ -38,7 +38,7 @@ def emit_json(document: dict) -> None:
 def show_plan(plan, as_json: bool) -> None:
     """Print a ``--dry-run``'s plan: its table and estimate, or its JSON."""
     if as_json:
-        emit_json(plan.to_json())
+        emit_json(plan.to_dict())
         return
     from privaudit.cli.summary import plan_table
 

@@ -14,7 +14,7 @@ def report_cmd(workdir: WorkdirOpt = ".", as_json: JsonOpt = False) -> None:
 
     result = report(workdir=workdir, log=warn)  # a mistyped --workdir is an error, not an empty report
     if as_json:
-        emit_json(result.to_json())
+        emit_json(result.to_dict())
         return
     from privaudit.cli.summary import strongest_claim_lines, verdict_table
 

@@ -39,7 +39,7 @@ def scan_cmd(
 
     report = scan(input_path, out=out, delta=delta, folds=folds, seed=seed, command=_command("scan"))
     if as_json:
-        emit_json(report.to_json())
+        emit_json(report.to_dict())
         return
     _print_scan(report)
 
@@ -79,7 +79,7 @@ def export_cmd(
 
     result = export_logits(target, out=out, pool_size=pool_size, data_dir=data_dir, device=device, workdir=workdir)
     if as_json:
-        emit_json(result.to_json())
+        emit_json(result.to_dict())
         return
     info_console(as_json).print(f"wrote {result.path}: " + ", ".join(f"{k} {v}" for k, v in result.shapes.items()))
 
@@ -122,7 +122,7 @@ def audit_model_cmd(
                              delta=delta, device=device, workdir=workdir, out=out, command=_command("audit-model"),
                              on_start=bars.start, on_epoch=bars.on_epoch)
     if as_json:
-        emit_json(result.to_json())
+        emit_json(result.to_dict())
         return
     match = result.references
 

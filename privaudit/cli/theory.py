@@ -33,7 +33,7 @@ def _run(experiment: str, seed: int, workdir, as_json: bool, **options) -> None:
     result = theory(experiment, seed=seed, workdir=workdir, log=warn,
                     progress=lambda name, s: console.print(f"{name}: {s:.1f} s"), **options)
     if as_json:
-        emit_json(result.to_json())
+        emit_json(result.to_dict())
         return
     console.print(f"{result.headline}\npage: {result.page_path}", soft_wrap=True)
 

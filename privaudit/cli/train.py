@@ -7,19 +7,17 @@ from typing import Annotated
 import typer
 
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (AugmentOpt, BatchSizeOpt, CanariesOpt, DataDirOpt, DatasetOpt, DefenseOpt, DeltaOpt,
-                                   DeviceOpt, DownloadOpt, DryRunOpt, EpochsOpt, JsonOpt, KappaOpt, KnobOpt, LrOpt,
-                                   MaxGradNormOpt, ModelArgOpt, ModelOpt, PartSizeOpt, PrecisionOpt, SeedOpt, SeedsOpt,
-                                   SigmaOpt, TargetEpsilonOpt, WeightDecayOpt, WidthOpt, WorkdirOpt)
+from privaudit.api.recipe import Recipe
+from privaudit.cli.options import (DataDirOpt, DefenseOpt, DeviceOpt, DownloadOpt, DryRunOpt, JsonOpt, KappaOpt, KnobOpt,
+                                   SeedOpt, SeedsOpt, SigmaOpt, TargetEpsilonOpt, WorkdirOpt, recipe_options)
 from privaudit.cli.output import emit_json, err, fmt, info_console, show_plan
 from privaudit.cli.progress import training_progress
 
 
 @handle_errors
+@recipe_options
 def train_cmd(
-    model: ModelOpt = "mlp",
-    model_arg: ModelArgOpt = None,
-    dataset: DatasetOpt = "cifar10",
+    recipe: Recipe,
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     kappa: KappaOpt = 0.0,
@@ -28,17 +26,6 @@ def train_cmd(
     knob: KnobOpt = None,
     noise_multiplier: SigmaOpt = None,
     target_epsilon: TargetEpsilonOpt = None,
-    max_grad_norm: MaxGradNormOpt = 1.0,
-    delta: DeltaOpt = 1e-5,
-    epochs: EpochsOpt = None,
-    batch_size: BatchSizeOpt = None,
-    lr: LrOpt = None,
-    weight_decay: WeightDecayOpt = None,
-    precision: PrecisionOpt = "fp32",
-    augment: AugmentOpt = "none",
-    width: WidthOpt = None,
-    part_size: PartSizeOpt = None,
-    canaries: CanariesOpt = None,
     seed: SeedOpt = 0,
     seeds: SeedsOpt = None,
     device: DeviceOpt = "auto",
@@ -50,18 +37,15 @@ def train_cmd(
     from privaudit.api.train import train
 
     with training_progress() as bars:
-        result = train(model=model, dataset=dataset, data_dir=data_dir, download=download, kappa=kappa, dp=dp,
-                       defense=defense, knob=knob, canaries=canaries, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
-                       max_grad_norm=max_grad_norm, delta=delta, epochs=epochs, batch_size=batch_size, lr=lr,
-                       weight_decay=weight_decay, precision=precision, augment=augment, width=width,
-                       part_size=part_size, seed=seed, seeds=seeds, model_args=model_arg, device=device,
-                       workdir=workdir, on_start=bars.start, on_epoch=bars.on_epoch, dry_run=dry_run,
+        result = train(recipe, data_dir=data_dir, download=download, kappa=kappa, dp=dp, defense=defense, knob=knob,
+                       noise_multiplier=noise_multiplier, target_epsilon=target_epsilon, seed=seed, seeds=seeds,
+                       device=device, workdir=workdir, on_start=bars.start, on_epoch=bars.on_epoch, dry_run=dry_run,
                        log=lambda line: err.print(line, highlight=False, markup=False))
     if dry_run:
         show_plan(result, as_json)
         return
     if as_json:
-        emit_json(result.to_json())
+        emit_json(result.to_dict())
         return
     cfgs, done = result.configs, result.runs
     from rich.table import Table

@@ -30,7 +30,7 @@ ROLES = ("target", "shadow", "reference", "canary")
 PRECISIONS = ("fp32", "bf16")
 AUGMENTS = ("none", "flip")  # privaudit.training.augment
 FLIP_DATASETS = ("cifar10", "cifar100")  # natural images, mirror-symmetric classes (and the user's own)
-CONFIG_SCHEMA = 1
+CONFIG_SCHEMA = 2  # 2: the defence as (name, knob, params); schema 1 configs are migrated on reading
 
 # Dataset-specific defaults used when a setting is not given.
 # CIFAR-10's (the paper's) serve every dataset of 40,000 images or more; the user's own data
@@ -130,45 +130,149 @@ class ModelConfig:
     args: str = ""
 
 
-@dataclass(frozen=True)
-class DefenceConfig:
-    """The defence applied while training.
+#: the defence names that train with differential privacy (``mg+dpsgd``: DP-SGD on MG-masked inputs)
+DP_NAMES = ("dpsgd", "noisycgd", "mg+dpsgd")
 
-    kappa: std of the multiplicative Gaussian input mask N(1, kappa^2) (0 = none).
-    dp: train with differential privacy, by ``mechanism``.
-    mechanism: ``dpsgd`` (Poisson sampling, per-sample clipping, noise every step) or
-        ``noisycgd`` (fixed cyclic batches, hidden-state accounting; ``convex-relu`` only).
-    noise_multiplier: sigma; when None it is calibrated to ``target_epsilon``.
-    target_epsilon: the epsilon the calibrated sigma must not exceed at ``delta``.
+
+@dataclass(frozen=True)
+class DPParams:
+    """The parameters of a defence besides its knob: differential privacy's, and MG noise's κ
+    when it is combined with DP-SGD.
+
+    target_epsilon: the ε the calibrated σ must not exceed at ``delta``; given instead of σ
+        (the DP defence's knob is then 0 until training calibrates it).
     max_grad_norm: per-sample clipping norm C.
-    delta: the delta at which epsilon is reported.
-    method: any other defence of :mod:`privaudit.defenses` by name (``label-smoothing``,
-        ``mixup``, ``top-k``, ...; empty: none), set by ``knob``. One defence a model: a
-        method trains without MG noise and DP.
-    knob: the method's setting (its α, β, p, λ, k, ...; 0 for none or a knob-less one).
+    delta: the δ at which ε is reported and calibrated.
+    mechanism: the recipe's DP mechanism, ``dpsgd`` (Poisson sampling, per-sample clipping,
+        noise every step) or ``noisycgd`` (fixed cyclic batches, hidden-state accounting;
+        ``convex-relu`` only). A DP defence's name is its mechanism; an undefended
+        ``convex-relu`` recipe keeps ``noisycgd`` here, the mechanism its DP twin uses.
+    kappa: MG noise's κ in the one combined defence, ``mg+dpsgd`` (0 in every other).
+
+    C and δ are recipe values: every model of an audit carries the same ones, DP or not.
     """
 
-    kappa: float = 0.0
-    dp: bool = False
-    noise_multiplier: float | None = None
     target_epsilon: float | None = None
     max_grad_norm: float = 1.0
     delta: float = 1e-5
     mechanism: str = "dpsgd"
-    method: str = ""
-    knob: float = 0.0
+    kappa: float = 0.0
 
     def __post_init__(self) -> None:
-        _floats(self, "kappa", "noise_multiplier", "target_epsilon", "max_grad_norm", "delta", "knob")
+        _floats(self, "target_epsilon", "max_grad_norm", "delta", "kappa")
+
+
+@dataclass(frozen=True)
+class DefenceConfig:
+    """The defence applied while training (or at release), one shape for all: ``name`` and
+    ``knob``, with the DP parameters in ``params``.
+
+    name: ``none``, a defence of :mod:`privaudit.defenses` (``mg``, ``dpsgd``, ``noisycgd``,
+        ``label-smoothing``, ``mixup``, ``top-k``, ...), or ``mg+dpsgd`` (DP-SGD on inputs
+        under MG noise, whose κ is ``params.kappa``).
+    knob: the defence's one setting: κ for ``mg``, σ (the noise multiplier) for the DP
+        defences (0 while σ is calibrated to ``params.target_epsilon``), α, β, p, λ, k, ...
+        for the others; 0 for ``none`` and the knob-less ones.
+    params: :class:`DPParams`.
+
+    The read-only properties below (``kappa``, ``dp``, ``noise_multiplier``, ...) are what the
+    training engines ask of a defence; they are derived, never stored twice.
+    """
+
+    name: str = "none"
+    knob: float = 0.0
+    params: DPParams = field(default_factory=DPParams)
+
+    def __post_init__(self) -> None:
+        _floats(self, "knob")
+
+    # -- what the engines read ------------------------------------------------------------
+    @property
+    def dp(self) -> bool:
+        """Whether the model trains with differential privacy."""
+        return self.name in DP_NAMES
 
     @property
-    def name(self) -> str:
-        """``none``, ``mg``, ``dpsgd``, ``mg+dpsgd``, ``noisycgd``, or the method's name."""
-        if self.method:
-            return self.method
-        parts = (["mg"] if self.kappa > 0 else []) + ([self.mechanism] if self.dp else [])
-        return "+".join(parts) or "none"
+    def kappa(self) -> float:
+        """The std κ of the multiplicative Gaussian input mask N(1, κ²) (0: no mask)."""
+        return self.knob if self.name == "mg" else self.params.kappa if self.name == "mg+dpsgd" else 0.0
 
+    @property
+    def noise_multiplier(self) -> float | None:
+        """σ of a DP defence given as σ; None when calibrated to a target ε or not DP."""
+        return self.knob if self.dp and self.params.target_epsilon is None else None
+
+    @property
+    def target_epsilon(self) -> float | None:
+        return self.params.target_epsilon if self.dp else None
+
+    @property
+    def max_grad_norm(self) -> float:
+        return self.params.max_grad_norm
+
+    @property
+    def delta(self) -> float:
+        return self.params.delta
+
+    @property
+    def mechanism(self) -> str:
+        return self.params.mechanism
+
+    @property
+    def method(self) -> str:
+        """The :mod:`privaudit.defenses` defence that is neither MG noise nor DP ('' for those)."""
+        return "" if self.name == "none" or self.name == "mg" or self.dp else self.name
+
+    # -- building ---------------------------------------------------------------------------
+    def with_setting(self, name: str, knob: float = 0.0, *, target_epsilon: float | None = None,
+                     kappa: float = 0.0) -> "DefenceConfig":
+        """Another defence with the same recipe parameters (C, δ, mechanism): ``name`` at
+        ``knob`` (a DP defence: σ, or 0 with ``target_epsilon``; ``mg+dpsgd``: σ, with MG
+        noise's ``kappa``)."""
+        mechanism = name.removeprefix("mg+") if name in DP_NAMES else self.params.mechanism
+        return DefenceConfig(name=name, knob=float(knob),
+                             params=replace(self.params, target_epsilon=target_epsilon, mechanism=mechanism,
+                                            kappa=float(kappa)))
+
+    @property
+    def undefended(self) -> "DefenceConfig":
+        """No defence, the same recipe parameters."""
+        return self.with_setting("none")
+
+    @classmethod
+    def from_fields(cls, *, kappa: float = 0.0, dp: bool = False, noise_multiplier: float | None = None,
+                    target_epsilon: float | None = None, max_grad_norm: float = 1.0, delta: float = 1e-5,
+                    mechanism: str = "dpsgd", method: str = "", knob: float = 0.0) -> "DefenceConfig":
+        """The defence of schema 1's fields (MG noise and DP as fields of their own, every
+        other defence as ``method`` and ``knob``): the migration of configs written before
+        schema 2. Settings that schema 1 could write but never validated (σ without DP) are
+        kept where they can be, and refused by :meth:`RunConfig.validated`."""
+        params = DPParams(target_epsilon=target_epsilon, max_grad_norm=max_grad_norm, delta=delta,
+                          mechanism=mechanism, kappa=kappa if dp and not method else 0.0)
+        if method:
+            if kappa or dp or noise_multiplier is not None or target_epsilon is not None:
+                raise ConfigError(f"one defence a model: {method} trains without MG noise and DP "
+                                  f"(got kappa {kappa:g}{', dp' if dp else ''})")
+            return cls(name=method, knob=knob, params=params)
+        if knob:
+            raise ConfigError("a defence knob needs its defence (--defense NAME)")
+        if dp:
+            if (noise_multiplier is None) == (target_epsilon is None):
+                raise ConfigError("--dp needs exactly one of --sigma or --target-epsilon")
+            name = ("mg+" if kappa else "") + mechanism
+            return cls(name=name, knob=0.0 if noise_multiplier is None else noise_multiplier, params=params)
+        if noise_multiplier is not None or target_epsilon is not None:
+            raise ConfigError("--sigma and --target-epsilon need --dp")
+        return cls(name="mg" if kappa else "none", knob=kappa, params=params)
+
+    def fields_v1(self) -> dict[str, Any]:
+        """The defence as schema 1 wrote it (the inverse of :meth:`from_fields`): the form the
+        config hash is computed from, so that a model keeps its name across schemas."""
+        return {"kappa": self.kappa, "dp": self.dp, "noise_multiplier": self.noise_multiplier,
+                "target_epsilon": self.target_epsilon, "max_grad_norm": self.max_grad_norm, "delta": self.delta,
+                "mechanism": self.mechanism, "method": self.method, "knob": self.knob if self.method else 0.0}
+
+    # -- names ------------------------------------------------------------------------------
     @property
     def label(self) -> str:
         """Short readable label used in folder names, e.g. ``k0.5``, ``dp-s1`` or ``ls0.1``."""
@@ -223,11 +327,18 @@ class RunConfig:
 
     # -- identity -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every setting. Fields added after schema 1 (the pool fields, the
-        training precision, the augmentation) are left out at their default, so configs that
-        do not use them
-        keep their hash and name."""
-        raw = {"schema": CONFIG_SCHEMA, **asdict(self)}
+        """Plain dict of every setting, as ``config.json`` holds it (schema 2: the defence as
+        ``name``, ``knob`` and ``params``)."""
+        return {"schema": CONFIG_SCHEMA, **asdict(self)}
+
+    def hash_dict(self) -> dict[str, Any]:
+        """The settings in schema 1's form, which the config hash is computed from: MG noise and
+        DP as fields of the defence, and the fields added after schema 1 (the pool fields, the
+        fingerprint, the canaries, the model's arguments, the precision, the augmentation, the
+        mechanism, a method and its knob) left out at their default, so that every model
+        trained since schema 1 keeps its hash and its folder."""
+        raw = {"schema": 1, **asdict(self)}
+        raw["defence"] = self.defence.fields_v1()
         for section, key, default in (("data", "pool_size", 0), ("data", "pool_index", 0), ("data", "fingerprint", ""),
                                       ("data", "canaries", ""),
                                       ("model", "args", ""),
@@ -240,13 +351,20 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "RunConfig":
-        """Rebuild a config saved by :meth:`to_dict`; unknown or missing keys are an error."""
+        """Rebuild a config saved by :meth:`to_dict` (schema 2) or by a release before it
+        (schema 1, migrated by :meth:`DefenceConfig.from_fields`); unknown or missing keys are
+        an error."""
         try:
-            if raw.get("schema") != CONFIG_SCHEMA:
-                raise ConfigError(f"unsupported config schema {raw.get('schema')!r}")
-            kwargs: dict[str, Any] = {}
-            for key, sub in (("data", DataConfig), ("model", ModelConfig),
-                             ("defence", DefenceConfig), ("train", TrainConfig)):
+            schema = raw.get("schema")
+            if schema not in (1, CONFIG_SCHEMA):
+                raise ConfigError(f"unsupported config schema {schema!r}")
+            defence = dict(raw["defence"])
+            if schema == 1:
+                kwargs: dict[str, Any] = {"defence": DefenceConfig.from_fields(**defence)}
+            else:
+                params = DPParams(**defence.pop("params"))
+                kwargs = {"defence": DefenceConfig(**defence, params=params)}
+            for key, sub in (("data", DataConfig), ("model", ModelConfig), ("train", TrainConfig)):
                 kwargs[key] = sub(**raw[key])
             kwargs["role"] = raw["role"]
             kwargs["seed"] = raw["seed"]
@@ -257,7 +375,7 @@ class RunConfig:
     @property
     def config_hash(self) -> str:
         """First 10 hex digits of the SHA-256 of the canonical JSON of the config."""
-        canon = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        canon = json.dumps(self.hash_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()[:10]
 
     @property
@@ -271,7 +389,7 @@ class RunConfig:
     def with_epochs(self, epochs: int) -> "RunConfig":
         """The same recipe trained for ``epochs`` (early stopping's knob follows: it is the
         epochs)."""
-        defence = replace(self.defence, knob=float(epochs)) if self.defence.method == "early-stopping" else self.defence
+        defence = replace(self.defence, knob=float(epochs)) if self.defence.name == "early-stopping" else self.defence
         return replace(self, train=replace(self.train, epochs=epochs), defence=defence)
 
     def as_shadow(self) -> "RunConfig":
@@ -304,7 +422,7 @@ class RunConfig:
 
         if get(self.defence.method).side != OUTPUT:
             return self
-        return replace(self, defence=replace(self.defence, method="", knob=0.0))
+        return replace(self, defence=self.defence.undefended)
 
     # -- validation -----------------------------------------------------------------------
     def validated(self) -> "RunConfig":
@@ -341,31 +459,12 @@ class RunConfig:
                      f"pool index {d.pool_index} outside the pool of {d.pool_size}")
         elif d.pool_size or d.pool_index:
             raise ConfigError("pool_size and pool_index are for reference models only")
-        _require(_finite_number(f.kappa) and f.kappa >= 0, f"--kappa must be >= 0 (got {f.kappa})")
         _require(_finite_number(f.delta) and 0 < f.delta < 1, f"--delta must lie in (0, 1) (got {f.delta})")
         _require(_finite_number(f.max_grad_norm) and f.max_grad_norm > 0,
                  f"--max-grad-norm must be > 0 (got {f.max_grad_norm})")
-        if f.method:
-            _check_method(self)
-        elif f.knob != 0:
-            raise ConfigError("a defence knob needs its defence (--defense NAME)")
         if f.mechanism not in MECHANISMS:
             raise ConfigError(f"unknown DP mechanism {f.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
-        if f.dp and f.mechanism == "noisycgd" and m.name != "convex-relu":  # before the noise: more fundamental
-            raise ConfigError("NoisyCGD's hidden-state bound needs the strongly convex --model convex-relu")
-        if f.dp and f.mechanism != "noisycgd" and m.name == "convex-relu":
-            raise ConfigError("convex-relu's DP training is NoisyCGD: use --defense noisycgd")
-        if f.dp:
-            if (f.noise_multiplier is None) == (f.target_epsilon is None):
-                raise ConfigError("--dp needs exactly one of --sigma or --target-epsilon")
-            if f.noise_multiplier is not None:
-                _require(_finite_number(f.noise_multiplier) and f.noise_multiplier > 0,
-                         f"--sigma must be > 0 (got {f.noise_multiplier})")
-            if f.target_epsilon is not None:
-                _require(_finite_number(f.target_epsilon) and f.target_epsilon > 0,
-                         f"--target-epsilon must be > 0 (got {f.target_epsilon})")
-        elif f.noise_multiplier is not None or f.target_epsilon is not None:
-            raise ConfigError("--sigma and --target-epsilon need --dp")
+        _check_defence(self)
         _require(isinstance(t.epochs, int) and t.epochs >= 1, f"--epochs must be >= 1 (got {t.epochs})")
         _require(isinstance(t.batch_size, int) and t.batch_size >= 1,
                  f"--batch-size must be >= 1 (got {t.batch_size})")
@@ -373,9 +472,6 @@ class RunConfig:
         _require(_finite_number(t.weight_decay) and t.weight_decay >= 0,
                  f"--weight-decay must be >= 0 (got {t.weight_decay})")
         if m.name == "convex-relu":
-            if f.kappa > 0:
-                raise ConfigError("convex-relu trains by (noisy) cyclic gradient descent; MG noise (--kappa) "
-                                  "is for mlp and the CNNs")
             _require(t.batch_size <= d.part_size,
                      f"--batch-size {t.batch_size} exceeds the {d.part_size} training samples (--part-size)")
             if f.dp:
@@ -415,23 +511,51 @@ def parse_canaries(spec: str) -> tuple[str, int]:
     return kind, n
 
 
-def _check_method(cfg: RunConfig) -> None:
-    """A config whose defence is a :mod:`privaudit.defenses` method: a known one, its knob in
-    range, alone (no MG noise, no DP), and what the defence itself asks of the recipe."""
-    from privaudit.defenses import FIELD_DEFENSES, get
+def _check_defence(cfg: RunConfig) -> None:
+    """A config's defence: a known name, its knob in that defence's range (the one range of
+    :mod:`privaudit.defenses`), DP's parameters only where DP trains, and what the defence
+    asks of the recipe (NoisyCGD needs ``convex-relu``, which trains by cyclic gradient
+    descent: neither MG noise nor DP-SGD nor a training-side method)."""
+    from privaudit.defenses import get
 
-    f = cfg.defence
-    defense = get(f.method)
-    if defense.name in FIELD_DEFENSES:
-        raise ConfigError(f"{defense.name} is set by its own fields (kappa, dp), not as a method")
-    defense.check_knob(f.knob)
-    if f.kappa > 0 or f.dp:
-        raise ConfigError(f"one defence a model: {defense.name} trains without MG noise and DP "
-                          f"(got kappa {f.kappa:g}{', dp' if f.dp else ''})")
-    if cfg.model.name == "convex-relu" and defense.side == "training":
-        raise ConfigError(f"convex-relu trains by (noisy) cyclic gradient descent; {defense.name} is for mlp and the "
-                          "CNNs (and your own models)")
-    defense.validate(cfg)
+    f, model = cfg.defence, cfg.model.name
+    p = f.params
+    if f.name == "none":
+        if f.knob != 0:
+            raise ConfigError("a defence knob needs its defence (--defense NAME)")
+    elif f.name not in DP_NAMES:
+        get(f.name)  # a known defence, or a one-line error listing them
+    if p.kappa and f.name != "mg+dpsgd":
+        raise ConfigError("MG noise's kappa among the DP parameters is for mg+dpsgd only")
+    if p.target_epsilon is not None and not f.dp:
+        raise ConfigError("--sigma and --target-epsilon need --dp")
+    if f.kappa and model == "convex-relu":
+        raise ConfigError("convex-relu trains by (noisy) cyclic gradient descent; MG noise (--kappa) "
+                          "is for mlp and the CNNs")
+    if f.name == "mg":
+        get("mg").check_knob(f.knob)
+    if f.dp:
+        if f.mechanism != f.name.removeprefix("mg+"):
+            raise ConfigError(f"defence {f.name} with DP mechanism {f.mechanism}: the two must agree")
+        if f.mechanism == "noisycgd" and model != "convex-relu":  # before the noise: more fundamental
+            raise ConfigError("NoisyCGD's hidden-state bound needs the strongly convex --model convex-relu")
+        if f.mechanism != "noisycgd" and model == "convex-relu":
+            raise ConfigError("convex-relu's DP training is NoisyCGD: use --defense noisycgd")
+        if f.name == "mg+dpsgd":
+            get("mg").check_knob(p.kappa)
+        if p.target_epsilon is None:
+            get(f.mechanism).check_knob(f.knob)
+        else:
+            _require(f.knob == 0, "--dp needs exactly one of --sigma or --target-epsilon")
+            _require(_finite_number(p.target_epsilon) and p.target_epsilon > 0,
+                     f"--target-epsilon must be > 0 (got {p.target_epsilon})")
+    elif f.method:
+        defense = get(f.method)
+        defense.check_knob(f.knob)
+        if model == "convex-relu" and defense.side == "training":
+            raise ConfigError(f"convex-relu trains by (noisy) cyclic gradient descent; {defense.name} is for mlp "
+                              "and the CNNs (and your own models)")
+        defense.validate(cfg)
 
 
 def _floats(obj: Any, *names: str) -> None:
@@ -488,24 +612,38 @@ def make_config(
     ``dataset_size``: :meth:`privaudit.pipeline.runs.DataCache.config_kwargs` gives both. The user's
     own architecture takes ``model_args`` (JSON values) and no ``width``.
 
-    ``defense`` names a :mod:`privaudit.defenses` method and ``knob`` its setting (MG noise
-    and DP keep their own arguments); a setting the defence sets itself (early stopping's
-    epochs, weight decay's λ) fills the argument when it is None, and must agree with it
-    otherwise."""
-    method, knob_value = "", 0.0
+    ``defense`` names any defence of :mod:`privaudit.defenses` (``mg``, ``dpsgd``,
+    ``noisycgd`` included) and ``knob`` its setting; a DP defence takes ``target_epsilon``
+    instead of a knob. ``kappa``, ``dp`` and ``noise_multiplier`` are the older spelling of MG
+    noise and DP (and the only one of their combination, DP-SGD on MG-masked inputs). A
+    setting the defence sets itself (early stopping's epochs, weight decay's λ) fills the
+    argument when it is None, and must agree with it otherwise."""
+    mechanism = mechanism or ("noisycgd" if model == "convex-relu" else "dpsgd")
+    params = DPParams(max_grad_norm=float(max_grad_norm), delta=float(delta), mechanism=mechanism)
     if defense is not None:
-        from privaudit.defenses import FIELD_DEFENSES, get
+        from privaudit.defenses import get
 
         chosen = get(defense)
-        if chosen.name in FIELD_DEFENSES:
-            raise ConfigError(f"{chosen.name} is set with its own arguments (kappa, dp, noise_multiplier)")
-        knob_value = chosen.check_knob(knob)
-        sets = chosen.config_kwargs(knob_value)
-        method = sets.pop("method")
+        if kappa or dp or noise_multiplier is not None:
+            raise ConfigError(f"one defence a model: --defense {chosen.name} trains without --kappa and --dp (MG "
+                              "noise under DP-SGD is --kappa with --dp)")
+        dp_defence = chosen.name in DP_NAMES
+        knob_value = 0.0 if dp_defence and knob is None and target_epsilon is not None else chosen.check_knob(knob)
+        if dp_defence and knob is not None and target_epsilon is not None:
+            raise ConfigError("--dp needs exactly one of --sigma or --target-epsilon")
+        if target_epsilon is not None and not dp_defence:
+            raise ConfigError("--sigma and --target-epsilon need --dp")
+        sets = chosen.recipe_fields(knob_value)
         epochs = sets.get("epochs", epochs) if epochs is None else epochs
         weight_decay = sets.get("weight_decay", weight_decay) if weight_decay is None else weight_decay
+        defence = DefenceConfig(params=params).with_setting(
+            chosen.name, knob_value, target_epsilon=None if target_epsilon is None else float(target_epsilon))
     elif knob is not None:
         raise ConfigError("--knob needs --defense NAME")
+    else:
+        defence = DefenceConfig.from_fields(kappa=float(kappa), dp=dp, noise_multiplier=noise_multiplier,
+                                            target_epsilon=target_epsilon, max_grad_norm=float(max_grad_norm),
+                                            delta=float(delta), mechanism=mechanism)
     custom = is_custom_dataset(dataset)
     if not custom and dataset not in DATASET_DEFAULTS:
         raise ConfigError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}, npz:PATH or "
@@ -516,7 +654,6 @@ def make_config(
         defaults["part_size"] = max(2, min(defaults["part_size"], dataset_size // 4))
     if model == "convex-relu":
         defaults.update(CONVEX_DEFAULTS.get(dataset, CONVEX_DEFAULTS["cifar10"]))
-    mechanism = mechanism or ("noisycgd" if model == "convex-relu" else "dpsgd")
     if is_custom_model(model):
         if width is not None:
             raise ConfigError("--width is for the built-in models: give your model's own sizes with --model-arg")
@@ -532,11 +669,7 @@ def make_config(
                         seed=seed, fingerprint=fingerprint, canaries=canaries or ""),
         model=ModelConfig(name=model, width=width,
                           args=json.dumps(model_args, sort_keys=True, separators=(",", ":")) if model_args else ""),
-        defence=DefenceConfig(kappa=float(kappa), dp=dp,
-                              noise_multiplier=None if noise_multiplier is None else float(noise_multiplier),
-                              target_epsilon=None if target_epsilon is None else float(target_epsilon),
-                              max_grad_norm=float(max_grad_norm), delta=float(delta), mechanism=mechanism,
-                              method=method, knob=float(knob_value)),
+        defence=defence,
         train=TrainConfig(epochs=defaults["epochs"] if epochs is None else epochs,
                           batch_size=defaults["batch_size"] if batch_size is None else batch_size,
                           lr=float(lr),

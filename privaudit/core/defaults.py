@@ -17,9 +17,8 @@ CUSTOM_DATASET_PREFIXES = ("npz:", "folder:")
 CUSTOM_MODEL_PREFIXES = ("torchvision:", "module:")
 
 # ``privaudit audit``'s default grids (besides the undefended baseline). On CIFAR-10 the κ grid
-# reaches the accuracy of the lowest DP-SGD row: measured on the MLP (parts of 10,520, 30
-# epochs, 3 seeds), DP-SGD at σ = 2 gives 0.344 and MG noise falls to 0.340 at κ = 5.19, so the
-# two accuracy ranges overlap over the whole DP-SGD range.
+# reaches the accuracy of the lowest DP-SGD row, so that the two accuracy ranges overlap over
+# the whole DP-SGD range (docs/performance.md).
 # Hidden units of each model's dense layer when --width is not given (docs/methods.md A.3):
 # the mlp's one hidden layer, the Standard CNN's tanh layer (n_hidden = 100 in the MG-noise
 # paper's attack pipeline), the improved CNNs' ReLU layer (256 in the three-block variant of
@@ -32,10 +31,8 @@ DEFAULT_SIGMAS = (0.5, 1.0, 2.0)
 
 # Attacks the command line can ask for, and the reference-pool size of lira, rmia and the
 # many-shadow attack: the fewest references at which the best attack (LiRA with shrunk
-# variances) reached 80 % of LiRA's TPR at 0.1 % FPR with 63-64 references, measured leave-one-out
-# over one pool of 65 CIFAR-10 models (parts of 5,000): MLP 40 % at 4, 62 % at 8, 84 % at 16, 96 % at 32;
-# Standard CNN 48 %, 72 %, 94 %, 108 %
-# (benchmarks/bench_few_refs.py; docs/performance.md).
+# variances) reaches 80 % of LiRA's TPR at 0.1 % FPR with 63-64 references, on both the MLP and
+# the Standard CNN (benchmarks/bench_few_refs.py; docs/performance.md).
 ATTACK_CHOICES = ("shadow", "loss", "lira", "rmia", "quantile", "one-run", "label-only", "all")
 DEFAULT_POOL_SIZE = 16
 

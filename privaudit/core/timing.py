@@ -85,8 +85,8 @@ def importing() -> Iterator[None]:
 
     In the command's own process (:data:`FREEZE_IMPORTS`), what the imports created is then
     moved out of the cyclic garbage collector's reach (:func:`gc.freeze`): torch, scikit-learn
-    and Opacus leave ~480,000 objects that every full collection would walk again, never to
-    free them (measured on the digits audit: 1.5-2.0 s of collection, 1.0-1.3 s after)."""
+    and Opacus leave hundreds of thousands of objects that every full collection would walk
+    again, never to free them (docs/performance.md)."""
     import gc
 
     with phase("import"):

@@ -1,7 +1,7 @@
 """Decode a dataset once: a checksummed uint8 array cache, memory-mapped on later runs.
 
-Reading CIFAR-10 means unpickling six batches and concatenating 184 MB (about 0.7 s on these
-machines, every run). The first run writes the decoded arrays as ``x.npy`` and ``y.npy``
+Reading CIFAR-10 means unpickling six batches and concatenating 184 MB, on every run
+(docs/performance.md). The first run writes the decoded arrays as ``x.npy`` and ``y.npy``
 with ``meta.json`` (shapes, class count, the SHA-256 of both files) under the cache folder
 (``$PRIVAUDIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/privaudit``, else ``~/.cache/privaudit``),
 in a sub-folder named after the dataset and a signature of its source files (name, size and
@@ -22,12 +22,15 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from privaudit.errors import DataError, brief
 from privaudit.files.atomic import shared_mode
+
+if TYPE_CHECKING:
+    from privaudit.data.images import ImageData
 
 CACHE_ENV = "PRIVAUDIT_CACHE_DIR"
 SCHEMA = 1
@@ -62,7 +65,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def cached(name: str, files: list[Path], decode: Callable[[], "ImageData"]) -> "ImageData":  # noqa: F821
+def cached(name: str, files: list[Path], decode: Callable[[], ImageData]) -> ImageData:
     """``decode()``'s data, from the cache when it holds them for exactly these ``files``."""
     root = cache_root()
     if root is None:

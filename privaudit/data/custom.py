@@ -25,13 +25,8 @@ import numpy as np
 from privaudit.errors import DataError, brief
 from privaudit.files.npfiles import npz_member, open_npz
 
-PREFIXES = ("npz:", "folder:")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 CHUNK = 1 << 20
-
-
-def is_custom(name: str) -> bool:
-    return name.startswith(PREFIXES)
 
 
 def split_spec(name: str) -> tuple[str, Path]:

@@ -9,6 +9,8 @@ errors that list what exists.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from privaudit.defenses import (confidence_penalty, dpsgd, dropout, early_stopping, hamp, input_noise, label_smoothing,
                                 mg_noise, mixup, output, relaxloss, weight_decay)
 from privaudit.defenses import advreg, distillation
@@ -24,7 +26,8 @@ DEFENSES: dict[str, Defense] = {d.name: d for d in (
     relaxloss.DEFENSE, hamp.DEFENSE, advreg.DEFENSE, distillation.DEFENSE,
     output.TOP_K, output.ROUNDING, output.LABEL_ONLY,
 )}
-#: defences set by their own config fields (κ, DP) rather than the config's ``method``
+#: the paper's defences, with grid options (``--kappas``, ``--sigmas``) and table columns (``kappa``,
+#: ``noise_multiplier``, ``epsilon``) of their own; in a config every defence is a (name, knob)
 FIELD_DEFENSES = ("mg", "dpsgd", "noisycgd")
 ALIASES = {"mg-noise": "mg", "dp-sgd": "dpsgd", "dp": "dpsgd", "topk": "top-k", "labelonly": "label-only",
            "label-smooth": "label-smoothing"}
@@ -49,7 +52,7 @@ def get(name: str) -> Defense:
     return DEFENSES[key]
 
 
-def parse(text: str | list | tuple) -> list[Defense]:
+def parse(text: str | Sequence[object]) -> list[Defense]:
     """``"all"``, ``"label-smoothing,mixup"`` or a list of names → the defences, in the
     order given, each once (``all``: every defence but NoisyCGD, which is convex-relu's)."""
     items = [s.strip() for s in text.split(",")] if isinstance(text, str) else [str(s).strip() for s in text]
@@ -72,6 +75,6 @@ def other(name: object) -> Defense | None:
 
 
 def of_config(defence) -> Defense | None:
-    """The registry defence a config's ``method`` names (None for none, MG noise and DP,
-    which the config's own fields describe)."""
+    """The registry defence of a config's defence when it is neither none, MG noise nor DP
+    (whose knobs the training engines read as ``kappa`` and ``noise_multiplier``), else None."""
     return get(defence.method) if getattr(defence, "method", "") else None

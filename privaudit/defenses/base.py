@@ -4,9 +4,10 @@ A defence is a :class:`Defense`: its name, its knob (the one number that sets ho
 is, with its range, the audit's default grid and which way is stronger), the paper it comes
 from, and what it changes:
 
-* a **training-side** defence changes how the model is trained. It maps its knob to run
-  config fields (:meth:`Defense.config_kwargs`; every field is part of the config hash, so a
-  model trained with α = 0.1 is never reused for α = 0.2) and, where the plain loop must do
+* a **training-side** defence changes how the model is trained. Its knob is the run
+  config's ``defence.knob`` (part of the config hash, so a model trained with α = 0.1 is
+  never reused for α = 0.2), with the recipe fields it sets itself
+  (:meth:`Defense.recipe_fields`), and, where the plain loop must do
   something else, gives :class:`TrainingHooks`: the per-member targets (soft labels), the
   per-batch view (MixUp's mixes, additive noise), the loss (label smoothing, confidence
   penalty, RelaxLoss), and a step after each update (adversarial regularisation's inference
@@ -51,6 +52,7 @@ class Knob:
     integer: bool = False
     stronger: str = "higher"
     search_max: float | None = None  #: the largest value an accuracy search tries (default: ``high``)
+    option: str = "--knob"  #: the command line's option for it (MG noise's ``--kappa``, DP's ``--sigma``)
 
     def range_text(self) -> str:
         left = "(" if self.low_open else "["
@@ -66,7 +68,7 @@ class Knob:
             ok = ok and (not self.integer or v == int(v))
         if not ok:
             kind = "an integer" if self.integer else "a number"
-            raise ConfigError(f"--knob for {defense} is its {self.name} {self.symbol}: {kind} in "
+            raise ConfigError(f"{self.option} for {defense} is its {self.name} {self.symbol}: {kind} in "
                               f"{self.range_text()} (got {value})")
         return float(value)
 
@@ -165,9 +167,11 @@ class Defense:
                               f"{self.knob.range_text()}")
         return self.knob.check(self.name, value)
 
-    def config_kwargs(self, value: float) -> dict[str, Any]:
-        """What :func:`privaudit.core.config.make_config` gets for knob ``value``."""
-        return {"method": self.name, "knob": value}
+    def recipe_fields(self, value: float) -> dict[str, Any]:
+        """The training recipe's fields this defence sets itself at knob ``value`` (early
+        stopping's ``epochs``, weight decay's ``weight_decay``); the knob itself is the
+        config's ``defence.knob``."""
+        return {}
 
     def validate(self, cfg: Any) -> None:
         """Further checks of a config that uses this defence (model, recipe); raise

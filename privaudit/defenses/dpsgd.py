@@ -3,8 +3,8 @@
 Per-sample gradients clipped to norm C, summed, Gaussian noise N(0, σ²C²) added, divided by
 the expected batch size, over Poisson-sampled batches; ε accounted by Opacus (Abadi et al.,
 *Deep Learning with Differential Privacy*, CCS 2016, arXiv 1607.00133). Implemented in
-:mod:`privaudit.training.dp_engine` and through Opacus; this entry maps the knob to the
-config's ``dp`` and ``noise_multiplier``. ``noisycgd`` is the same for ``convex-relu``:
+:mod:`privaudit.training.dp_engine` and through Opacus; the config holds σ as the defence's
+knob and C, δ (or a target ε instead of σ) in its ``params``. ``noisycgd`` is the same for ``convex-relu``:
 noisy cyclic gradient descent with hidden-state accounting (docs/noisycgd.md).
 """
 
@@ -17,13 +17,11 @@ class DPSGD(Defense):
     name = "dpsgd"
     tag = "dp-s"
     title = "DP-SGD"
-    knob = Knob("noise multiplier", "σ", 0.0, 1e6, grid=(0.5, 1.0, 2.0), low_open=True, search_max=64.0)
+    knob = Knob("noise multiplier", "σ", 0.0, 1e6, grid=(0.5, 1.0, 2.0), low_open=True, search_max=64.0,
+                option="--sigma")
     paper = "Abadi et al., Deep Learning with Differential Privacy (CCS 2016, arXiv 1607.00133)"
     formula = "g = (Σ_i clip_C(∇ℓ_i) + N(0, σ²C²)) / (qN), Poisson batches"
     mechanism = "dpsgd"
-
-    def config_kwargs(self, value: float) -> dict:
-        return {"dp": True, "noise_multiplier": value, "mechanism": self.mechanism}
 
 
 class NoisyCGD(DPSGD):

@@ -17,8 +17,8 @@ class EarlyStopping(Defense):
     formula = "train for fewer epochs"
     sets = ("epochs",)
 
-    def config_kwargs(self, value: float) -> dict:
-        return {"method": self.name, "knob": value, "epochs": int(value)}
+    def recipe_fields(self, value: float) -> dict:
+        return {"epochs": int(value)}
 
     def search_space(self, cfg):
         """Strength s = E − epochs below the recipe's E epochs (s = 0: the full recipe), whole

@@ -18,8 +18,8 @@ class WeightDecay(Defense):
     formula = "∇ ← ∇ℓ + λ·w before Adam's update"
     sets = ("weight_decay",)
 
-    def config_kwargs(self, value: float) -> dict:
-        return {"method": self.name, "knob": value, "weight_decay": value}
+    def recipe_fields(self, value: float) -> dict:
+        return {"weight_decay": value}
 
     def validate(self, cfg) -> None:
         if cfg.train.weight_decay != cfg.defence.knob:

@@ -19,7 +19,7 @@ import torch
 
 from privaudit.pipeline.attacking import AttackPlan, AttackResult
 from privaudit.analysis.matching import ABOVE_TARGET
-from privaudit.core.config import RunConfig
+from privaudit.core.config import DP_NAMES, RunConfig
 from privaudit.defenses import OUTPUT, get as get_defense
 from privaudit.errors import ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs
@@ -47,14 +47,11 @@ def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float]
     """
     if sigmas and target_epsilons:
         raise ConfigError("give DP-SGD settings as --sigmas or as --target-epsilons, not both")
-    plain = replace(base.defence, kappa=0.0, dp=False, noise_multiplier=None, target_epsilon=None)
-    plan = [replace(base, role="target", defence=plain)]
-    plan += [replace(base, role="target", defence=replace(plain, kappa=float(k))) for k in kappas]
-    dp_base = replace(base, train=replace(base.train, precision="fp32"))  # DP-SGD clips in fp32
-    plan += [replace(dp_base, role="target", defence=replace(plain, dp=True, noise_multiplier=float(s)))
-             for s in sigmas]
-    plan += [replace(dp_base, role="target", defence=replace(plain, dp=True, target_epsilon=float(e)))
-             for e in target_epsilons]
+    dp = base.defence.mechanism  # DP-SGD, or NoisyCGD for convex-relu
+    plan = [defended(base, "none")]
+    plan += [defended(base, "mg", k) for k in kappas]
+    plan += [defended(base, dp, s) for s in sigmas]
+    plan += [defended(base, dp, target_epsilon=e) for e in target_epsilons]
     plan += [defended(base, name, v) for name, values in others for v in values]
     unique: dict[str, RunConfig] = {}
     for cfg in plan:
@@ -62,21 +59,21 @@ def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float]
     return list(unique.values())
 
 
-def defended(base: RunConfig, name: str, value: float) -> RunConfig:
-    """``base``'s target trained with the defence ``name`` of :mod:`privaudit.defenses` at knob
-    ``value`` (MG noise: κ; DP-SGD: σ, in fp32; early stopping and weight decay replace the
-    recipe's epochs and weight decay)."""
-    plain = replace(base.defence, kappa=0.0, dp=False, noise_multiplier=None, target_epsilon=None, method="", knob=0.0)
+def defended(base: RunConfig, name: str, value: float = 0.0, *, target_epsilon: float | None = None) -> RunConfig:
+    """``base``'s target trained with the defence ``name`` of :mod:`privaudit.defenses` (or
+    ``none``) at knob ``value``: MG noise's κ (0: the undefended baseline), a DP defence's σ
+    (or its ``target_epsilon`` instead; DP trains in fp32), any other defence's knob (early
+    stopping and weight decay also set the recipe's epochs and weight decay)."""
+    if name == "none" or (name == "mg" and value == 0):
+        return replace(base, role="target", defence=base.defence.undefended)
     defense = get_defense(name)
-    value = defense.check_knob(value)
-    if defense.name == "mg":
-        return replace(base, role="target", defence=replace(plain, kappa=value))
-    if defense.name in ("dpsgd", "noisycgd"):
-        return replace(base, role="target", train=replace(base.train, precision="fp32"),
-                       defence=replace(plain, dp=True, noise_multiplier=value, mechanism=defense.name))
-    sets = defense.config_kwargs(value)
-    train = replace(base.train, **{k: sets[k] for k in ("epochs", "weight_decay") if k in sets})
-    return replace(base, role="target", train=train, defence=replace(plain, method=sets["method"], knob=value))
+    dp = defense.name in DP_NAMES
+    value = 0.0 if dp and target_epsilon is not None else defense.check_knob(value)
+    train = replace(base.train, **defense.recipe_fields(value))
+    if dp:
+        train = replace(train, precision="fp32")  # DP-SGD clips per-sample gradients in fp32
+    return replace(base, role="target", train=train,
+                   defence=base.defence.with_setting(defense.name, value, target_epsilon=target_epsilon))
 
 
 @dataclass(frozen=True)
@@ -161,7 +158,10 @@ def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[fl
         first, top, to_value, rounder = defense.search_space(base)
         known: dict[float, float] = {0.0: base_acc}
         for t in targets:
-            found = match_strength(t, lambda s: accuracy(defended(base, defense.name, to_value(s))), known,
+            def at_strength(s: float, name: str = defense.name, to_value: Callable[[float], float] = to_value) -> float:
+                return accuracy(defended(base, name, to_value(s)))
+
+            found = match_strength(t, at_strength, known,
                                    tolerance=tolerance, max_strength=top, max_steps=max_steps, first=first,
                                    rounder=rounder, defended_only=True)
             known.update(found.steps)
@@ -254,15 +254,15 @@ def match_accuracy(plan: Sequence[RunConfig], workspace: Workspace, data: DataCa
         run = ensure_model(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
         return float(run.metrics["test_accuracy"])
 
-    mg = [c for c in plan if not c.defence.dp]
-    baseline = next((c for c in mg if c.defence.kappa == 0), None)
+    mg = [c for c in plan if c.defence.name in ("none", "mg")]
+    baseline = next((c for c in mg if c.defence.name == "none"), None)
     if baseline is None:
         raise ConfigError("--match-accuracy needs the undefended baseline in the plan")
     known = {c.defence.kappa: accuracy(c) for c in mg}
     out = []
     for dp_cfg in (c for c in plan if c.defence.dp):
         found = match_kappa(accuracy(dp_cfg),
-                            lambda k: accuracy(replace(baseline, defence=replace(baseline.defence, kappa=k))),
+                            lambda k: accuracy(defended(baseline, "mg", k)),
                             known, tolerance=tolerance)
         known.update(found.steps)
         out.append((dp_cfg, found))

@@ -33,18 +33,18 @@ code paths, and cached per machine (:func:`cache_path`), so a second plan measur
   they were measured (:data:`REPORT_SECONDS`), scaled by this machine's measured speed on a
   fixed NumPy workload against that machine's (:data:`REFERENCE_NUMPY_SECONDS`).
 
-**A busy machine.** A shared machine runs a measurement slower while another process holds
-a core (PyTorch's threads then wait for each other: 2–60× on 2 cores, the more the smaller the
-operations), and a rate measured then would price every later plan. So each measurement is
-framed by a speed probe (:func:`speed_probe`: small PyTorch products on the run's threads,
-the most sensitive kind), kept with the rate; the machine's fastest probe is kept too. A
-rate whose probe ran more than :data:`BUSY` times slower than the fastest was measured on a
-busy machine, and the next plan made while the machine is quiet measures it again. A plan
-made while the machine is busy, or priced by rates measured while it was, says so in its
-notes, and which way the load moves it (the load of the moment is not extrapolated).
-Measuring on the threads the run uses keeps most of the distortion out in the first place:
-a single-threaded run barely slows while another process holds the other core, and most of
-an audit's small models train that way, side by side.
+**A busy machine.** A shared machine runs a measurement slower while another process holds a
+core (PyTorch's threads then wait for each other, the more the smaller the operations;
+docs/performance.md), and a rate measured then would price every later plan. So each
+measurement is framed by a speed probe (:func:`speed_probe`: small PyTorch products on the
+run's threads, the most sensitive kind), kept with the rate; the machine's fastest probe is
+kept too. A rate whose probe ran more than :data:`BUSY` times slower than the fastest was
+measured on a busy machine, and the next plan made while the machine is quiet measures it
+again. A plan made while the machine is busy, or priced by rates measured while it was, says
+so in its notes, and which way the load moves it (the load of the moment is not extrapolated).
+Measuring on the threads the run uses keeps most of the distortion out in the first place: a
+single-threaded run barely slows while another process holds the other core, and most of an
+audit's small models train that way, side by side.
 
 Not measured but counted: a job whose artifacts exist costs nothing (it is reused), and the
 process's start-up (import, data) is the one this process paid. After a run the ratio of its
@@ -136,10 +136,9 @@ def numpy_seconds() -> float:
 
 def speed_probe() -> float:
     """Seconds of a fixed PyTorch workload (ten 256 × 256 matrix products on the process's
-    threads, about 1 ms on 2 quiet cores), best of 3: how fast this machine runs now. Another
-    process holding a core slows it more than it slows any training (60× measured on 2 cores,
-    where a training step slows 2–10×), which makes it a sensitive sign of a busy machine,
-    not a measure of how much slower the work runs."""
+    threads), best of 3: how fast this machine runs now. Another process holding a core slows
+    it more than it slows any training (docs/performance.md), which makes it a sensitive sign
+    of a busy machine, not a measure of how much slower the work runs."""
     import torch
 
     g = torch.Generator().manual_seed(0)
@@ -553,7 +552,7 @@ class CostModel:
 
     def _attack_cost(self, job: Job, reused: bool) -> JobCost:
         cfg, plan = job.configs[0], job.attacks
-        images = self.data.images(cfg)
+        self.data.images(cfg)  # loaded (and checked against the config's fingerprint) even when reused
         part = cfg.data.part_size
         queries = 2 if cfg.train.augment == "flip" else 1
         if reused:

@@ -3,9 +3,8 @@
 The stacked training runs of small MLPs (:mod:`privaudit.training.stacked`), which depend on
 nothing, run side by side on worker threads, one per CPU thread torch would use, each run with
 one intra-op thread: small stacked runs use two cores better as two single-threaded runs
-than as one two-threaded run (measured on 2 cores, digits MLPs, 12 epochs: 24 models on one
-thread 1.09 s against 48 on two 1.79 s; DP-SGD 1.69 s against 4.09 s), and their numbers do
-not depend on the thread count (tested bit for bit). The longest runs start first. The other
+than as one two-threaded run (docs/performance.md), and their numbers do not depend on the
+thread count (tested bit for bit). The longest runs start first. The other
 jobs (models trained alone, pool logits, attacks, the report) follow one after another, with
 the process's threads: a model trained alone uses torch's global generator throughout its run
 (dropout, Opacus), so it never shares the process with another.

@@ -8,6 +8,7 @@ estimate at its start and, through :class:`Remaining`, the time left as its jobs
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import defaultdict
@@ -70,7 +71,7 @@ class RunPlan:
     def seconds(self) -> float:
         return self.startup_seconds + self.job_seconds * self.correction
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         """The document ``--dry-run --json`` prints."""
         return {"dry_run": True, "command": self.command, "workdir": str(self.workdir), "models": self.models,
                 "attacks": self.attacks, "jobs": self.jobs, "reused_jobs": self.reused_jobs,
@@ -80,6 +81,12 @@ class RunPlan:
                 "calibration_seconds": self.calibration_seconds, "notes": self.notes,
                 "job_estimates": [{"job": c.job.id, "kind": c.job.kind, "seconds": c.seconds, "disk_bytes": c.disk_bytes,
                                    "reused": c.reused} for c in self.costs]}
+
+    def to_json(self, indent: int | None = None) -> str:
+        """:meth:`to_dict` as JSON text (what a result's ``to_json()`` is)."""
+        from privaudit.files.atomic import plain_json
+
+        return json.dumps(plain_json(self.to_dict()), indent=indent)
 
     def headline(self) -> str:
         """One line: the estimate, the disk, what is reused, how it was estimated."""
@@ -131,9 +138,9 @@ class Lanes:
     in the order they start) on ``workers`` threads of ``threads`` intra-op threads each, and
     every other job alone, one after another, on the process's threads. The estimate times
     each run on the threads it will get (a run's speed on one thread barely changes while
-    another process holds the other core; on two it can drop tenfold) and adds the side-by-side
-    runs up as the pool schedules them, each ``slowdown`` times its time alone (measured:
-    side by side the runs share the interpreter lock, the memory bus and the cores)."""
+    another process holds the other core, on two it drops: docs/performance.md) and adds the
+    side-by-side runs up as the pool schedules them, each ``slowdown`` times its time alone
+    (measured: side by side the runs share the interpreter lock, the memory bus and the cores)."""
 
     side_by_side: tuple[str, ...] = ()
     workers: int = 1

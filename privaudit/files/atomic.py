@@ -199,8 +199,13 @@ def _finite(obj: Any) -> Any:
 
 def dumps_json(obj: Any) -> str:
     """Standard JSON (no NaN), keys sorted, indented: stable across runs."""
-    return json.dumps(_finite(json.loads(json.dumps(obj, default=_json_default))),
-                      indent=2, sort_keys=True) + "\n"
+    return json.dumps(plain_json(obj), indent=2, sort_keys=True) + "\n"
+
+
+def plain_json(obj: Any) -> Any:
+    """``obj`` as plain JSON values: NumPy and torch scalars and arrays as numbers and lists,
+    paths as text, NaN and infinities as None."""
+    return _finite(json.loads(json.dumps(obj, default=_json_default)))
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -24,7 +24,7 @@ from typing import Iterator
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 LOCK_FOLDER = ".locks"
 

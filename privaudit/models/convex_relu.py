@@ -27,6 +27,8 @@ class ConvexReLU(nn.Module):
     """Gated linear model; ``u`` (P, d) is a buffer (saved with the weights), ``v`` (P, d, C)
     the only parameter. Inputs of any shape are flattened to d features."""
 
+    u: torch.Tensor  # the buffer registered in __init__
+
     def __init__(self, in_features: int, num_classes: int, gates: int = 100):
         super().__init__()
         self.register_buffer("u", torch.randn(gates, in_features))

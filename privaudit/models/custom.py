@@ -35,12 +35,7 @@ from torch import nn
 
 from privaudit.errors import ConfigError, brief
 
-PREFIXES = ("torchvision:", "module:")
 STEM_ARG = "small_stem"
-
-
-def is_custom_model(name: str) -> bool:
-    return isinstance(name, str) and name.startswith(PREFIXES)
 
 
 def parse_args(args: str) -> dict:

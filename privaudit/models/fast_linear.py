@@ -1,9 +1,9 @@
 """Dense layers through oneDNN's matrix multiply on x86 CPUs.
 
 PyTorch's CPU ``torch.mm`` goes to MKL's sgemm. On AMD CPUs MKL takes its AVX2 code path
-even where the CPU has AVX-512: on this project's machines (AMD Zen 5, 2 cores) sgemm peaks
-at ~200-225 GFLOP/s while oneDNN, which PyTorch also ships and already uses for convolutions,
-reaches ~480 GFLOP/s on the same matrices (``benchmarks/common.py:matmul_peak`` measures both).
+even where the CPU has AVX-512, and oneDNN, which PyTorch also ships and already uses for
+convolutions, runs the same matrices far faster (``benchmarks/common.py:matmul_peak``
+measures both; docs/performance.md).
 Dense layers dominate an MLP's work, so privaudit routes them through oneDNN's matmul
 primitive (``torch.ops.mkldnn._linear_pointwise``, the op torch.compile's CPU backend
 emits for linear layers) with a small autograd function:

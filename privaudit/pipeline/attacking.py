@@ -310,99 +310,217 @@ def attack_target(workspace: Workspace, target: str, data: DataCache, device: to
         return _attack(workspace, target, cfg, data, device, plan, on_start, on_epoch)
 
 
+@dataclass
+class _Attacking:
+    """One target's attack in progress: what the attack families read (the target, its
+    config, the data, the plan) and what they add to (its metrics, score arrays, extras and
+    most exposed members, as read from an earlier attack of it)."""
+
+    workspace: Workspace
+    target: str
+    cfg: RunConfig
+    data: DataCache
+    device: torch.device
+    plan: AttackPlan
+    on_start: Callable[[RunConfig], None] | None
+    on_epoch: EpochCallback | None
+    metrics: dict
+    arrays: dict
+    extras: dict
+    exposed: dict
+    _outputs: tuple | None = None
+
+    def outputs(self) -> tuple:
+        """The target's outputs on its members and non-members, computed once."""
+        if self._outputs is None:
+            self._outputs = model_outputs(self.workspace, self.target, self.data, self.device)
+        return self._outputs
+
+    def model(self, cfg: RunConfig):
+        """``cfg``'s model, trained or reused."""
+        return ensure_model(cfg, self.workspace, self.data, self.device, on_start=self.on_start,
+                            on_epoch=self.on_epoch)
+
+    def record(self, results: dict, source: str) -> None:
+        """Each attack's metrics of ``results``, noting what they were computed from."""
+        self.metrics.update({k: {**v, "source": source} for k, v in results.items()})
+
+
+@dataclass(frozen=True)
+class AttackFamily:
+    """Attacks computed together from one source: ``source`` names it (a shadow model's run,
+    a pool, a canary model; None when the plan does not ask for the family), ``done`` says
+    whether an earlier attack already holds the family from that source, ``check`` looks at
+    the artifacts it would reuse before anything trains, and ``compute`` adds its results."""
+
+    name: str
+    source: Callable[[_Attacking], str | None]
+    done: Callable[[_Attacking, str], bool]
+    compute: Callable[[_Attacking, str], None]
+    check: Callable[[_Attacking], None] = lambda job: None
+
+
+def _sourced(names: Callable[[_Attacking], Iterable[str]]) -> Callable[[_Attacking, str], bool]:
+    """``done`` of a family whose attacks' metrics each name their source."""
+    return lambda job, source: all(job.metrics.get(a, {}).get("source") == source for a in names(job))
+
+
+def _shadow_source(job: _Attacking) -> str | None:
+    return job.cfg.as_shadow().run_name if job.plan.shadow else None
+
+
+def _shadow_attacks(job: _Attacking, source: str) -> None:
+    """ML-Leaks' shadow attack and the loss, confidence and data-free baselines, from the
+    target's and its shadow model's outputs."""
+    shadow = job.model(job.cfg.as_shadow())
+    m, a = run_attacks(job.outputs(), model_outputs(job.workspace, shadow.name, job.data, job.device),
+                       delta=job.cfg.defence.delta,
+                       data_free=data_free_threshold(job.workspace, job.target, job.data, job.device))
+    job.record(m, shadow.name)
+    job.arrays.update(a)
+
+
+def _label_source(job: _Attacking) -> str | None:
+    return _shadow_source(job) if job.plan.label_only or hides_scores(job.cfg) else None
+
+
+def _label_attacks(job: _Attacking, source: str) -> None:
+    """The gap and augmentation attacks, from the predicted labels alone."""
+    shadow = job.model(job.cfg.as_shadow())
+    m, a = run_label_only(label_outputs(job.workspace, job.target, job.data, job.device),
+                          label_outputs(job.workspace, shadow.name, job.data, job.device), delta=job.cfg.defence.delta)
+    job.record(m, shadow.name)
+    job.arrays.update(a)
+
+
+def _pool_source(job: _Attacking) -> str | None:
+    from privaudit.pipeline.pools import pool_name
+
+    return pool_name(job.cfg, job.plan.pool_size) if job.plan.pool_attacks else None
+
+
+def _pool_attacks(job: _Attacking, source: str) -> None:
+    """LiRA, RMIA, the many-shadow and quantile attacks from the reference pool, each
+    calibrated by leave-one-out on the pool, and the most exposed members under the strongest."""
+    from privaudit.pipeline.pools import ensure_pool, model_logits
+
+    cfg, plan, metrics, arrays, extras = job.cfg, job.plan, job.metrics, job.arrays, job.extras
+    pool = ensure_pool(cfg, plan.pool_size, job.workspace, job.data, job.device, on_start=job.on_start,
+                       on_epoch=job.on_epoch)
+    images = job.data.images(cfg)
+    t_logits = model_logits(job.workspace, job.target, images, pool.indices, pool.queries, job.device)
+    t_pop = model_logits(job.workspace, job.target, images, pool.pop_indices, pool.queries, job.device)
+    from_refs = tuple(a for a in plan.pool_attacks if a != QUANTILE_ATTACK)
+    per_target, loo_scores = leave_one_out(pool.logits, pool.pop_logits, pool.keep, pool.labels,
+                                           pool.pop_labels, attacks=from_refs + BASELINE_ATTACKS,
+                                           delta=cfg.defence.delta)
+    scores = pool_scores(t_logits, t_pop, pool.labels, pool.pop_labels, pool.logits, pool.pop_logits,
+                         pool.keep, attacks=from_refs)
+    labels = np.concatenate([np.ones(cfg.data.part_size, dtype=np.int8),
+                             np.zeros(cfg.data.part_size, dtype=np.int8)])  # pool = members, non-members
+    calib_labels = pool.keep.astype(int).ravel()
+    for name, s in scores.items():
+        m = evaluate_scores(labels, s, calib_labels, loo_scores[name].ravel(), delta=cfg.defence.delta)
+        metrics[name] = {**m, "source": pool.name}
+        arrays[f"score_{name}"] = s
+    if QUANTILE_ATTACK in plan.pool_attacks:  # the target's, thresholds on pool model 0's
+        from privaudit.attacks.lira import logit_scaled_confidence as phi
+
+        try:
+            s, calib = (quantile_scores(images.x[pool.indices], pool.labels, phi(lg[:, 0], pool.labels),
+                                        images.x[pool.pop_indices], pool.pop_labels,
+                                        phi(pop[:, 0], pool.pop_labels), seed=cfg.seed)
+                        for lg, pop in ((t_logits, t_pop), (pool.logits[0], pool.pop_logits[0])))
+        except ValueError as exc:  # too few population samples, or a fit that does not converge
+            if plan.quantile_asked:
+                raise ConfigError(f"the quantile attack cannot run on {job.target}: {exc}") from None
+            s = None  # asked for through "all": left out, as an attack that does not apply
+        if s is not None:
+            m = evaluate_scores(labels, s, pool.keep[0].astype(int), calib, delta=cfg.defence.delta)
+            metrics[QUANTILE_ATTACK] = {**m, "source": pool.name}
+            scores[QUANTILE_ATTACK] = arrays[f"score_{QUANTILE_ATTACK}"] = s
+    arrays["labels"] = labels
+    extras["loo"] = {"pool": pool.name, "pool_size": pool.size, "summary": summarise(per_target)}
+    strongest = strongest_attack({n: metrics[n] for n in scores})
+    top = most_exposed(scores, strongest, labels, pool.indices, images.x, images.y)
+    job.exposed = top.arrays() if top is not None else {}
+    extras["exposure"] = {"attack": strongest,
+                          **exposure(labels, scores[strongest], pool.labels, pool.indices),
+                          **(top.summary() if top is not None else {}),
+                          "loss_trace": trace_exposure(job.workspace.read_loss_trace(job.target), scores[strongest],
+                                                       pool.indices, cfg.data.part_size)}
+
+
+def _check_model(job: _Attacking, cfg: RunConfig) -> None:
+    """Raise :class:`~privaudit.errors.DamagedArtifactError` when ``cfg``'s saved model is damaged."""
+    job.workspace.has_model(cfg.validated())
+
+
+def _check_pool(job: _Attacking) -> None:
+    from privaudit.pipeline.pools import check_pool
+
+    check_pool(job.cfg, job.plan.pool_size, job.workspace)
+
+
+def _one_run(job: _Attacking, source: str) -> None:
+    """The one-run audit: a canary model trained with half its canaries."""
+    from privaudit.pipeline.canary import one_run_audit
+
+    job.extras["one_run"] = one_run_audit(job.cfg, job.workspace, job.data, job.device, on_start=job.on_start,
+                                          on_epoch=job.on_epoch)
+
+
+def _transfer_config(job: _Attacking) -> RunConfig | None:
+    return transfer_shadow_config(job.cfg, job.plan.shadow_dataset, job.data) if job.plan.shadow_dataset else None
+
+
+def _transfer_attack(job: _Attacking, source: str) -> None:
+    """ML-Leaks' transfer attack: a shadow model of the target's recipe on another dataset."""
+    transfer = _transfer_config(job)
+    assert transfer is not None
+    run = job.model(transfer)
+    m, a = run_attacks(job.outputs(), model_outputs(job.workspace, run.name, job.data, job.device),
+                       delta=job.cfg.defence.delta)
+    job.metrics[TRANSFER_ATTACK] = {**m["shadow"], "source": run.name}
+    job.arrays[f"score_{TRANSFER_ATTACK}"] = a["score_shadow"]
+    job.arrays.setdefault("labels", a["labels"])
+
+
+def _transfer_source(job: _Attacking) -> str | None:
+    transfer = _transfer_config(job)
+    return transfer.run_name if transfer is not None else None
+
+
+#: every family of attacks, in the order they are computed (the order their results are saved)
+FAMILIES = (
+    AttackFamily("shadow", _shadow_source, _sourced(lambda job: SHADOW_ATTACKS), _shadow_attacks,
+                 check=lambda job: _check_model(job, job.cfg.as_shadow())),
+    AttackFamily("label-only", _label_source, _sourced(lambda job: LABEL_ONLY_ATTACKS), _label_attacks),
+    AttackFamily("pool", _pool_source, _sourced(lambda job: job.plan.pool_attacks), _pool_attacks, check=_check_pool),
+    AttackFamily("one-run", lambda job: job.cfg.as_canary().run_name if job.plan.one_run else None,
+                 lambda job, source: job.extras.get("one_run", {}).get("canary_run") == source, _one_run,
+                 check=lambda job: _check_model(job, job.cfg.recipe.as_canary())),
+    AttackFamily("transfer", _transfer_source, _sourced(lambda job: (TRANSFER_ATTACK,)), _transfer_attack),
+)
+
+
 def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, device: torch.device,
             plan: AttackPlan, on_start, on_epoch) -> AttackResult:
-    from privaudit.pipeline.canary import one_run_audit
-    from privaudit.pipeline.pools import ensure_pool, model_logits, pool_name
-
+    """Each family of attacks the plan asks for that an earlier attack of ``target`` does not
+    already hold from the same source, computed in :data:`FAMILIES`' order, then saved with
+    what was kept (the canaries' rates and the samples' indices added)."""
     folder = workspace.attacks / target
     metrics, arrays, extras, exposed = _read_existing(folder, target)
-    shadow_name = cfg.as_shadow().run_name if plan.shadow else None
-    pool_id = pool_name(cfg, plan.pool_size) if plan.pool_attacks else None
-    todo_shadow = plan.shadow and any(metrics.get(a, {}).get("source") != shadow_name for a in SHADOW_ATTACKS)
-    with_labels = plan.shadow and (plan.label_only or hides_scores(cfg))
-    todo_labels = with_labels and any(metrics.get(a, {}).get("source") != shadow_name for a in LABEL_ONLY_ATTACKS)
-    todo_pool = bool(plan.pool_attacks) and any(metrics.get(a, {}).get("source") != pool_id for a in plan.pool_attacks)
-    todo_one_run = plan.one_run and extras.get("one_run", {}).get("canary_run") != cfg.as_canary().run_name
-    transfer = transfer_shadow_config(cfg, plan.shadow_dataset, data) if plan.shadow_dataset else None
-    todo_transfer = transfer is not None and metrics.get(TRANSFER_ATTACK, {}).get("source") != transfer.run_name
-    if not (todo_shadow or todo_pool or todo_one_run or todo_transfer or todo_labels):
+    job = _Attacking(workspace, target, cfg, data, device, plan, on_start, on_epoch, metrics, arrays, extras, exposed)
+    sources = {f.name: f.source(job) for f in FAMILIES}
+    todo = [f for f in FAMILIES if sources[f.name] is not None and not f.done(job, sources[f.name])]
+    shadow_name, pool_id = sources["shadow"], sources["pool"]
+    if not todo:
         return AttackResult(target, shadow_name, folder, metrics, True, extras)
-    _check_reused(workspace, cfg, plan, todo_shadow, todo_pool, todo_one_run)
-
-    target_out = None  # the target's logits on its members and non-members, computed once
-
-    def outputs():
-        nonlocal target_out
-        if target_out is None:
-            target_out = model_outputs(workspace, target, data, device)
-        return target_out
-
-    if todo_shadow:
-        shadow_run = ensure_model(cfg.as_shadow(), workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-        m, a = run_attacks(outputs(),
-                           model_outputs(workspace, shadow_run.name, data, device), delta=cfg.defence.delta,
-                           data_free=data_free_threshold(workspace, target, data, device))
-        metrics.update({k: {**v, "source": shadow_run.name} for k, v in m.items()})
-        arrays.update(a)
-    if todo_labels:
-        shadow_run = ensure_model(cfg.as_shadow(), workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-        m, a = run_label_only(label_outputs(workspace, target, data, device),
-                              label_outputs(workspace, shadow_run.name, data, device), delta=cfg.defence.delta)
-        metrics.update({k: {**v, "source": shadow_run.name} for k, v in m.items()})
-        arrays.update(a)
-    if todo_pool:
-        pool = ensure_pool(cfg, plan.pool_size, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-        images = data.images(cfg)
-        t_logits = model_logits(workspace, target, images, pool.indices, pool.queries, device)
-        t_pop = model_logits(workspace, target, images, pool.pop_indices, pool.queries, device)
-        from_refs = tuple(a for a in plan.pool_attacks if a != QUANTILE_ATTACK)
-        per_target, loo_scores = leave_one_out(pool.logits, pool.pop_logits, pool.keep, pool.labels,
-                                               pool.pop_labels, attacks=from_refs + BASELINE_ATTACKS,
-                                               delta=cfg.defence.delta)
-        scores = pool_scores(t_logits, t_pop, pool.labels, pool.pop_labels, pool.logits, pool.pop_logits,
-                             pool.keep, attacks=from_refs)
-        labels = np.concatenate([np.ones(cfg.data.part_size, dtype=np.int8),
-                                 np.zeros(cfg.data.part_size, dtype=np.int8)])  # pool = members, non-members
-        calib_labels = pool.keep.astype(int).ravel()
-        for name, s in scores.items():
-            m = evaluate_scores(labels, s, calib_labels, loo_scores[name].ravel(), delta=cfg.defence.delta)
-            metrics[name] = {**m, "source": pool.name}
-            arrays[f"score_{name}"] = s
-        if QUANTILE_ATTACK in plan.pool_attacks:  # the target's, thresholds on pool model 0's
-            from privaudit.attacks.lira import logit_scaled_confidence as phi
-
-            try:
-                s, calib = (quantile_scores(images.x[pool.indices], pool.labels, phi(lg[:, 0], pool.labels),
-                                            images.x[pool.pop_indices], pool.pop_labels,
-                                            phi(pop[:, 0], pool.pop_labels), seed=cfg.seed)
-                            for lg, pop in ((t_logits, t_pop), (pool.logits[0], pool.pop_logits[0])))
-            except ValueError as exc:  # too few population samples, or a fit that does not converge
-                if plan.quantile_asked:
-                    raise ConfigError(f"the quantile attack cannot run on {target}: {exc}") from None
-                s = None  # asked for through "all": left out, as an attack that does not apply
-            if s is not None:
-                m = evaluate_scores(labels, s, pool.keep[0].astype(int), calib, delta=cfg.defence.delta)
-                metrics[QUANTILE_ATTACK] = {**m, "source": pool.name}
-                scores[QUANTILE_ATTACK] = arrays[f"score_{QUANTILE_ATTACK}"] = s
-        arrays["labels"] = labels
-        extras["loo"] = {"pool": pool.name, "pool_size": pool.size, "summary": summarise(per_target)}
-        strongest = strongest_attack({n: metrics[n] for n in scores})
-        top = most_exposed(scores, strongest, labels, pool.indices, images.x, images.y)
-        exposed = top.arrays() if top is not None else {}
-        extras["exposure"] = {"attack": strongest,
-                              **exposure(labels, scores[strongest], pool.labels, pool.indices),
-                              **(top.summary() if top is not None else {}),
-                              "loss_trace": trace_exposure(workspace.read_loss_trace(target), scores[strongest],
-                                                           pool.indices, cfg.data.part_size)}
-    if todo_one_run:
-        extras["one_run"] = one_run_audit(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-    if todo_transfer:
-        run = ensure_model(transfer, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
-        m, a = run_attacks(outputs(), model_outputs(workspace, run.name, data, device), delta=cfg.defence.delta)
-        metrics[TRANSFER_ATTACK] = {**m["shadow"], "source": run.name}
-        arrays[f"score_{TRANSFER_ATTACK}"] = a["score_shadow"]
-        arrays.setdefault("labels", a["labels"])
+    for family in todo:  # a damaged model or pool it would reuse, before any of them trains anything
+        family.check(job)
+    for family in todo:
+        family.compute(job, sources[family.name])
 
     if cfg.data.canaries:
         add_canary_rates(cfg, data, metrics, arrays)
@@ -421,8 +539,8 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
         write_json(tmp / "metrics.json", metrics)
         for key, value in extras.items():
             write_json(tmp / f"{key}.json", value)
-        if exposed:
-            write_bytes(tmp / EXPOSED_FILE, npz_bytes(exposed))
+        if job.exposed:
+            write_bytes(tmp / EXPOSED_FILE, npz_bytes(job.exposed))
         write_json(tmp / "config.json", {**attack_config, "provenance": provenance(device)})
 
     path = workspace.commit_folder(workspace.attacks, target, write)
@@ -476,20 +594,6 @@ def add_canary_rates(cfg: RunConfig, data: DataCache, metrics: dict, arrays: dic
             r = canary_tpr_at_fpr(labels, scores, mask, level)
             m[key], m[f"{key}_lo"], m[f"{key}_hi"] = r["tpr"], r["lo"], r["hi"]
             m["n_canaries"] = r["n"]
-
-
-def _check_reused(workspace: Workspace, cfg: RunConfig, plan: AttackPlan, shadow: bool, pool: bool,
-                  one_run: bool) -> None:
-    """Raise :class:`~privaudit.errors.DamagedArtifactError` for a damaged model or pool folder
-    that the attacks to run would reuse, before any of them trains anything."""
-    from privaudit.pipeline.pools import check_pool
-
-    if shadow:
-        workspace.has_model(cfg.as_shadow().validated())
-    if pool:
-        check_pool(cfg, plan.pool_size, workspace)
-    if one_run:
-        workspace.has_model(cfg.recipe.as_canary().validated())
 
 
 EXTRA_FILES = ("loo", "exposure", "one_run")

@@ -71,11 +71,11 @@ def first_screen(summary: Summary, figures: list) -> str:
         best = g[g["attack"] == strongest].set_index("setting") if strongest else g.iloc[0:0].set_index("setting")
         per_setting = g.drop_duplicates("setting").set_index("setting")  # accuracy: one value per setting
         for name, s in per_setting.iterrows():
-            def cell(frame: pd.DataFrame, metric: str, fmt: Callable[[Any], str] = f3) -> dict:
+            def cell(frame: pd.DataFrame, metric: str, fmt: Callable[[Any], str] = f3, name: Any = name) -> dict:
                 if name not in frame.index:
                     return {"value": DASH, "ci": ""}
                 r = frame.loc[name]
-                ci_fmt = (lambda v: f"{num(v):.2f}") if metric == "eps_lower_bound" else fmt
+                ci_fmt = (lambda x: f"{num(x):.2f}") if metric == "eps_lower_bound" else fmt
                 return {"value": fmt(r[metric]), "ci": interval(r[f"{metric}_lo"], r[f"{metric}_hi"], ci_fmt)}
             rows.append({"name": name, "css": FAMILY_CSS.get(s["family"], OTHER_CSS), "seeds": int(s["n_seeds"]),
                          "cells": [cell(per_setting, "test_accuracy"), cell(paper, "auc"),

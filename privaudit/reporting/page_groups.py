@@ -95,7 +95,7 @@ def _points(st: pd.DataFrame, attack: str) -> list[dict]:
     mg, dp = _curve_rows(st[st["attack"] == attack] if len(st) else st)
     for curve, rows in (("MG noise", mg), ("DP-SGD", dp)):
         for _, p in rows.iterrows():
-            def cell(m: str, fmt: Callable[[Any], str] = f3) -> dict:
+            def cell(m: str, fmt: Callable[[Any], str] = f3, p: pd.Series = p) -> dict:
                 lo, hi = p.get(f"{m}_lo", math.nan), p.get(f"{m}_hi", math.nan)
                 return {"value": fmt(p[m]), "ci": interval(lo, hi, fmt)}
             out.append({"curve": curve, "setting": p["setting"],

@@ -51,6 +51,7 @@ interval), the baseline drawn once for both curves, the range recomputed in ever
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -705,7 +706,7 @@ class Summary:
     #: the strongest attack's claim of each (model, dataset), family-wise (:func:`strongest_claims`)
     strongest_claim: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=STRONGEST_CLAIM_COLUMNS))
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         """Plain JSON-able lists (NaN → None)."""
         def plain(v: Any) -> Any:
             if isinstance(v, float) and not math.isfinite(v):
@@ -717,6 +718,12 @@ class Summary:
         return {"settings": records(self.settings), "overview": records(self.overview),
                 "verdicts": records(self.verdicts), "comparisons": records(self.comparisons),
                 "at_accuracy": records(self.at_accuracy), "strongest_claim": records(self.strongest_claim)}
+
+    def to_json(self, indent: int | None = None) -> str:
+        """:meth:`to_dict` as JSON text."""
+        from privaudit.files.atomic import plain_json
+
+        return json.dumps(plain_json(self.to_dict()), indent=indent)
 
 
 def summarise(table: pd.DataFrame | None, confidence: float = CONFIDENCE,

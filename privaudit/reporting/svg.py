@@ -68,7 +68,9 @@ _G_TAG = re.compile(r"<g(?:\s[^>]*)?>|</g>")
 
 def _unwrap_groups(svg: str) -> str:
     """Every ``<g>`` without attributes replaced by what it holds."""
-    out, bare, pos = [], [], 0
+    out: list[str] = []
+    bare: list[bool] = []
+    pos = 0
     for m in _G_TAG.finditer(svg):
         tag = m.group()
         if tag.endswith("/>"):  # an empty group holds nothing to unwrap

@@ -48,8 +48,8 @@ TRAJECTORY_XIS = (0.8, 0.5, 0.3)
 TRAJECTORY_P = 4
 TRAJECTORY_STEPS = 125
 INIT_SCALE = 1.0
-#: seconds per (kept row × local step) at n = 100, float32, one thread (measured on a 2-core
-#: AMD EPYC: 1.3 ms per local step of 4,000 rows), and per round of a run (masks, aggregation)
+#: seconds per (kept row × local step) at n = 100, float32, one thread, and per round of a run
+#: (masks, aggregation), measured on a 2-core AMD EPYC (docs/performance.md)
 SECONDS_PER_ROW_STEP = 3.3e-7
 SECONDS_PER_ROUND = 4e-4
 

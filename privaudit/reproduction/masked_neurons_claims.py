@@ -52,7 +52,9 @@ class MaskedNeuronsOutcome:
 
 
 def _tables(results: dict) -> dict[str, pd.DataFrame]:
-    traj, bern, cat = [], [], []
+    traj: list[dict] = []
+    bern: list[dict] = []
+    cat: list[dict] = []
     for run, r in results.items():
         if run.experiment == "trajectories":
             tau, step = run.tau, 0
@@ -110,7 +112,7 @@ def _sawtooth(t: pd.DataFrame) -> dict[str, list[float]]:
     """Per seed, the mean (over ξ and rounds) log₁₀ change at redraw, over the local steps and
     at aggregation."""
     out: dict[str, list[float]] = {"redraw": [], "local": [], "aggregate": []}
-    for seed, g in t.groupby("seed"):
+    for _seed, g in t.groupby("seed"):
         moves: dict[str, list[float]] = {"redraw": [], "local": [], "aggregate": []}
         for _, h in g.groupby("xi"):
             h = h.sort_values("step")

@@ -14,8 +14,8 @@ that every model is the cached, resumable get-or-train of :mod:`privaudit.pipeli
   trained for 20 to 120 epochs, each attacked.
 
 ``full`` is the paper's settings; ``reduced`` keeps every experiment and every claim but
-shrinks parts, epochs and grids (measured: about an hour and a half on a 2-core CPU, most of it
-the improved CNNs);
+shrinks parts, epochs and grids (docs/performance.md says how long it takes, most of it the
+improved CNNs);
 :attr:`Protocol.reduces` says what it changed.
 """
 

@@ -57,5 +57,5 @@ def export_arrays(workspace: Workspace, target: str, data: DataCache, device: to
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     """``arrays`` as a compressed .npz archive (plain numeric arrays: loads without pickle)."""
     buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub: **arrays vs allow_pickle
     return buf.getvalue()

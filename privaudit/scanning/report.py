@@ -98,7 +98,8 @@ def write(result: ScanResult, folder: Path, *, command: str = "", references: di
     write_text(folder / "attacks.csv", table[cols].to_csv(index=False, float_format="%.6g"))
     write_text(folder / "groups.csv", result.groups.to_csv(index=False, float_format="%.6g"))
     buf = io.BytesIO()
-    np.savez_compressed(buf, membership=result.membership, **{f"score_{k}": v for k, v in result.scores.items()})
+    arrays = {"membership": result.membership, **{f"score_{k}": v for k, v in result.scores.items()}}
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub: **arrays vs allow_pickle
     write_bytes(folder / "scores.npz", buf.getvalue())
     svg = _roc_svg(result)
     write_text(folder / "roc.svg", svg)

@@ -48,7 +48,6 @@ from privaudit.errors import DataError, brief
 from privaudit.analysis.metrics import attack_metrics, auc_interval, rank_attacks, strongest_attack
 from privaudit.scanning.inputs import ScanInput
 
-SCORE_ATTACKS = ("loss", "confidence", "entropy", "modified-entropy")
 DESCRIPTIONS = {
     "loss": "−cross-entropy of the true label (Yeom et al. 2018)",
     "confidence": "top-1 softmax posterior",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -186,8 +186,8 @@ def run_masked_neurons(workdir: Path, *, n: int = 100, d: int = 128, m: int = 40
     return {"experiment": "masked-neurons", **_public(summary), **paths}
 
 
-RUNNERS = {"smoothing": run_smoothing, "convergence": run_convergence, "federated": run_federated,
-           "masked-neurons": run_masked_neurons}
+RUNNERS: dict[str, Callable[..., Any]] = {"smoothing": run_smoothing, "convergence": run_convergence,
+                                          "federated": run_federated, "masked-neurons": run_masked_neurons}
 
 
 def run_all(workdir: Path, *, seed: int = 0, progress=None) -> dict:

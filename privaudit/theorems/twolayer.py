@@ -61,12 +61,15 @@ def sphere_inputs(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
 
 def make_labels(X: np.ndarray, labels: str, rng: np.random.Generator) -> np.ndarray:
     """Targets for X: a standardised random teacher network, or i.i.d. Gaussian or ±1."""
+    n: int
+    d: int
     n, d = X.shape
     if labels == "teacher":
         Wt = rng.standard_normal((TEACHER_WIDTH, d))
         at = rng.choice([-1.0, 1.0], TEACHER_WIDTH)
         y = np.maximum(X @ Wt.T, 0.0) @ at
-        return (y - y.mean()) / y.std()
+        standardised: np.ndarray = (y - y.mean()) / y.std()
+        return standardised
     if labels == "gaussian":
         return rng.standard_normal(n)
     if labels == "sign":

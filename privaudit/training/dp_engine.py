@@ -79,9 +79,8 @@ def supports_ghost_dense(model: nn.Module) -> bool:
 
 #: from this many input channels on, a convolution's per-sample gradients come from one
 #: grouped convolution backward, below it from strided patches and one batched product
-#: (measured on 2 CPU cores, batch 128: 3→32 channels 5×5 on 32×32, patches 24 ms, grouped
-#: 136 ms; 32→32 on 16×16, patches 110 ms, grouped 26 ms). A rule by shape, not a timing,
-#: so that the same seed always gives the same bits.
+#: (each the faster on its side, docs/performance.md). A rule by shape, not a timing, so
+#: that the same seed always gives the same bits.
 GROUPED_FROM_CHANNELS = 8
 
 
@@ -143,8 +142,9 @@ class DrawAhead:
 class GaussianNoise:
     """The DP noise: standard normal draws from one seeded generator, one block per step.
 
-    On the CPU, drawing the MLP's 1.6 M normals costs ~4 ms of one core (torch's generator,
-    the one Opacus uses, is sequential), about as much as the step's matrix products. So the
+    On the CPU, drawing a dense model's normals (one per parameter; torch's generator, the
+    one Opacus uses, is sequential) costs about as much as the step's matrix products
+    (docs/performance.md). So the
     draws run one step ahead in a background thread (:class:`DrawAhead`), into one of two
     reused buffers, while the step computes (:func:`dp_compute_threads` leaves that thread a
     core for dense stacks; a convolutional model's far smaller draw shares the cores). The
@@ -182,12 +182,11 @@ def dp_compute_threads(device: torch.device, model: nn.Module | None = None) -> 
 
     A rule by shape: a dense layer's step costs about 3 multiply-adds per parameter and
     sample, so the noise (one normal per parameter, a sequential generator) is a fixed share
-    of a dense stack's step, and on 2 cores a core of its own measured 1.3x (the MLP, batch
-    128). A convolution reuses each weight at every position, so its step costs hundreds of
-    multiply-adds per parameter and sample and the noise is negligible: convolutional models
-    (``model`` given and not a dense stack) keep every core (measured on 2 cores, batch 128:
-    cnn 0.49x -> 0.81x its non-private epoch, cnn-improved 0.30x -> 0.53x). ``model=None``
-    (NoisyCGD's dense gates) counts as a dense stack."""
+    of a dense stack's step, which a core of its own for the noise speeds up. A convolution
+    reuses each weight at every position, so its step costs hundreds of multiply-adds per
+    parameter and sample and the noise is negligible: convolutional models (``model`` given
+    and not a dense stack) keep every core (docs/performance.md measures both sides).
+    ``model=None`` (NoisyCGD's dense gates) counts as a dense stack."""
     old = torch.get_num_threads()
     dense = model is None or supports_ghost_dense(model)
     if device.type != "cpu" or old < 2 or not dense:

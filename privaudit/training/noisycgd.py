@@ -134,7 +134,7 @@ def _threads(device: torch.device, batch_size: float):
     logits and the gradient): from a batch of :data:`SHARED_NOISE_BATCH` on (the paper's
     b = 1,000: 2,000 per parameter, against about 3 × 128 for the MLP at batch 128) the one
     normal per parameter is a small share, and leaving its drawing thread a core of its own
-    (:func:`dp_compute_threads`) would halve the products' throughput on 2 cores; smaller
+    (:func:`dp_compute_threads`) would slow the products down (docs/performance.md); smaller
     batches give it one."""
     return contextlib.nullcontext() if batch_size >= SHARED_NOISE_BATCH else dp_compute_threads(device)
 

@@ -45,7 +45,6 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from privaudit.core.config import RunConfig
 from privaudit.defenses import get as get_defense
@@ -58,13 +57,12 @@ from privaudit.training.loop import Batch, run_epochs
 from privaudit.training.mg_noise import apply_mg_noise
 from privaudit.training.trace import LossTrace, traceable
 from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, evaluate,
-                                        resolve_engine, role_data, train_model)
+                                        resolve_engine, role_data)
 
-# Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): measured on a 2-core
-# CPU with pools of 16 (benchmarks/bench_pool.py), stacking trains digits MLPs ~3x faster,
-# while for CIFAR-10 MLPs of width 8 to 512 it is 0.4-1.04x of one model after another, whose
-# dense products already run through oneDNN near the machine's peak (batched products go to
-# MKL, ~2x slower on these CPUs).
+# Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): stacking speeds up
+# small MLPs, while a large input's dense products already run through oneDNN near the
+# machine's peak one model after another, and batched products go to MKL, the slower on these
+# CPUs (benchmarks/bench_pool.py; docs/performance.md).
 STACK_MAX_INPUT = 1024
 STACK_MAX_MACS = 1 << 19
 STACK_GROUP = 32  # models per stacked run at most (more are cut into runs of equal size, which the
@@ -143,24 +141,6 @@ def stack_groups(cfgs: Sequence[RunConfig], input_shape: tuple[int, int, int], d
         cuts = [round(i * len(models) / runs) for i in range(runs + 1)]  # runs of equal size (±1)
         out += [models[a:b] for a, b in zip(cuts, cuts[1:])]
     return out
-
-
-def train_many(cfgs: Sequence[RunConfig], data: ImageData, device: torch.device | str = "cpu",
-               on_start=None, on_epoch: EpochCallback | None = None,
-               engine: str | None = None) -> list[TrainResult]:
-    """Train the models ``cfgs``: stacked, in the runs of :func:`stack_groups`, where that
-    applies, else one by one; results in the order of ``cfgs``. ``on_start`` is called once
-    per run, with the config of a model trained alone or the list of a stacked run's."""
-    engine = resolve_engine(engine)
-    cfgs = [c.validated() for c in cfgs]
-    results: dict[str, TrainResult] = {}
-    for group in stack_groups(cfgs, data.input_shape, len(data.y), engine):
-        if on_start:
-            on_start(group if len(group) > 1 else group[0])
-        trained = (train_stacked(group, data, device, on_epoch=on_epoch) if len(group) > 1
-                   else [train_model(group[0], data, device, on_epoch=on_epoch, engine=engine)])
-        results.update((c.run_name, r) for c, r in zip(group, trained))
-    return [results[c.run_name] for c in cfgs]
 
 
 def _check_stackable(cfgs: Sequence[RunConfig], data: ImageData) -> None:
@@ -345,7 +325,7 @@ class FusedAdam:
 
     The same kernel on the same state gives the same bits as ``torch.optim.Adam(..., fused=True)``
     (tested), but without the optimizer class, whose first use imports torch's compiler stack
-    (``torch._dynamo``, 0.5-0.6 s on a 2-core machine) that stacked training never needs. Where
+    (``torch._dynamo``, docs/performance.md) that stacked training never needs. Where
     the kernel is missing (another device, another torch), it is ``torch.optim.Adam`` itself.
     """
 

@@ -139,11 +139,8 @@ def role_data(cfg: RunConfig, data: ImageData, device: torch.device,
     return RoleData(x_in, y_in, x_out, y_out, norm, np.asarray(idx_in))
 
 
-# Inference batch sizes, measured on 2 CPU cores (CIFAR-10 shapes, best of interleaved runs):
-# convolutions run fastest on small channels-last batches whose activations stay in cache
-# (cnn 23,900 samples/s at 32, 22,800 at 64, 8,100 at 128, 3,600 at 2,048 NCHW; cnn-improved
-# 4,690 at 32 against 1,090), dense stacks on mid-sized ones (mlp 133,000 at 512 against
-# 119,000 at 2,048).
+# Inference batch sizes: convolutions run fastest on small channels-last batches whose
+# activations stay in cache, dense stacks on mid-sized ones (docs/performance.md).
 INFERENCE_BATCH_CONV = 32
 INFERENCE_BATCH_DENSE = 512
 
@@ -233,8 +230,8 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         trace = LossTrace(len(rd.y_in), cfg.train.epochs, device) if traceable(len(rd.y_in), cfg.train.epochs) else None
         if snapshots:
             on_epoch = _snapshotting(cfg, model, rd, engine, t0, snapshots, on_epoch, trace)
-        # torch.optim imports torch._dynamo on its first use in a process (about 1.8 s on 2
-        # cores): built before the epoch clock starts, so that ``fit_seconds`` is the epochs
+        # torch.optim imports torch._dynamo on its first use in a process (docs/performance.md):
+        # built before the epoch clock starts, so that ``fit_seconds`` is the epochs
         optimizer = None if cfg.model.name == "convex-relu" else make_optimizer(model, cfg, engine)
         clock_start()
         g = generator(derive_seed(cfg.seed, cfg.role, "mask", *member), device)
@@ -272,8 +269,8 @@ def _clocked(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[]
     its optimiser are built), ``fit_seconds()``, from the start to the end of the last epoch
     (None before the first), and ``epoch_seconds()``, each epoch's duration. ``train_seconds``
     also counts the data, the model's set-up, ε's accounting and the final evaluation; the
-    first epoch of a process also carries oneDNN's one-off creation of its kernels (about
-    0.5 s for the Standard CNN on 2 cores). Epoch snapshots, when asked for, are taken inside
+    first epoch of a process also carries oneDNN's one-off creation of its kernels
+    (docs/performance.md). Epoch snapshots, when asked for, are taken inside
     the epochs and count in."""
     marks: list[float] = [time.perf_counter()]
 
@@ -332,8 +329,8 @@ def evaluate(model: nn.Module, rd: RoleData) -> dict:
 @contextlib.contextmanager
 def channels_last(model: nn.Module, device: torch.device) -> Iterator[torch.memory_format | None]:
     """Convolutional models train in the channels-last layout on the CPU (oneDNN's
-    convolutions and max-pooling run faster in it: measured 1.1× for ``cnn``, 1.3× for
-    ``cnn-improved``, batch 100 and 128, 2 cores); yields the layout the batches should take
+    convolutions and max-pooling run faster in it, docs/performance.md); yields the layout the
+    batches should take
     (None: leave them). The model is back in the standard layout afterwards."""
     if device.type != "cpu" or not any(isinstance(m, nn.Conv2d) for m in model.modules()):
         yield None
@@ -373,7 +370,7 @@ def _defense_hooks(cfg: RunConfig, defense: Defense | None, model: nn.Module, rd
 
     def train_submodel(x: torch.Tensor, y: torch.Tensor, index: int = 0) -> nn.Module:
         """A fresh model of ``cfg``'s architecture trained by the plain recipe on (x, y)."""
-        sub_cfg = replace(cfg, defence=replace(cfg.defence, method="", knob=0.0))
+        sub_cfg = replace(cfg, defence=cfg.defence.undefended)
         with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
             torch.manual_seed(derive_seed(seed, "submodel", index))
             sub = build_model(cfg.model.name, data.input_shape, data.num_classes, width=cfg.model.width,
