@@ -2,7 +2,7 @@
 
 The command line's ``privaudit audit`` is this function with its options as keyword
 arguments (the same names, with ``-`` as ``_``, and the same defaults), its output the
-:class:`AuditReport` printed: ``--json`` is :meth:`AuditReport.to_json`.
+:class:`AuditReport` printed: ``--json`` is :meth:`AuditReport.to_dict`.
 """
 
 from __future__ import annotations

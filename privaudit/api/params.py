@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union, cast,
 from privaudit.core.defaults import MAX_SEED
 from privaudit.errors import ArtifactError, ConfigError, DataError
 
+from privaudit.api.recipe import model_args as model_args  # the --model-arg pairs, parsed where the recipe is
+
 if TYPE_CHECKING:
     from privaudit.api.recipe import Recipe
     from privaudit.pipeline.attacking import AttackPlan
@@ -186,31 +188,6 @@ def attacks(value: str | Sequence[str], pool_size: int, shadow_dataset: str | No
 
     items = value.split(",") if isinstance(value, str) else [v for item in value for v in str(item).split(",")]
     return AttackPlan.from_choices([v.strip() for v in items if v.strip()], pool_size, shadow_dataset)
-
-
-def model_args(items: Sequence[str] | dict[str, Any] | None) -> dict[str, Any]:
-    """``key=value`` pairs (``--model-arg``) as a dict, a value read as JSON when it parses
-    (``3``, ``0.5``, ``true``, ``[1, 2]``), else kept as text; a dict is taken as it is."""
-    import json
-
-    if isinstance(items, dict):
-        bad = [k for k in items if not str(k).isidentifier()]
-        if bad:
-            raise ConfigError(f"--model-arg takes a Python identifier as key, got {bad[0]!r}")
-        return dict(items)
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, raw = str(item).partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier():
-            raise ConfigError(f"--model-arg takes key=value with a Python identifier as key, got {item!r}")
-        if key in out:
-            raise ConfigError(f"--model-arg {key} is given twice")
-        try:
-            out[key] = json.loads(raw)
-        except ValueError:
-            out[key] = raw
-    return out
 
 
 def normal_dataset(value: str) -> str | None:

@@ -12,16 +12,17 @@ field here, a row of the command line's option table, and where the config holds
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from privaudit.api.results import ShortRepr
 from privaudit.errors import ConfigError
 
 if TYPE_CHECKING:
     from privaudit.core.config import RunConfig
 
 
-@dataclass(frozen=True)
-class Recipe:
+@dataclass(frozen=True, repr=False)
+class Recipe(ShortRepr):
     """How the models of a command are trained (module docstring).
 
     model: ``mlp``, ``cnn``, ``cnn-improved``, ``cnn-improved-small``, ``convex-relu``, or
@@ -71,9 +72,33 @@ class Recipe:
         with ``defence`` (``defense=`` and ``knob=``, or the older ``kappa=``, ``dp=``,
         ``noise_multiplier=``, ``target_epsilon=``); ``dataset_kwargs``: the user's own data's
         fingerprint and size (:meth:`privaudit.pipeline.runs.DataCache.config_kwargs`)."""
-        from privaudit.api.params import model_args
         from privaudit.core.config import make_config
 
         fields_ = {k: v for k, v in self.to_dict().items() if k not in ("model_args", "canaries")}
         return make_config(**fields_, model_args=model_args(self.model_args), canaries=self.canaries or "",
                            seed=seed, **defence, **dict(dataset_kwargs or {}))
+
+
+def model_args(items: Sequence[str] | dict[str, Any] | None) -> dict[str, Any]:
+    """``key=value`` pairs (``--model-arg``) as a dict, a value read as JSON when it parses
+    (``3``, ``0.5``, ``true``, ``[1, 2]``), else kept as text; a dict is taken as it is."""
+    import json
+
+    if isinstance(items, dict):
+        bad = [k for k in items if not str(k).isidentifier()]
+        if bad:
+            raise ConfigError(f"--model-arg takes a Python identifier as key, got {bad[0]!r}")
+        return dict(items)
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise ConfigError(f"--model-arg takes key=value with a Python identifier as key, got {item!r}")
+        if key in out:
+            raise ConfigError(f"--model-arg {key} is given twice")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out

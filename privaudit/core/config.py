@@ -257,9 +257,9 @@ class DefenceConfig:
         if knob:
             raise ConfigError("a defence knob needs its defence (--defense NAME)")
         if dp:
-            if (noise_multiplier is None) == (target_epsilon is None):
+            if noise_multiplier is not None and target_epsilon is not None:
                 raise ConfigError("--dp needs exactly one of --sigma or --target-epsilon")
-            name = ("mg+" if kappa else "") + mechanism
+            name = ("mg+" if kappa else "") + mechanism  # neither: refused by validation, after the model
             return cls(name=name, knob=0.0 if noise_multiplier is None else noise_multiplier, params=params)
         if noise_multiplier is not None or target_epsilon is not None:
             raise ConfigError("--sigma and --target-epsilon need --dp")
@@ -544,6 +544,7 @@ def _check_defence(cfg: RunConfig) -> None:
         if f.name == "mg+dpsgd":
             get("mg").check_knob(p.kappa)
         if p.target_epsilon is None:
+            _require(f.knob != 0, "--dp needs exactly one of --sigma or --target-epsilon")
             get(f.mechanism).check_knob(f.knob)
         else:
             _require(f.knob == 0, "--dp needs exactly one of --sigma or --target-epsilon")

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from privaudit.core.config import RunConfig
 
 
 def derive_seed(seed: int, *tags: object) -> int:
@@ -19,3 +23,19 @@ def generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
     g = torch.Generator(device=device)
     g.manual_seed(seed)
     return g
+
+
+#: a model's random streams: ``train`` (initialisation and batch order), ``mask`` (MG noise),
+#: ``dp-noise`` (DP's Gaussian noise), ``augment`` (the flips), ``defense`` (a defence's own draws:
+#: MixUp's mixes, additive noise, its sub-models); the names are part of the seeds, kept as first written
+STREAMS = ("train", "mask", "dp-noise", "augment", "defense")
+
+
+def model_seed(cfg: "RunConfig", stream: str) -> int:
+    """The seed of ``cfg``'s model's ``stream`` (:data:`STREAMS`), the one place every engine
+    takes it from, so that a model trained alone and beside others draws the same numbers: from
+    the root seed and the role, and a reference model also from its index in the pool."""
+    if stream not in STREAMS:
+        raise ValueError(f"unknown random stream {stream!r}; expected one of {', '.join(STREAMS)}")
+    member = [cfg.data.pool_index] if cfg.role == "reference" else []
+    return derive_seed(cfg.seed, cfg.role, stream, *member)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from privaudit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from privaudit.core.config import RunConfig
 
 PARTS = ("target_in", "target_out", "shadow_in", "shadow_out")
 
@@ -134,3 +138,11 @@ class Normaliser:
         x -= self.mean
         x /= self.std
         return x
+
+
+def model_members(cfg: "RunConfig", n: int, split: Split | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(members, non-members) of ``cfg``'s model among the ``n`` pooled samples: the one place
+    that chooses them for every engine and attack (``split``: ``cfg``'s split when already cut)."""
+    split = split if split is not None else split_parts(n, cfg.data.part_size, cfg.data.seed)
+    return member_indices(cfg.role, split, pool_size=cfg.data.pool_size, pool_index=cfg.data.pool_index,
+                          seed=cfg.data.seed)

@@ -163,7 +163,7 @@ def label_outputs(workspace: Workspace, name: str, data: DataCache,
     shifted by up to one pixel (two on images larger than 16 pixels), and mirrored when it
     trained on mirrored images; each view normalised as the model's inputs are."""
     from privaudit.attacks.label_only import AugmentationSpec, augmentation_scores, gap_scores
-    from privaudit.data.splits import member_indices, split_parts
+    from privaudit.data.splits import model_members
     from privaudit.models.released import Released
 
     cfg = workspace.read_model_config(name)
@@ -177,9 +177,7 @@ def label_outputs(workspace: Workspace, name: str, data: DataCache,
     def predict(x: torch.Tensor) -> torch.Tensor:
         return predict_logits(model, (x - mean) / std).argmax(1)
 
-    split = split_parts(len(images.y), cfg.data.part_size, cfg.data.seed)
-    idx_in, idx_out = member_indices(cfg.role, split, pool_size=cfg.data.pool_size, pool_index=cfg.data.pool_index,
-                                     seed=cfg.data.seed)
+    idx_in, idx_out = model_members(cfg, len(images.y))
     spec = AugmentationSpec(radius=1 if max(images.input_shape[1:]) <= 16 else 2, flip=cfg.train.augment == "flip")
     out = []
     for idx in (idx_in, idx_out):

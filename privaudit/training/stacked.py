@@ -49,9 +49,9 @@ from torch import nn
 from privaudit.core.config import RunConfig
 from privaudit.defenses import get as get_defense
 from privaudit.data import ImageData, Normaliser, split_parts
-from privaudit.data.splits import member_indices
+from privaudit.data.splits import model_members
 from privaudit.models import build_model
-from privaudit.core.seeding import derive_seed, generator
+from privaudit.core.seeding import generator, model_seed
 from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, poisson_batch
 from privaudit.training.loop import Batch, run_epochs
 from privaudit.training.mg_noise import apply_mg_noise
@@ -92,9 +92,7 @@ def _terms(cfg: RunConfig, num_classes: int) -> dict[str, float] | None:
 @functools.lru_cache(maxsize=4096)
 def member_count(cfg: RunConfig, dataset_size: int) -> int:
     """How many members ``cfg``'s model trains on, from the dataset's size alone."""
-    split = split_parts(dataset_size, cfg.data.part_size, cfg.data.seed)
-    idx_in, _ = member_indices(cfg.role, split, pool_size=cfg.data.pool_size, pool_index=cfg.data.pool_index,
-                               seed=cfg.data.seed)
+    idx_in, _ = model_members(cfg, dataset_size)
     return len(idx_in)
 
 
@@ -168,21 +166,19 @@ class _Stack:
             if key not in splits:
                 splits[key] = split_parts(len(data.y), c.data.part_size, c.data.seed)
             split = splits[key]
-            idx_in, _ = member_indices(c.role, split, pool_size=c.data.pool_size, pool_index=c.data.pool_index,
-                                       seed=c.data.seed)
+            idx_in, _ = model_members(c, len(data.y), split)
             self.members.append(torch.from_numpy(np.asarray(idx_in, dtype=np.int64)).to(device))
             self.norms.append(Normaliser.fit(data.x[idx_in]))
-            member = [c.data.pool_index] if c.role == "reference" else []  # as train_model seeds them
             with GLOBAL_RNG, torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
-                torch.manual_seed(derive_seed(c.seed, c.role, "train", *member))
+                torch.manual_seed(model_seed(c, "train"))
                 self.models.append(build_model(c.model.name, data.input_shape, data.num_classes, width=c.model.width,
                                                dp=c.defence.dp))
-            self.gens.append(generator(derive_seed(c.seed, c.role, "mask", *member), device))
-            self.noise_seeds.append(derive_seed(c.seed, c.role, "dp-noise", *member))
+            self.gens.append(generator(model_seed(c, "mask"), device))
+            self.noise_seeds.append(model_seed(c, "dp-noise"))
             terms = _terms(c, data.num_classes) or {}
             self.terms.append(terms)
             # the defence's own generator, as train_model's hooks get it (additive noise draws from it)
-            seed = derive_seed(c.seed, c.role, "defense", *member)
+            seed = model_seed(c, "defense")
             drawn = terms.get("input_noise") or terms.get("mixup")
             self.defense_gens.append(generator(seed, device) if drawn else None)
             self.defense_rngs.append(np.random.default_rng(seed) if terms.get("mixup") else None)

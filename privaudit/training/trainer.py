@@ -49,11 +49,11 @@ from torch.utils.data import DataLoader, TensorDataset
 from privaudit.core.config import RunConfig
 from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.defenses import Defense, TrainingContext, TrainingHooks, of_config
-from privaudit.data.splits import member_indices
+from privaudit.data.splits import model_members
 from privaudit.errors import ConfigError
 from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
 from privaudit.models import build_model
-from privaudit.core.seeding import derive_seed, generator
+from privaudit.core.seeding import derive_seed, generator, model_seed
 from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, supports_ghost
 from privaudit.analysis.accounting import calibrate_noise_multiplier, epsilon_from_history
 from privaudit.models.fast_linear import fast_layers
@@ -125,9 +125,7 @@ def role_data(cfg: RunConfig, data: ImageData, device: torch.device,
               normaliser: Normaliser | None = None) -> RoleData:
     """Members and non-members of ``cfg``'s model, normalised with statistics of its own
     member part (or with ``normaliser`` when given, e.g. the one saved with a model)."""
-    split = split_parts(len(data.y), cfg.data.part_size, cfg.data.seed)
-    idx_in, idx_out = member_indices(cfg.role, split, pool_size=cfg.data.pool_size,
-                                     pool_index=cfg.data.pool_index, seed=cfg.data.seed)
+    idx_in, idx_out = model_members(cfg, len(data.y))
     norm = normaliser or Normaliser.fit(data.x[idx_in])
 
     def tensor(idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -216,8 +214,7 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
     if snapshots and (cfg.defence.dp or cfg.model.name == "convex-relu"):
         raise ConfigError("epoch snapshots are for non-private mlp and CNN training")
 
-    member = [cfg.data.pool_index] if cfg.role == "reference" else []  # each pool model its own seed
-    train_seed = derive_seed(cfg.seed, cfg.role, "train", *member)
+    train_seed = model_seed(cfg, "train")
     devices = [device.index or 0] if device.type == "cuda" else []
     on_epoch, clock_start, epochs_ended, epoch_seconds = _clocked(on_epoch)
     with torch.random.fork_rng(devices=devices):
@@ -234,10 +231,10 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         # built before the epoch clock starts, so that ``fit_seconds`` is the epochs
         optimizer = None if cfg.model.name == "convex-relu" else make_optimizer(model, cfg, engine)
         clock_start()
-        g = generator(derive_seed(cfg.seed, cfg.role, "mask", *member), device)
-        noise_seed = derive_seed(cfg.seed, cfg.role, "dp-noise", *member)
+        g = generator(model_seed(cfg, "mask"), device)
+        noise_seed = model_seed(cfg, "dp-noise")
         # flips from their own stream, so that --augment none draws exactly what it always drew
-        g_aug = (generator(derive_seed(cfg.seed, cfg.role, "augment", *member), device)
+        g_aug = (generator(model_seed(cfg, "augment"), device)
                  if cfg.train.augment == "flip" else None)
         if cfg.model.name == "convex-relu":  # its own optimiser: (noisy) cyclic gradient descent
             history, dp_metrics = _train_convex(cfg, model, rd, g, noise_seed, on_epoch)
@@ -248,7 +245,7 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
             history, dp_metrics = _train_dpsgd(cfg, model, optimizer, rd, g, on_epoch,
                                                g_aug)
         else:
-            hooks = _defense_hooks(cfg, defense, model, rd, data, device, engine, member)
+            hooks = _defense_hooks(cfg, defense, model, rd, data, device, engine)
             if engine == "fast" and cfg.train.precision == "fp32":
                 with fast_layers(model), channels_last(model, device) as layout:
                     history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, layout, hooks, trace)
@@ -356,14 +353,14 @@ def _view(cfg: RunConfig, g: torch.Generator, g_aug: torch.Generator | None,
 
 
 def _defense_hooks(cfg: RunConfig, defense: Defense | None, model: nn.Module, rd: RoleData, data: ImageData,
-                   device: torch.device, engine: str, member: list) -> TrainingHooks | None:
+                   device: torch.device, engine: str) -> TrainingHooks | None:
     """The training hooks of ``cfg``'s defence (None: the plain loop), set up with their
     context: a generator of their own (so that the shuffles and MG masks draw what they
     always drew), the reference set and the sub-model trainer where the defence needs them."""
     hooks = defense.hooks(cfg.defence.knob, data.num_classes) if defense else None
     if hooks is None:
         return None
-    seed = derive_seed(cfg.seed, cfg.role, "defense", *member)
+    seed = model_seed(cfg, "defense")
     reference = None
     if defense.needs_reference:
         reference = defense_reference(cfg, data, rd, device)
