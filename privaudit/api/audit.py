@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from privaudit.api import params
-from privaudit.api.grids import GridRequest, resolve_grids
+from privaudit.api.grids import AuditGrids, GridRequest, resolve_grids
 from privaudit.api.recipe import Recipe
 from privaudit.api.results import ShortRepr
 from privaudit.core.defaults import DEFAULT_POOL_SIZE
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from privaudit.executor.plan import Job
     from privaudit.executor.preview import RunPlan
     from privaudit.pipeline.attacking import AttackResult
-    from privaudit.pipeline.runs import RunResult
+    from privaudit.pipeline.runs import DataCache, RunResult
+    from privaudit.pipeline.workspace import Workspace
 
 
 @dataclass(repr=False)
@@ -52,6 +53,7 @@ class AuditReport(ShortRepr):
     wall_seconds: float
     phase_seconds: dict[str, float]
     targets: list[RunResult] = field(repr=False, default_factory=list)   #: privaudit.pipeline.runs.RunResult, one per target
+    configs: list[RunConfig] = field(repr=False, default_factory=list)   #: each target's config, in the order of ``targets``
     attacks: list[AttackResult] = field(repr=False, default_factory=list)   #: privaudit.pipeline.attacking.AttackResult, one per target
     summary: Any = field(repr=False, default=None)            #: privaudit.reporting.summary.Summary
     match_accuracy: list[tuple[RunConfig, KappaMatch]] = field(repr=False, default_factory=list)
@@ -74,6 +76,13 @@ class AuditReport(ShortRepr):
             frame = {"member": z["labels"].astype(int)}
             frame.update({k[len("score_"):]: z[k] for k in z.files if k.startswith("score_")})
         return pd.DataFrame(frame)
+
+    def summary_rows(self) -> list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]]:
+        """Per target: (its config, its model's metrics, the metrics of the attacks asked for,
+        the attacks' extras), what the command line's summary table prints."""
+        asked = self.attack_plan.asked if self.attack_plan is not None else (lambda m: m)
+        return [(cfg, run.metrics, asked(a.metrics), a.extras)
+                for cfg, run, a in zip(self.configs, self.targets, self.attacks)]
 
     def to_dict(self) -> dict[str, Any]:
         """The document ``privaudit audit --json`` prints."""
@@ -149,7 +158,7 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
                                       target_epsilons=target_epsilons, defenses=defenses, knobs=knobs,
                                       target_accuracies=target_accuracies, match_accuracy=match_accuracy))
     k_grid, s_grid, eps_grid, other_grids = grids.kappas, grids.sigmas, grids.target_epsilons, grids.others
-    targets, searched = grids.targets, grids.searched
+    targets = grids.targets
     if ray_address is not None and executor != "ray":
         raise ConfigError("--ray-address needs --executor ray")
     seed_list = params.seeds(seeds, seed)
@@ -176,52 +185,13 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     dev = resolve_device(device)
     data = data or DataCache(data_dir, download)
     if dry_run:
-        from privaudit.executor.auditing import audit_graph
-        from privaudit.executor.preview import pool_savings, preview
-
-        ws = Workspace(workdir)
-        notes = ([f"--match-accuracy's search trains up to a few MG-noise targets per DP-SGD setting on seed "
-                  f"{seed_list[0]} (not counted: how many depends on the accuracies found)"] if match_accuracy else [])
-        search: list[Job] = []
-        if targets:  # priced at its budget, by stand-in settings (which it trains depends on the accuracies)
-            from privaudit.executor.auditing import TARGET_SEARCH_STEPS, defended, search_standins
-            from privaudit.executor.plan import train_job
-
-            standins = {n: search_standins(bases[0], n, TARGET_SEARCH_STEPS * len(targets)) for n in searched}
-            search = [train_job([defended(bases[0], n, v).validated()]) for n, vals in standins.items() for v in vals]
-            plans = [list({c.validated().run_name: c for c in
-                           p + [defended(b, n, vals[i % len(vals)]) for n, vals in standins.items() if vals
-                                for i in range(len(targets))]}.values()) for b, p in zip(bases, plans)]
-            notes.append(f"--target-accuracies: counted at its budget: the search's trainings on seed {seed_list[0]} "
-                         f"(up to {TARGET_SEARCH_STEPS} per defence and target; {len(search)} in all for "
-                         f"{len(searched)} defences x {len(targets)} targets, an upper bound), and one setting per "
-                         f"defence and target audited on every seed as if each target is reached, priced at stand-in "
-                         f"settings (which settings depends on the accuracies found)")
-        job_graph = audit_graph(replicate(plans), data, attack_plan)
-        planned = {c.run_name for job in job_graph if job.kind == "train" for c in job.configs}
-        job_graph = [j for j in search if j.configs[0].run_name not in planned] + job_graph
-        run_plan = preview("audit", job_graph, ws, data, dev, log=say, notes=notes, executor=runner)
-        run_plan.notes.extend(pool_savings(run_plan.models, attack_plan.pool_size))
-        return run_plan
+        return _preview(bases, plans, grids, attack_plan, Workspace(workdir), data, dev, runner, say)
     ws = Workspace(workdir).ensure_writable(log=say)
     ws.set_aside_legacy_results(say)
     matches: list[tuple[RunConfig, KappaMatch]] = []
     reached: list[TargetMatch] = []
     if targets:
-        from privaudit.executor.auditing import TARGET_SEARCH_STEPS, defended, match_targets, save_target_matches
-
-        say(f"target accuracies {params.grid_text(targets)}: searching {', '.join(searched)} on seed {seed_list[0]} "
-            f"(at most {TARGET_SEARCH_STEPS} trainings per defence and target, tolerance {match_tolerance:g})")
-        reached = match_targets(bases[0], searched, targets, ws, data, dev, tolerance=match_tolerance,
-                                on_start=hooks.on_model_start, on_epoch=hooks.on_epoch)
-        save_target_matches(ws, bases[0], reached)
-        for m in reached:
-            say(f"target {m.target:g}: {m.defence} " + (f"knob {m.knob:g} -> {m.accuracy:.4f}" if m.within else
-                f"{m.status}: audited at its strongest setting, knob {m.knob:g} -> {m.accuracy:.4f}"
-                if m.knob is not None else f"{m.status} (accuracies {m.reached[0]:.3f}-{m.reached[1]:.3f} after {len(m.steps)} trainings)"))
-        # reached, or above the target at the defence's strongest setting: both audited
-        plans = [p + [defended(b, m.defence, m.knob) for m in reached if m.knob is not None] for b, p in zip(bases, plans)]
-        plans = [list({c.validated().run_name: c for c in p}.values()) for p in plans]
+        plans, reached = _search_targets(bases, plans, grids, ws, data, dev, match_tolerance, hooks, say)
     if match_accuracy:
         say(f"match-accuracy: searching kappa for {len(s_grid or eps_grid)} DP-SGD settings (seed "
             f"{seed_list[0]}, tolerance {match_tolerance:g})")
@@ -256,6 +226,63 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     return AuditReport(table=rep.table, verdicts=verdicts, report_path=Path(rep.html), csv_path=Path(rep.csv),
                        workdir=Path(ws.root), seeds=seed_list, executor=runner.name, jobs=len(graph),
                        wall_seconds=time.perf_counter() - t0, phase_seconds=CLOCK.snapshot(),
-                       targets=result.targets, attacks=result.attacks, summary=summary, match_accuracy=matches,
+                       targets=result.targets, configs=[c.validated() for c in plan], attacks=result.attacks,
+                       summary=summary, match_accuracy=matches,
                        target_matches=reached,
                        attack_plan=attack_plan)
+
+
+def _search_targets(bases: "list[RunConfig]", plans: "list[list[RunConfig]]", grids: AuditGrids, ws: "Workspace",
+                    data: "DataCache", dev: Any, tolerance: float, hooks: AuditHooks,
+                    say: Callable[[str], None]) -> "tuple[list[list[RunConfig]], list[TargetMatch]]":
+    """``--target-accuracies``: each searched defence's knob found on the first seed for each
+    target accuracy, and each seed's plan with the settings found (reached, or the strongest
+    setting tried when even that stays above the target)."""
+    from privaudit.executor.auditing import TARGET_SEARCH_STEPS, defended, match_targets, save_target_matches
+
+    say(f"target accuracies {params.grid_text(grids.targets)}: searching {', '.join(grids.searched)} on seed "
+        f"{bases[0].seed} (at most {TARGET_SEARCH_STEPS} trainings per defence and target, tolerance {tolerance:g})")
+    reached = match_targets(bases[0], grids.searched, grids.targets, ws, data, dev, tolerance=tolerance,
+                            on_start=hooks.on_model_start, on_epoch=hooks.on_epoch)
+    save_target_matches(ws, bases[0], reached)
+    for m in reached:
+        say(f"target {m.target:g}: {m.defence} " + (f"knob {m.knob:g} -> {m.accuracy:.4f}" if m.within else
+            f"{m.status}: audited at its strongest setting, knob {m.knob:g} -> {m.accuracy:.4f}"
+            if m.knob is not None else f"{m.status} (accuracies {m.reached[0]:.3f}-{m.reached[1]:.3f} after "
+            f"{len(m.steps)} trainings)"))
+    plans = [p + [defended(b, m.defence, m.knob) for m in reached if m.knob is not None] for b, p in zip(bases, plans)]
+    return [list({c.validated().run_name: c for c in p}.values()) for p in plans], reached
+
+
+def _preview(bases: "list[RunConfig]", plans: "list[list[RunConfig]]", grids: AuditGrids, attack_plan: Any,
+             ws: "Workspace", data: "DataCache", dev: Any, runner: Any, say: Callable[[str], None]) -> "RunPlan":
+    """``--dry-run``: the run's plan priced, training nothing; ``--target-accuracies``' search
+    counted at its budget, by stand-in settings (which it trains depends on the accuracies)."""
+    from privaudit.executor.auditing import audit_graph, replicate
+    from privaudit.executor.preview import pool_savings, preview
+
+    first = bases[0].seed
+    notes = ([f"--match-accuracy's search trains up to a few MG-noise targets per DP-SGD setting on seed "
+              f"{first} (not counted: how many depends on the accuracies found)"] if grids.match_accuracy else [])
+    search: list[Job] = []
+    if grids.targets:
+        from privaudit.executor.auditing import TARGET_SEARCH_STEPS, defended, search_standins
+        from privaudit.executor.plan import train_job
+
+        targets, searched = grids.targets, grids.searched
+        standins = {n: search_standins(bases[0], n, TARGET_SEARCH_STEPS * len(targets)) for n in searched}
+        search = [train_job([defended(bases[0], n, v).validated()]) for n, vals in standins.items() for v in vals]
+        plans = [list({c.validated().run_name: c for c in
+                       p + [defended(b, n, vals[i % len(vals)]) for n, vals in standins.items() if vals
+                            for i in range(len(targets))]}.values()) for b, p in zip(bases, plans)]
+        notes.append(f"--target-accuracies: counted at its budget: the search's trainings on seed {first} "
+                     f"(up to {TARGET_SEARCH_STEPS} per defence and target; {len(search)} in all for "
+                     f"{len(searched)} defences x {len(targets)} targets, an upper bound), and one setting per "
+                     f"defence and target audited on every seed as if each target is reached, priced at stand-in "
+                     f"settings (which settings depends on the accuracies found)")
+    job_graph = audit_graph(replicate(plans), data, attack_plan)
+    planned = {c.run_name for job in job_graph if job.kind == "train" for c in job.configs}
+    job_graph = [j for j in search if j.configs[0].run_name not in planned] + job_graph
+    run_plan = preview("audit", job_graph, ws, data, dev, log=say, notes=notes, executor=runner)
+    run_plan.notes.extend(pool_savings(run_plan.models, attack_plan.pool_size))
+    return run_plan

@@ -68,14 +68,12 @@ def audit_cmd(
     if as_json:
         emit_json({**result.to_dict(), "wall_seconds": wall})
         return
-    from privaudit.cli.summary import at_accuracy_table, attack_summary_table, strongest_claim_lines, verdict_table
+    from privaudit.cli.summary import at_accuracy_table, strongest_claim_lines, summary_table, verdict_table
     from privaudit.core.timing import CLOCK
-    from privaudit.pipeline.workspace import Workspace
 
-    ws, attack_plan, rep_html, rep_csv = Workspace(result.workdir), result.attack_plan, result.report_path, result.csv_path
     console = info_console(as_json)
-    console.print(attack_summary_table(ws, [(a.target, attack_plan.asked(a.metrics), a.extras) for a in result.attacks],
-                                       title=f"privaudit audit: {recipe.model} on {recipe.dataset}", summary=result.summary))
+    console.print(summary_table(result.summary_rows(), title=f"privaudit audit: {recipe.model} on {recipe.dataset}",
+                                summary=result.summary))
     for line in strongest_claim_lines(result.summary):
         console.print(line, markup=False, highlight=False)
     verdicts = verdict_table(result.summary)
@@ -85,4 +83,4 @@ def audit_cmd(
     if choice is not None:
         console.print(choice)
     shares = "  ".join(f"{k} {v:.1f} s" for k, v in CLOCK.snapshot().items() if v >= 0.05)
-    console.print(f"done in {wall:.1f} s ({shares})  report: {rep_html}  table: {rep_csv}")
+    console.print(f"done in {wall:.1f} s ({shares})  report: {result.report_path}  table: {result.csv_path}")

@@ -37,7 +37,21 @@ def setting_text(cfg, metrics: dict) -> str:
 
 def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
                          title: str = "Membership inference", summary=None) -> Table:
-    """One row per target: setting (and model, dataset and seed, when the targets span more than one),
+    """:func:`summary_table` of the targets ``results`` names ((target, attack metrics, extras)
+    each), their configs and model metrics read from ``ws`` (a target whose folder cannot be
+    read is left out)."""
+    rows = []
+    for target, metrics, extras in results:
+        try:
+            rows.append((ws.read_model_config(target), ws.read_model_metrics(target), metrics, extras))
+        except ArtifactError:
+            continue
+    return summary_table(rows, title=title, summary=summary)
+
+
+def summary_table(rows: list[tuple], title: str = "Membership inference", summary=None) -> Table:
+    """One row per target of ``rows`` ((config, model metrics, attack metrics, extras) each):
+    setting (and model, dataset and seed, when the targets span more than one),
     accountant ε, test accuracy, the paper's shadow attack, the strongest attack and the
     empirical ε lower bounds. With the audit's ``summary`` (:mod:`privaudit.reporting.summary`)
     the strongest attack is its group's, the one the HTML report and ``--json`` name (the
@@ -48,13 +62,7 @@ def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
     groups = {}
     if summary is not None and not summary.overview.empty:
         groups = {(str(r["model"]), str(r["dataset"])): r["strongest"] for _, r in summary.overview.iterrows()}
-    rows = []
-    for target, metrics, extras in results:
-        try:
-            rows.append((ws.read_model_config(target), ws.read_model_metrics(target), metrics, extras))
-        except ArtifactError:
-            continue
-    rows.sort(key=lambda row: setting_order(row[0], row[1]))
+    rows = sorted(rows, key=lambda row: setting_order(row[0], row[1]))
     datasets = {cfg.data.dataset for cfg, *_ in rows}
     models = {cfg.model.name for cfg, *_ in rows}
     seeds = {cfg.seed for cfg, *_ in rows}

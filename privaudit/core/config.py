@@ -619,42 +619,13 @@ def make_config(
     noise and DP (and the only one of their combination, DP-SGD on MG-masked inputs). A
     setting the defence sets itself (early stopping's epochs, weight decay's λ) fills the
     argument when it is None, and must agree with it otherwise."""
-    mechanism = mechanism or ("noisycgd" if model == "convex-relu" else "dpsgd")
-    params = DPParams(max_grad_norm=float(max_grad_norm), delta=float(delta), mechanism=mechanism)
-    if defense is not None:
-        from privaudit.defenses import get
-
-        chosen = get(defense)
-        if kappa or dp or noise_multiplier is not None:
-            raise ConfigError(f"one defence a model: --defense {chosen.name} trains without --kappa and --dp (MG "
-                              "noise under DP-SGD is --kappa with --dp)")
-        dp_defence = chosen.name in DP_NAMES
-        knob_value = 0.0 if dp_defence and knob is None and target_epsilon is not None else chosen.check_knob(knob)
-        if dp_defence and knob is not None and target_epsilon is not None:
-            raise ConfigError("--dp needs exactly one of --sigma or --target-epsilon")
-        if target_epsilon is not None and not dp_defence:
-            raise ConfigError("--sigma and --target-epsilon need --dp")
-        sets = chosen.recipe_fields(knob_value)
-        epochs = sets.get("epochs", epochs) if epochs is None else epochs
-        weight_decay = sets.get("weight_decay", weight_decay) if weight_decay is None else weight_decay
-        defence = DefenceConfig(params=params).with_setting(
-            chosen.name, knob_value, target_epsilon=None if target_epsilon is None else float(target_epsilon))
-    elif knob is not None:
-        raise ConfigError("--knob needs --defense NAME")
-    else:
-        defence = DefenceConfig.from_fields(kappa=float(kappa), dp=dp, noise_multiplier=noise_multiplier,
-                                            target_epsilon=target_epsilon, max_grad_norm=float(max_grad_norm),
-                                            delta=float(delta), mechanism=mechanism)
-    custom = is_custom_dataset(dataset)
-    if not custom and dataset not in DATASET_DEFAULTS:
-        raise ConfigError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}, npz:PATH or "
-                          "folder:PATH")
-    defaults = dict(PAPER_DEFAULTS if custom else DATASET_DEFAULTS[dataset], lr=1e-3,
-                    width=DEFAULT_WIDTHS.get(model, 512))
-    if custom and dataset_size is not None:
-        defaults["part_size"] = max(2, min(defaults["part_size"], dataset_size // 4))
-    if model == "convex-relu":
-        defaults.update(CONVEX_DEFAULTS.get(dataset, CONVEX_DEFAULTS["cifar10"]))
+    params = DPParams(max_grad_norm=float(max_grad_norm), delta=float(delta),
+                      mechanism=mechanism or ("noisycgd" if model == "convex-relu" else "dpsgd"))
+    defence, sets = _defence(params, defense, knob, kappa=kappa, dp=dp, noise_multiplier=noise_multiplier,
+                             target_epsilon=target_epsilon)
+    epochs = sets.get("epochs", epochs) if epochs is None else epochs
+    weight_decay = sets.get("weight_decay", weight_decay) if weight_decay is None else weight_decay
+    defaults = recipe_defaults(model, dataset, dataset_size)
     if is_custom_model(model):
         if width is not None:
             raise ConfigError("--width is for the built-in models: give your model's own sizes with --model-arg")
@@ -674,8 +645,53 @@ def make_config(
         train=TrainConfig(epochs=defaults["epochs"] if epochs is None else epochs,
                           batch_size=defaults["batch_size"] if batch_size is None else batch_size,
                           lr=float(lr),
-                          weight_decay=default_weight_decay(model) if weight_decay is None else float(weight_decay),
+                          weight_decay=defaults["weight_decay"] if weight_decay is None else float(weight_decay),
                           precision=precision, augment=augment),
         seed=seed,
     )
     return cfg.validated()
+
+def recipe_defaults(model: str, dataset: str, dataset_size: int | None = None) -> dict[str, Any]:
+    """The one resolution of the recipe's defaults for ``model`` on ``dataset``: ``part_size``,
+    ``epochs``, ``batch_size``, ``lr``, ``width`` and ``weight_decay``, from the dataset's row
+    of :data:`DATASET_DEFAULTS` (the paper's, :data:`PAPER_DEFAULTS`, for the user's own data,
+    its parts capped at a quarter of its ``dataset_size`` images), the architecture's width
+    (:data:`~privaudit.core.defaults.DEFAULT_WIDTHS`) and weight decay
+    (:func:`default_weight_decay`), and ``convex-relu``'s own recipe (:data:`CONVEX_DEFAULTS`)."""
+    custom = is_custom_dataset(dataset)
+    if not custom and dataset not in DATASET_DEFAULTS:
+        raise ConfigError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}, npz:PATH or "
+                          "folder:PATH")
+    defaults = dict(PAPER_DEFAULTS if custom else DATASET_DEFAULTS[dataset], lr=1e-3,
+                    width=DEFAULT_WIDTHS.get(model, 512), weight_decay=default_weight_decay(model))
+    if custom and dataset_size is not None:
+        defaults["part_size"] = max(2, min(defaults["part_size"], dataset_size // 4))
+    if model == "convex-relu":
+        defaults.update(CONVEX_DEFAULTS.get(dataset, CONVEX_DEFAULTS["cifar10"]))
+    return defaults
+
+
+def _defence(params: DPParams, defense: str | None, knob: float | None, *, kappa: float, dp: bool,
+             noise_multiplier: float | None, target_epsilon: float | None) -> tuple[DefenceConfig, dict[str, Any]]:
+    """:func:`make_config`'s defence arguments as a :class:`DefenceConfig` with ``params``,
+    and the recipe fields the defence sets itself (early stopping's epochs, weight decay's λ)."""
+    if defense is None:
+        if knob is not None:
+            raise ConfigError("--knob needs --defense NAME")
+        return DefenceConfig.from_fields(kappa=float(kappa), dp=dp, noise_multiplier=noise_multiplier,
+                                         target_epsilon=target_epsilon, max_grad_norm=params.max_grad_norm,
+                                         delta=params.delta, mechanism=params.mechanism), {}
+    from privaudit.defenses import get
+
+    chosen = get(defense)
+    if kappa or dp or noise_multiplier is not None:
+        raise ConfigError(f"one defence a model: --defense {chosen.name} trains without --kappa and --dp (MG "
+                          "noise under DP-SGD is --kappa with --dp)")
+    dp_defence = chosen.name in DP_NAMES
+    if dp_defence and knob is not None and target_epsilon is not None:
+        raise ConfigError("--dp needs exactly one of --sigma or --target-epsilon")
+    if target_epsilon is not None and not dp_defence:
+        raise ConfigError("--sigma and --target-epsilon need --dp")
+    value = 0.0 if dp_defence and knob is None and target_epsilon is not None else chosen.check_knob(knob)
+    eps = None if target_epsilon is None else float(target_epsilon)
+    return DefenceConfig(params=params).with_setting(chosen.name, value, target_epsilon=eps), chosen.recipe_fields(value)
