@@ -27,6 +27,11 @@ backward gives each parametrised layer's output gradient b_i = ∂ℓ_i/∂z_i, 
 * **GroupNorm** (affine): with x̂ the normalised input, g_i = (Σ_hw b_i ⊙ x̂_i, Σ_hw b_i)
   per channel.
 
+Each layer type is one rule of :data:`LAYER_RULES` (its forward, its rows' squared gradient
+norms, its clipped sum), in the style of Opacus's grad samplers; the clip factors and the
+noise's std are one formula each (:func:`clip_factors`, :func:`noise_std`), which the stacked
+engine (:mod:`privaudit.training.stacked`) uses for K models at once.
+
 Supported models: ``nn.Sequential`` whose parameters all sit in such layers and whose other
 modules act on each sample alone (:data:`PER_SAMPLE_MODULES`): the MLP, the standard CNN, and
 the improved CNN as built for DP-SGD (GroupNorm for BatchNorm). Others train through Opacus
@@ -50,7 +55,7 @@ PAD_TO = 8
 #: modules without parameters that act on each sample alone (dropout draws per element)
 PER_SAMPLE_MODULES = (nn.Flatten, nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.Identity, nn.MaxPool2d, nn.AvgPool2d,
                       nn.Dropout)
-#: the layers whose per-sample gradients the engine computes
+#: the layers whose per-sample gradients the engine computes (each has its rule, :data:`LAYER_RULES`)
 PARAM_LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
 
 
@@ -59,13 +64,9 @@ def supports_ghost(model: nn.Module) -> bool:
     if not isinstance(model, nn.Sequential):
         return False
     for m in model:
-        if isinstance(m, nn.Linear):
-            continue
-        if isinstance(m, nn.Conv2d):
-            if m.padding_mode != "zeros" or isinstance(m.padding, str) or m.groups != 1:
-                return False
-        elif isinstance(m, nn.GroupNorm):
-            if not m.affine:
+        rule = rule_of(m)
+        if rule is not None:
+            if not rule.supports(m):
                 return False
         elif not (isinstance(m, PER_SAMPLE_MODULES) and not any(True for _ in m.parameters())):
             return False
@@ -204,6 +205,119 @@ def poisson_batch(n: int, q: float, generator: torch.Generator, device: torch.de
     return (torch.rand(n, generator=generator, device=device) < q).nonzero().squeeze(1)
 
 
+def clip_factors(sq_norms: torch.Tensor, max_grad_norm: float, scale: float, real: torch.Tensor) -> torch.Tensor:
+    """DP-SGD's clip-and-scale factor of each row: c_i = min(1, C / (‖g_i‖ + 1e-6)) / E|B|
+    (``scale`` = 1 / E|B|) from the rows' squared gradient norms, 0 where ``real`` is False
+    (padding). The one formula of both engines: the clipped sum is Σ_i c_i g_i."""
+    return (max_grad_norm / (sq_norms.sqrt() + 1e-6)).clamp_(max=1.0).mul_(scale) * real
+
+
+def noise_std(noise_multiplier: float, max_grad_norm: float, scale: float) -> float:
+    """The std of the Gaussian noise added to the clipped sum divided by E|B|: σ C / E|B|."""
+    return noise_multiplier * max_grad_norm * scale
+
+
+class LayerRule:
+    """How the engine treats one kind of parametrised layer, in the style of Opacus's grad
+    samplers (:data:`LAYER_RULES`): its forward with the weights detached, keeping what its
+    per-sample gradients are made of; each row's squared gradient norm; and the clipped sum
+    Σ_i c_i g_i as the layer's weight and bias gradients."""
+
+    #: whether the per-sample gradients are formed (kept for the clipped sum) or only their norms
+    forms: bool = True
+
+    def supports(self, m: nn.Module) -> bool:
+        """Whether this layer's settings are the ones the rule computes."""
+        return True
+
+    def forward(self, m: nn.Module, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(what the per-sample gradients are made of, the layer's output)."""
+        raise NotImplementedError
+
+    def per_sample(self, m: nn.Module, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The per-sample gradients (B, *weight) and (B, *bias) (None without a bias)."""
+        raise NotImplementedError
+
+    def add_sq_norms(self, sq: torch.Tensor, m: nn.Module, a: torch.Tensor, b: torch.Tensor,
+                     formed: tuple[torch.Tensor, torch.Tensor | None] | None) -> None:
+        """Add ‖g_i‖² of each row over the layer's parameters to ``sq``, weight then bias (from
+        ``formed`` when the rule forms them)."""
+        assert formed is not None
+        gw, gb = formed
+        sq += gw.flatten(1).pow(2).sum(1)
+        if gb is not None:
+            sq += gb.pow(2).sum(1)
+
+    def clipped_sum(self, m: nn.Module, a: torch.Tensor, b: torch.Tensor, factor: torch.Tensor,
+                    formed: tuple[torch.Tensor, torch.Tensor | None] | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Σ_i c_i g_i as (weight gradient, bias gradient): the c-weighted sum of the formed ones."""
+        assert formed is not None
+        pw, pb = formed
+        return (factor @ pw.flatten(1)).view_as(m.weight), (factor @ pb if pb is not None else None)
+
+
+class DenseRule(LayerRule):
+    """z = a Wᵀ + b: g_i = b_i a_iᵀ, never formed; ‖g_i‖² = ‖a_i‖² ‖b_i‖² (+ ‖b_i‖² for the
+    bias), the ghost norm; the clipped sum one product, (c ⊙ B)ᵀ A."""
+
+    forms = False
+
+    def forward(self, m: nn.Module, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        bias = m.bias.detach() if m.bias is not None else None
+        return h.detach(), linear(h, m.weight.detach(), bias)
+
+    def add_sq_norms(self, sq: torch.Tensor, m: nn.Module, a: torch.Tensor, b: torch.Tensor,
+                     formed: tuple[torch.Tensor, torch.Tensor | None] | None) -> None:
+        b_sq = b.pow(2).sum(1)
+        sq += a.pow(2).sum(1) * b_sq
+        if m.bias is not None:
+            sq += b_sq
+
+    def clipped_sum(self, m: nn.Module, a: torch.Tensor, b: torch.Tensor, factor: torch.Tensor,
+                    formed: tuple[torch.Tensor, torch.Tensor | None] | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        cb = b * factor[:, None]
+        return matmul_tn(cb, a), (cb.sum(0) if m.bias is not None else None)
+
+
+class ConvRule(LayerRule):
+    """A convolution: g_i = B_i U_iᵀ formed (:func:`conv_weight_per_sample`), the bias's Σ_t B_i
+    (zero padding given as numbers, one group)."""
+
+    def supports(self, m: nn.Module) -> bool:
+        return m.padding_mode == "zeros" and not isinstance(m.padding, str) and m.groups == 1
+
+    def forward(self, m: nn.Module, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        bias = m.bias.detach() if m.bias is not None else None
+        return h.detach(), F.conv2d(h, m.weight.detach(), bias, m.stride, m.padding, m.dilation)
+
+    def per_sample(self, m: nn.Module, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return conv_weight_per_sample(m, a, b), (b.flatten(2).sum(2) if m.bias is not None else None)
+
+
+class GroupNormRule(LayerRule):
+    """Affine GroupNorm x̂ γ + β: g_i = (Σ_hw b_i ⊙ x̂_i, Σ_hw b_i) per channel, formed."""
+
+    def supports(self, m: nn.Module) -> bool:
+        return bool(m.affine)
+
+    def forward(self, m: nn.Module, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        xhat = F.group_norm(h, m.num_groups, None, None, m.eps)
+        shape = (1, -1) + (1,) * (h.dim() - 2)
+        return xhat.detach(), xhat * m.weight.detach().view(shape) + m.bias.detach().view(shape)
+
+    def per_sample(self, m: nn.Module, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return (b * a).flatten(2).sum(2), b.flatten(2).sum(2)      # (B, C) each
+
+
+#: the layers whose per-sample gradients the engine computes, and how (one rule a layer type)
+LAYER_RULES: dict[type, LayerRule] = {nn.Linear: DenseRule(), nn.Conv2d: ConvRule(), nn.GroupNorm: GroupNormRule()}
+
+
+def rule_of(m: nn.Module) -> LayerRule | None:
+    """The :data:`LAYER_RULES` entry of ``m``'s type (a subclass takes its base's), or None."""
+    return next((rule for kind, rule in LAYER_RULES.items() if isinstance(m, kind)), None)
+
+
 class GhostDPSGD:
     """Clipped, noised gradients for a supported ``nn.Sequential`` (writes ``p.grad``).
 
@@ -219,6 +333,7 @@ class GhostDPSGD:
                              "affine GroupNorm layers and per-sample modules")
         self.model = model
         self.layers = [m for m in model if isinstance(m, PARAM_LAYERS)]
+        self.rules = [rule_of(m) for m in self.layers]
         self.max_grad_norm = float(max_grad_norm)
         self.noise_multiplier = float(noise_multiplier)
         self.expected_batch_size = max(int(expected_batch_size), 1)
@@ -233,21 +348,12 @@ class GhostDPSGD:
         inputs: list[torch.Tensor] = []
         outputs: list[torch.Tensor] = []
         for m in self.model:
-            if not isinstance(m, PARAM_LAYERS):
+            rule = rule_of(m)
+            if rule is None:
                 h = m(h)
                 continue
-            bias = m.bias.detach() if m.bias is not None else None
-            if isinstance(m, nn.Linear):
-                inputs.append(h.detach())
-                h = linear(h, m.weight.detach(), bias)
-            elif isinstance(m, nn.Conv2d):
-                inputs.append(h.detach())
-                h = F.conv2d(h, m.weight.detach(), bias, m.stride, m.padding, m.dilation)
-            else:  # GroupNorm: x̂ γ + β, per channel
-                xhat = F.group_norm(h, m.num_groups, None, None, m.eps)
-                inputs.append(xhat.detach())
-                shape = (1, -1) + (1,) * (h.dim() - 2)
-                h = xhat * m.weight.detach().view(shape) + bias.view(shape)
+            a, h = rule.forward(m, h)
+            inputs.append(a)
             if not h.requires_grad:
                 h.requires_grad_(True)
             outputs.append(h)
@@ -255,32 +361,23 @@ class GhostDPSGD:
         grads = torch.autograd.grad(losses.sum(), outputs)
         return losses.detach(), inputs, list(grads)
 
-    @staticmethod
-    def _formed(m: nn.Module, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The per-sample gradients of a convolution or GroupNorm, (B, *weight) and (B, *bias)."""
-        if isinstance(m, nn.Conv2d):
-            return conv_weight_per_sample(m, a, b), (b.flatten(2).sum(2) if m.bias is not None else None)
-        return (b * a).flatten(2).sum(2), b.flatten(2).sum(2)      # GroupNorm: (B, C) each
+    def per_sample_sq_norms(self, inputs: list[torch.Tensor], grads: list[torch.Tensor],
+                            formed: dict[int, tuple] | None = None) -> torch.Tensor:
+        """‖g_i‖² over all parameters, layer by layer as its rule computes it (the formed
+        per-sample gradients stored in ``formed`` by layer index)."""
+        sq = torch.zeros(len(inputs[0]), device=inputs[0].device, dtype=inputs[0].dtype)
+        for i, (m, rule, a, b) in enumerate(zip(self.layers, self.rules, inputs, grads)):
+            assert rule is not None
+            made = rule.per_sample(m, a, b) if rule.forms else None
+            if made is not None and formed is not None:
+                formed[i] = made
+            rule.add_sq_norms(sq, m, a, b, made)
+        return sq
 
     def per_sample_norms(self, inputs: list[torch.Tensor], grads: list[torch.Tensor],
                          formed: dict[int, tuple] | None = None) -> torch.Tensor:
-        """‖g_i‖ over all parameters: ghost norms ‖a_i‖²‖b_i‖² (+ ‖b_i‖²) for dense layers,
-        the formed per-sample gradients of the others (stored in ``formed`` by layer index)."""
-        sq = torch.zeros(len(inputs[0]), device=inputs[0].device, dtype=inputs[0].dtype)
-        for i, (m, a, b) in enumerate(zip(self.layers, inputs, grads)):
-            if isinstance(m, nn.Linear):
-                b_sq = b.pow(2).sum(1)
-                sq += a.pow(2).sum(1) * b_sq
-                if m.bias is not None:
-                    sq += b_sq
-                continue
-            gw, gb = self._formed(m, a, b)
-            if formed is not None:
-                formed[i] = (gw, gb)
-            sq += gw.flatten(1).pow(2).sum(1)
-            if gb is not None:
-                sq += gb.pow(2).sum(1)
-        return sq.sqrt()
+        """‖g_i‖ over all parameters (:meth:`per_sample_sq_norms`)."""
+        return self.per_sample_sq_norms(inputs, grads, formed).sqrt()
 
     @staticmethod
     def padded_size(size: int) -> int:
@@ -303,28 +400,22 @@ class GhostDPSGD:
         formed: dict[int, tuple] = {}
         if size:
             losses, inputs, grads = self.per_sample_terms(x, y)
-            norms = self.per_sample_norms(inputs, grads, formed)
-            factor = (self.max_grad_norm / (norms + 1e-6)).clamp_(max=1.0).mul_(scale)
-            factor[size:] = 0.0
+            real = torch.arange(len(y), device=y.device) < size
+            factor = clip_factors(self.per_sample_sq_norms(inputs, grads, formed), self.max_grad_norm, scale, real)
             losses = losses[:size]
         else:
             losses = torch.zeros(0, device=x.device)
         params = [p for m in self.layers for p in (m.weight, m.bias) if p is not None]
-        std = self.noise_multiplier * self.max_grad_norm * scale
+        std = noise_std(self.noise_multiplier, self.max_grad_norm, scale)
         noise = self.noise.draw(sum(p.numel() for p in params)) if std > 0 else None
         offset = 0
-        for i, m in enumerate(self.layers):
+        for i, (m, rule) in enumerate(zip(self.layers, self.rules)):
+            assert rule is not None
             if not size:
                 gw = torch.zeros_like(m.weight)
                 gb = torch.zeros_like(m.bias) if m.bias is not None else None
-            elif isinstance(m, nn.Linear):
-                cb = grads[i] * factor[:, None]
-                gw = matmul_tn(cb, inputs[i])
-                gb = cb.sum(0) if m.bias is not None else None
-            else:  # the c-weighted sum of the formed per-sample gradients
-                pw, pb = formed[i]
-                gw = (factor @ pw.flatten(1)).view_as(m.weight)
-                gb = factor @ pb if pb is not None else None
+            else:
+                gw, gb = rule.clipped_sum(m, inputs[i], grads[i], factor, formed.get(i))
             for p, g in ((m.weight, gw), (m.bias, gb)):
                 if p is None:
                     continue

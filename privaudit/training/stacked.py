@@ -52,7 +52,7 @@ from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import model_members
 from privaudit.models import build_model
 from privaudit.core.seeding import generator, model_seed
-from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, poisson_batch
+from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, clip_factors, noise_std, poisson_batch
 from privaudit.training.loop import Batch, run_epochs
 from privaudit.training.mg_noise import apply_mg_noise
 from privaudit.training.trace import LossTrace, traceable
@@ -468,7 +468,7 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     q, per_epoch = schedules[0][0], schedules[0][1]
     clip = float(c0.defence.max_grad_norm)
     scale = 1.0 / max(int(n * q), 1)                         # 1 / E|B|, Opacus's ⌊nq⌋
-    stds = [s[2] * clip * scale for s in schedules]
+    stds = [noise_std(s[2], clip, scale) for s in schedules]
     std = torch.tensor(stds, device=device)
     numel = sum(p[0].numel() for p in st.params)
     noises = _stacked_noise([generator(seed, device) if s > 0 else None for seed, s in zip(st.noise_seeds, stds)],
@@ -507,7 +507,7 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         losses, h, g_pre, g_z = st.row_gradients(batch.x, batch.y)
         pre_sq, z_sq, x_sq, h_sq = (torch.linalg.vector_norm(t, dim=2).square_() for t in (g_pre, g_z, batch.x, h))
         sq = x_sq * pre_sq + pre_sq + h_sq * z_sq + z_sq                             # ghost norms²
-        factor = (clip / (sq.sqrt() + 1e-6)).clamp_(max=1.0).mul_(scale) * real      # (K, P)
+        factor = clip_factors(sq, clip, scale, real)                                  # (K, P)
         st.set_gradients(batch.x, h, g_pre.mul_(factor[..., None]), g_z.mul_(factor[..., None]))
         noise = noises.next().mul_(std[:, None])
         offset = 0
