@@ -60,16 +60,8 @@ def _title(name: str) -> str:
 def _matches(st: pd.DataFrame, model: str, dataset: str, name: str, knob: float) -> pd.DataFrame:
     """The summary rows of one defence setting."""
     rows = st[(st["model"].astype(str) == model) & (st["dataset"].astype(str) == dataset)]
-    kappa = pd.to_numeric(rows["kappa"], errors="coerce").fillna(0.0).to_numpy(float)
-    sigma = pd.to_numeric(rows["noise_multiplier"], errors="coerce").to_numpy(float)
     value = pd.to_numeric(rows["knob"], errors="coerce").to_numpy(float)
-    dp = rows["dp"].astype(bool).to_numpy()
-    if name == "mg":
-        keep = ~dp & np.isclose(kappa, knob) & (rows["defence"].astype(str) == "mg").to_numpy()
-    elif name in ("dpsgd", "noisycgd"):
-        keep = dp & (kappa == 0) & np.isclose(sigma, knob, rtol=1e-6)
-    else:
-        keep = (rows["defence"].astype(str) == name).to_numpy() & np.isclose(value, knob)
+    keep = (rows["defence"].astype(str) == name).to_numpy() & np.isclose(value, knob, rtol=1e-6)
     return rows[keep]
 
 

@@ -85,7 +85,7 @@ def attack_rows(workspace: Workspace, folder: Path) -> list[dict]:
         "width": cfg.model.width,
         "dataset": cfg.data.dataset,
         "defence": d.name,
-        "knob": d.knob if d.method else math.nan,
+        "knob": _knob(d, tm),
         "kappa": d.kappa,
         "dp": d.dp,
         "noise_multiplier": tm.get("noise_multiplier", math.nan) if d.dp else math.nan,
@@ -119,6 +119,19 @@ def attack_rows(workspace: Workspace, folder: Path) -> list[dict]:
                     row[f"loo_{key}_{stat}"] = loo[name].get(f"{key}_{stat}")
         rows.append(row)
     return rows
+
+
+def _knob(defence, metrics: dict) -> float:
+    """The row's one knob, beside its ``defence``: MG noise's κ, a DP defence's σ as trained
+    (given, or calibrated to the target ε), any other defence's knob; NaN for the baseline and
+    the knob-less ones (label only)."""
+    if defence.dp:
+        return float(metrics.get("noise_multiplier", math.nan))
+    if defence.name == "none":
+        return math.nan
+    from privaudit.defenses import get
+
+    return math.nan if get(defence.name).knob is None else float(defence.knob)
 
 
 def _replace_one_epsilon(defence, metrics: dict, sigma_half: bool = False) -> float:

@@ -113,11 +113,14 @@ _CANARY = [("canary TPR @ 1% FPR", "canary_tpr_at_1pct_fpr", f3, "num"),
 
 def _spec(groups: list[tuple[str, str, pd.DataFrame]]) -> list[tuple[str, str, Callable[[Any], str], str]]:
     """The long table's columns for these rows (:data:`_TABLE_SPEC`, plus the optional ones)."""
-    def any_value(col: str) -> bool:
-        return any(col in g and pd.to_numeric(g[col], errors="coerce").notna().any() for _, _, g in groups)
+    def any_value(col: str, rows: Callable[[pd.DataFrame], pd.DataFrame] = lambda g: g) -> bool:
+        return any(col in g and pd.to_numeric(rows(g)[col], errors="coerce").notna().any() for _, _, g in groups)
+
+    def others(g: pd.DataFrame) -> pd.DataFrame:  # MG noise and DP show their knob in their own columns
+        return g[~g["defence"].astype(str).isin(("mg", "dpsgd", "noisycgd", "mg+dpsgd"))] if "defence" in g else g
 
     spec = list(_TABLE_SPEC)
-    if any_value("knob"):
+    if any_value("knob", others):
         spec.insert([c for _, c, _, _ in spec].index("defence") + 1, _KNOB)
     if any_value("canary_tpr_at_0p1pct_fpr"):
         at = [c for _, c, _, _ in spec].index("tpr_at_0p1pct_fpr") + 1

@@ -145,6 +145,9 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     for c in numeric:
         df[c] = pd.to_numeric(df[c], errors="coerce")
     df["kappa"] = df["kappa"].fillna(0.0)
+    # tables written before every row carried its knob: MG noise's κ, DP's σ as trained
+    paper = np.where(df["dp"], df["noise_multiplier"], np.where(df["defence"].astype(str) == "mg", df["kappa"], np.nan))
+    df["knob"] = df["knob"].where(df["knob"].notna(), paper)
     for c in ("model", "dataset", "attack", "defence"):
         df[c] = df[c].astype(object).where(df[c].notna(), "?").astype(str)
     df["setting"] = [setting_label(d, k, s, defence=n, knob=v)

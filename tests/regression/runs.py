@@ -46,9 +46,9 @@ def privaudit(args: list[str], cwd: Path) -> None:
 def export_scan_input(out: Path) -> None:
     """Write the first audit's undefended target's outputs to ``out/scan-input.npz``."""
     ws = out / "audit"
-    runs = sorted(p.name for p in (ws / "models").iterdir() if p.name.startswith("baseline"))
+    runs = sorted(p.name for p in (ws / "models").iterdir() if p.name.startswith("target-") and "-plain-" in p.name)
     if not runs:
-        raise RuntimeError("the audit run wrote no baseline model to export")
+        raise RuntimeError("the audit run wrote no undefended target to export")
     privaudit(["export-logits", runs[0], "--workdir", str(ws), "--out",
                str(out / "scan-input.npz")], cwd=out)
 
