@@ -123,15 +123,11 @@ def attack_rows(workspace: Workspace, folder: Path) -> list[dict]:
 
 def _knob(defence, metrics: dict) -> float:
     """The row's one knob, beside its ``defence``: MG noise's κ, a DP defence's σ as trained
-    (given, or calibrated to the target ε), any other defence's knob; NaN for the baseline and
-    the knob-less ones (label only)."""
+    (given, or calibrated to the target ε), any other defence's knob (0 for the knob-less
+    label only); NaN for the baseline."""
     if defence.dp:
         return float(metrics.get("noise_multiplier", math.nan))
-    if defence.name == "none":
-        return math.nan
-    from privaudit.defenses import get
-
-    return math.nan if get(defence.name).knob is None else float(defence.knob)
+    return math.nan if defence.name == "none" else float(defence.knob)
 
 
 def _replace_one_epsilon(defence, metrics: dict, sigma_half: bool = False) -> float:
