@@ -15,6 +15,9 @@ NoisyCGD               :func:`cyclic` fixed batches          clipped, noised gra
 stacked pools          :func:`shuffled` per model            Adam on K models at once
 =====================  ====================================  =================================
 
+:data:`privaudit.training.trainer.TRAINERS` picks the row for a recipe (the first that
+applies), and the stacked engine (:mod:`privaudit.training.stacked`) is the last row.
+
 Sources draw from the run's generator lazily, one batch at a time, so the draws interleave
 with the masks exactly as they always did (same seed, same batches, same masks).
 """
@@ -122,7 +125,7 @@ def run_epochs(epochs: int, batches: Batches, step: Step, *, view: Callable[[tor
         if before_epoch is not None:
             before_epoch()
         total: torch.Tensor | float = 0.0
-        count = 0
+        count: int | torch.Tensor = 0
         for batch in batches():
             if view is not None:
                 batch = replace(batch, x=view(batch.x))

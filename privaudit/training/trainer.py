@@ -38,7 +38,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import torch
@@ -236,28 +236,69 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         # flips from their own stream, so that --augment none draws exactly what it always drew
         g_aug = (generator(model_seed(cfg, "augment"), device)
                  if cfg.train.augment == "flip" else None)
-        if cfg.model.name == "convex-relu":  # its own optimiser: (noisy) cyclic gradient descent
-            history, dp_metrics = _train_convex(cfg, model, rd, g, noise_seed, on_epoch)
-        elif cfg.defence.dp and engine == "fast" and supports_ghost(model):
-            history, dp_metrics = _train_ghost_dpsgd(cfg, model, optimizer, rd, g,
-                                                     noise_seed, on_epoch, g_aug, trace)
-        elif cfg.defence.dp:
-            history, dp_metrics = _train_dpsgd(cfg, model, optimizer, rd, g, on_epoch,
-                                               g_aug)
-        else:
-            hooks = _defense_hooks(cfg, defense, model, rd, data, device, engine)
-            if engine == "fast" and cfg.train.precision == "fp32":
-                with fast_layers(model), channels_last(model, device) as layout:
-                    history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, layout, hooks, trace)
-            else:  # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
-                history = _train_plain(cfg, model, optimizer, rd, g, on_epoch, g_aug, hooks=hooks, trace=trace)
-            dp_metrics = {}
+        run = _Run(cfg, model, optimizer, rd, g, g_aug, noise_seed, on_epoch, trace, data, device, engine, defense)
+        history, dp_metrics = next(fit for _, applies, fit in TRAINERS if applies(run))(run)
     metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "fit_seconds": epochs_ended(),
                "epoch_seconds": epoch_seconds(), "engine": engine, **dp_metrics}
     if getattr(model, "privaudit_notes", None):
         metrics["model_changes"] = list(model.privaudit_notes)
     return TrainResult(model.cpu(), rd.normaliser, metrics, history,
                        None if trace is None or trace.empty else trace.array(), rd.index_in)
+
+
+@dataclass
+class _Run:
+    """What a trainer of :data:`TRAINERS` gets: the config, the built model and its optimiser,
+    the members and non-members, the generators (MG masks and batches, flips), the DP noise's
+    seed, the epoch callback, the loss trace, the data, the device, the engine and the defence."""
+
+    cfg: RunConfig
+    model: nn.Module
+    optimizer: Any
+    rd: RoleData
+    g: torch.Generator
+    g_aug: torch.Generator | None
+    noise_seed: int
+    on_epoch: EpochCallback
+    trace: LossTrace | None
+    data: ImageData
+    device: torch.device
+    engine: str
+    defense: Defense | None
+
+
+def _fit_convex(r: _Run) -> tuple[list[float], dict]:
+    return _train_convex(r.cfg, r.model, r.rd, r.g, r.noise_seed, r.on_epoch)
+
+
+def _fit_ghost(r: _Run) -> tuple[list[float], dict]:
+    return _train_ghost_dpsgd(r.cfg, r.model, r.optimizer, r.rd, r.g, r.noise_seed, r.on_epoch, r.g_aug, r.trace)
+
+
+def _fit_opacus(r: _Run) -> tuple[list[float], dict]:
+    return _train_dpsgd(r.cfg, r.model, r.optimizer, r.rd, r.g, r.on_epoch, r.g_aug)
+
+
+def _fit_plain(r: _Run) -> tuple[list[float], dict]:
+    hooks = _defense_hooks(r.cfg, r.defense, r.model, r.rd, r.data, r.device, r.engine)
+    if r.engine == "fast" and r.cfg.train.precision == "fp32":
+        with fast_layers(r.model), channels_last(r.model, r.device) as layout:
+            return _train_plain(r.cfg, r.model, r.optimizer, r.rd, r.g, r.on_epoch, r.g_aug, layout, hooks,
+                                r.trace), {}
+    # bf16 autocast casts nn.Linear itself (to oneDNN's bf16 kernels on CPUs)
+    return _train_plain(r.cfg, r.model, r.optimizer, r.rd, r.g, r.on_epoch, r.g_aug, hooks=hooks, trace=r.trace), {}
+
+
+#: which trainer a recipe goes through, the first that applies (each a batch source and a step
+#: of :mod:`privaudit.training.loop`, its table): (name, applies, trainer)
+TRAINERS: tuple[tuple[str, Callable[[_Run], bool], Callable[[_Run], tuple[list[float], dict]]], ...] = (
+    ("convex-relu: (noisy) cyclic gradient descent, its own optimiser",
+     lambda r: r.cfg.model.name == "convex-relu", _fit_convex),
+    ("DP-SGD, one pass (ghost norms)",
+     lambda r: r.cfg.defence.dp and r.engine == "fast" and supports_ghost(r.model), _fit_ghost),
+    ("DP-SGD through Opacus", lambda r: r.cfg.defence.dp, _fit_opacus),
+    ("Adam, with the defence's hooks", lambda r: True, _fit_plain),
+)
 
 
 def _clocked(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[], None],
