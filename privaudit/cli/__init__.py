@@ -15,7 +15,7 @@ import gc
 import os
 import sys
 import threading
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -38,7 +38,7 @@ def _click_exceptions():
 _ABORT = getattr(typer, "Abort", None) or _click_exceptions().Abort
 # Click >= 8.2 raises this for a group called without arguments (no_args_is_help); older Click
 # prints the help itself.
-_NO_ARGS_IS_HELP = getattr(_click_exceptions(), "NoArgsIsHelpError", None) or type("_NoSuchError", (Exception,), {})
+_NO_ARGS_IS_HELP: Any = getattr(_click_exceptions(), "NoArgsIsHelpError", None) or type("_NoSuchError", (Exception,), {})
 
 
 def run_one_line(invoke) -> int:
@@ -182,7 +182,7 @@ def entry() -> None:
     gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
     try:
         main()
-        code: object = 0
+        code: str | int | None = 0
     except SystemExit as exc:
         code = exc.code
     if code is None:

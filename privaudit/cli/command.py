@@ -12,6 +12,8 @@ object, its class swapped for this subclass that only adds methods)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 
@@ -27,8 +29,9 @@ class Option(TyperOption):
         (arguments and other parameters stay as they are)."""
         if isinstance(param, TyperOption) and not isinstance(param, cls):
             param.__class__ = cls
-            param.aliases = tuple(o for o in param.opts if o.startswith("--"))[1:]
-            param.opts = [o for o in param.opts if o not in param.aliases]
+            option = cast(Option, param)  # the same object, now of this class
+            option.aliases = tuple(o for o in option.opts if o.startswith("--"))[1:]
+            option.opts = [o for o in option.opts if o not in option.aliases]
 
     def add_to_parser(self, parser, ctx) -> None:
         """Register every spelling with the parser: the shown one and the hidden aliases."""
@@ -47,6 +50,8 @@ class Option(TyperOption):
 class _ShowsOptions:
     """What :class:`Command` and :class:`Group` share: their options and ``--help`` become
     :class:`Option` objects."""
+
+    params: list  # click's Command (TyperCommand, TyperGroup) beside which this is mixed in
 
     def _adopt_params(self) -> None:
         for param in self.params:

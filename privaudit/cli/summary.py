@@ -77,7 +77,7 @@ def summary_table(rows: list[tuple], title: str = "Membership inference", summar
     def strongest_of(cfg, metrics: dict) -> str:
         key = (cfg.model.name, cfg.data.dataset)
         best = groups[key] if key in groups else strongest_attack(metrics)
-        return best if best in metrics else ""
+        return best if isinstance(best, str) and best in metrics else ""
 
     # one strongest attack for every row (an audit's): named in the title, not repeated per row
     named = {strongest_of(cfg, m) for cfg, _, m, _ in rows}

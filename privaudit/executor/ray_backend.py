@@ -66,7 +66,9 @@ def _worker_job(job: Job, root: str | None, inputs, data_dir, download: bool, de
     data = _DATA.setdefault((str(data_dir), download), DataCache(data_dir, download))
     private = None if root is not None else private_workspace()
     try:
-        ws = Workspace(root if root is not None else private)
+        base = root if root is not None else private
+        assert base is not None  # private is made when root is None
+        ws = Workspace(base)
         ws.ensure_writable()
         if private:
             unpack(ws, inputs)

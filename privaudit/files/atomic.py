@@ -81,7 +81,8 @@ def _write_via_temp(path: Path, write: Callable[[Any], None], binary: bool) -> N
     except OSError as exc:
         raise write_error(f"cannot write {path}: {exc.strerror or exc}", exc) from exc
     try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+        text: dict[str, Any] = {} if binary else {"encoding": "utf-8"}
+        with os.fdopen(fd, "wb" if binary else "w", **text) as fh:
             write(fh)
             fh.flush()
             shared_mode(fh.fileno())

@@ -29,6 +29,7 @@ import inspect
 import json
 import sys
 from pathlib import Path
+from typing import Mapping
 
 import torch
 from torch import nn
@@ -111,6 +112,7 @@ def _torchvision(arch: str, input_shape, num_classes: int, args: dict) -> nn.Mod
 def _module(name: str, input_shape, num_classes: int, args: dict) -> nn.Module:
     fn, _ = _factory(name)
     kwargs = dict(args)
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(fn).parameters
         takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
@@ -137,7 +139,8 @@ def build_custom(name: str, input_shape: tuple[int, int, int], num_classes: int,
     notes: list[str] = []
     if dp:
         model, notes = _opacus_fix(name, model)
-    model.privaudit_notes = notes
+    # torch annotates Module.__setattr__'s value as Tensor | Module, but any attribute may be set
+    model.privaudit_notes = notes  # type: ignore[assignment]
     _check_output(name, model, input_shape, num_classes)
     return model
 

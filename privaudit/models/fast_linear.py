@@ -60,6 +60,7 @@ def onednn_enabled() -> bool:
 
 def onednn_matmul_nt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a bᵀ for 2-D float32 CPU tensors a (m, k), b (n, k) through oneDNN; shape (m, n)."""
+    assert _OP is not None  # called only where onednn_enabled()
     return _OP(a.contiguous(), b.contiguous(), None, "none", [], "")
 
 
@@ -76,6 +77,7 @@ class _OneDNNLinear(torch.autograd.Function):
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         ctx.save_for_backward(x, weight)
         ctx.has_bias = bias is not None
+        assert _OP is not None  # applied only where onednn_enabled()
         return _OP(x.contiguous(), weight.contiguous(), bias, "none", [], "")
 
     @staticmethod

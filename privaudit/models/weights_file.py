@@ -54,6 +54,7 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
         except (KeyError, TypeError, ValueError):
             raise DataError(f"{path}: tensor {name!r} has a malformed header entry") from None
         count = int(np.prod(shape, dtype=np.int64))
+        np_dtype: type[np.generic]
         if dtype == "BF16":
             width, np_dtype = 2, np.uint16
         elif dtype in SAFETENSORS_DTYPES:
@@ -90,6 +91,7 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"weights file {path} does not exist")
+    state: object
     if path.suffix == ".safetensors":
         state = read_safetensors(path)
     else:

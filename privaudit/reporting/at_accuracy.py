@@ -84,6 +84,7 @@ def at_accuracy(settings: pd.DataFrame, overview: pd.DataFrame, entries: Sequenc
         knob = e.get("knob")
         rows = _matches(settings, model, dataset, name, float(knob)) if knob is not None else settings[:0]
         if len(rows):
+            assert knob is not None  # rows is empty without a knob
             first = rows.iloc[0]
             ov = overview[overview["setting_id"] == first["setting_id"]]
             strong = ov["strongest"].iloc[0] if len(ov) else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,11 +24,14 @@ from privaudit.reporting.plots import error_bars, fit_legend, renderer_of
 from privaudit.reporting.svg import svg_element
 from privaudit.reporting.summary import PAPER_ATTACK, Summary
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 COLOURS = {"MG noise": "#0072B2", "DP-SGD": "#D55E00", "baseline": "#555555"}  # Okabe–Ito, colour-blind safe
 PANELS = (("paper's attack", "auc", "AUC", False), ("strongest attack", "tpr_at_0p1pct_fpr", "TPR at 0.1% FPR", True))
 #: the verdict figures' matplotlib settings
-STYLE = {"svg.fonttype": "none", "svg.hashsalt": "privaudit", "font.size": 9, "pdf.fonttype": 42,
-         "axes.titlesize": 9.5}
+STYLE: dict[RcKeyType, Any] = {"svg.fonttype": "none", "svg.hashsalt": "privaudit", "font.size": 9,
+                               "pdf.fonttype": 42, "axes.titlesize": 9.5}
 #: where a point's label may go, tried in turn: its offset from the point (points) and alignment
 LABEL_SPOTS = (((4, 3), "left", "bottom"), ((4, -3), "left", "top"), ((-4, 3), "right", "bottom"),
                ((-4, -3), "right", "top"), ((0, 6), "center", "bottom"), ((0, -6), "center", "top"),

@@ -72,7 +72,7 @@ class Panel:
     run: str              # the target run shown
     rule: str             # why this setting (module docstring)
     attack: str           # the attack whose scores rank the members
-    top: list[dict]       # [{index, class, score}], most exposed first (exposure.json's top16)
+    top: list[Mapping]    # [{index, class, score}], most exposed first (exposure.json's top16)
     top_set: frozenset    # dataset indices of the top 1 % of members
     n_members: int
     members: str          # the member set's digest
@@ -171,8 +171,8 @@ def choose_settings(ov: pd.DataFrame, at: pd.DataFrame, extras: Any,
     return out
 
 
-def grid_png(images: np.ndarray, classes: Sequence[Any], scores: Sequence[Any], pixel_max: int,
-             dataset: str) -> bytes:
+def grid_png(images: np.ndarray, classes: Sequence[Any] | np.ndarray, scores: Sequence[Any] | np.ndarray,
+             pixel_max: int, dataset: str) -> bytes:
     """:func:`grid_figure` as a small palette PNG."""
     from PIL import Image
 
@@ -187,7 +187,8 @@ def grid_png(images: np.ndarray, classes: Sequence[Any], scores: Sequence[Any], 
     return out.getvalue()
 
 
-def grid_figure(images: np.ndarray, classes: Sequence[Any], scores: Sequence[Any], pixel_max: int, dataset: str):
+def grid_figure(images: np.ndarray, classes: Sequence[Any] | np.ndarray, scores: Sequence[Any] | np.ndarray,
+                pixel_max: int, dataset: str):
     """A 4 × 4 grid of ``images`` (raw uint8, k × C × H × W), each captioned with its score and
     class (:data:`FONT_SIZE`), as a matplotlib figure."""
     import matplotlib

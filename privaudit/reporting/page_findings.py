@@ -115,6 +115,7 @@ def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, ext
         return None
     out: dict = {"strongest": None, "bounds": "", "claim": "", "trained": _trained_sentence(g)}
     ref = reference_setting(ov)
+    assert ref is not None  # ov is not empty
     if ref["strongest"]:
         r = attack_rows(st, ref).loc[ref["strongest"]]
         out.update(strongest=ref["strongest"], auc=f3(r["auc"]),

@@ -20,20 +20,24 @@ import functools
 import hashlib
 import io
 import math
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from privaudit.reporting.curves import simplify, up_to
 from privaudit.reporting.svg import svg_element
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 #: Okabe–Ito colours (yellow left out: too pale on white), in drawing order.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 _DASHES = ("-", "--", ":", "-.")
-_STYLE = {"svg.fonttype": "none", "font.size": 10, "axes.titlesize": 11, "axes.titleweight": "bold",
-          "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.color": "#e3e5e8",
-          "grid.linewidth": 0.7, "legend.frameon": False, "legend.fontsize": 8.5, "path.simplify": False,
-          "pdf.fonttype": 42}
+_STYLE: dict[RcKeyType, Any] = {
+    "svg.fonttype": "none", "font.size": 10, "axes.titlesize": 11, "axes.titleweight": "bold",
+    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.color": "#e3e5e8",
+    "grid.linewidth": 0.7, "legend.frameon": False, "legend.fontsize": 8.5, "path.simplify": False,
+    "pdf.fonttype": 42}
 #: how far (in points, 0.4 pixel at a figure's own size) a simplified line may be from its data
 TOLERANCE = 0.3
 #: the least room (in points) between a legend and each side of its figure

@@ -147,8 +147,8 @@ def paired_difference(frame: pd.DataFrame, key: str, a: float, b: float, y: str,
     if n_col is None or n_col not in rows:
         return Estimate(d, math.nan, math.nan, 1, "one seed")
     pa, pb = float(wide["a"].iloc[0]), float(wide["b"].iloc[0])
-    n = float(pd.to_numeric(rows[n_col], errors="coerce").mean())
-    se = math.sqrt(max(pa * (1 - pa), 0) / n + max(pb * (1 - pb), 0) / n)
+    n_samples = float(pd.to_numeric(rows[n_col], errors="coerce").mean())
+    se = math.sqrt(max(pa * (1 - pa), 0) / n_samples + max(pb * (1 - pb), 0) / n_samples)
     half = float(norm.ppf(0.5 + confidence / 2) * se)
     return Estimate(d, d - half, d + half, 1, "one seed: binomial sampling of both accuracies")
 

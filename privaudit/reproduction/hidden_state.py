@@ -20,7 +20,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,9 @@ import pandas as pd
 from privaudit.errors import ConfigError
 from privaudit.files.atomic import write_json
 from privaudit.reproduction.hidden_state_methods import METHODS, Recipe
+
+if TYPE_CHECKING:
+    import torch
 
 SCALES = ("full", "reduced")
 DATASETS = ("cifar10", "mnist", "fashion-mnist", "digits")
@@ -130,10 +133,10 @@ def hidden_state_protocol(scale: str = "reduced", dataset: str = "cifar10", *, s
 
 @dataclass
 class Split:
-    x: "object"   # torch.Tensor (n, d), prepared
-    y: "object"
-    x_test: "object"
-    y_test: "object"
+    x: torch.Tensor   # (n, d), prepared
+    y: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
     num_classes: int
     raw_train: np.ndarray  # the raw training images (for the smoothness check on raw pixels)
 

@@ -89,6 +89,7 @@ def train_pool(protocol: HiddenStateProtocol, split: Split, method: str, epsilon
     for k in range(a.models):
         t = train_method(method, x_pop[torch.from_numpy(keep[k])], y_pop[torch.from_numpy(keep[k])], split.x_test,
                          split.y_test, recipe, epsilon, 10_000 + k, num_classes=split.num_classes, query=x_pop)
+        assert t.logits is not None  # given a query
         logits.append(t.logits)
         eps.append(t.epsilon)
         sigma.append(t.sigma)
@@ -142,7 +143,11 @@ def pools(protocol: HiddenStateProtocol, models_root: Path, split_loader: Callab
     else:
         for m, e in todo:
             save((m, e), train_pool(protocol, split_loader(), m, e, log))
-    return [(m, e, pool) for (m, e), pool in found.items()]
+    out = []
+    for (m, e), pool in found.items():
+        assert pool is not None  # every pool missing was trained and saved above
+        out.append((m, e, pool))
+    return out
 
 
 def attack_pool(pool: dict, delta: float) -> pd.DataFrame:

@@ -22,6 +22,7 @@ Four kinds of statement, each a :class:`~privaudit.reproduction.claims.Claim`:
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -51,8 +52,17 @@ TABLE1 = {
 FIGURE3_LOGISTIC = {1.33: 0.385, 4.76: 0.402}
 #: the authors' accounting figure: NoisyCGD at σ = 15 after 400 epochs (n = 60,000, b = 1,000)
 ACCOUNTING_FIGURE = {5.4e-5: 1.336, 1e-4: 1.196, 2e-4: 0.953}
+
+
+class _PaperSetting(TypedDict):
+    n: int
+    batch: int
+    epochs: int
+    delta: float
+
+
 #: the paper's setting of Table 1 (MNIST): n, b, E, δ, and σ per ε
-PAPER_SETTING = {"n": 60_000, "batch": 1000, "epochs": 400, "delta": 1e-5}
+PAPER_SETTING: _PaperSetting = {"n": 60_000, "batch": 1000, "epochs": 400, "delta": 1e-5}
 PAPER_SIGMA = {1.33: 15.0, 4.76: 5.0}
 #: the authors' scripts: λ = 0.01, η = 3.1e-4 (ηλ = 3.1e-6), batch 1,024
 SCRIPT_ETA_LAMBDA = 3.1e-6

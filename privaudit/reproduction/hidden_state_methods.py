@@ -214,14 +214,14 @@ def _iterative(method, x, y, x_test, y_test, r: Recipe, target_epsilon, seed, g,
     # DP-SGD on a dense stack through the engine
     layers = ([nn.Linear(d, r.width), nn.ReLU(), nn.Linear(r.width, num_classes)] if method == "dpsgd-relu"
               else [nn.Linear(d, num_classes)])
-    model = nn.Sequential(*layers)
+    net = nn.Sequential(*layers)
     lr = r.lr_relu if method == "dpsgd-relu" else r.lr_logistic
     q = r.batch / n
     sigma, exact, accountant = dpsgd_sigma(target_epsilon, n, r.batch, r.epochs, r.delta)
     eps = _dpsgd_epsilon_after(sigma, q, r.epochs, r.delta)
     noise = GaussianNoise(seed + 1, x.device)
-    engine = GhostDPSGD(model, r.clip, sigma, max(int(n * q), 1), noise)
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    engine = GhostDPSGD(net, r.clip, sigma, max(int(n * q), 1), noise)
+    opt = torch.optim.SGD(net.parameters(), lr=lr)
 
     def step(batch):
         opt.zero_grad(set_to_none=True)
@@ -235,16 +235,16 @@ def _iterative(method, x, y, x_test, y_test, r: Recipe, target_epsilon, seed, g,
         if curve and (epoch % r.eval_every == 0 or epoch == r.epochs):
             with torch.no_grad():
                 points.append({"epoch": epoch, "epsilon": _dpsgd_epsilon_after(sigma, q, epoch, r.delta),
-                               "test_accuracy": _accuracy(model(x_test), y_test)})
+                               "test_accuracy": _accuracy(net(x_test), y_test)})
 
     try:
-        with dp_compute_threads(x.device, model):
+        with dp_compute_threads(x.device, net):
             run_epochs(r.epochs, poisson(x, y, q, max(int(round(1 / q)), 1), g, GhostDPSGD.padded_size), step,
                        on_epoch=after)
     finally:
         noise.close()
     with torch.no_grad():
-        return _trained(method, model, x, y, x_test, y_test, sigma, eps, exact, accountant, points, query)
+        return _trained(method, net, x, y, x_test, y_test, sigma, eps, exact, accountant, points, query)
 
 
 def _trained(method, predict, x, y, x_test, y_test, sigma, eps, exact, accountant, points, query) -> Trained:

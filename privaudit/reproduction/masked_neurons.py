@@ -288,12 +288,13 @@ def masked_neurons_plan(scale: str = "reduced", seeds: Sequence[int] | None = No
     cached: dict[str, dict] = {}
     if data is not None and workdir is not None:
         folder = cache_dir(workdir, proto, resolve_data(data))
+        read: dict[str, dict | None] = {}
         for r in runs:
             try:
-                cached[r.name] = read_json(folder / r.name) if (folder / r.name).is_file() else None
+                read[r.name] = read_json(folder / r.name) if (folder / r.name).is_file() else None
             except ArtifactError:
-                cached[r.name] = None
-        cached = {k: v for k, v in cached.items() if isinstance(v, dict)}
+                read[r.name] = None
+        cached = {k: v for k, v in read.items() if isinstance(v, dict)}
     todo = [r for r in runs if r.name not in cached]
     unit = SECONDS_PER_ROW_STEP * (proto.n / 100) ** 2
 

@@ -114,7 +114,7 @@ def write(result: ScanResult, folder: Path, *, command: str = "", references: di
              "tpr01": _fmt(m["tpr_at_0p1pct_fpr"]), "tpr01_ci": _interval(m, "tpr_at_0p1pct_fpr"),
              "precision": _fmt(m["precision"]), "recall": _fmt(m["recall"]), "advantage": _fmt(m["advantage"]),
              "eps": _fmt(m.get("eps_lower_bound"), 2),
-             "calibration": CALIBRATION.get(m.get("calibration"), m.get("calibration", "")),
+             "calibration": CALIBRATION.get(m.get("calibration", ""), m.get("calibration", "")),
              "leaks": leaks(m), "strongest": a == head.get("strongest")} for a, m in result.metrics.items()]
     groups = result.groups[result.groups["attack"] == head.get("strongest")] if len(result.groups) else result.groups
     group_rows = {}
