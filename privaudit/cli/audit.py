@@ -48,7 +48,7 @@ def audit_cmd(
 ) -> None:
     """Train the baseline, every MG-noise and DP-SGD target and their shadows, attack them, write the report."""
     t0 = time.perf_counter()
-    from privaudit.api.audit import audit
+    from privaudit.api.audit import AuditReport, audit
     from privaudit.core.hooks import AuditHooks
 
     with training_progress() as bars:
@@ -62,7 +62,7 @@ def audit_cmd(
                                         on_job_done=bars.job_done, on_estimate=bars.estimate),
                        log=lambda line: err.print(line, highlight=False, markup=False))
     wall = time.perf_counter() - t0
-    if dry_run:
+    if not isinstance(result, AuditReport):  # --dry-run: the plan
         show_plan(result, as_json)
         return
     if as_json:

@@ -34,14 +34,14 @@ def train_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Train one target model (one per seed of --seeds) and save it under WORKDIR/models (reused when it exists)."""
-    from privaudit.api.train import train
+    from privaudit.api.train import TrainedModels, train
 
     with training_progress() as bars:
         result = train(recipe, data_dir=data_dir, download=download, kappa=kappa, dp=dp, defense=defense, knob=knob,
                        noise_multiplier=noise_multiplier, target_epsilon=target_epsilon, seed=seed, seeds=seeds,
                        device=device, workdir=workdir, on_start=bars.start, on_epoch=bars.on_epoch, dry_run=dry_run,
                        log=lambda line: err.print(line, highlight=False, markup=False))
-    if dry_run:
+    if not isinstance(result, TrainedModels):  # --dry-run: the plan
         show_plan(result, as_json)
         return
     if as_json:

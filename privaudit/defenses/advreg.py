@@ -153,6 +153,7 @@ class _AdvReg(TrainingHooks):
         import torch.nn.functional as F
 
         ctx = self.ctx
+        assert ctx is not None and ctx.reference is not None  # set up, with the reference set it needs
         xr, yr = ctx.reference
         g = ctx.generator
         self.h.train()

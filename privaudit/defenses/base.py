@@ -100,7 +100,7 @@ class TrainingContext:
     rng: Any
     epochs: int
     reference: "tuple[torch.Tensor, torch.Tensor] | None" = None
-    train_submodel: "Callable[[torch.Tensor, torch.Tensor], Any] | None" = None
+    train_submodel: "Callable[[torch.Tensor, torch.Tensor, int], Any] | None" = None
 
 
 class TrainingHooks:
@@ -201,6 +201,7 @@ class Defense:
         baseline; here s is the knob itself (a ``higher`` knob), its first try the default
         grid's strongest value."""
         knob = self.knob
+        assert knob is not None  # searched only when searchable: a knob of its own
         top = knob.search_max if knob.search_max is not None else knob.high
         rounder = (lambda s: float(max(0, round(s)))) if knob.integer else _three_figures
         return float(max(knob.grid)), float(top), (lambda s: s), rounder

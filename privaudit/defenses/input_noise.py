@@ -5,13 +5,15 @@ noise is multiplicative: x ⊙ (1 + κ·ε)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from privaudit.defenses.base import Defense, Knob, TrainingContext, TrainingHooks
 
 
 class _AddNoise(TrainingHooks):
     def __init__(self, sigma: float):
         self.sigma = sigma
-        self.generator = None
+        self.generator: Any = None  # the run's generator, handed over by setup
 
     def setup(self, ctx: TrainingContext) -> None:
         self.generator = ctx.generator

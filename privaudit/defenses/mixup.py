@@ -10,14 +10,16 @@ the attacks query the plain image as always."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from privaudit.defenses.base import Defense, Knob, TrainingContext, TrainingHooks
 
 
 class _Mix(TrainingHooks):
     def __init__(self, alpha: float, num_classes: int):
         self.alpha, self.num_classes = alpha, num_classes
-        self.generator = None
-        self.rng = None
+        self.generator: Any = None  # the run's generators, handed over by setup
+        self.rng: Any = None
         self.last_lambda: float | None = None
 
     def setup(self, ctx: TrainingContext) -> None:

@@ -146,13 +146,13 @@ def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[fl
     for name in defenses:
         defense = get_defense(name)
         if not defense.searchable:  # one setting, its strongest: the model's accuracy does not follow the knob
-            value = defense.knob.strongest if defense.knob is not None else 0.0
-            cfg = defended(base, defense.name, value)
+            strongest = defense.knob.strongest if defense.knob is not None else 0.0
+            cfg = defended(base, defense.name, strongest)
             acc = base_acc if defense.side == OUTPUT else accuracy(cfg)
             for t in targets:
                 within = abs(acc - t) <= tolerance
                 audited = within or acc > t + tolerance  # reached, or above the target: audited there
-                out.append(TargetMatch(defense.name, t, value if audited else None, acc, within, tolerance,
+                out.append(TargetMatch(defense.name, t, strongest if audited else None, acc, within, tolerance,
                                        (acc, acc), (), cfg.validated().run_name if audited else None))
             continue
         first, top, to_value, rounder = defense.search_space(base)
