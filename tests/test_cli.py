@@ -101,9 +101,9 @@ def test_audit_rerun_reuses_everything_and_gives_the_same_table(audited):
 
 @pytest.mark.slow
 def test_same_seed_same_numbers_in_a_fresh_workspace(audited, tmp_path):
-    """``train`` alone gives the model the audit trained in a stacked run with the other
-    settings' models: the same draws, so the same model up to float32 summation order
-    (batched products over another set of models); the same command twice gives it bit for bit."""
+    """A config hash names one computation: ``train`` alone (the stacked engine with one
+    model) gives bit for bit the model the audit trained in a stacked run beside the other
+    settings' models, and the same command twice gives it again."""
     ws, doc = audited
     runs = []
     for folder in ("a", "b"):
@@ -112,16 +112,13 @@ def test_same_seed_same_numbers_in_a_fresh_workspace(audited, tmp_path):
         runs.append(json.loads(result.stdout))
     fresh = runs[0]
     original = next(t for t in doc["targets"] if t["run"] == fresh["run"])
-    assert original["metrics"]["stacked_models"] > 1 and "stacked_models" not in fresh["metrics"]
-    for key in ("train_accuracy", "test_accuracy"):
-        assert fresh["metrics"][key] == original["metrics"][key]
-    for key in ("train_loss", "test_loss"):
-        assert fresh["metrics"][key] == pytest.approx(original["metrics"][key], rel=1e-5)
-        assert runs[1]["metrics"][key] == fresh["metrics"][key]
+    assert original["metrics"]["stacked_models"] > 1 and fresh["metrics"]["stacked_models"] == 1
+    for key in ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "loss_history"):
+        assert fresh["metrics"].get(key) == original["metrics"].get(key) == runs[1]["metrics"].get(key), key
     a = np.load(ws / "models" / fresh["run"] / "weights.npz")
     b = np.load(tmp_path / "a" / "models" / fresh["run"] / "weights.npz")
     c = np.load(tmp_path / "b" / "models" / fresh["run"] / "weights.npz")
-    assert all(np.allclose(a[k], b[k], rtol=0, atol=1e-6) for k in a.files)
+    assert sorted(a.files) == sorted(b.files) and all(np.array_equal(a[k], b[k]) for k in a.files)
     assert all(np.array_equal(b[k], c[k]) for k in b.files)
 
 

@@ -306,7 +306,7 @@ def test_recipe_and_output_defences_train_stacked_and_agree_with_one_by_one(digi
     assert not can_stack(make_config(dataset="digits", defense="advreg", knob=1.0), digits.input_shape)
     stacked = train_stacked(cfgs, digits)
     for cfg, res in zip(cfgs, stacked):
-        alone = train_model(cfg, digits)
+        alone = train_model(cfg, digits, stack=False)
         for a, b in zip(res.model.state_dict().values(), alone.model.state_dict().values()):
             torch.testing.assert_close(a, b, atol=2e-4, rtol=1e-3)
 
@@ -330,12 +330,12 @@ def test_loss_and_input_defences_train_stacked_as_one_by_one(digits):
     assert len(stack_groups(cfgs, digits.input_shape, len(digits.y))) == 1  # one run for all eight
     stacked = train_stacked(cfgs, digits)
     for cfg, res in zip(cfgs, stacked):
-        alone = train_model(cfg, digits)
+        alone = train_model(cfg, digits, stack=False)
         for a, b in zip(res.model.state_dict().values(), alone.model.state_dict().values()):
             torch.testing.assert_close(a, b, atol=2e-4, rtol=1e-3, msg=cfg.defence.label)
         np.testing.assert_allclose(res.loss_history, alone.loss_history, rtol=1e-4, err_msg=cfg.defence.label)
     # the terms matter: without its noise the input-noise model would have trained otherwise
-    plain_twin = train_model(make_config(dataset="digits", part_size=100, epochs=4, seed=2), digits)
+    plain_twin = train_model(make_config(dataset="digits", part_size=100, epochs=4, seed=2), digits, stack=False)
     assert not torch.allclose(plain_twin.model.state_dict()[next(iter(plain_twin.model.state_dict()))],
                               stacked[3].model.state_dict()[next(iter(stacked[3].model.state_dict()))], atol=1e-3)
     assert not can_stack(make_config(dataset="digits", defense="dropout", knob=0.5), digits.input_shape)

@@ -198,7 +198,7 @@ def test_stacked_pool_equals_one_by_one(digits, tiny, kappa):
     cfgs = [base.as_reference(4, i).validated() for i in range(4)]
     assert can_stack(cfgs[0], digits.input_shape)
     stacked = train_stacked(cfgs, digits, CPU)
-    single = [train_model(c, digits, CPU) for c in cfgs]
+    single = [train_model(c, digits, CPU, stack=False) for c in cfgs]
     for s, o in zip(stacked, single):
         for key in ("train_accuracy", "test_accuracy", "n_train", "n_test"):
             assert s.metrics[key] == pytest.approx(o.metrics[key], abs=1.5 / base.data.part_size), key
@@ -242,7 +242,36 @@ def test_models_of_every_role_and_setting_stack_as_they_train_alone(digits, tiny
     cfgs = [c.validated() for c in cfgs]
     assert stack_groups(cfgs + [base.as_canary().validated()], digits.input_shape, len(digits.y)) == [
         cfgs, [base.as_canary().validated()]]                      # the canary has more members: its own run
-    _agree(train_stacked(cfgs, digits, CPU), [train_model(c, digits, CPU) for c in cfgs], 120)
+    _agree(train_stacked(cfgs, digits, CPU), [train_model(c, digits, CPU, stack=False) for c in cfgs], 120)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_model_has_the_same_bits_whatever_its_stacked_run(digits, tiny, threads):
+    """A config hash names one computation: a stackable recipe trained alone (``train``,
+    K = 1) is bit for bit the model an audit's stacked run makes beside other models (plain,
+    MG noise, a defence term, DP-SGD with its padded Poisson batches), on one thread or two."""
+    def same(a, b):
+        return all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
+
+    kw, odd = dict(epochs=3, width=48, part_size=120), dict(epochs=3, width=50, part_size=120)  # rows of 50, 500
+    groups = [[tiny(**kw), tiny(kappa=0.7, **kw), tiny(seed=1, **kw).as_shadow(), tiny(**kw).as_reference(4, 2)],
+              [tiny(defense="label-smoothing", knob=0.3, **odd), tiny(**odd), tiny(defense="mixup", knob=0.4, **odd)],
+              [tiny(dp=True, noise_multiplier=1.0, **kw), tiny(dp=True, noise_multiplier=2.0, kappa=0.5, seed=1, **kw),
+               tiny(dp=True, noise_multiplier=0.5, **kw).as_reference(4, 1)]]
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for cfgs in groups:
+            cfgs = [c.validated() for c in cfgs]
+            stacked = train_stacked(cfgs, digits, CPU)
+            for k in (0, len(cfgs) - 1):
+                alone = train_model(cfgs[k], digits, CPU)
+                assert alone.metrics["stacked_models"] == 1 and same(stacked[k], alone), cfgs[k].defence.label
+                assert stacked[k].loss_history == alone.loss_history
+                assert np.array_equal(stacked[k].loss_trace, alone.loss_trace, equal_nan=True)
+            assert not same(stacked[0], stacked[1])
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_large_stacks_are_cut_into_runs_of_equal_size(digits, tiny):
@@ -266,7 +295,7 @@ def test_dpsgd_models_stack_as_they_train_alone(digits, tiny):
     cfgs = [c.validated() for c in cfgs]
     assert len({c.defence.label for c in cfgs}) == 4
     stacked = train_stacked(cfgs, digits, CPU)
-    _agree(stacked, [train_model(c, digits, CPU, engine="fast") for c in cfgs], 120)
+    _agree(stacked, [train_model(c, digits, CPU, engine="fast", stack=False) for c in cfgs], 120)
     assert all(r.metrics["stacked_models"] == 5 for r in stacked)
 
 

@@ -34,7 +34,7 @@ def _same(a: nn.Module, b: nn.Module) -> bool:
 def test_plain_training_is_the_explicit_loop(digits, tiny, model, kappa):
     """Shuffle, mask each batch from the same generator right after its indices, Adam step."""
     cfg = tiny(model=model, kappa=kappa, epochs=3)
-    got = train_model(cfg, digits, CPU, engine="fast")
+    got = train_model(cfg, digits, CPU, engine="fast", stack=False)
     rd = role_data(cfg, digits, CPU)
     with torch.random.fork_rng():
         net, g = _fresh(cfg, digits)
@@ -63,7 +63,7 @@ def test_plain_training_is_the_explicit_loop(digits, tiny, model, kappa):
 def test_dpsgd_training_is_the_explicit_loop(digits, tiny):
     """Poisson batch, pad, mask, one clipped noisy backward, Adam step."""
     cfg = tiny(model="mlp", kappa=0.3, dp=True, noise_multiplier=1.0, epochs=2, part_size=60, batch_size=20)
-    got = train_model(cfg, digits, CPU, engine="fast")
+    got = train_model(cfg, digits, CPU, engine="fast", stack=False)
     rd = role_data(cfg, digits, CPU)
     n, q, steps = len(rd.y_in), 1 / 3, 3
     with torch.random.fork_rng():

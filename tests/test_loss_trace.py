@@ -47,7 +47,7 @@ def test_stacked_models_record_their_own_traces(digits):
     cfgs = [make_config(dataset="digits", epochs=3).as_reference(4, i).validated() for i in range(3)]
     stacked = train_stacked(cfgs, digits)
     for c, r in zip(cfgs, stacked):
-        alone = train_model(c, digits)
+        alone = train_model(c, digits, stack=False)
         np.testing.assert_array_equal(r.trace_indices, alone.trace_indices)
         np.testing.assert_allclose(r.loss_trace.astype(float), alone.loss_trace.astype(float), atol=2e-3, rtol=2e-3)
     assert not np.array_equal(stacked[0].trace_indices, stacked[1].trace_indices)
@@ -120,7 +120,7 @@ def test_stacked_dp_sgd_records_the_traces_one_by_one_training_records(digits):
     cfgs = [make_config(dataset="digits", epochs=3, dp=True, noise_multiplier=1.0).as_reference(4, i).validated()
             for i in range(2)]
     for c, r in zip(cfgs, train_stacked(cfgs, digits)):
-        alone = train_model(c, digits)
+        alone = train_model(c, digits, stack=False)
         a, b = r.loss_trace.astype(float), alone.loss_trace.astype(float)
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
         np.testing.assert_allclose(a[np.isfinite(a)], b[np.isfinite(b)], atol=5e-3, rtol=5e-3)

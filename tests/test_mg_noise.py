@@ -99,10 +99,12 @@ def _rows(x: torch.Tensor) -> np.ndarray:
     return np.sort((flat @ v).numpy())
 
 
+@pytest.mark.parametrize("stack", [False, True])
 @pytest.mark.parametrize("dp", [False, True])
-def test_mask_is_applied_in_training_with_the_configured_kappa_never_in_predict(monkeypatch, digits, tiny, dp):
+def test_mask_is_applied_in_training_with_the_configured_kappa_never_in_predict(monkeypatch, digits, tiny, dp, stack):
     """Spy: every training batch goes through apply_mg_noise with kappa from the config, on
-    the normalised member inputs; predict_logits (and so every reported metric) never does."""
+    the normalised member inputs; predict_logits (and so every reported metric) never does.
+    Both engines (one by one, and stacked, here with K = 1) mask in this one place."""
     calls: list[tuple[float, torch.Tensor]] = []
     in_predict = {"depth": 0}
     real_apply, real_predict = loop.apply_mg_noise, trainer.predict_logits
@@ -123,7 +125,7 @@ def test_mask_is_applied_in_training_with_the_configured_kappa_never_in_predict(
     monkeypatch.setattr(trainer, "predict_logits", spy_predict)
     extra = {"dp": True, "noise_multiplier": 1.0} if dp else {}
     cfg = tiny(kappa=0.37, part_size=60, batch_size=20, epochs=3, **extra)
-    result = train_model(cfg, digits)
+    result = train_model(cfg, digits, stack=stack)
     assert len(calls) == 3 * 3                       # epochs * batches per epoch (1/q for DP)
     assert {k for k, _ in calls} == {0.37}
     if not dp:

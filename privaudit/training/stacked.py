@@ -36,11 +36,12 @@ normalisers, not K copies of the data.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import threading
 import time
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -53,10 +54,9 @@ from privaudit.data.splits import model_members
 from privaudit.models import build_model
 from privaudit.core.seeding import generator, model_seed
 from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, clip_factors, noise_std, poisson_batch
-from privaudit.training.loop import Batch, run_epochs
-from privaudit.training.mg_noise import apply_mg_noise
+from privaudit.training.loop import Batch, run_epochs, training_view
 from privaudit.training.trace import LossTrace, traceable
-from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, evaluate,
+from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, epoch_clock, evaluate,
                                         resolve_engine, role_data)
 
 # Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): stacking speeds up
@@ -67,6 +67,9 @@ STACK_MAX_INPUT = 1024
 STACK_MAX_MACS = 1 << 19
 STACK_GROUP = 32  # models per stacked run at most (more are cut into runs of equal size, which the
 #                   local executor trains side by side: 50 models as 25 + 25)
+#: Adam's storage holds each model's parameters in rows padded to a multiple of ALIGN floats
+#: (64 bytes, the fused kernel's unit of work), so that a model's bits do not depend on its run
+ALIGN = 16
 STACK_MAX_PARAMETERS = 1 << 24  # K × parameters per model at most (K Adam states at once)
 #: held while a model's initial weights are drawn from torch's global generator (seeded inside
 #: fork_rng, as train_model does): stacked runs may be built on several threads at once
@@ -141,6 +144,14 @@ def stack_groups(cfgs: Sequence[RunConfig], input_shape: tuple[int, int, int], d
     return out
 
 
+def _aligned(values: torch.Tensor) -> torch.Tensor:
+    """``values`` (K, ...) as rows (K, P): model k's values, then zeros up to P, the next
+    multiple of :data:`ALIGN`."""
+    rows = values.reshape(len(values), -1)
+    width = -(-rows.shape[1] // ALIGN) * ALIGN
+    return rows.clone() if width == rows.shape[1] else torch.cat([rows, rows.new_zeros(len(rows), width - rows.shape[1])], 1)
+
+
 def _check_stackable(cfgs: Sequence[RunConfig], data: ImageData) -> None:
     keys = {stack_key(c, data.input_shape, len(data.y)) for c in cfgs}
     if len(keys) != 1 or None in keys:
@@ -198,9 +209,13 @@ class _Stack:
         if any(len(d) != 2 for d in self.dense):
             raise ValueError("stacked training needs MLPs of exactly two dense layers")
         with torch.no_grad():
-            self.params = [torch.stack([d[0].weight.t() for d in self.dense]).contiguous().to(device),
-                           *(torch.stack([getattr(d[i], a) for d in self.dense]).to(device)
-                             for i, a in ((0, "bias"), (1, "weight"), (1, "bias")))]
+            values = [torch.stack([d[0].weight.t() for d in self.dense]).contiguous().to(device),
+                      *(torch.stack([getattr(d[i], a) for d in self.dense]).to(device)
+                        for i, a in ((0, "bias"), (1, "weight"), (1, "bias")))]
+            #: Adam's storage: per parameter (K, P), each model's values in a row padded to P, a
+            #: multiple of :data:`ALIGN`; the parameters are views of it (:meth:`set_gradients`)
+            self.buffers = [_aligned(v) for v in values]
+            self.params = [b[:, :v[0].numel()].view(v.shape) for b, v in zip(self.buffers, values)]
 
     def inputs(self, pos: torch.Tensor) -> torch.Tensor:
         """Normalised inputs (K, b, d) of dataset positions ``pos`` (K, b), each model's own way."""
@@ -272,47 +287,95 @@ class _Stack:
                 g_z = torch.where(below[:, None, None], g_flat, g_z)
         return g_z
 
-    def set_gradients(self, x: torch.Tensor, h: torch.Tensor, c_pre: torch.Tensor, c_z: torch.Tensor) -> None:
-        """``.grad`` of the stacked parameters from weighted per-row output gradients:
-        Σ_i x_i c_pre,i ᵀ, Σ_i c_pre,i, Σ_i h_i c_z,i ᵀ, Σ_i c_z,i (one batched product each)."""
-        grads = (torch.bmm(x.transpose(1, 2), c_pre), c_pre.sum(1), torch.bmm(c_z.transpose(1, 2), h), c_z.sum(1))
-        for p, g in zip(self.params, grads):
-            p.grad = g
+    def set_gradients(self, x: torch.Tensor, h: torch.Tensor, c_pre: torch.Tensor, c_z: torch.Tensor,
+                      noise: Sequence[torch.Tensor] | None = None) -> None:
+        """The gradients of the stacked parameters from weighted per-row output gradients:
+        Σ_i x_i c_pre,i ᵀ, Σ_i c_pre,i, Σ_i h_i c_z,i ᵀ, Σ_i c_z,i (one batched product each),
+        plus ``noise`` (one tensor per parameter, DP-SGD's), set as ``.grad`` of Adam's storage.
 
-    def results(self, cfgs: Sequence[RunConfig], data: ImageData, device: torch.device, histories: list,
-                seconds: float, extra: Sequence[dict]) -> list[TrainResult]:
-        out = []
+        Each model's numbers do not depend on the other models of the run: every product and
+        sum is taken per model in an order that K does not change (W₂'s gradient as
+        (Σ_i c_z,i h_iᵀ)ᵀ: the direct product reduces over the batch in blocks that depend on
+        K on two threads), and Adam's fused kernel, whose vector lanes follow an element's
+        position in the whole tensor, sees every model's row at a multiple of :data:`ALIGN`."""
+        grads = (torch.bmm(x.transpose(1, 2), c_pre), c_pre.sum(1),
+                 torch.bmm(h.transpose(1, 2), c_z).transpose(1, 2), c_z.sum(1))
+        for i, (buf, g) in enumerate(zip(self.buffers, grads)):
+            if noise is not None:
+                g = g + noise[i]
+            rows = g.reshape(len(g), -1)
+            buf.grad = rows if rows.shape[1] == buf.shape[1] else torch.cat(
+                [rows, rows.new_zeros(len(rows), buf.shape[1] - rows.shape[1])], 1)
+
+    def result(self, k: int, cfg: RunConfig, data: ImageData, device: torch.device, history: list,
+               metrics: dict, epochs: int | None = None, snapshot: bool = False) -> TrainResult:
+        """Model ``k`` as it stands, as a :class:`TrainResult` evaluated as
+        :func:`~privaudit.training.trainer.train_model` evaluates, with its loss trace over the
+        first ``epochs`` epochs (all by default); ``snapshot``: a copy, training goes on."""
         w1t, b1, w2, b2 = self.params
-        trace = None if self.trace is None else self.trace.array().reshape(-1, len(cfgs), len(self.members[0]))
-        for k, (c, model) in enumerate(zip(cfgs, self.models)):
-            (l1, l2) = self.dense[k]
-            with torch.no_grad():
-                for target, value in ((l1.weight, w1t[k].t()), (l1.bias, b1[k]), (l2.weight, w2[k]),
-                                      (l2.bias, b2[k])):
-                    target.copy_(value)
-            metrics = evaluate(model.to(device), role_data(c, data, device, normaliser=self.norms[k]))
-            metrics.update(train_seconds=seconds, engine="fast", stacked_models=len(cfgs), **extra[k])
-            out.append(TrainResult(model.cpu(), self.norms[k], metrics, histories[k],
-                                   None if trace is None else np.ascontiguousarray(trace[:, k]),
-                                   self.members[k].cpu().numpy()))
-        return out
+        model = copy.deepcopy(self.models[k]) if snapshot else self.models[k]
+        l1, l2 = (layer for layer in model if isinstance(layer, nn.Linear))
+        with torch.no_grad():
+            for target, value in ((l1.weight, w1t[k].t()), (l1.bias, b1[k]), (l2.weight, w2[k]), (l2.bias, b2[k])):
+                target.copy_(value)
+        trace = None
+        if self.trace is not None:
+            trace = np.ascontiguousarray(self.trace.array(epochs).reshape(-1, len(self.members), len(self.members[k]))[:, k])
+        out = {**evaluate(model.to(device), role_data(cfg, data, device, normaliser=self.norms[k])), **metrics}
+        return TrainResult(model.cpu(), self.norms[k], out, list(history), trace, self.members[k].cpu().numpy())
 
 
 def train_stacked(cfgs: Sequence[RunConfig], data: ImageData, device: torch.device | str = "cpu",
-                  on_epoch: EpochCallback | None = None) -> list[TrainResult]:
+                  on_epoch: EpochCallback | None = None,
+                  snapshots: Mapping[int, Callable[[TrainResult], None]] | None = None) -> list[TrainResult]:
     """Train the MLPs ``cfgs`` (one :func:`stack_key`) together.
 
     Returns one :class:`TrainResult` per config, in order, with the same metrics as
-    :func:`train_model` (``train_seconds`` is the shared wall time divided by K).
+    :func:`train_model` (``train_seconds`` is the shared wall time divided by K). Model k's
+    bits do not depend on the other models of the run (every batched product and sum is
+    computed slice by slice in the same order whatever K is; tested), so a model trained
+    alone (K = 1, what :func:`train_model` does for a stackable recipe) is the model an
+    audit's stacked run makes.
+
+    ``snapshots`` (one non-private model only): as :func:`train_model`'s, the model after
+    epoch e handed to ``snapshots[e]``.
     """
     cfgs = [c.validated() for c in cfgs]
     _check_stackable(cfgs, data)
+    if snapshots and (len(cfgs) != 1 or cfgs[0].defence.dp):
+        raise ValueError("epoch snapshots are for one non-private model")
     device = torch.device(device)
     t0 = time.perf_counter()
     st = _Stack(cfgs, data, device)
+    on_epoch, clock_start, epochs_ended, epoch_seconds = epoch_clock(on_epoch)
+    if snapshots:
+        on_epoch = _snapshotting(st, cfgs[0], data, device, t0, snapshots, on_epoch)
     train = (_train_dp if cfgs[0].defence.dp else _train_plain)
+    clock_start()
     histories, extra = train(cfgs, st, device, on_epoch)
-    return st.results(cfgs, data, device, histories, (time.perf_counter() - t0) / len(cfgs), extra)
+    seconds = (time.perf_counter() - t0) / len(cfgs)
+    clock = {"fit_seconds": epochs_ended(), "epoch_seconds": epoch_seconds()}  # the run's, shared by its K models
+    return [st.result(k, c, data, device, histories[k],
+                      {"train_seconds": seconds, **clock, "engine": "fast", "stacked_models": len(cfgs), **extra[k]})
+            for k, c in enumerate(cfgs)]
+
+
+def _snapshotting(st: _Stack, cfg: RunConfig, data: ImageData, device: torch.device, t0: float,
+                  snapshots: Mapping[int, Callable[[TrainResult], None]],
+                  on_epoch: EpochCallback | None) -> EpochCallback:
+    """An epoch callback that hands ``snapshots[e]`` a copy of the (one) model after epoch e."""
+    history: list[float] = []
+
+    def hook(epoch: int, epochs: int, loss: float) -> None:
+        history.append(loss)
+        if epoch in snapshots and epoch < epochs:
+            metrics = {"train_seconds": time.perf_counter() - t0, "engine": "fast", "stacked_models": 1,
+                       "snapshot_of_epochs": epochs}
+            snapshots[epoch](st.result(0, cfg, data, device, history, metrics, epochs=epoch, snapshot=True))
+        if on_epoch:
+            on_epoch(epoch, epochs, loss)
+
+    return hook
 
 
 class FusedAdam:
@@ -356,9 +419,9 @@ def _adam(params: list[torch.Tensor], cfg: RunConfig) -> FusedAdam:
 
 def _views(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device):
     """Each model's training view of its rows (K, b, d): model k's rows through
-    :func:`~privaudit.training.mg_noise.apply_mg_noise` with its own κ and generator (the one
-    place that draws MG masks, so the draws are those of its own training run), none for
-    κ = 0. ``view(xb, drawn)`` masks model k's first ``drawn[k]`` rows only (default: all)
+    :func:`~privaudit.training.loop.training_view` with its own κ and generator (the one
+    place that applies MG masks, for both engines, so the draws are those of its own training
+    run), none for κ = 0. ``view(xb, drawn)`` masks model k's first ``drawn[k]`` rows only (default: all)
     and leaves the rows past them as they are."""
     noisy = [(k, c.defence.kappa, g) for k, (c, g) in enumerate(zip(cfgs, st.gens)) if c.defence.kappa]
 
@@ -368,7 +431,7 @@ def _views(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device):
         out = xb.clone()
         for k, kappa, g in noisy:
             n = xb.shape[1] if drawn is None else drawn[k]
-            out[k, :n] = apply_mg_noise(xb[k, :n], kappa, g)
+            out[k, :n] = training_view(xb[k, :n], kappa, g)
         return out
 
     return view
@@ -380,7 +443,7 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     k_models, c0 = len(cfgs), cfgs[0]
     member_pos = torch.stack(st.members)                                        # (K, n)
     n, bs = member_pos.shape[1], c0.train.batch_size
-    opt = _adam(st.params, c0)
+    opt = _adam(st.buffers, c0)
     # every model's loss trace in one: model k's member j is column k·n + j
     st.trace = LossTrace(k_models * n, c0.train.epochs, device) if traceable(k_models * n, c0.train.epochs) else None
     offsets = torch.arange(k_models, device=device)[:, None] * n
@@ -474,7 +537,7 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     noises = _stacked_noise([generator(seed, device) if s > 0 else None for seed, s in zip(st.noise_seeds, stds)],
                             numel, device)
     layouts = [tuple(p.shape[1:][::-1]) for p in st.params[:1]] + [tuple(p.shape[1:]) for p in st.params[1:]]
-    opt = _adam(st.params, c0)
+    opt = _adam(st.buffers, c0)
     view = _views(cfgs, st, device)
     member_pos = torch.stack(st.members)                                        # (K, n)
     pad = GhostDPSGD.padded_size
@@ -508,14 +571,14 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         pre_sq, z_sq, x_sq, h_sq = (torch.linalg.vector_norm(t, dim=2).square_() for t in (g_pre, g_z, batch.x, h))
         sq = x_sq * pre_sq + pre_sq + h_sq * z_sq + z_sq                             # ghost norms²
         factor = clip_factors(sq, clip, scale, real)                                  # (K, P)
-        st.set_gradients(batch.x, h, g_pre.mul_(factor[..., None]), g_z.mul_(factor[..., None]))
         noise = noises.next().mul_(std[:, None])
-        offset = 0
-        for p, shape in zip(st.params, layouts):  # the engine's layout: W₁ (width, d), b₁, W₂ (C, width), b₂
+        blocks, offset = [], 0
+        for i, shape in enumerate(layouts):  # the engine's layout: W₁ (width, d), b₁, W₂ (C, width), b₂
             size = math.prod(shape)
             block = noise[:, offset:offset + size].view(k_models, *shape)
-            p.grad.add_(block.transpose(1, 2) if p is st.params[0] else block)  # W₁ is held transposed
+            blocks.append(block.transpose(1, 2) if i == 0 else block)  # W₁ is held transposed
             offset += size
+        st.set_gradients(batch.x, h, g_pre.mul_(factor[..., None]), g_z.mul_(factor[..., None]), blocks)
         opt.step()
         if st.trace is not None:
             st.trace.record(batch.index[real], losses.detach()[real])

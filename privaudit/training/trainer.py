@@ -189,7 +189,7 @@ def _accuracy_and_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tu
 def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "cpu",
                 on_epoch: EpochCallback | None = None, engine: str | None = None,
                 snapshots: Mapping[int, Callable[[TrainResult], None]] | None = None,
-                role: RoleData | None = None) -> TrainResult:
+                role: RoleData | None = None, stack: bool = True) -> TrainResult:
     """Train the model described by ``cfg`` on its member part and evaluate it.
 
     Returns the model (on the CPU, eval mode), its normaliser, and metrics: train accuracy
@@ -206,17 +206,27 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
     ``role``: the members and non-members (normalised) to train and evaluate on, in place of
     the ML-Leaks parts that ``cfg`` names (``privaudit audit-model`` trains its reference
     models on data around the audited samples this way).
+
+    A recipe the stacked engine trains (:func:`privaudit.training.stacked.can_stack`, with the
+    fast engine) trains there, alone (K = 1): its bits are then those of the same recipe in
+    an audit's stacked run, so a config hash names one computation whichever command trains it
+    first. ``stack=False`` trains it one by one all the same (the tests compare the engines).
     """
     engine = resolve_engine(engine)
     device = torch.device(device)
-    t0 = time.perf_counter()
-    rd = role if role is not None else role_data(cfg, data, device)
     if snapshots and (cfg.defence.dp or cfg.model.name == "convex-relu"):
         raise ConfigError("epoch snapshots are for non-private mlp and CNN training")
+    if stack and engine == "fast" and role is None:
+        from privaudit.training.stacked import can_stack, train_stacked  # it builds on this module
+
+        if can_stack(cfg, data.input_shape):
+            return train_stacked([cfg], data, device, on_epoch=on_epoch, snapshots=snapshots)[0]
+    t0 = time.perf_counter()
+    rd = role if role is not None else role_data(cfg, data, device)
 
     train_seed = model_seed(cfg, "train")
     devices = [device.index or 0] if device.type == "cuda" else []
-    on_epoch, clock_start, epochs_ended, epoch_seconds = _clocked(on_epoch)
+    on_epoch, clock_start, epochs_ended, epoch_seconds = epoch_clock(on_epoch)
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(train_seed)
         defense = of_config(cfg.defence)
@@ -301,7 +311,7 @@ TRAINERS: tuple[tuple[str, Callable[[_Run], bool], Callable[[_Run], tuple[list[f
 )
 
 
-def _clocked(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[], None],
+def epoch_clock(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[], None],
                                                       Callable[[], float | None], Callable[[], list[float]]]:
     """``on_epoch`` behind a clock, with three functions: ``start()`` (called once the model and
     its optimiser are built), ``fit_seconds()``, from the start to the end of the last epoch
