@@ -21,7 +21,7 @@ from benchmarks.common import sync
 from privaudit.data import Normaliser
 from privaudit.core.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
-from privaudit.training.trainer import predict_logits
+from privaudit.training.results import predict_logits
 
 
 def _plain(model: torch.nn.Module, x: torch.Tensor, batch: int = 2048) -> torch.Tensor:

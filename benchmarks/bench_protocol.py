@@ -29,7 +29,7 @@ from privaudit.models import build_model
 from privaudit.reproduction.protocol import protocol
 from privaudit.reproduction.run import reproduce_jobs
 from privaudit.training import train_model
-from privaudit.training.trainer import predict_logits
+from privaudit.training.results import predict_logits
 
 SLICE = 2_048
 

@@ -14,7 +14,7 @@ import torch
 from privaudit.data import DATA_DIR_ENV, Normaliser, load_dataset, split_parts
 from privaudit.data.loaders import load_cifar10
 from privaudit.errors import ConfigError, DataError
-from privaudit.training.trainer import role_data
+from privaudit.training.results import role_data
 
 N_PER_BATCH = 8
 BATCHES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]

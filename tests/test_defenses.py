@@ -17,7 +17,8 @@ from cli_helpers import one_error_line, run_cli
 from privaudit.core.config import make_config
 from privaudit.data.loaders import load_digits
 from privaudit.defenses import DEFENSES, FIELD_DEFENSES, TrainingContext, get, parse
-from privaudit.defenses.base import FLOOR, cross_entropy
+from privaudit.defenses.base import FLOOR
+from privaudit.defenses.hooks import cross_entropy
 from privaudit.defenses.confidence_penalty import entropy
 from privaudit.errors import ConfigError
 from privaudit.models import build_model
@@ -119,8 +120,8 @@ def test_mixup_weights_follow_beta_and_mixes_are_exact():
     lambdas = []
     for _ in range(3000):
         xm, tm = hooks.view(x, t)
-        lambdas.append(hooks.last_lambda)
-    lam = hooks.last_lambda
+        lambdas.append(hooks.terms.last_drawn[0][0])  # the batch's (λ, π)
+    lam = lambdas[-1]
     # the last mix: every row is λ·x_i + (1 − λ)·x_j with the same j for inputs and labels
     for i in range(8):
         j = int(torch.argmax(tm[i] - lam * t[i]).item()) if lam < 1 else i
@@ -178,7 +179,7 @@ def test_output_defences_release_exactly_what_they_say():
 def test_workspace_queries_see_the_released_outputs(tmp_path, digits):
     from privaudit.pipeline.runs import DataCache, ensure_model
     from privaudit.pipeline.workspace import Workspace
-    from privaudit.training.trainer import predict_logits
+    from privaudit.training.results import predict_logits
 
     ws = Workspace(tmp_path)
     cfg = make_config(dataset="digits", defense="top-k", knob=1, epochs=3, part_size=100)

@@ -21,7 +21,8 @@ from torch import nn
 
 from privaudit.defenses import DEFENSES, TrainingContext, get
 from privaudit.defenses.advreg import INFERENCE_STEPS
-from privaudit.defenses.base import TRAINING, cross_entropy
+from privaudit.defenses.base import TRAINING
+from privaudit.defenses.hooks import cross_entropy
 from privaudit.defenses.distillation import TEACHERS, teacher_labels
 from privaudit.errors import ConfigError
 

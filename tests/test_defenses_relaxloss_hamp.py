@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from privaudit.defenses import DEFENSES, get
-from privaudit.defenses.base import OUTPUT, TRAINING, TrainingHooks
+from privaudit.defenses.base import OUTPUT, TRAINING
+from privaudit.defenses.hooks import TrainingHooks
 from privaudit.defenses.hamp import (ENTROPY_WEIGHT, label_entropy, reference_log_scores, soft_labels,
                                      true_class_probability)
 from privaudit.defenses.relaxloss import ASCEND, DESCEND, FLATTEN, branch, flattened_targets

@@ -14,7 +14,8 @@ from privaudit.core.seeding import derive_seed, generator
 from privaudit.training import loop, train_model
 from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, poisson_batch
 from privaudit.training.mg_noise import mg_mask
-from privaudit.training.trainer import channels_last, make_optimizer, role_data
+from privaudit.training.results import role_data
+from privaudit.training.trainer import channels_last, make_optimizer
 
 CPU = torch.device("cpu")
 

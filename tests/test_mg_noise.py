@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import privaudit.training.loop as loop
-import privaudit.training.trainer as trainer
+import privaudit.training.results as results
 from privaudit.core.seeding import generator
 from privaudit.training import train_model
 from privaudit.training.mg_noise import apply_mg_noise, mg_mask
-from privaudit.training.trainer import predict_logits, role_data
+from privaudit.training.results import predict_logits, role_data
 
 N_ROWS, N_COLS = 1000, 1000   # 1e6 draws
 N = N_ROWS * N_COLS
@@ -107,7 +107,7 @@ def test_mask_is_applied_in_training_with_the_configured_kappa_never_in_predict(
     Both engines (one by one, and stacked, here with K = 1) mask in this one place."""
     calls: list[tuple[float, torch.Tensor]] = []
     in_predict = {"depth": 0}
-    real_apply, real_predict = loop.apply_mg_noise, trainer.predict_logits
+    real_apply, real_predict = loop.apply_mg_noise, results.predict_logits
 
     def spy_apply(x, kappa, g):
         assert in_predict["depth"] == 0, "apply_mg_noise called while predicting"
@@ -122,7 +122,7 @@ def test_mask_is_applied_in_training_with_the_configured_kappa_never_in_predict(
             in_predict["depth"] -= 1
 
     monkeypatch.setattr(loop, "apply_mg_noise", spy_apply)  # the one place a mask is applied
-    monkeypatch.setattr(trainer, "predict_logits", spy_predict)
+    monkeypatch.setattr(results, "predict_logits", spy_predict)  # the one inference path
     extra = {"dp": True, "noise_multiplier": 1.0} if dp else {}
     cfg = tiny(kappa=0.37, part_size=60, batch_size=20, epochs=3, **extra)
     result = train_model(cfg, digits, stack=stack)

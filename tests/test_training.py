@@ -198,7 +198,7 @@ def test_inference_path_equals_the_plain_forward_pass(name):
     """predict_logits (inference mode, channels-last, its own batch size) gives the plain
     NCHW forward pass's logits within float rounding, and leaves the model as it was."""
     from privaudit.models import build_model
-    from privaudit.training.trainer import predict_logits
+    from privaudit.training.results import predict_logits
 
     torch.manual_seed(0)
     model = build_model(name, (3, 32, 32), 10, width=64)

@@ -18,7 +18,7 @@ from privaudit.files import atomic
 from privaudit.files.locks import LOCK_FOLDER
 from privaudit.files.atomic import owner_tag, read_json, write_bytes, write_json, write_text
 from privaudit.errors import ArtifactError
-from privaudit.training.trainer import predict_logits, role_data
+from privaudit.training.results import predict_logits, role_data
 from privaudit.pipeline.workspace import Workspace, load_weights
 
 CPU = torch.device("cpu")

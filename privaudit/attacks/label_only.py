@@ -297,10 +297,10 @@ def infer_membership(scores: npt.ArrayLike, threshold: float) -> np.ndarray:
 
 def label_predictor(model: torch.nn.Module, batch_size: int | None = None) -> Callable[[torch.Tensor], torch.Tensor]:
     """``predict`` for a torch classifier: the argmax of its logits on clean inputs, through
-    the package's one inference path (:func:`privaudit.training.trainer.predict_logits`:
+    the package's one inference path (:func:`privaudit.training.results.predict_logits`:
     eval mode, no autograd). The label is the model's own, which is what every output
     defence (:mod:`privaudit.defenses.output`) still returns."""
-    from privaudit.training.trainer import predict_logits
+    from privaudit.training.results import predict_logits
 
     def predict(x: torch.Tensor) -> torch.Tensor:
         return predict_logits(model, x, batch_size).argmax(dim=1)

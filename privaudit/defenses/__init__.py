@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from privaudit.defenses import (confidence_penalty, dpsgd, dropout, early_stopping, hamp, input_noise, label_smoothing,
                                 mg_noise, mixup, output, relaxloss, weight_decay)
 from privaudit.defenses import advreg, distillation
-from privaudit.defenses.base import OUTPUT, TRAINING, Defense, Knob, TrainingContext, TrainingHooks
+from privaudit.defenses.base import OUTPUT, TRAINING, Defense, Knob
+from privaudit.defenses.hooks import TrainingContext, TrainingHooks
 from privaudit.errors import ConfigError
 
 __all__ = ["DEFENSES", "Defense", "Knob", "TrainingContext", "TrainingHooks", "OUTPUT", "TRAINING", "get", "parse",

@@ -62,7 +62,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from privaudit.defenses.base import Defense, Knob, TrainingContext, TrainingHooks, cross_entropy
+from privaudit.defenses.base import Defense, Knob
+from privaudit.defenses.hooks import TrainingContext, TrainingHooks, cross_entropy
 from privaudit.errors import ConfigError
 
 #: inference-model steps per classifier step (Algorithm 1's k)

@@ -7,11 +7,12 @@ from, and what it changes:
 * a **training-side** defence changes how the model is trained. Its knob is the run
   config's ``defence.knob`` (part of the config hash, so a model trained with α = 0.1 is
   never reused for α = 0.2), with the recipe fields it sets itself
-  (:meth:`Defense.recipe_fields`), and, where the plain loop must do
-  something else, gives :class:`TrainingHooks`: the per-member targets (soft labels), the
-  per-batch view (MixUp's mixes, additive noise), the loss (label smoothing, confidence
-  penalty, RelaxLoss), and a step after each update (adversarial regularisation's inference
-  model);
+  (:meth:`Defense.recipe_fields`), and, where the plain loop must do something else,
+  either **step terms**, its formula written once for K models trained at once
+  (:mod:`privaudit.defenses.terms`: the members' soft targets, a batch's view, the objective;
+  label smoothing, the confidence penalty, additive noise, MixUp, RelaxLoss, HAMP), which both
+  training engines apply, or :class:`TrainingHooks` of its own, for what needs more than a
+  step (adversarial regularisation's inference model, distillation's teachers);
 * an **output-side** defence trains the model as it is and changes only what a query
   returns (:meth:`Defense.release`): every attack, the model's own evaluation aside, sees the
   released scores.
@@ -26,6 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from privaudit.defenses.hooks import TrainingHooks
 from privaudit.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -82,60 +84,29 @@ class Knob:
         return f"{self.symbol}={int(value) if self.integer else f'{value:g}'}"
 
 
-@dataclass
-class TrainingContext:
-    """What a defence's hooks may use, handed over by the trainer: the model, the members
-    (normalised, on the device) and their labels, the number of classes, a seeded generator
-    on the device, a seeded NumPy generator for host-side draws, and, for the defences that
-    need them, ``reference`` (samples the model does not train on, normalised; adversarial
-    regularisation's reference set) and ``train_submodel`` (trains a fresh model of the same
-    recipe on given members for ``epochs`` and returns it in eval mode; distillation's
-    teachers)."""
-
-    model: Any
-    x: "torch.Tensor"
-    y: "torch.Tensor"
-    num_classes: int
-    generator: "torch.Generator"
-    rng: Any
-    epochs: int
-    reference: "tuple[torch.Tensor, torch.Tensor] | None" = None
-    train_submodel: "Callable[[torch.Tensor, torch.Tensor, int], Any] | None" = None
 
 
-class TrainingHooks:
-    """What a training-side defence changes in the plain training loop (Adam over shuffled
-    full passes, :mod:`privaudit.training.trainer`). Every default changes nothing: the plain
-    loop with these hooks is the plain loop."""
-
-    def setup(self, ctx: TrainingContext) -> None:
-        """Called once before the first epoch."""
-
-    def targets(self, x: "torch.Tensor", y: "torch.Tensor") -> "torch.Tensor":
-        """Each member's training target, indexed with the members: the labels (N,), or a
-        soft label per member (N, classes)."""
-        return y
-
-    def view(self, x: "torch.Tensor", t: "torch.Tensor") -> "tuple[torch.Tensor, torch.Tensor]":
-        """One batch as the step trains on it (after the flip and the MG mask)."""
-        return x, t
-
-    def loss(self, logits: "torch.Tensor", t: "torch.Tensor", epoch: int) -> "tuple[torch.Tensor, torch.Tensor]":
-        """(objective to descend, mean cross-entropy to report) of one batch."""
-        ce = cross_entropy(logits, t)
-        return ce, ce.detach()
-
-    def after_step(self, model: Any, x: "torch.Tensor", t: "torch.Tensor") -> None:
-        """Called after each update of the model."""
 
 
-def cross_entropy(logits: "torch.Tensor", t: "torch.Tensor") -> "torch.Tensor":
-    """Mean cross-entropy against labels (N,) or soft targets (N, classes)."""
-    import torch.nn.functional as F
+def entropy(logits: "torch.Tensor") -> "torch.Tensor":
+    """H(softmax(z)) over the last axis, in nats."""
+    import torch
 
-    if t.dim() == 1:
-        return F.cross_entropy(logits, t)
-    return -(t * F.log_softmax(logits, dim=-1)).sum(-1).mean()
+    return entropy_of(torch.log_softmax(logits, dim=-1))
+
+
+def entropy_of(log_p: "torch.Tensor") -> "torch.Tensor":
+    """H = −Σ p log p over the last axis of log-probabilities ``log_p``, in nats."""
+    return -(log_p.exp() * log_p).sum(-1)
+
+
+def knobs(values: tuple[float, ...], like: "torch.Tensor") -> "torch.Tensor":
+    """Per-model knob values as a tensor shaped to broadcast against ``like`` (K, …)."""
+    import torch
+
+    return torch.tensor(values, dtype=like.dtype, device=like.device).view(-1, *[1] * (like.dim() - 1))
+
+
 
 
 class Defense:
@@ -208,8 +179,13 @@ class Defense:
 
     # -- what it changes ------------------------------------------------------------------
     def hooks(self, value: float, num_classes: int) -> TrainingHooks | None:
-        """The training loop's hooks (None: the plain loop)."""
-        return None
+        """The training loop's hooks (None: the plain loop). A defence made of step terms
+        (:attr:`has_terms`) gets them from :class:`privaudit.defenses.terms.TermHooks`."""
+        if not self.has_terms:
+            return None
+        from privaudit.defenses.terms import TermHooks
+
+        return TermHooks(self, value, num_classes)
 
     def model_kwargs(self, value: float) -> dict[str, Any]:
         """Extra arguments of :func:`privaudit.models.build_model` while training."""
@@ -224,17 +200,55 @@ class Defense:
         return (not self.needs_reference and not self.needs_submodels and self.hooks(knob, 2) is None
                 and not self.model_kwargs(knob))
 
-    def stack_terms(self, value: float, num_classes: int) -> dict[str, float] | None:
-        """How the stacked engine (:mod:`privaudit.training.stacked`, many small MLPs trained
-        as one batched model) trains this defence beside other models: ``{}`` when it trains as
-        the plain loop (:attr:`plain_training`), else the per-model terms that engine knows:
-        ``smoothing`` α (soft targets (1 − α)·onehot + α/K), ``penalty`` β (the loss minus β
-        times the prediction's entropy), ``input_noise`` σ (x + σ·ε on the normalised
-        inputs, ε from the defence's own generator), ``mixup`` α (each batch mixed with a
-        permutation of itself, λ ~ Beta(α, α), from the defence's own generators) and
-        ``relax`` α (RelaxLoss's three steps), for ``num_classes`` classes; None when it cannot
-        stack."""
-        return {} if self.plain_training else None
+    # -- step terms: the formula of a defence that changes a step only, batched over K models --
+    #: trains on soft targets (N, C) instead of labels (label smoothing, MixUp, HAMP)
+    soft_labels: bool = False
+
+    def stage(self, name: str) -> bool:
+        """Whether the defence changes step stage ``name`` (``soft_targets``, ``view``,
+        ``objective``: it overrides that method)."""
+        return getattr(type(self), name) is not getattr(Defense, name)
+
+    @property
+    def has_terms(self) -> bool:
+        """Whether the defence changes training through step terms
+        (:mod:`privaudit.defenses.terms`)."""
+        return any(self.stage(s) for s in ("soft_targets", "view", "objective"))
+
+    @property
+    def stacks(self) -> bool:
+        """Whether the stacked engine (:mod:`privaudit.training.stacked`, many small MLPs trained
+        as one batched model) trains it beside other models: the plain loop, or step terms only
+        (no hooks of its own, no reference set, sub-models or model change)."""
+        if self.plain_training:
+            return True
+        knob = self.knob.grid[0] if self.knob is not None else 0.0
+        return (self.has_terms and type(self).hooks is Defense.hooks and not self.needs_reference
+                and not self.needs_submodels and not self.model_kwargs(knob))
+
+    def soft_targets(self, t: "torch.Tensor", values: tuple[float, ...]) -> "torch.Tensor":
+        """K models' training targets (K, N, C) from one-hot labels ``t``, model k's knob
+        ``values[k]``."""
+        return t
+
+    def draw(self, value: float, x: "torch.Tensor", draws: Any) -> Any:
+        """One model's random draws for its batch ``x`` (B, …), from its generators ``draws``
+        (:class:`privaudit.defenses.terms.Draws`), as :meth:`view` uses them."""
+        return None
+
+    def view(self, x: "torch.Tensor", t: "torch.Tensor | None", values: tuple[float, ...],
+             drawn: list) -> "tuple[torch.Tensor, torch.Tensor | None]":
+        """K models' batches (inputs (K, B, …), soft targets (K, B, C) or None) as their steps
+        train on them, from each model's draws ``drawn[k]``."""
+        return x, t
+
+    def objective(self, log_p: "torch.Tensor", ce: "torch.Tensor", y: "torch.Tensor | None",
+                  values: tuple[float, ...], epoch: int) -> "torch.Tensor":
+        """K models' objectives to descend (K,), from their log-probabilities ``log_p``
+        (K, B, C, the logits' log-softmax), batch-mean cross-entropies ``ce`` (K,)
+        against their targets and labels ``y`` (K, B) (None for soft targets), in ``epoch``
+        (counted from 0)."""
+        return ce
 
     @property
     def transforms_output(self) -> bool:

@@ -1,28 +1,13 @@
 """Confidence penalty, knob β: the loss is cross-entropy minus β times the entropy of the
 model's own prediction, ℓ = CE(z, y) − β·H(softmax(z)), so confident outputs cost (Pereyra
 et al., *Regularizing Neural Networks by Penalizing Confident Output Distributions*, arXiv
-1701.06548)."""
+1701.06548). Written for K models at once (:mod:`privaudit.defenses.terms`)."""
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob, TrainingHooks, cross_entropy
+from privaudit.defenses.base import Defense, Knob, entropy, entropy_of, knobs
 
-
-def entropy(logits):
-    """H(softmax(z)) per row, in nats."""
-    import torch.nn.functional as F
-
-    logp = F.log_softmax(logits, dim=-1)
-    return -(logp.exp() * logp).sum(-1)
-
-
-class _Penalty(TrainingHooks):
-    def __init__(self, beta: float):
-        self.beta = beta
-
-    def loss(self, logits, t, epoch):
-        ce = cross_entropy(logits, t)
-        return ce - self.beta * entropy(logits).mean(), ce.detach()
+__all__ = ["ConfidencePenalty", "DEFENSE", "entropy"]
 
 
 class ConfidencePenalty(Defense):
@@ -34,11 +19,9 @@ class ConfidencePenalty(Defense):
              "(arXiv 1701.06548)")
     formula = "ℓ = CE(z, y) − β·H(softmax(z))"
 
-    def hooks(self, value: float, num_classes: int) -> TrainingHooks:
-        return _Penalty(value)
-
-    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
-        return {"penalty": float(value)}
+    def objective(self, log_p, ce, y, values, epoch):
+        """CE − β·mean_b H(softmax(z_b)), per model."""
+        return ce - knobs(values, ce) * entropy_of(log_p).mean(-1)
 
 
 DEFENSE = ConfidencePenalty()

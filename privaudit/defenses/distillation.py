@@ -60,7 +60,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from privaudit.defenses.base import Defense, Knob, TrainingContext, TrainingHooks
+from privaudit.defenses.base import Defense, Knob
+from privaudit.defenses.hooks import TrainingContext, TrainingHooks
 from privaudit.errors import ConfigError
 
 #: the number of teachers (disjoint parts of the members)

@@ -5,7 +5,7 @@ Prediction*, NDSS 2024, arXiv 2307.01610; the authors' code is
 github.com/DependableSystemsLab/MIA_defense_HAMP, ``*/cifar-train-hamp.py`` for training and
 ``*/lira-inference-defense.py`` for the output modification).
 
-**Training** (the hooks). Every member's target is a soft label whose entropy is the fraction
+**Training** (its step terms, :mod:`privaudit.defenses.terms`). Every member's target is a soft label whose entropy is the fraction
 γ of the largest entropy log K (K classes): the true class gets the probability p(γ), every
 other class (1 − p(γ))/(K − 1), where p(γ) ∈ [1/K, 1) solves
 
@@ -32,7 +32,7 @@ on a random input (uniform noise images in the authors' code, a fresh draw per q
 re-ordered so that the score ranked r-th in the query's output receives the r-th largest of
 the random input's scores: the predicted label, and the whole ranking, are kept (no accuracy
 is lost), the confidence is not. HAMP is both training-side and output-side: its ``side`` is
-``training`` (the model is trained with the hooks, one model per γ), and it overrides
+``training`` (the model is trained with its step terms, one model per γ), and it overrides
 :meth:`Defense.release`, so :attr:`Defense.transforms_output` is true and the workspace
 passes every query of a saved HAMP model through :meth:`Hamp.release`.
 
@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 
-from privaudit.defenses.base import Defense, Knob, TrainingHooks, cross_entropy
+from privaudit.defenses.base import Defense, Knob, entropy_of, knobs
 
 #: the entropy regulariser's weight per class, the authors' α for CIFAR-10 under their
 #: ``kl_div(reduction="mean")`` normalisation (module docstring): λ = K·ENTROPY_WEIGHT
@@ -94,12 +94,10 @@ def true_class_probability(gamma: float, num_classes: int) -> float:
 
 
 def soft_labels(y, num_classes: int, gamma: float):
-    """The members' soft labels (N, K): p(γ) on the true class, (1 − p(γ))/(K − 1) elsewhere."""
+    """The members' soft labels (N, K), float64: :meth:`Hamp.soft_targets` of one model."""
     import torch.nn.functional as F
 
-    p = true_class_probability(gamma, num_classes)
-    rest = (1.0 - p) / max(num_classes - 1, 1)
-    return F.one_hot(y, num_classes).double() * (p - rest) + rest
+    return DEFENSE.soft_targets(F.one_hot(y, num_classes).double()[None], (gamma,))[0]
 
 
 def _geometric(beta: float, k: int) -> tuple[list[float], float]:
@@ -133,28 +131,6 @@ def reference_log_scores(gamma: float, num_classes: int) -> list[float]:
     return _geometric(hi, k)[0]
 
 
-def entropy(logits):
-    """H(softmax(z)) per row, in nats."""
-    import torch.nn.functional as F
-
-    logp = F.log_softmax(logits, dim=-1)
-    return -(logp.exp() * logp).sum(-1)
-
-
-class _Hamp(TrainingHooks):
-    def __init__(self, gamma: float, num_classes: int):
-        self.gamma, self.num_classes = gamma, num_classes
-        self.weight = num_classes * ENTROPY_WEIGHT
-
-    def targets(self, x, y):
-        return soft_labels(y, self.num_classes, self.gamma).to(x.dtype)
-
-    def loss(self, logits, t, epoch):
-        z = logits.float()
-        ce = cross_entropy(z, t)
-        return ce - self.weight * entropy(z).mean(), ce.detach()
-
-
 class Hamp(Defense):
     name = "hamp"
     tag = "hamp"
@@ -164,17 +140,18 @@ class Hamp(Defense):
              "Attacks by Enforcing Less Confident Prediction (NDSS 2024, arXiv 2307.01610)")
     formula = ("train on soft labels of entropy γ·log K with ℓ = KL(t ‖ p) − λ·H(p); release a fixed "
                "low-confidence score vector re-ordered by the model's ranking")
+    soft_labels = True
 
-    def hooks(self, value: float, num_classes: int) -> TrainingHooks:
-        return _Hamp(value, num_classes)
+    def soft_targets(self, t, values):
+        """p(γ) on the true class, (1 − p(γ))/(K − 1) elsewhere, per model."""
+        k = t.shape[-1]
+        p = knobs(tuple(true_class_probability(g, k) for g in values), t)
+        rest = (1.0 - p) / max(k - 1, 1)
+        return t * (p - rest) + rest
 
-    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
-        """The soft labels are label smoothing's targets with α = (1 − p(γ))·K/(K − 1) (the
-        true class keeps (1 − α) + α/K = p(γ), every other class α/K = (1 − p(γ))/(K − 1)),
-        and the entropy bonus is the confidence penalty's term with β = λ."""
-        k = max(num_classes, 2)
-        p = true_class_probability(value, k)
-        return {"smoothing": (1.0 - p) * k / (k - 1), "penalty": k * ENTROPY_WEIGHT}
+    def objective(self, log_p, ce, y, values, epoch):
+        """CE(z, t) − λ·mean_b H(softmax(z_b)), λ = K·:data:`ENTROPY_WEIGHT`."""
+        return ce - log_p.shape[-1] * ENTROPY_WEIGHT * entropy_of(log_p).mean(-1)
 
     def release(self, logits, value):
         """Every row's scores replaced by the reference scores (:func:`reference_log_scores`),

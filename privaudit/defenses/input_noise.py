@@ -1,28 +1,13 @@
 """Additive Gaussian input noise, knob σ: each training input x becomes x + σ·ε with
 ε ~ N(0, I), a fresh draw per sample, coordinate and step, on the normalised inputs (so σ is
 in units of each pixel's standard deviation). The common baseline beside MG noise, whose
-noise is multiplicative: x ⊙ (1 + κ·ε)."""
+noise is multiplicative: x ⊙ (1 + κ·ε). ε is drawn per model from its own generator, one draw
+of the batch's shape per step; the sum is taken for K models at once
+(:mod:`privaudit.defenses.terms`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from privaudit.defenses.base import Defense, Knob, TrainingContext, TrainingHooks
-
-
-class _AddNoise(TrainingHooks):
-    def __init__(self, sigma: float):
-        self.sigma = sigma
-        self.generator: Any = None  # the run's generator, handed over by setup
-
-    def setup(self, ctx: TrainingContext) -> None:
-        self.generator = ctx.generator
-
-    def view(self, x, t):
-        import torch
-
-        eps = torch.randn(x.shape, generator=self.generator, device=x.device, dtype=x.dtype)
-        return x + self.sigma * eps, t
+from privaudit.defenses.base import Defense, Knob, knobs
 
 
 class InputNoise(Defense):
@@ -33,11 +18,15 @@ class InputNoise(Defense):
     paper = "a common baseline (Gaussian data augmentation)"
     formula = "x ← x + σ·ε, ε ~ N(0, I) per element and step"
 
-    def hooks(self, value: float, num_classes: int) -> TrainingHooks:
-        return _AddNoise(value)
+    def draw(self, value, x, draws):
+        import torch
 
-    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
-        return {"input_noise": float(value)}
+        return torch.randn(x.shape, generator=draws.generator, device=x.device, dtype=x.dtype)
+
+    def view(self, x, t, values, drawn):
+        import torch
+
+        return x + knobs(values, x) * torch.stack(drawn), t
 
 
 DEFENSE = InputNoise()

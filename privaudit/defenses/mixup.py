@@ -4,39 +4,25 @@ a random permutation of the batch (Zhang et al., *mixup: Beyond Empirical Risk
 Minimization*, ICLR 2018, arXiv 1710.09412). The loss is the cross-entropy against the mixed
 labels, which equals λ·CE(z, y_i) + (1 − λ)·CE(z, y_π(i)).
 
+Each model draws λ from its own NumPy generator, then π from its own torch generator, once per
+batch; the mixes are taken for K models at once (:mod:`privaudit.defenses.terms`).
+
 The model never trains on an unmixed member, but the unmixed member is what leaks most (the
 attacks query it; the mixes are fresh every step and nobody but the trainer sees them), so
 the attacks query the plain image as always."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from privaudit.defenses.base import Defense, Knob, TrainingContext, TrainingHooks
+from privaudit.defenses.base import Defense, Knob
 
 
-class _Mix(TrainingHooks):
-    def __init__(self, alpha: float, num_classes: int):
-        self.alpha, self.num_classes = alpha, num_classes
-        self.generator: Any = None  # the run's generators, handed over by setup
-        self.rng: Any = None
-        self.last_lambda: float | None = None
+def mixed(x, lam, perm):
+    """λ·x + (1 − λ)·x[π] of K batches ``x`` (K, B, …), λ (K,) and permutations π (K, B)."""
+    import torch
 
-    def setup(self, ctx: TrainingContext) -> None:
-        self.generator, self.rng = ctx.generator, ctx.rng
-
-    def targets(self, x, y):
-        import torch.nn.functional as F
-
-        return F.one_hot(y, self.num_classes).to(x.dtype)
-
-    def view(self, x, t):
-        import torch
-
-        lam = float(self.rng.beta(self.alpha, self.alpha))
-        self.last_lambda = lam
-        perm = torch.randperm(len(x), generator=self.generator, device=x.device)
-        return lam * x + (1.0 - lam) * x[perm], lam * t + (1.0 - lam) * t[perm]
+    lam = lam.view(-1, *[1] * (x.dim() - 1))
+    partners = torch.stack([xk[pk] for xk, pk in zip(x, perm)])
+    return lam * x + (1.0 - lam) * partners
 
 
 class MixUp(Defense):
@@ -46,12 +32,21 @@ class MixUp(Defense):
     knob = Knob("alpha", "α", 0.0, 100.0, grid=(0.2, 0.5, 1.0), low_open=True, search_max=64.0)
     paper = "Zhang et al., mixup: Beyond Empirical Risk Minimization (ICLR 2018, arXiv 1710.09412)"
     formula = "x̃ = λx_i + (1 − λ)x_j, ỹ likewise, λ ~ Beta(α, α)"
+    soft_labels = True
 
-    def hooks(self, value: float, num_classes: int) -> TrainingHooks:
-        return _Mix(value, num_classes)
+    def draw(self, value, x, draws):
+        """(λ, π): λ ~ Beta(α, α) from the host generator, then π from the device one."""
+        import torch
 
-    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
-        return {"mixup": float(value)}
+        lam = float(draws.rng.beta(value, value))
+        return lam, torch.randperm(len(x), generator=draws.generator, device=x.device)
+
+    def view(self, x, t, values, drawn):
+        import torch
+
+        lam = torch.tensor([d[0] for d in drawn], dtype=x.dtype, device=x.device)
+        perm = torch.stack([d[1] for d in drawn])
+        return mixed(x, lam, perm), mixed(t, lam.to(t.dtype), perm)
 
 
 DEFENSE = MixUp()

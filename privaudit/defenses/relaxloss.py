@@ -43,8 +43,10 @@ authors' code, github.com/DingfanChen/RelaxLoss, ``source/*/defense/relaxloss.py
 * **what is reported**: the batch's mean cross-entropy against the labels, L, in every
   branch (the loss history then shows the loss held near α).
 
-The targets the loop hands the hooks are the integer labels (N,) (``targets`` is the
-default); the loss works in float32 whatever the autocast precision of the logits.
+The objective is written for K models at once (:meth:`RelaxLoss.objective`,
+:mod:`privaudit.defenses.terms`), each with its own α and its own decision; it works on the
+labels (the members' targets are the labels) in float32 whatever the autocast precision of the
+logits.
 
 α is meant to lie below log K, the loss of the uniform prediction (K classes; the authors use
 α = 1 for CIFAR-10 and α = 3 for CIFAR-100): with α ≥ log K the loop holds the model near
@@ -54,13 +56,13 @@ flattening epochs then pull their one-hot labels back.
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob, TrainingHooks, cross_entropy
+from privaudit.defenses.base import Defense, Knob, knobs
 
 DESCEND, ASCEND, FLATTEN = "descend", "ascend", "flatten"
 
 
 def flattened_targets(logits, y):
-    """Posterior flattening's soft targets (N, K), detached: for a correctly classified
+    """Posterior flattening's soft targets (…, K), detached: for a correctly classified
     row t[y] = p_y and t[c] = (1 − p_y)/(K − 1) for every other class c, with
     p = softmax(logits); a misclassified row keeps its one-hot label."""
     import torch
@@ -71,7 +73,7 @@ def flattened_targets(logits, y):
         k = z.shape[-1]
         p = torch.softmax(z, dim=-1)
         onehot = F.one_hot(y, k).to(p.dtype)
-        p_true = p.gather(-1, y.unsqueeze(-1))                      # (N, 1)
+        p_true = p.gather(-1, y.unsqueeze(-1))                      # (…, 1)
         rest = (1.0 - p_true) / max(k - 1, 1)
         flat = onehot * p_true + (1.0 - onehot) * rest
         correct = (z.argmax(-1) == y).unsqueeze(-1)
@@ -86,24 +88,6 @@ def branch(mean_loss: float, alpha: float, epoch: int) -> str:
     return ASCEND if epoch % 2 == 0 else FLATTEN
 
 
-class _Relax(TrainingHooks):
-    def __init__(self, alpha: float):
-        self.alpha = alpha
-
-    def loss(self, logits, t, epoch):
-        import torch
-        import torch.nn.functional as F
-
-        z = logits.float()
-        ce = F.cross_entropy(z, t)
-        if epoch % 2 == 0:
-            below = -ce                                            # gradient ascent
-        else:
-            below = cross_entropy(z, flattened_targets(z, t))      # posterior flattening
-        objective = torch.where(ce >= self.alpha, ce, below)
-        return objective, ce.detach()
-
-
 class RelaxLoss(Defense):
     name = "relaxloss"
     tag = "rl"
@@ -113,11 +97,17 @@ class RelaxLoss(Defense):
              "(ICLR 2022, arXiv 2207.05801)")
     formula = "descend while L ≥ α; below α ascend (−L) or flatten the posterior, on alternate epochs"
 
-    def hooks(self, value: float, num_classes: int) -> TrainingHooks:
-        return _Relax(value)
+    def objective(self, log_p, ce, y, values, epoch):
+        """Per model: L where L ≥ α, else −L (even epochs) or the cross-entropy against the
+        flattened posterior (odd epochs); chosen on the device, the gradient through the
+        chosen branch only."""
+        import torch
 
-    def stack_terms(self, value: float, num_classes: int) -> dict[str, float]:
-        return {"relax": float(value)}
+        if epoch % 2 == 0:
+            below = -ce                                                          # gradient ascent
+        else:                                                                    # posterior flattening
+            below = -(flattened_targets(log_p, y) * log_p).sum(-1).mean(-1)
+        return torch.where(ce >= knobs(values, ce), ce, below)
 
 
 DEFENSE = RelaxLoss()

@@ -29,7 +29,7 @@ from privaudit.core.hooks import AuditHooks
 from privaudit.analysis.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa, match_strength
 from privaudit.reporting.build import ReportResult
 from privaudit.pipeline.runs import DataCache, RunResult
-from privaudit.training.trainer import EpochCallback
+from privaudit.training.loop import EpochCallback
 from privaudit.pipeline.workspace import Workspace
 
 

@@ -303,7 +303,7 @@ class CostModel:
             import torch
 
             from privaudit.models import build_model
-            from privaudit.training.trainer import predict_logits
+            from privaudit.training.results import predict_logits
 
             torch.manual_seed(0)
             model = build_model(cfg.model.name, images.input_shape, images.num_classes, width=cfg.model.width,
@@ -328,7 +328,7 @@ class CostModel:
         """(seconds per member and epoch, seconds per epoch at any size, set-up seconds), each
         per model, of training ``group``: one model, or a stacked run of ``len(group)`` models,
         on ``threads`` intra-op threads (default: the process's), as the run will train it."""
-        from privaudit.training.trainer import resolve_engine
+        from privaudit.training.results import resolve_engine
 
         import torch
 

@@ -21,7 +21,7 @@ from privaudit.files.integrity import verify_folder
 from privaudit.pipeline.pools import ensure_pool
 from privaudit.reporting.build import build_reports
 from privaudit.pipeline.runs import DataCache, ensure_epochs, ensure_model, ensure_models
-from privaudit.training.trainer import EpochCallback
+from privaudit.training.loop import EpochCallback
 from privaudit.pipeline.workspace import Workspace
 
 #: Fault injection for the executor's tests: ``<text>@<marker file>`` makes the first job

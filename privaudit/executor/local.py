@@ -22,7 +22,7 @@ from privaudit.executor.jobs import is_done, run_job
 from privaudit.executor.plan import Job
 from privaudit.pipeline.runs import DataCache
 from privaudit.core.timing import phase
-from privaudit.training.trainer import EpochCallback
+from privaudit.training.loop import EpochCallback
 from privaudit.pipeline.workspace import Workspace
 
 JobDone = Callable[[Job, bool], None]  # (job, whether it was already done)

@@ -43,7 +43,8 @@ from privaudit.analysis.metrics import attack_metrics, strongest_attack
 from privaudit.core.provenance import provenance
 from privaudit.pipeline.exposed import FILE as EXPOSED_FILE, most_exposed, npz_bytes, read_exposed
 from privaudit.pipeline.runs import DataCache, ensure_model
-from privaudit.training.trainer import EpochCallback, predict_logits, role_data
+from privaudit.training.loop import EpochCallback
+from privaudit.training.results import predict_logits, role_data
 from privaudit.core.timing import timed
 from privaudit.pipeline.workspace import Workspace
 

@@ -26,7 +26,7 @@ from privaudit.analysis.empirical import one_run_epsilon_lower_bound, one_run_gu
 from privaudit.analysis.gdp import fdp_one_run_mu_lower_bound, gdp_epsilon
 from privaudit.pipeline.pools import model_logits
 from privaudit.pipeline.runs import DataCache, ensure_model
-from privaudit.training.trainer import EpochCallback
+from privaudit.training.loop import EpochCallback
 from privaudit.pipeline.workspace import Workspace
 
 GUESS_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2)

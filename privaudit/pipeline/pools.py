@@ -39,7 +39,8 @@ from privaudit.files.integrity import verify_folder
 from privaudit.files.locks import artifact_lock
 from privaudit.pipeline.runs import DataCache, ensure_models
 from privaudit.training.augment import query_views
-from privaudit.training.trainer import EpochCallback, predict_logits
+from privaudit.training.loop import EpochCallback
+from privaudit.training.results import predict_logits
 from privaudit.pipeline.workspace import Workspace
 
 # 2: the views queried follow the recipe's --augment (schema 1 queried CIFAR-10's mirror

@@ -17,7 +17,8 @@ from privaudit.core.provenance import provenance
 from privaudit.core.timing import phase
 from privaudit.training import train_model
 from privaudit.training.stacked import stack_groups, train_stacked
-from privaudit.training.trainer import EpochCallback, TrainResult
+from privaudit.training.loop import EpochCallback
+from privaudit.training.results import TrainResult
 from privaudit.pipeline.workspace import Workspace
 
 
@@ -122,10 +123,11 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
     by one. ``on_start`` gets the config of a model trained alone, the list of configs of a
     stacked run.
 
-    The runs are cut from all of ``configs``, never from the missing ones alone, and a run
-    with any model missing trains whole again (only the missing models are saved): a stacked
-    run's numbers depend on its members, so after an interruption the missing models come out
-    bit for bit as an uninterrupted run makes them (``test_kill_9_…`` checks the table)."""
+    The runs are cut from all of ``configs``, and of a run only its missing models train: a
+    model's bits do not depend on the other models of its stacked run
+    (:func:`~privaudit.training.stacked.train_stacked`), so after an interruption the missing
+    models come out bit for bit as an uninterrupted run makes them (``test_kill_9_…`` checks
+    the table)."""
     configs = [c.validated() for c in configs]
     trained: set[str] = set()
     bases = list({c.trained_as.run_name: c.trained_as for c in configs}.values())  # what trains
@@ -138,6 +140,7 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
                 missing = {c.run_name for c in group if not workspace.has_model(c)}  # another audit may have saved them
                 if not missing:
                     continue
+                group = [c for c in group if c.run_name in missing]
                 t0 = time.perf_counter()
                 if on_start:
                     on_start(group)
@@ -145,8 +148,7 @@ def ensure_models(configs: list[RunConfig], workspace: Workspace, data: DataCach
                     results = train_stacked(group, images, device, on_epoch=on_epoch)
                 seconds = (time.perf_counter() - t0) / len(group)
                 for config, result in zip(group, results):
-                    if config.run_name in missing:
-                        save_trained(workspace, config, result, device, seconds)
+                    save_trained(workspace, config, result, device, seconds)
                 trained |= missing
     return [replace(r, reused=r.reused and r.name not in trained)  # trained alone here, or in a stacked run
             for r in (ensure_model(c, workspace, data, device, on_start=on_start, on_epoch=on_epoch) for c in configs)]

@@ -53,7 +53,8 @@ from privaudit.scanning.inputs import Outputs, References, ScanInput
 from privaudit.scanning.run import ScanResult, scan
 from privaudit.core.timing import phase
 from privaudit.training import train_model
-from privaudit.training.trainer import EpochCallback, RoleData, predict_logits
+from privaudit.training.loop import EpochCallback
+from privaudit.training.results import RoleData, predict_logits
 from privaudit.pipeline.workspace import Workspace
 
 ACCURACY_GAP_WARN = 0.05

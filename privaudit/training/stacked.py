@@ -9,25 +9,28 @@ W₁ (K, width, d), W₂ (K, C, width), and every step is two batched matrix pro
     H_k = relu(X_k W₁ₖᵀ + b₁ₖ),  Z_k = H_k W₂ₖᵀ + b₂ₖ,  loss = Σ_k mean_b CE(Z_k, y_k).
 
 Each model's gradient is the gradient of its own loss, and Adam acts elementwise, so model k
-follows exactly its own training run (:func:`privaudit.training.trainer.train_model`): the
-same initial weights (from its own seed), its own members and normaliser, the same shuffles,
-Poisson batches and MG masks (from its own generator, in the same order), its own κ, and under
-DP-SGD its own clipping and its own noise stream (from its own seed, the same draws as
-:class:`~privaudit.training.dp_engine.GaussianNoise`), with its own σ. The updates agree up to
-float32 summation order (the tests check that stacked and one-by-one models agree).
+follows exactly its own training run: the same initial weights (from its own seed), its own
+members and normaliser, the same shuffles, Poisson batches and MG masks (from its own
+generator, in the same order), its own κ, its own defence's step terms
+(:mod:`privaudit.defenses.terms`, the formulas one-by-one training applies too, with their
+draws from its own generators), and under DP-SGD its own clipping and its own noise stream (from
+its own seed, the same draws as :class:`~privaudit.training.dp_engine.GaussianNoise`), with its
+own σ. Model k's bits do not depend on the other models of its run
+(:meth:`_Stack.set_gradients`), so :func:`~privaudit.training.trainer.train_model` trains a
+stackable recipe here with K = 1 and gets the audit's model bit for bit; the one-by-one engine
+(autograd through the model) agrees with it up to float32 summation order (tested).
 
 Which models stack (:func:`stack_key`): ``mlp`` recipes on small inputs in fp32 without
-augmentation and without a defence of :mod:`privaudit.defenses` that changes the training loop
-in a way this engine does not know (weight decay, early stopping and the output-side ones train
-as the plain recipe does, with their own numbers; label smoothing, the confidence penalty,
-additive input noise, MixUp, RelaxLoss and HAMP's training are per-model terms of the step,
-:meth:`_Stack.row_gradients`; adversarial regularisation, distillation and dropout train one by
-one),
-trained by the fast engine, grouped by everything a step shares (architecture,
+augmentation and without a defence that changes the training loop in a way this engine does
+not know (:attr:`privaudit.defenses.base.Defense.stacks`: weight decay, early stopping and the
+output-side ones train as the plain recipe does, with their own numbers; the defences made of
+step terms train with them; adversarial regularisation, distillation and dropout train one by
+one), trained by the fast engine, grouped by everything a step shares (architecture,
 width, epochs, batch size, learning rate, weight decay, the number of members, DP-SGD or not
-and its clipping norm); κ, σ, role, seed and data placement may differ within a group. Under
-DP-SGD every model draws its own Poisson batch size, so each step pads every model's batch
-to the largest (padding rows get clip factor 0, as in the one-by-one engine).
+and its clipping norm); κ, σ, the defence and its knob, role, seed and data placement may differ
+within a group. Under DP-SGD every model draws its own Poisson batch size, so each step pads
+every model's batch to the largest (padding rows get clip factor 0, as in the one-by-one
+engine).
 
 Memory: the samples are held once, raw (float32); every batch is gathered per model and
 normalised with that model's own statistics on the fly, so K models need K small
@@ -48,7 +51,8 @@ import torch
 from torch import nn
 
 from privaudit.core.config import RunConfig
-from privaudit.defenses import get as get_defense
+from privaudit.defenses import Defense, get as get_defense
+from privaudit.defenses.terms import Draws, StepTerms
 from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import model_members
 from privaudit.models import build_model
@@ -56,8 +60,8 @@ from privaudit.core.seeding import generator, model_seed
 from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, clip_factors, noise_std, poisson_batch
 from privaudit.training.loop import Batch, run_epochs, training_view
 from privaudit.training.trace import LossTrace, traceable
-from privaudit.training.trainer import (EpochCallback, TrainResult, dp_metrics, dp_schedule, epoch_clock, evaluate,
-                                        resolve_engine, role_data)
+from privaudit.training.loop import EpochCallback
+from privaudit.training.results import TrainResult, dp_metrics, dp_schedule, epoch_clock, evaluate, resolve_engine, role_data
 
 # Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): stacking speeds up
 # small MLPs, while a large input's dense products already run through oneDNN near the
@@ -80,16 +84,9 @@ def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
     """Whether models of ``cfg``'s recipe train faster stacked (module docstring)."""
     d = int(np.prod(input_shape))
     return (cfg.model.name == "mlp" and cfg.train.precision == "fp32" and cfg.train.augment == "none"
-            and (not cfg.defence.method or _terms(cfg, 2) is not None)
+            and (not cfg.defence.method or get_defense(cfg.defence.method).stacks)
             and (not cfg.defence.dp or cfg.defence.mechanism == "dpsgd")
             and d <= STACK_MAX_INPUT and d * cfg.model.width <= STACK_MAX_MACS)
-
-
-def _terms(cfg: RunConfig, num_classes: int) -> dict[str, float] | None:
-    """The stacked engine's terms of ``cfg``'s defence (:meth:`privaudit.defenses.base.Defense.stack_terms`)."""
-    if not cfg.defence.method:
-        return {}
-    return get_defense(cfg.defence.method).stack_terms(cfg.defence.knob, num_classes)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -169,9 +166,8 @@ class _Stack:
         splits: dict[tuple[int, int], Any] = {}  # each model's own split (its part size and seed)
         self.members, self.norms, self.models, self.gens, self.noise_seeds = [], [], [], [], []
         self.trace: LossTrace | None = None  # the plain engine's loss traces (:mod:`privaudit.training.trace`)
-        self.terms: list[dict[str, float]] = []
-        self.defense_gens: list[torch.Generator | None] = []  # as train_model's hooks get them
-        self.defense_rngs: list[np.random.Generator | None] = []
+        settings: list[tuple[Defense | None, float]] = []
+        draws: list[Draws | None] = []
         for c in cfgs:
             key = (c.data.part_size, c.data.seed)
             if key not in splits:
@@ -186,25 +182,18 @@ class _Stack:
                                                dp=c.defence.dp))
             self.gens.append(generator(model_seed(c, "mask"), device))
             self.noise_seeds.append(model_seed(c, "dp-noise"))
-            terms = _terms(c, data.num_classes) or {}
-            self.terms.append(terms)
-            # the defence's own generator, as train_model's hooks get it (additive noise draws from it)
+            defence = get_defense(c.defence.method) if c.defence.method else None
+            settings.append((defence, c.defence.knob))
+            # the defence's own generators, as one-by-one training hands them to its hooks
             seed = model_seed(c, "defense")
-            drawn = terms.get("input_noise") or terms.get("mixup")
-            self.defense_gens.append(generator(seed, device) if drawn else None)
-            self.defense_rngs.append(np.random.default_rng(seed) if terms.get("mixup") else None)
+            drawn = defence is not None and defence.stage("view")
+            draws.append(Draws(generator(seed, device), np.random.default_rng(seed)) if drawn else None)
+        #: each model's defence terms (:mod:`privaudit.defenses.terms`)
+        self.terms = StepTerms(settings, data.num_classes, draws)
         self.x = torch.from_numpy(data.x.reshape(len(data.y), -1).astype(np.float32)).to(device)  # raw, once
         self.y = torch.from_numpy(data.y).to(device)
         self.mean = torch.stack([torch.from_numpy(nz.mean.reshape(-1)) for nz in self.norms]).to(device)[:, None, :]
         self.std = torch.stack([torch.from_numpy(nz.std.reshape(-1)) for nz in self.norms]).to(device)[:, None, :]
-        def per_model(name: str) -> torch.Tensor | None:  # (K, 1, 1), None when no model has the term
-            values = [t.get(name, 0.0) for t in self.terms]
-            return torch.tensor(values, device=device)[:, None, None] if any(values) else None
-
-        self.smoothing, self.penalty = per_model("smoothing"), per_model("penalty")
-        relax = [t.get("relax", 0.0) for t in self.terms]
-        #: RelaxLoss's α per model, −∞ for a model without it (it always descends)
-        self.relax = (torch.tensor([a if a else -math.inf for a in relax], device=device) if any(relax) else None)
         self.dense = [[layer for layer in m if isinstance(layer, nn.Linear)] for m in self.models]  # [K][2]
         if any(len(d) != 2 for d in self.dense):
             raise ValueError("stacked training needs MLPs of exactly two dense layers")
@@ -221,71 +210,28 @@ class _Stack:
         """Normalised inputs (K, b, d) of dataset positions ``pos`` (K, b), each model's own way."""
         return (self.x[pos] - self.mean) / self.std
 
-    def row_gradients(self, x: torch.Tensor, y: torch.Tensor, terms: bool = False, mix: tuple | None = None,
-                      epoch: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Forward and backward by hand for every row of every model: per-row losses ℓ (K, b),
-        hidden activations h (K, b, width), and the per-row output gradients of the two layers,
-        ∂ℓ/∂(x W₁ᵀ + b₁) = (W₂ᵀ-product of ∂ℓ/∂z) ⊙ 1[h > 0] and ∂ℓ/∂z = s − onehot(y), with
-        s = softmax(z).
-
-        ``terms``: each model's defence terms too (each the gradient its own run's autograd
-        takes of its loss). The step's targets are t = (1 − α)·(λ·onehot(y) + (1 − λ)·onehot(y′))
-        + α/K and ℓ = −Σⱼ tⱼ log sⱼ, ∂ℓ/∂z = s − t: label smoothing's α, MixUp's λ and the
-        partners' labels y′ (``mix`` = (y′, λ (K, 1, 1)); λ = 1 for the other models). The
-        confidence penalty β descends ℓ − β·H(s), H(s) = −Σⱼ sⱼ log sⱼ, whose gradient adds
-        β·s ⊙ (log s + H) (∂H/∂zᵢ = −sᵢ(log sᵢ + H)); its reported loss stays ℓ. RelaxLoss α
-        (:mod:`privaudit.defenses.relaxloss`) descends where the model's batch mean ℓ ≥ α, else
-        ascends (−∂ℓ/∂z) in even ``epoch``s and in odd ones descends the cross-entropy against
-        its flattened posterior (∂/∂z = s − t_flat); its reported loss stays ℓ."""
+    def row_gradients(self, x: torch.Tensor, y: torch.Tensor, t: torch.Tensor | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Forward by hand for every row of every model, and the cross-entropy's gradient:
+        per-row losses ℓ = −Σ_c t_c log s_c (K, b), hidden activations h (K, b, width),
+        logits z (K, b, C) and ∂ℓ/∂z = s − t (K, b, C), with s = softmax(z) and t the one-hot
+        label, or the soft target ``t`` (K, b, C) where the models train on soft targets."""
         w1t, b1, w2, b2 = self.params
         h = torch.baddbmm(b1.unsqueeze(1), x, w1t).clamp_min_(0.0)
         z = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2))
         log_p = torch.log_softmax(z, dim=2)
-        losses = -log_p.gather(2, y.unsqueeze(2)).squeeze(2)
-        if not terms:
+        if t is None:
+            losses = -log_p.gather(2, y.unsqueeze(2)).squeeze(2)
             g_z = log_p.exp_()
             g_z.scatter_add_(2, y.unsqueeze(2), torch.full_like(losses, -1.0).unsqueeze(2))
         else:
-            g_z = self._term_gradients(z, log_p, y, losses, mix, epoch)
-            if mix is not None:
-                y2, lam = mix
-                losses = lam.squeeze(2) * losses - (1.0 - lam.squeeze(2)) * log_p.gather(2, y2.unsqueeze(2)).squeeze(2)
-            if self.smoothing is not None:
-                alpha = self.smoothing.squeeze(2)
-                losses = (1.0 - alpha) * losses - alpha / z.shape[2] * log_p.sum(2)
-        g_pre = torch.ops.aten.threshold_backward(torch.bmm(g_z, w2), h, 0.0)  # relu's backward, one pass
-        return losses, h, g_pre, g_z
+            losses = -(t * log_p).sum(2)
+            g_z = log_p.exp_().sub_(t)
+        return losses, h, z, g_z
 
-    def _term_gradients(self, z: torch.Tensor, log_p: torch.Tensor, y: torch.Tensor, nll: torch.Tensor,
-                        mix: tuple | None, epoch: int) -> torch.Tensor:
-        """∂ℓ/∂z of every row under each model's defence terms (:meth:`row_gradients`)."""
-        classes = z.shape[2]
-        p = log_p.exp()
-        g_z = p.clone()
-        if self.penalty is not None:
-            entropy = -(p * log_p).sum(2, keepdim=True)
-            g_z += self.penalty * p * (log_p + entropy)
-        keep = 1.0 if self.smoothing is None else 1.0 - self.smoothing            # (K, 1, 1) or 1
-        if mix is None:
-            g_z.scatter_add_(2, y.unsqueeze(2), (-keep * torch.ones_like(nll).unsqueeze(2)))
-        else:
-            y2, lam = mix
-            g_z.scatter_add_(2, y.unsqueeze(2), (-keep * lam).expand(-1, y.shape[1], 1).contiguous())
-            g_z.scatter_add_(2, y2.unsqueeze(2), (-keep * (1.0 - lam)).expand(-1, y.shape[1], 1).contiguous())
-        if self.smoothing is not None:
-            g_z -= self.smoothing / classes
-        if self.relax is not None:
-            below = nll.mean(1) < self.relax                                     # (K,): not the plain step
-            if epoch % 2 == 0:                                                   # gradient ascent
-                g_z = torch.where(below[:, None, None], -g_z, g_z)
-            else:                                                                # posterior flattening
-                onehot = torch.zeros_like(p).scatter_(2, y.unsqueeze(2), 1.0)
-                p_true = p.gather(2, y.unsqueeze(2))
-                flat = onehot * p_true + (1.0 - onehot) * ((1.0 - p_true) / max(classes - 1, 1))
-                correct = (z.argmax(2) == y).unsqueeze(2)
-                g_flat = p - torch.where(correct, flat, onehot)
-                g_z = torch.where(below[:, None, None], g_flat, g_z)
-        return g_z
+    def hidden_gradients(self, g_z: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """∂ℓ/∂(x W₁ᵀ + b₁) = (g_z W₂) ⊙ 1[h > 0] of output gradients ``g_z`` (K, b, C)."""
+        return torch.ops.aten.threshold_backward(torch.bmm(g_z, self.params[2]), h, 0.0)  # relu's backward, one pass
 
     def set_gradients(self, x: torch.Tensor, h: torch.Tensor, c_pre: torch.Tensor, c_z: torch.Tensor,
                       noise: Sequence[torch.Tensor] | None = None) -> None:
@@ -458,43 +404,24 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
             pos = member_pos.gather(1, cols)                                     # (K, b)
             yield Batch(st.inputs(pos), st.y[pos], pos.shape[1], (cols + offsets).reshape(-1))
 
-    noisy = [(k, t["input_noise"], st.defense_gens[k]) for k, t in enumerate(st.terms) if t.get("input_noise")]
-
-    def add_noise(x: torch.Tensor) -> torch.Tensor:
-        """Additive input noise, x + σ·ε, for the models that train with it: ε drawn from each
-        one's defence generator in the order its own run draws it (one draw per batch)."""
-        if not noisy:
-            return x
-        x = x.clone()
-        for k, sigma, g in noisy:
-            x[k] += sigma * torch.randn(x.shape[1:], generator=g, device=x.device, dtype=x.dtype)
-        return x
-
-    mixers = [(k, t["mixup"], st.defense_gens[k], st.defense_rngs[k]) for k, t in enumerate(st.terms) if t.get("mixup")]
-
-    def mix(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, tuple | None]:
-        """MixUp's batches, λx + (1 − λ)x[π], for the models that train with it: λ ~ Beta(α, α)
-        and π drawn from each one's defence generators as its own run draws them."""
-        if not mixers:
-            return x, None
-        x, y2 = x.clone(), y.clone()
-        lam = torch.ones(len(st.terms), 1, 1, device=x.device, dtype=x.dtype)
-        for k, alpha, g, rng in mixers:
-            lam_k = float(rng.beta(alpha, alpha))
-            perm = torch.randperm(x.shape[1], generator=g, device=x.device)
-            x[k] = lam_k * x[k] + (1.0 - lam_k) * x[k][perm]
-            y2[k], lam[k] = y[k][perm], lam_k
-        return x, (y2, lam)
-
-    # the defence terms of the step's gradient (additive noise changes the inputs alone)
-    terms = any(v is not None for v in (st.smoothing, st.penalty, st.relax)) or bool(mixers)
+    # each member's training target (K·n, C), where a model trains on soft targets
+    soft = st.terms.targets(st.y[member_pos])
+    targets = None if soft is None else soft.float().reshape(k_models * n, -1)
     epoch = [-1]
 
     def step(batch: Batch) -> tuple[torch.Tensor, int]:
-        x, mixed = mix(add_noise(batch.x), batch.y)
-        losses, h, g_pre, g_z = st.row_gradients(x, batch.y, terms, mixed, epoch[0])
-        scale = 1.0 / batch.size                                                # each model's mean loss
-        st.set_gradients(x, h, g_pre.mul_(scale), g_z.mul_(scale))
+        """The plain step (∂ℓ/∂z = s − t), each model's defence terms on its own models: its
+        view of the batch and, where it descends another objective, that objective's gradient
+        (by autograd through its formula, :meth:`StepTerms.gradients`)."""
+        x, y = batch.x, batch.y
+        t = None if targets is None else targets[batch.index].view(k_models, -1, targets.shape[1])
+        if st.terms.active:
+            x, t = st.terms.view(x, t)
+        losses, h, z, g_z = st.row_gradients(x, y, t)
+        g_z.mul_(1.0 / batch.size)                                              # each model's mean loss
+        for models, grad in st.terms.gradients(z, y, t, epoch[0]):
+            g_z[models] = grad
+        st.set_gradients(x, h, st.hidden_gradients(g_z, h), g_z)
         opt.step()
         if st.trace is not None:
             st.trace.record(batch.index, losses.reshape(-1))
@@ -567,7 +494,8 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     def step(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         sizes = torch.tensor(batch.size, device=device)
         real = torch.arange(batch.x.shape[1], device=device)[None, :] < sizes[:, None]   # (K, P)
-        losses, h, g_pre, g_z = st.row_gradients(batch.x, batch.y)
+        losses, h, _, g_z = st.row_gradients(batch.x, batch.y)
+        g_pre = st.hidden_gradients(g_z, h)
         pre_sq, z_sq, x_sq, h_sq = (torch.linalg.vector_norm(t, dim=2).square_() for t in (g_pre, g_z, batch.x, h))
         sq = x_sq * pre_sq + pre_sq + h_sq * z_sq + z_sq                             # ghost norms²
         factor = clip_factors(sq, clip, scale, real)                                  # (K, P)
