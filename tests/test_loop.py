@@ -90,7 +90,7 @@ def test_run_epochs_reports_mean_losses_and_applies_the_view_once_per_batch():
     x, y = torch.arange(10.0)[:, None], torch.zeros(10, dtype=torch.long)
     seen, reported = [], []
 
-    def step(batch: loop.Batch):
+    def step(batch: loop.Batch, epoch: int):
         seen.append(batch.x.clone())
         return batch.x.sum(), batch.size
 
@@ -101,7 +101,7 @@ def test_run_epochs_reports_mean_losses_and_applies_the_view_once_per_batch():
     assert [len(b) for b in seen] == [4, 4, 2, 4, 4, 2]
     assert sorted(torch.cat(seen[:3]).ravel().tolist()) == [2.0 * i for i in range(10)]  # each sample once
     # K models at once: one mean per model and epoch, their average reported
-    stacked = loop.run_epochs(1, lambda: [loop.Batch(x, y, 10)], lambda b: (torch.tensor([10.0, 30.0]), b.size),
+    stacked = loop.run_epochs(1, lambda: [loop.Batch(x, y, 10)], lambda b, e: (torch.tensor([10.0, 30.0]), b.size),
                               on_epoch=lambda e, n, v: reported.append(v))
     assert stacked == [[1.0, 3.0]] and reported[-1] == 2.0
 

@@ -223,7 +223,7 @@ def _iterative(method, x, y, x_test, y_test, r: Recipe, target_epsilon, seed, g,
     engine = GhostDPSGD(net, r.clip, sigma, max(int(n * q), 1), noise)
     opt = torch.optim.SGD(net.parameters(), lr=lr)
 
-    def step(batch):
+    def step(batch, epoch):
         opt.zero_grad(set_to_none=True)
         losses = engine.compute_grads(batch.x, batch.y, batch.size)
         opt.step()

@@ -2,7 +2,8 @@
 
 An epoch is: take the epoch's batches from a **batch source**, make each batch the view the
 step trains on (:func:`training_view`: the optional flip, then the MG-noise mask; the one
-place a mask is applied), hand it to the **step**, sum the step's losses, report the epoch.
+place a mask is applied, for both engines), hand it to the **step** with the epoch's number,
+``step(batch, epoch)``, sum the step's losses, report the epoch.
 What differs between recipes is only which source and which step are plugged in:
 
 =====================  ====================================  =================================
@@ -12,11 +13,13 @@ plain (Adam)           :func:`shuffled` full passes          Adam on the mean lo
 DP-SGD, fast engine    :func:`poisson` (padded to a shape)   :class:`~.dp_engine.GhostDPSGD`
 DP-SGD, Opacus         :func:`from_loader` (Opacus's)        Opacus's optimizer
 NoisyCGD               :func:`cyclic` fixed batches          clipped, noised gradient step
-stacked pools          :func:`shuffled` per model            Adam on K models at once
+stacked MLPs           :func:`shuffled` / Poisson per model  Adam on K models at once
 =====================  ====================================  =================================
 
-:data:`privaudit.training.trainer.TRAINERS` picks the row for a recipe (the first that
-applies), and the stacked engine (:mod:`privaudit.training.stacked`) is the last row.
+A recipe the stacked engine trains (:mod:`privaudit.training.stacked`: small fp32 MLPs, with
+DP-SGD or a defence made of step terms too) goes through the last row whether it trains
+alone (K = 1) or beside others, so one recipe is one computation; for every other recipe
+:data:`privaudit.training.trainer.TRAINERS` picks the row (the first that applies).
 
 Sources draw from the run's generator lazily, one batch at a time, so the draws interleave
 with the masks exactly as they always did (same seed, same batches, same masks).
@@ -49,7 +52,7 @@ class Batch:
 
 
 Batches = Callable[[], Iterable[Batch]]  # one epoch's batches
-Step = Callable[[Batch], "tuple[torch.Tensor | float, int | torch.Tensor]"]  # (summed loss, samples it covers)
+Step = Callable[[Batch, int], "tuple[torch.Tensor | float, int | torch.Tensor]"]  # (batch, epoch from 0) -> (summed loss, samples it covers)
 
 
 def shuffled(x: torch.Tensor, y: torch.Tensor, batch_size: int, generator: torch.Generator) -> Batches:
@@ -117,8 +120,8 @@ def training_view(x: torch.Tensor, kappa: float, generator: torch.Generator,
 
 def run_epochs(epochs: int, batches: Batches, step: Step, *, view: Callable[[torch.Tensor], torch.Tensor] | None = None,
                on_epoch: EpochCallback | None = None, before_epoch: Callable[[], None] | None = None) -> list:
-    """Run ``epochs`` epochs; returns each epoch's mean training loss (the step's summed
-    loss over the samples it covered; for a step that trains K models at once, a list of K
+    """Run ``epochs`` epochs, each batch through ``step(batch, epoch)`` (epochs counted from
+    0); returns each epoch's mean training loss (the step's summed loss over the samples it covered; for a step that trains K models at once, a list of K
     means per epoch, and ``on_epoch`` gets their mean)."""
     history: list = []
     for epoch in range(epochs):
@@ -129,7 +132,7 @@ def run_epochs(epochs: int, batches: Batches, step: Step, *, view: Callable[[tor
         for batch in batches():
             if view is not None:
                 batch = replace(batch, x=view(batch.x))
-            loss_sum, covered = step(batch)
+            loss_sum, covered = step(batch, epoch)
             total = total + loss_sum
             count += covered
         if isinstance(total, torch.Tensor) and total.dim() == 1:  # K models trained at once

@@ -84,7 +84,7 @@ def train_noisycgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, noise
     std = noise_multiplier * max_grad_norm / batch_size if noise_multiplier > 0 else 0.0
     noise = GaussianNoise(noise_seed, x.device)
 
-    def step(batch: Batch) -> tuple[torch.Tensor, int]:
+    def step(batch: Batch, epoch: int) -> tuple[torch.Tensor, int]:
         grad, losses = clipped_mean_gradient(batch.x, batch.y, w, u, max_grad_norm, classes)
         w.mul_(1.0 - lr * l2).add_(grad, alpha=-lr)
         if std > 0:
@@ -111,7 +111,7 @@ def train_convex_dpsgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, n
     std = noise_multiplier * max_grad_norm / expected if noise_multiplier > 0 else 0.0
     noise = GaussianNoise(noise_seed, x.device)
 
-    def step(batch: Batch) -> tuple[torch.Tensor, int]:
+    def step(batch: Batch, epoch: int) -> tuple[torch.Tensor, int]:
         grad, losses = clipped_mean_gradient(batch.x, batch.y, w, u, max_grad_norm, classes, expected, batch.size)
         if l2:
             w.mul_(1.0 - lr * l2)

@@ -395,7 +395,6 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     offsets = torch.arange(k_models, device=device)[:, None] * n
 
     def batches() -> Iterator[Batch]:  # K models' shuffles, each from its own generator
-        epoch[0] += 1
         if st.trace is not None:
             st.trace.next_epoch()
         perms = torch.stack([torch.randperm(n, generator=g, device=device) for g in st.gens])
@@ -407,9 +406,8 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
     # each member's training target (K·n, C), where a model trains on soft targets
     soft = st.terms.targets(st.y[member_pos])
     targets = None if soft is None else soft.float().reshape(k_models * n, -1)
-    epoch = [-1]
 
-    def step(batch: Batch) -> tuple[torch.Tensor, int]:
+    def step(batch: Batch, epoch: int) -> tuple[torch.Tensor, int]:
         """The plain step (∂ℓ/∂z = s − t), each model's defence terms on its own models: its
         view of the batch and, where it descends another objective, that objective's gradient
         (by autograd through its formula, :meth:`StepTerms.gradients`)."""
@@ -419,7 +417,7 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
             x, t = st.terms.view(x, t)
         losses, h, z, g_z = st.row_gradients(x, y, t)
         g_z.mul_(1.0 / batch.size)                                              # each model's mean loss
-        for models, grad in st.terms.gradients(z, y, t, epoch[0]):
+        for models, grad in st.terms.gradients(z, y, t, epoch):
             g_z[models] = grad
         st.set_gradients(x, h, st.hidden_gradients(g_z, h), g_z)
         opt.step()
@@ -491,7 +489,7 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
             x = view(st.inputs(pos), [pad(size) for size in sizes])
             yield Batch(x, st.y[pos], sizes, idx + offsets)  # type: ignore[arg-type]  # sizes per model
 
-    def step(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(batch: Batch, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
         sizes = torch.tensor(batch.size, device=device)
         real = torch.arange(batch.x.shape[1], device=device)[None, :] < sizes[:, None]   # (K, P)
         losses, h, _, g_z = st.row_gradients(batch.x, batch.y)

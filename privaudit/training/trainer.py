@@ -326,9 +326,8 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
     loss_fn = nn.CrossEntropyLoss()
     device_type = rd.x_in.device.type
     bf16 = cfg.train.precision == "bf16"
-    epoch = [-1]
 
-    def step(batch: Batch) -> tuple[torch.Tensor, int]:
+    def step(batch: Batch, epoch: int) -> tuple[torch.Tensor, int]:
         x, t = batch.x, batch.y
         if hooks is not None:
             x, t = hooks.view(x, t)
@@ -337,7 +336,7 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
             if hooks is None:
                 loss = reported = loss_fn(logits, t)
             else:
-                loss, reported = hooks.loss(logits, t, epoch[0])
+                loss, reported = hooks.loss(logits, t, epoch)
         if trace is not None and batch.index is not None and len(logits) == len(batch.index):
             trace.record(batch.index, F.cross_entropy(logits.detach().float(), t, reduction="none"))
         optimizer.zero_grad(set_to_none=True)
@@ -348,7 +347,6 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
         return reported.detach() * batch.size, batch.size
 
     def before_epoch() -> None:
-        epoch[0] += 1
         model.train()
         if trace is not None:
             trace.next_epoch()
@@ -404,7 +402,7 @@ def _train_ghost_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.
     noise = GaussianNoise(noise_seed, rd.x_in.device)
     dp = GhostDPSGD(model, cfg.defence.max_grad_norm, sigma, int(n * sample_rate), noise)
 
-    def step(batch: Batch) -> tuple[torch.Tensor, int]:
+    def step(batch: Batch, epoch: int) -> tuple[torch.Tensor, int]:
         losses = dp.compute_grads(batch.x, batch.y, batch.size)
         optimizer.step()
         if trace is not None and batch.index is not None:
@@ -446,7 +444,7 @@ def _train_dpsgd(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
             noise_multiplier=sigma, max_grad_norm=d.max_grad_norm, poisson_sampling=True,
             grad_sample_mode="ghost",
         )
-    def step(batch: Batch) -> tuple[float, int]:
+    def step(batch: Batch, epoch: int) -> tuple[float, int]:
         dp_optimizer.zero_grad(set_to_none=True)
         loss = criterion(dp_model(batch.x), batch.y)
         loss.backward()
