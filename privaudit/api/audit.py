@@ -26,7 +26,6 @@ from privaudit.core.hooks import AuditHooks
 if TYPE_CHECKING:
     import pandas as pd
 
-    from privaudit.analysis.matching import KappaMatch
     from privaudit.core.config import RunConfig
     from privaudit.executor.auditing import TargetMatch
     from privaudit.executor.plan import Job
@@ -56,7 +55,7 @@ class AuditReport(ShortRepr):
     configs: list[RunConfig] = field(repr=False, default_factory=list)   #: each target's config, in the order of ``targets``
     attacks: list[AttackResult] = field(repr=False, default_factory=list)   #: privaudit.pipeline.attacking.AttackResult, one per target
     summary: Any = field(repr=False, default=None)            #: privaudit.reporting.summary.Summary
-    match_accuracy: list[tuple[RunConfig, KappaMatch]] = field(repr=False, default_factory=list)
+    match_accuracy: list[tuple[RunConfig, TargetMatch]] = field(repr=False, default_factory=list)
     target_matches: list[TargetMatch] = field(repr=False, default_factory=list)  #: privaudit.executor.auditing.TargetMatch
     attack_plan: Any = field(repr=False, default=None)
 
@@ -188,7 +187,7 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
         return _preview(bases, plans, grids, attack_plan, Workspace(workdir), data, dev, runner, say)
     ws = Workspace(workdir).ensure_writable(log=say)
     ws.set_aside_legacy_results(say)
-    matches: list[tuple[RunConfig, KappaMatch]] = []
+    matches: list[tuple[RunConfig, TargetMatch]] = []
     reached: list[TargetMatch] = []
     if targets:
         plans, reached = _search_targets(bases, plans, grids, ws, data, dev, match_tolerance, hooks, say)
@@ -197,12 +196,13 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
             f"{seed_list[0]}, tolerance {match_tolerance:g})")
         matches = match_kappas(plans[0], ws, data, dev, tolerance=match_tolerance, on_start=hooks.on_model_start,
                                on_epoch=hooks.on_epoch)
-        extra = [m.kappa for _, m in matches if m.kappa > 0]
+        extra = [m.knob for _, m in matches if m.knob]
         plans = [audit_plan(b, k_grid + extra, s_grid, eps_grid, other_grids) for b in bases]
-        for dp_cfg, km in matches:
-            say(f"match-accuracy: {dp_cfg.defence.label} test accuracy {km.goal:.4f} -> kappa {km.kappa:g} "
-                f"({km.accuracy:.4f}, {'within' if km.within else 'NOT within'} {km.tolerance:g}, "
-                f"{len(km.steps)} search trainings)")
+        for dp_cfg, m in matches:
+            say(f"match-accuracy: {dp_cfg.defence.label} test accuracy {m.target:.4f} -> " +
+                (f"kappa {m.knob:g} ({m.accuracy:.4f}, {'within' if m.within else 'NOT within'} {m.tolerance:g}, "
+                 f"{len(m.steps)} search trainings)" if m.knob is not None else
+                 f"{m.status} ({len(m.steps)} search trainings)"))
     plan = replicate(plans)
     say(f"audit: {len(plan)} targets ({model} on {dataset}, {len(seed_list)} seed"
         f"{'s' if len(seed_list) > 1 else ''}, device {dev}, executor {runner.name}) in {ws.root}")

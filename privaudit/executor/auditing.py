@@ -26,7 +26,7 @@ from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.executor.preview import estimated
 from privaudit.core.hooks import AuditHooks
-from privaudit.analysis.matching import DEFAULT_TOLERANCE, KappaMatch, match_kappa, match_strength
+from privaudit.analysis.matching import DEFAULT_TOLERANCE, match_strength
 from privaudit.reporting.build import ReportResult
 from privaudit.pipeline.runs import DataCache, RunResult
 from privaudit.training.loop import EpochCallback
@@ -123,10 +123,15 @@ TARGET_SEARCH_STEPS = 8
 
 def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[float], workspace: Workspace,
                   data: DataCache, device: torch.device, *, tolerance: float = DEFAULT_TOLERANCE,
-                  max_steps: int = TARGET_SEARCH_STEPS, on_start: Callable[[RunConfig], None] | None = None,
+                  max_steps: int = TARGET_SEARCH_STEPS, known: dict[float, float] | None = None,
+                  baseline_answers: bool = False, on_start: Callable[[RunConfig], None] | None = None,
                   on_epoch: EpochCallback | None = None) -> list[TargetMatch]:
     """For each defence and each target accuracy, the knob at which ``base``'s target (its
     recipe and seed) reaches that test accuracy within ``tolerance``.
+
+    ``known``: settings already trained, strength → test accuracy, that bracket the search
+    besides the baseline (``--match-accuracy``: the grid's κ); ``baseline_answers``: the
+    undefended baseline may be the answer (knob 0), when it lies within the tolerance.
 
     A training-side defence's knob is searched (:func:`privaudit.analysis.matching.match_strength`,
     at most ``max_steps`` trainings per defence and target, the trainings of one defence shared
@@ -156,19 +161,19 @@ def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[fl
                                        (acc, acc), (), cfg.validated().run_name if audited else None))
             continue
         first, top, to_value, rounder = defense.search_space(base)
-        known: dict[float, float] = {0.0: base_acc}
+        seen: dict[float, float] = {0.0: base_acc, **(known or {})}
         for t in targets:
             def at_strength(s: float, name: str = defense.name, to_value: Callable[[float], float] = to_value) -> float:
                 return accuracy(defended(base, name, to_value(s)))
 
-            found = match_strength(t, at_strength, known,
+            found = match_strength(t, at_strength, seen,
                                    tolerance=tolerance, max_strength=top, max_steps=max_steps, first=first,
-                                   rounder=rounder, defended_only=True)
-            known.update(found.steps)
-            seen = [a for s, a in known.items() if s > 0] or [base_acc]
-            value = to_value(found.kappa) if found.kappa > 0 else None
+                                   rounder=rounder, defended_only=not baseline_answers)
+            seen.update(found.steps)
+            accuracies = [a for s, a in seen.items() if s > 0] or [base_acc]
+            value = to_value(found.kappa) if found.kappa > 0 or baseline_answers else None
             ok = found.within and value is not None
-            tried = {s: a for s, a in known.items() if s > 0}
+            tried = {s: a for s, a in seen.items() if s > 0}
             acc = found.accuracy
             if not ok and tried and t < min(tried.values()) - tolerance:
                 # above the target even at the strongest setting tried: audited there
@@ -177,7 +182,7 @@ def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[fl
             elif not ok:
                 value = None
             out.append(TargetMatch(defense.name, t, value, acc, ok, tolerance,
-                                   (min(seen), max(seen)), tuple((to_value(s), a) for s, a in found.steps),
+                                   (min(accuracies), max(accuracies)), tuple((to_value(s), a) for s, a in found.steps),
                                    defended(base, defense.name, value).validated().run_name if value is not None
                                    else None))
     return out
@@ -242,31 +247,29 @@ def replicate(plans: Sequence[list[RunConfig]]) -> list[RunConfig]:
 
 def match_accuracy(plan: Sequence[RunConfig], workspace: Workspace, data: DataCache, device: torch.device, *,
                    tolerance: float = DEFAULT_TOLERANCE, on_start: Callable[[RunConfig], None] | None = None,
-                   on_epoch: EpochCallback | None = None) -> list[tuple[RunConfig, KappaMatch]]:
-    """For each DP-SGD target of ``plan`` (one seed's plan of :func:`audit_plan`), the κ at
-    which an MG-noise target of the same recipe and seed reaches its test accuracy
-    (:func:`privaudit.analysis.matching.match_kappa`). The baseline and the grid's MG targets bracket
-    the search; every model it trains is an ordinary cached target, so a rerun trains nothing
-    and the chosen κ's target is the one the audit then attacks."""
+                   on_epoch: EpochCallback | None = None) -> list[tuple[RunConfig, TargetMatch]]:
+    """``--match-accuracy``, the case of ``--target-accuracies`` (:func:`match_targets`) whose
+    target accuracies are the DP-SGD targets' of ``plan`` (one seed's plan of
+    :func:`audit_plan`) and whose defence is MG noise: per DP-SGD target, the κ at which an
+    MG-noise target of the same recipe and seed reaches its test accuracy. The grid's MG
+    targets bracket the search beside the baseline, and the baseline itself may be the answer
+    (κ = 0, when it lies within the tolerance); every model it trains is an ordinary cached
+    target, so a rerun trains nothing and the chosen κ's target is the one the audit then
+    attacks."""
     from privaudit.pipeline.runs import ensure_model
 
     def accuracy(cfg: RunConfig) -> float:
         run = ensure_model(cfg, workspace, data, device, on_start=on_start, on_epoch=on_epoch)
         return float(run.metrics["test_accuracy"])
 
-    mg = [c for c in plan if c.defence.name in ("none", "mg")]
-    baseline = next((c for c in mg if c.defence.name == "none"), None)
-    if baseline is None:
+    base = next((c for c in plan if c.defence.name == "none"), None)
+    if base is None:
         raise ConfigError("--match-accuracy needs the undefended baseline in the plan")
-    known = {c.defence.kappa: accuracy(c) for c in mg}
-    out = []
-    for dp_cfg in (c for c in plan if c.defence.dp):
-        found = match_kappa(accuracy(dp_cfg),
-                            lambda k: accuracy(defended(baseline, "mg", k)),
-                            known, tolerance=tolerance)
-        known.update(found.steps)
-        out.append((dp_cfg, found))
-    return out
+    known = {c.defence.kappa: accuracy(c) for c in plan if c.defence.name == "mg"}
+    dp = [c for c in plan if c.defence.dp]
+    found = match_targets(base, ["mg"], [accuracy(c) for c in dp], workspace, data, device, tolerance=tolerance,
+                          known=known, baseline_answers=True, on_start=on_start, on_epoch=on_epoch)
+    return list(zip(dp, found))
 
 
 @dataclass
