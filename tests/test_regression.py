@@ -1,18 +1,13 @@
-"""The outputs of a fixed set of runs, recorded before the middle-layer redesign, are still
-what privaudit writes (docs/architecture.md).
+"""The outputs of a fixed set of runs are still what privaudit writes (docs/architecture.md).
 
 ``tests/regression/runs.py`` names the runs (the digits audit, ``--defenses all --epochs 10``,
 ``--canaries mislabeled:20``, ``--target-accuracies 0.85``, ``reproduce mg-noise --dataset
 digits --scale reduced``, and a ``scan`` of the audit's exported target) and gathers every CSV
-they write; ``tests/fixtures/regression/`` holds the CSVs the release before the redesign
-wrote. The suite reruns the quick ones (the audit and the scan, a minute or two) and compares
-every cell: text identical, numbers to a relative 1e-6 (the same float32 arithmetic; only a
-summation order may differ). ``python tests/regression/runs.py OUT`` reruns them all, and
-:func:`compare` checks any of them.
-
-One change is intended, and applied to the recorded tables before they are compared
-(:func:`with_every_knob`): a trade-off row's ``knob`` now holds MG noise's κ and DP's σ as
-trained too (it was empty for them), so that every row carries one (defence, knob) pair.
+they write; ``tests/fixtures/regression/`` holds the CSVs recorded (docs/architecture.md says
+when, and what changed when they were recorded again). The suite reruns the quick ones (the
+audit and the scan, a minute or two) and compares every cell: text identical, numbers to a
+relative 1e-6 (the same float32 arithmetic; only a summation order may differ).
+``python tests/regression/runs.py OUT`` reruns them all, and :func:`compare` checks any of them.
 """
 
 from __future__ import annotations
@@ -27,19 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "regression"))
 from runs import QUICK, RTOL, RUNS, record  # noqa: E402
 
+
 FIXTURES = Path(__file__).parent / "fixtures" / "regression"
-
-
-def with_every_knob(table: pd.DataFrame) -> pd.DataFrame:
-    """A trade-off table recorded before every row carried its knob, with MG noise's rows'
-    ``knob`` their κ and DP's rows' their σ as trained (the one intended change)."""
-    if not {"knob", "defence", "kappa", "dp", "noise_multiplier"} <= set(table.columns):
-        return table
-    out = table.copy()
-    dp = out["dp"].astype(str).str.lower() == "true"
-    paper = np.where(dp, out["noise_multiplier"], np.where(out["defence"].astype(str) == "mg", out["kappa"], np.nan))
-    out["knob"] = out["knob"].where(out["knob"].notna(), paper)
-    return out
 
 
 def compare(got: Path, want: Path) -> list[str]:
@@ -50,7 +34,7 @@ def compare(got: Path, want: Path) -> list[str]:
     if want_files != got_files:
         problems.append(f"files differ: recorded {want_files}, now {got_files}")
     for rel in set(want_files) & set(got_files):
-        a, b = with_every_knob(pd.read_csv(want / rel)), pd.read_csv(got / rel)
+        a, b = pd.read_csv(want / rel), pd.read_csv(got / rel)
         if list(a.columns) != list(b.columns) or len(a) != len(b):
             problems.append(f"{rel}: shape or columns differ ({a.shape} vs {b.shape})")
             continue
@@ -80,7 +64,7 @@ def test_every_run_has_its_recorded_outputs():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", QUICK)
-def test_a_quick_run_writes_what_it_wrote_before_the_redesign(tmp_path_factory, name):
+def test_a_quick_run_writes_what_it_wrote_when_recorded(tmp_path_factory, name):
     out = tmp_path_factory.getbasetemp() / "regression"
     record(out, [name])
     problems = compare(out / "csv" / name, FIXTURES / name)

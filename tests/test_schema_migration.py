@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from privaudit.core.config import RunConfig, make_config
-from test_regression import with_every_knob
+from privaudit.reporting.summary import with_every_knob
 from privaudit.pipeline.workspace import Workspace
 
 FIXTURE = Path(__file__).parent / "fixtures" / "workspace-schema1"

@@ -8,10 +8,15 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
+from privaudit.core.config import DP_NAMES
 from privaudit.core.formatting import slug
+from privaudit.defenses import FIELD_DEFENSES
 from privaudit.reporting.defences import noisycgd_comparison
 from privaudit.reporting.page_data import ATTACK_ORDER
 from privaudit.reporting.page_numbers import DASH, f3, finite, integer, lb, pct, plain, short, sig3
+
+#: the defences whose knobs the table shows in columns of their own (κ, σ)
+OWN_COLUMNS = tuple(dict.fromkeys(FIELD_DEFENSES + DP_NAMES))
 
 _TABLE_SPEC: list[tuple[str, str, Callable[[Any], str], str]] = [
     # (header, column, formatter, css class)
@@ -117,7 +122,7 @@ def _spec(groups: list[tuple[str, str, pd.DataFrame]]) -> list[tuple[str, str, C
         return any(col in g and pd.to_numeric(rows(g)[col], errors="coerce").notna().any() for _, _, g in groups)
 
     def others(g: pd.DataFrame) -> pd.DataFrame:  # MG noise and DP show their knob in their own columns
-        return g[~g["defence"].astype(str).isin(("mg", "dpsgd", "noisycgd", "mg+dpsgd"))] if "defence" in g else g
+        return g[~g["defence"].astype(str).isin(OWN_COLUMNS)] if "defence" in g else g
 
     spec = list(_TABLE_SPEC)
     if any_value("knob", others):

@@ -130,6 +130,19 @@ def setting_label(dp: Any, kappa: Any, sigma: Any, epsilon: Any = math.nan, defe
     return (f"{mg}, {sig}" if mg else sig) + eps
 
 
+def with_every_knob(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with every row's knob: a table written before every row carried its knob
+    (schema 1) gets MG noise's κ and DP's σ as trained in ``knob``, where the row has none."""
+    if not {"knob", "defence", "kappa", "dp", "noise_multiplier"} <= set(table.columns):
+        return table
+    out = table.copy()
+    dp = as_bool(out["dp"]).to_numpy()
+    kappa, sigma = (pd.to_numeric(out[c], errors="coerce") for c in ("kappa", "noise_multiplier"))
+    paper = np.where(dp, sigma, np.where(out["defence"].astype(str) == "mg", kappa, np.nan))
+    out["knob"] = pd.to_numeric(out["knob"], errors="coerce").where(out["knob"].notna(), paper)
+    return out
+
+
 def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     """The table with the setting columns present and typed, plus ``setting`` (its label)
     and ``family`` (baseline, MG noise, DP-SGD, MG + DP-SGD)."""
@@ -145,9 +158,7 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     for c in numeric:
         df[c] = pd.to_numeric(df[c], errors="coerce")
     df["kappa"] = df["kappa"].fillna(0.0)
-    # tables written before every row carried its knob: MG noise's κ, DP's σ as trained
-    paper = np.where(df["dp"], df["noise_multiplier"], np.where(df["defence"].astype(str) == "mg", df["kappa"], np.nan))
-    df["knob"] = df["knob"].where(df["knob"].notna(), paper)
+    df = with_every_knob(df)
     for c in ("model", "dataset", "attack", "defence"):
         df[c] = df[c].astype(object).where(df[c].notna(), "?").astype(str)
     df["setting"] = [setting_label(d, k, s, defence=n, knob=v)

@@ -3,7 +3,7 @@
 ``python tests/regression/runs.py OUT [NAME ...]`` runs each command of :data:`RUNS` (or the
 named ones) with ``python -m privaudit`` in its own workspace under ``OUT`` and copies every CSV
 it wrote to ``OUT/csv/NAME/``. ``tests/test_regression.py`` compares those CSVs with the copies
-recorded before the middle-layer redesign (``tests/fixtures/regression/``): identical text, or
+recorded in ``tests/fixtures/regression/`` (docs/architecture.md says when): identical text, or
 numbers within :data:`RTOL` where only a summation order may differ.
 """
 
