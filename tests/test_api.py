@@ -134,11 +134,11 @@ def test_train_reuses_and_matches_the_command(tmp_path):
 def test_epsilon_is_the_accountants_and_the_commands(tmp_path):
     from privaudit.analysis.accounting import epsilon_from_history
 
-    result = privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=10_520, epochs=50, noise_multiplier=1.0)
+    result = privaudit.epsilon(defence="dpsgd", batch_size=128, dataset_size=10_520, epochs=50, noise_multiplier=1.0)
     steps = -(-10_520 // 128) * 50
     assert result.epsilon == epsilon_from_history([(1.0, 1 / (steps // 50), steps)], 1e-5)[0]
     assert result["steps"] == steps and "<table" in result._repr_html_()
-    calibrated = privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=10_520, epochs=50,
+    calibrated = privaudit.epsilon(defence="dpsgd", batch_size=128, dataset_size=10_520, epochs=50,
                                    target_epsilon=result.epsilon)
     assert calibrated.noise_multiplier == pytest.approx(1.0, rel=1e-2) and calibrated.epsilon <= result.epsilon + 1e-9
     cli = CliRunner().invoke(app, ["epsilon", "--defense", "dpsgd", "--batch-size", "128", "--dataset-size", "10520",
@@ -146,10 +146,10 @@ def test_epsilon_is_the_accountants_and_the_commands(tmp_path):
     assert cli.exit_code == 0, cli.output
     assert _strip(json.loads(cli.stdout), "") == _strip(result.to_dict(), "")
     with pytest.raises(ConfigError, match="give exactly one of --sigma and --target-epsilon"):
-        privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=100, epochs=1)
+        privaudit.epsilon(defence="dpsgd", batch_size=128, dataset_size=100, epochs=1)
     with pytest.raises(ConfigError, match="--batch-size must be"):
-        privaudit.epsilon(defense="dpsgd", batch_size=0, dataset_size=100, epochs=1, noise_multiplier=1.0)
-    assert np.isfinite(privaudit.epsilon(defense="noisycgd", batch_size=10, dataset_size=100, epochs=2,
+        privaudit.epsilon(defence="dpsgd", batch_size=0, dataset_size=100, epochs=1, noise_multiplier=1.0)
+    assert np.isfinite(privaudit.epsilon(defence="noisycgd", batch_size=10, dataset_size=100, epochs=2,
                                          noise_multiplier=2.0, lr=0.1, l2=0.01).epsilon)
 
 
@@ -163,7 +163,7 @@ def test_to_json_is_to_dict_as_text():
     import privaudit.api
     from privaudit.api.results import ShortRepr
 
-    result = privaudit.epsilon(defense="dpsgd", batch_size=128, dataset_size=10_520, epochs=50, noise_multiplier=1.0)
+    result = privaudit.epsilon(defence="dpsgd", batch_size=128, dataset_size=10_520, epochs=50, noise_multiplier=1.0)
     text = result.to_json()
     assert isinstance(text, str) and "\n" not in text
     assert json.loads(text) == result.to_dict()

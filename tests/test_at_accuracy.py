@@ -13,7 +13,7 @@ import pytest
 import privaudit
 from privaudit.analysis.matching import match_strength
 from privaudit.core.config import make_config
-from privaudit.defenses import get
+from privaudit.defences import get
 from privaudit.executor.auditing import TargetMatch, defended
 
 
@@ -70,11 +70,11 @@ def test_target_accuracies_end_to_end(tmp_path):
     reported "above the target", not compared; the page, the CSV and the JSON say so."""
     base_acc = privaudit.train(dataset="digits", epochs=20, part_size=200, workdir=tmp_path).metrics["test_accuracy"]
     goal = round(base_acc - 0.05, 3)
-    plan = privaudit.audit(dataset="digits", defenses="input-noise,top-k", target_accuracies=str(goal), epochs=20,
+    plan = privaudit.audit(dataset="digits", defences="input-noise,top-k", target_accuracies=str(goal), epochs=20,
                            part_size=200, attacks="shadow", workdir=tmp_path, match_tolerance=0.02, dry_run=True)
     to_train = sum(m["models"] - m["reused"] for m in plan.models)
     assert any("counted at its budget" in n for n in plan.notes)
-    report = privaudit.audit(dataset="digits", defenses="input-noise,top-k", target_accuracies=str(goal), epochs=20,
+    report = privaudit.audit(dataset="digits", defences="input-noise,top-k", target_accuracies=str(goal), epochs=20,
                              part_size=200, attacks="shadow", workdir=tmp_path, match_tolerance=0.02)
     found = {m.defence: m for m in report.target_matches}
     assert found["input-noise"].within and abs(found["input-noise"].accuracy - goal) <= 0.02

@@ -633,5 +633,5 @@ def test_result_reprs_are_one_short_line():
                                 csv_path=Path("ws/reports/tradeoff.csv")))
     assert "\n" not in text and len(text) < 250, text
     assert "table=<table 500 rows × 12 columns>" in text and "'ws/reports/index.html'" in text
-    eps = privaudit.epsilon(defense="dpsgd", batch_size=100, dataset_size=1000, epochs=1, noise_multiplier=1.0)
+    eps = privaudit.epsilon(defence="dpsgd", batch_size=100, dataset_size=1000, epochs=1, noise_multiplier=1.0)
     assert repr(eps).startswith(f"EpsilonResult(epsilon={eps.epsilon!r}, noise_multiplier=1.0, values={{")

@@ -226,3 +226,15 @@ def test_validated_catches_a_directly_built_bad_config():
     with pytest.raises(ConfigError, match="--part-size"):
         RunConfig(data=DataConfig(part_size=0)).validated()
     assert RunConfig().validated() == RunConfig()
+
+
+def test_the_other_spelling_of_defence_keywords_is_accepted():
+    """Identifiers spell "defence"; the public functions take ``defense=`` and ``defenses=`` too."""
+    import privaudit
+
+    a = make_config(dataset="digits", defence="mixup", knob=0.2)
+    assert make_config(dataset="digits", defense="mixup", knob=0.2) == a and a.defence.name == "mixup"
+    with pytest.raises(ConfigError, match="not both"):
+        make_config(dataset="digits", defence="mixup", defense="mixup", knob=0.2)
+    kw = dict(batch_size=64, dataset_size=449, epochs=5, noise_multiplier=1.0)
+    assert privaudit.epsilon(defense="dpsgd", **kw).epsilon == privaudit.epsilon(defence="dpsgd", **kw).epsilon > 0

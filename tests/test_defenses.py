@@ -16,10 +16,10 @@ from scipy import stats
 from cli_helpers import one_error_line, run_cli
 from privaudit.core.config import make_config
 from privaudit.data.loaders import load_digits
-from privaudit.defenses import DEFENSES, FIELD_DEFENSES, TrainingContext, get, parse
-from privaudit.defenses.base import FLOOR
-from privaudit.defenses.hooks import cross_entropy
-from privaudit.defenses.confidence_penalty import entropy
+from privaudit.defences import DEFENCES, FIELD_DEFENCES, TrainingContext, get, parse
+from privaudit.defences.base import FLOOR
+from privaudit.defences.hooks import cross_entropy
+from privaudit.defences.confidence_penalty import entropy
 from privaudit.errors import ConfigError
 from privaudit.models import build_model
 from privaudit.training.trainer import train_model
@@ -38,9 +38,9 @@ def _ctx(x, y, seed=0, classes=10):
 # -- the registry ---------------------------------------------------------------------------
 
 def test_every_defence_documents_its_knob_paper_and_formula():
-    for name, d in DEFENSES.items():
+    for name, d in DEFENCES.items():
         assert d.name == name and d.title and d.paper and d.formula and d.tag
-        assert type(d).__module__.startswith("privaudit.defenses.")
+        assert type(d).__module__.startswith("privaudit.defences.")
         assert (type(d).__doc__ or __import__(type(d).__module__, fromlist=["x"]).__doc__)
         if d.knob is not None:
             assert d.knob.grid, name
@@ -53,13 +53,13 @@ def test_unknown_defence_and_bad_knob_are_one_line_errors_listing_what_exists():
     with pytest.raises(ConfigError, match="expected one of mg, dpsgd, .*label-only"):
         get("dropconnect")
     with pytest.raises(ConfigError, match=r"alpha α: a number in \(0, 0.99\] \(got 1.5\)"):
-        make_config(dataset="digits", defense="label-smoothing", knob=1.5)
+        make_config(dataset="digits", defence="label-smoothing", knob=1.5)
     with pytest.raises(ConfigError, match="an integer"):
-        make_config(dataset="digits", defense="top-k", knob=2.5)
+        make_config(dataset="digits", defence="top-k", knob=2.5)
     with pytest.raises(ConfigError, match="needs --knob"):
-        make_config(dataset="digits", defense="mixup")
+        make_config(dataset="digits", defence="mixup")
     with pytest.raises(ConfigError, match="one defence a model"):
-        make_config(dataset="digits", defense="mixup", knob=0.2, kappa=0.5)
+        make_config(dataset="digits", defence="mixup", knob=0.2, kappa=0.5)
     code, out, err = run_cli("train", "--dataset", "digits", "--defense", "mixup", "--knob", "-1")
     assert code == 2 and "--knob for mixup is its alpha" in one_error_line(err)
     code, out, err = run_cli("audit", "--dataset", "digits", "--defenses", "mixup,nope", "--dry-run")
@@ -68,24 +68,24 @@ def test_unknown_defence_and_bad_knob_are_one_line_errors_listing_what_exists():
 
 def test_parse_all_and_aliases():
     names = [d.name for d in parse("all")]
-    assert names == [n for n in DEFENSES if n != "noisycgd"]
+    assert names == [n for n in DEFENCES if n != "noisycgd"]
     assert [d.name for d in parse("topk, mixup,top-k")] == ["top-k", "mixup"]
 
 
 def test_method_configs_hash_apart_and_leave_old_configs_alone():
     plain = make_config(dataset="digits")
     assert "method" not in plain.hash_dict()["defence"] and "knob" not in plain.hash_dict()["defence"]
-    a = make_config(dataset="digits", defense="label-smoothing", knob=0.1)
-    b = make_config(dataset="digits", defense="label-smoothing", knob=0.2)
+    a = make_config(dataset="digits", defence="label-smoothing", knob=0.1)
+    b = make_config(dataset="digits", defence="label-smoothing", knob=0.2)
     assert len({plain.config_hash, a.config_hash, b.config_hash}) == 3
     assert a.run_name.startswith("target-mlp-digits-ls0.1-")
     assert type(a).from_dict(a.to_dict()) == a
-    es = make_config(dataset="digits", defense="early-stopping", knob=7)
+    es = make_config(dataset="digits", defence="early-stopping", knob=7)
     assert es.train.epochs == 7
-    wd = make_config(dataset="digits", defense="weight-decay", knob=0.01)
+    wd = make_config(dataset="digits", defence="weight-decay", knob=0.01)
     assert wd.train.weight_decay == 0.01
     with pytest.raises(ConfigError, match="do not also give --epochs"):
-        make_config(dataset="digits", defense="early-stopping", knob=7, epochs=8)
+        make_config(dataset="digits", defence="early-stopping", knob=7, epochs=8)
 
 
 # -- defining properties ----------------------------------------------------------------------
@@ -154,7 +154,7 @@ def test_dropout_keeps_the_layers_and_weights_of_the_plain_model():
     drops = [m for m in with_dropout.modules() if isinstance(m, torch.nn.Dropout)]
     assert len(drops) == 1 and drops[0].p == 0.5
     with pytest.raises(ConfigError, match="adds dropout to mlp and cnn"):
-        make_config(dataset="digits", model="cnn-improved-small", defense="dropout", knob=0.5)
+        make_config(dataset="digits", model="cnn-improved-small", defence="dropout", knob=0.5)
 
 
 def test_output_defences_release_exactly_what_they_say():
@@ -182,7 +182,7 @@ def test_workspace_queries_see_the_released_outputs(tmp_path, digits):
     from privaudit.training.results import predict_logits
 
     ws = Workspace(tmp_path)
-    cfg = make_config(dataset="digits", defense="top-k", knob=1, epochs=3, part_size=100)
+    cfg = make_config(dataset="digits", defence="top-k", knob=1, epochs=3, part_size=100)
     run = ensure_model(cfg, ws, DataCache(None), torch.device("cpu"))
     loaded = ws.load_model(run.name, digits.input_shape, digits.num_classes)
     scores = predict_logits(loaded.model, torch.from_numpy(loaded.normaliser(digits.x[:20]))).exp()
@@ -200,7 +200,7 @@ def test_an_output_defence_reuses_the_undefended_weights_and_trains_nothing(tmp_
 
     ws, data, cpu = Workspace(tmp_path), DataCache(None), torch.device("cpu")
     plain = make_config(dataset="digits", epochs=3, part_size=100)
-    top = make_config(dataset="digits", defense="top-k", knob=1, epochs=3, part_size=100)
+    top = make_config(dataset="digits", defence="top-k", knob=1, epochs=3, part_size=100)
     assert top.trained_as == plain and plain.trained_as is plain
     started = []
     run = ensure_model(top, ws, data, cpu, on_start=started.append)
@@ -216,14 +216,14 @@ def test_an_output_defence_reuses_the_undefended_weights_and_trains_nothing(tmp_
     z_plain = ws.load_model(base.name, digits.input_shape, digits.num_classes).model(x).exp()
     assert ((z_top > 1e-20).sum(1) == 1).all() and ((z_plain > 1e-20).sum(1) > 1).any()
     # many at once (a reference pool): the rounding models need no training of their own
-    pool = [make_config(dataset="digits", defense="rounding", knob=2, epochs=3, part_size=100).as_reference(4, i)
+    pool = [make_config(dataset="digits", defence="rounding", knob=2, epochs=3, part_size=100).as_reference(4, i)
             for i in range(4)]
     runs = ensure_models(pool, ws, data, cpu, on_start=started.append)
     assert all(r.metrics["trained_as"] == c.trained_as.run_name for r, c in zip(runs, pool))
     flat = [c for s in started[1:] for c in (s if isinstance(s, list) else [s])]
     assert len(flat) == 4 and all(c.trained_as is c for c in flat)  # the undefended references alone
     # the audit's plan: a derive job per output-side model, after its undefended model's job
-    targets = [plain, top, make_config(dataset="digits", defense="label-only", epochs=3, part_size=100)]
+    targets = [plain, top, make_config(dataset="digits", defence="label-only", epochs=3, part_size=100)]
     jobs = audit_jobs(targets, AttackPlan.from_choices(["shadow", "lira"], pool_size=4),
                       {"digits": (digits.input_shape, len(digits.y))})
     trained = [c for j in jobs if j.kind == "train" and j.deps == () for c in j.configs]
@@ -249,20 +249,20 @@ def test_more_of_the_knob_fits_the_members_less(digits, name):
     d = get(name)
     weak, strong = d.knob.grid[0], d.knob.grid[-1]
     extra = {} if name == "early-stopping" else {"epochs": 40}
-    w_train, w_test, w_acc = _fit(digits, defense=name, knob=weak, **extra)
-    s_train, s_test, s_acc = _fit(digits, defense=name, knob=strong, **extra)
+    w_train, w_test, w_acc = _fit(digits, defence=name, knob=weak, **extra)
+    s_train, s_test, s_acc = _fit(digits, defence=name, knob=strong, **extra)
     assert s_train > w_train
     assert (s_test - s_train) < (w_test - w_train)
     assert s_acc <= w_acc  # and the members are classified no better
 
 
 def test_every_training_defence_trains(digits):
-    for name, d in DEFENSES.items():
-        if name in FIELD_DEFENSES:
+    for name, d in DEFENCES.items():
+        if name in FIELD_DEFENCES:
             continue
         v = d.knob.grid[0] if d.knob else None
         extra = {} if name == "early-stopping" else {"epochs": 2}
-        cfg = make_config(dataset="digits", part_size=100, defense=name, knob=v, **extra)
+        cfg = make_config(dataset="digits", part_size=100, defence=name, knob=v, **extra)
         r = train_model(cfg, digits)
         assert np.isfinite(r.loss_history).all() and r.metrics["test_accuracy"] > 0.1, name
 
@@ -275,7 +275,7 @@ def test_label_only_attacks_run_on_output_defences_and_the_gap_attack_is_the_acc
     from privaudit.pipeline.workspace import Workspace
 
     ws, data, cpu = Workspace(tmp_path), DataCache(None), torch.device("cpu")
-    cfg = make_config(dataset="digits", defense="label-only", epochs=20, part_size=200)
+    cfg = make_config(dataset="digits", defence="label-only", epochs=20, part_size=200)
     run = ensure_model(cfg, ws, data, cpu)
     result = attack_target(ws, run.name, data, cpu, AttackPlan.from_choices(["shadow"]))
     assert {"gap", "augmentation", "shadow"} <= set(result.metrics)
@@ -292,7 +292,7 @@ def test_the_defences_page_lists_every_defence_with_its_knob_range():
     from pathlib import Path
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "defences.md").read_text(encoding="utf-8")
-    for name, d in DEFENSES.items():
+    for name, d in DEFENCES.items():
         assert f"| `{name}` |" in page, name
 
 
@@ -301,10 +301,10 @@ def test_recipe_and_output_defences_train_stacked_and_agree_with_one_by_one(digi
     their models stack (batched training) and match the one-by-one models."""
     from privaudit.training.stacked import can_stack, train_stacked
 
-    cfgs = [make_config(dataset="digits", part_size=100, defense="weight-decay", knob=0.01, epochs=3),
-            make_config(dataset="digits", part_size=100, defense="top-k", knob=1, epochs=3, seed=1, weight_decay=0.01)]
+    cfgs = [make_config(dataset="digits", part_size=100, defence="weight-decay", knob=0.01, epochs=3),
+            make_config(dataset="digits", part_size=100, defence="top-k", knob=1, epochs=3, seed=1, weight_decay=0.01)]
     assert all(can_stack(c, digits.input_shape) for c in cfgs)
-    assert not can_stack(make_config(dataset="digits", defense="advreg", knob=1.0), digits.input_shape)
+    assert not can_stack(make_config(dataset="digits", defence="advreg", knob=1.0), digits.input_shape)
     stacked = train_stacked(cfgs, digits)
     for cfg, res in zip(cfgs, stacked):
         alone = train_model(cfg, digits, stack=False)
@@ -320,13 +320,13 @@ def test_loss_and_input_defences_train_stacked_as_one_by_one(digits):
     from privaudit.training.stacked import can_stack, stack_groups, train_stacked
 
     cfgs = [make_config(dataset="digits", part_size=100, epochs=4),
-            make_config(dataset="digits", part_size=100, defense="label-smoothing", knob=0.3, epochs=4, seed=1),
-            make_config(dataset="digits", part_size=100, defense="confidence-penalty", knob=2.0, epochs=4),
-            make_config(dataset="digits", part_size=100, defense="input-noise", knob=1.0, epochs=4, seed=2),
-            make_config(dataset="digits", part_size=100, defense="input-noise", knob=0.5, epochs=4).as_reference(4, 1),
-            make_config(dataset="digits", part_size=100, defense="mixup", knob=0.4, epochs=4, seed=3),
-            make_config(dataset="digits", part_size=100, defense="relaxloss", knob=1.0, epochs=4),
-            make_config(dataset="digits", part_size=100, defense="hamp", knob=0.8, epochs=4, seed=1)]
+            make_config(dataset="digits", part_size=100, defence="label-smoothing", knob=0.3, epochs=4, seed=1),
+            make_config(dataset="digits", part_size=100, defence="confidence-penalty", knob=2.0, epochs=4),
+            make_config(dataset="digits", part_size=100, defence="input-noise", knob=1.0, epochs=4, seed=2),
+            make_config(dataset="digits", part_size=100, defence="input-noise", knob=0.5, epochs=4).as_reference(4, 1),
+            make_config(dataset="digits", part_size=100, defence="mixup", knob=0.4, epochs=4, seed=3),
+            make_config(dataset="digits", part_size=100, defence="relaxloss", knob=1.0, epochs=4),
+            make_config(dataset="digits", part_size=100, defence="hamp", knob=0.8, epochs=4, seed=1)]
     assert all(can_stack(c, digits.input_shape) for c in cfgs)
     assert len(stack_groups(cfgs, digits.input_shape, len(digits.y))) == 1  # one run for all eight
     stacked = train_stacked(cfgs, digits)
@@ -339,4 +339,4 @@ def test_loss_and_input_defences_train_stacked_as_one_by_one(digits):
     plain_twin = train_model(make_config(dataset="digits", part_size=100, epochs=4, seed=2), digits, stack=False)
     assert not torch.allclose(plain_twin.model.state_dict()[next(iter(plain_twin.model.state_dict()))],
                               stacked[3].model.state_dict()[next(iter(stacked[3].model.state_dict()))], atol=1e-3)
-    assert not can_stack(make_config(dataset="digits", defense="dropout", knob=0.5), digits.input_shape)
+    assert not can_stack(make_config(dataset="digits", defence="dropout", knob=0.5), digits.input_shape)

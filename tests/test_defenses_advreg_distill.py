@@ -1,5 +1,5 @@
 """Adversarial regularisation and distillation from disjoint teachers
-(privaudit.defenses.advreg, privaudit.defenses.distillation), on fake training contexts with
+(privaudit.defences.advreg, privaudit.defences.distillation), on fake training contexts with
 small random tensors and a tiny model: AdvReg's inference model trains in turn with the
 classifier (its steps change h and nothing else), learns to tell memorised members from
 reference samples when the classifier is frozen, and the classifier's objective is CE + λ·mean
@@ -19,11 +19,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privaudit.defenses import DEFENSES, TrainingContext, get
-from privaudit.defenses.advreg import INFERENCE_STEPS
-from privaudit.defenses.base import TRAINING
-from privaudit.defenses.hooks import cross_entropy
-from privaudit.defenses.distillation import TEACHERS, teacher_labels
+from privaudit.defences import DEFENCES, TrainingContext, get
+from privaudit.defences.advreg import INFERENCE_STEPS
+from privaudit.defences.base import TRAINING
+from privaudit.defences.hooks import cross_entropy
+from privaudit.defences.distillation import TEACHERS, teacher_labels
 from privaudit.errors import ConfigError
 
 D, K = 12, 5  # input features, classes
@@ -71,7 +71,7 @@ def _memorised(n_members=40, n_reference=200, steps=300):
 # -- the registry ------------------------------------------------------------------------------
 
 def test_registered_after_hamp_before_the_output_defences():
-    names = list(DEFENSES)
+    names = list(DEFENCES)
     assert names.index("mixup") < names.index("advreg")
     assert names.index("advreg") + 1 == names.index("distillation") < names.index("top-k")
     if "hamp" in names:
@@ -341,7 +341,7 @@ def test_advreg_trains_end_to_end(digits, monkeypatch):
     from privaudit.training.trainer import train_model
 
     made = _capture(monkeypatch, "advreg")
-    cfg = make_config(dataset="digits", defense="advreg", knob=1.0, epochs=3, part_size=100)
+    cfg = make_config(dataset="digits", defence="advreg", knob=1.0, epochs=3, part_size=100)
     r = train_model(cfg, digits)
     assert len(r.loss_history) == 3 and np.isfinite(r.loss_history).all()
     assert r.metrics["test_accuracy"] > 0.1
@@ -357,7 +357,7 @@ def test_distillation_trains_end_to_end_on_disjoint_teachers(digits, monkeypatch
     from privaudit.training.trainer import train_model
 
     made = _capture(monkeypatch, "distillation")
-    cfg = make_config(dataset="digits", defense="distillation", knob=4.0, epochs=3, part_size=100)
+    cfg = make_config(dataset="digits", defence="distillation", knob=4.0, epochs=3, part_size=100)
     r = train_model(cfg, digits)
     assert len(r.loss_history) == 3 and np.isfinite(r.loss_history).all()
     assert r.metrics["test_accuracy"] > 0.1

@@ -1,4 +1,4 @@
-"""RelaxLoss and HAMP (privaudit.defenses.relaxloss, privaudit.defenses.hamp): each branch of
+"""RelaxLoss and HAMP (privaudit.defences.relaxloss, privaudit.defences.hamp): each branch of
 RelaxLoss's Algorithm 1 on hand-made logits, its flattened targets, and a short training run
 that holds the members' loss near α; HAMP's soft labels at the requested entropy, its loss
 with the entropy bonus, and its release (argmax and ranking kept, scores a permutation of the
@@ -12,12 +12,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from privaudit.defenses import DEFENSES, get
-from privaudit.defenses.base import OUTPUT, TRAINING
-from privaudit.defenses.hooks import TrainingHooks
-from privaudit.defenses.hamp import (ENTROPY_WEIGHT, label_entropy, reference_log_scores, soft_labels,
+from privaudit.defences import DEFENCES, get
+from privaudit.defences.base import OUTPUT, TRAINING
+from privaudit.defences.hooks import TrainingHooks
+from privaudit.defences.hamp import (ENTROPY_WEIGHT, label_entropy, reference_log_scores, soft_labels,
                                      true_class_probability)
-from privaudit.defenses.relaxloss import ASCEND, DESCEND, FLATTEN, branch, flattened_targets
+from privaudit.defences.relaxloss import ASCEND, DESCEND, FLATTEN, branch, flattened_targets
 from privaudit.errors import ConfigError
 
 
@@ -31,7 +31,7 @@ def _grad(objective_fn, z):
 # -- the registry ------------------------------------------------------------------------------
 
 def test_registered_after_mixup_before_the_output_defences():
-    names = list(DEFENSES)
+    names = list(DEFENCES)
     assert names.index("mixup") + 1 == names.index("relaxloss") == names.index("hamp") - 1
     assert names.index("hamp") < names.index("top-k")
     rl, hamp = get("relaxloss"), get("hamp")

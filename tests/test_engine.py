@@ -256,9 +256,9 @@ def test_a_model_has_the_same_bits_whatever_its_stacked_run(digits, tiny, thread
 
     kw, odd = dict(epochs=3, width=48, part_size=120), dict(epochs=3, width=50, part_size=120)  # rows of 50, 500
     groups = [[tiny(**kw), tiny(kappa=0.7, **kw), tiny(seed=1, **kw).as_shadow(), tiny(**kw).as_reference(4, 2)],
-              [tiny(defense="label-smoothing", knob=0.3, **odd), tiny(**odd), tiny(defense="mixup", knob=0.4, **odd),
-               tiny(defense="relaxloss", knob=1.5, **odd), tiny(defense="confidence-penalty", knob=1.0, **odd),
-               tiny(defense="input-noise", knob=0.5, **odd), tiny(defense="hamp", knob=0.8, **odd)],
+              [tiny(defence="label-smoothing", knob=0.3, **odd), tiny(**odd), tiny(defence="mixup", knob=0.4, **odd),
+               tiny(defence="relaxloss", knob=1.5, **odd), tiny(defence="confidence-penalty", knob=1.0, **odd),
+               tiny(defence="input-noise", knob=0.5, **odd), tiny(defence="hamp", knob=0.8, **odd)],
               [tiny(dp=True, noise_multiplier=1.0, **kw), tiny(dp=True, noise_multiplier=2.0, kappa=0.5, seed=1, **kw),
                tiny(dp=True, noise_multiplier=0.5, **kw).as_reference(4, 1)]]
     before = torch.get_num_threads()

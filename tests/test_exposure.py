@@ -166,7 +166,7 @@ def test_grid_png_is_a_small_png():
 def test_digits_audit_shows_who_leaks(tmp_path):
     import privaudit
 
-    kw = dict(dataset="digits", defenses="input-noise", knobs=["input-noise=1"], kappas="none", sigmas="none",
+    kw = dict(dataset="digits", defences="input-noise", knobs=["input-noise=1"], kappas="none", sigmas="none",
               epochs=10, part_size=200, pool_size=4, workdir=tmp_path)
     privaudit.audit(attacks="shadow,lira", **kw)
     page = (tmp_path / "reports" / "index.html").read_text(encoding="utf-8")

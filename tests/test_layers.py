@@ -1,7 +1,7 @@
 """The package's layer order, enforced: every import (lazy ones inside functions included)
 goes to the same layer or one below it, and every module belongs to a layer.
 
-Bottom to top: the package root and its errors; the maths (``analysis``); the defences (``defenses``: their
+Bottom to top: the package root and its errors; the maths (``analysis``); the defences (``defences``: their
 registry, knobs and training hooks, plain torch); the run vocabulary
 (``core``: configs, defaults, seeds, provenance); safe files (``files``); data; models;
 training; the attacks' maths; the pipeline steps (``pipeline``: workspace, get-or-train, pools,
@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "privaudit"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("package root and errors", ("privaudit", "errors")),
     ("maths", ("analysis",)),
-    ("defences' vocabulary and hooks", ("defenses",)),
+    ("defences' vocabulary and hooks", ("defences",)),
     ("run vocabulary", ("core",)),
     ("files", ("files",)),
     ("data", ("data",)),

@@ -17,8 +17,8 @@ TINY = dict(dataset="digits", epochs=1, part_size=40, width=8)
 
 def test_a_recipe_makes_the_config_make_config_makes_from_the_same_settings():
     recipe = Recipe(model="cnn", dataset="digits", epochs=3, lr=0.01, canaries="mislabeled:5", model_args=None)
-    assert recipe.config(seed=4, defense="mixup", knob=0.2) == make_config(
-        model="cnn", dataset="digits", epochs=3, lr=0.01, canaries="mislabeled:5", seed=4, defense="mixup", knob=0.2)
+    assert recipe.config(seed=4, defence="mixup", knob=0.2) == make_config(
+        model="cnn", dataset="digits", epochs=3, lr=0.01, canaries="mislabeled:5", seed=4, defence="mixup", knob=0.2)
     # the defaults table fills what the recipe leaves at None
     assert recipe.config().train.batch_size == 64 and Recipe(dataset="cifar10").config().data.part_size == 10_520
 
@@ -32,8 +32,8 @@ def test_keyword_overrides_replace_the_recipe_and_an_unknown_one_is_named():
 
 def test_the_api_takes_a_recipe_or_its_fields_and_they_name_the_same_model(tmp_path):
     recipe = Recipe(**TINY)
-    a = privaudit.train(recipe, defense="mg", knob=0.5, workdir=tmp_path)
-    b = privaudit.train(**TINY, defense="mg", knob=0.5, workdir=tmp_path)
+    a = privaudit.train(recipe, defence="mg", knob=0.5, workdir=tmp_path)
+    b = privaudit.train(**TINY, defence="mg", knob=0.5, workdir=tmp_path)
     c = privaudit.train(Recipe(**{**TINY, "epochs": 9}), epochs=1, kappa=0.5, workdir=tmp_path)
     assert a.runs[0].name == b.runs[0].name == c.runs[0].name == make_config(**TINY, kappa=0.5).run_name
     assert not a.runs[0].reused and b.runs[0].reused and c.runs[0].reused

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from privaudit.core.config import either_spelling
 from privaudit.api import params
 from privaudit.api.grids import AuditGrids, GridRequest, resolve_grids
 from privaudit.api.recipe import Recipe
@@ -119,9 +120,10 @@ class AuditReport(ShortRepr):
                 f"</a></p></div>")
 
 
+@either_spelling
 def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
           download: bool = False, kappas: params.Grid = None, sigmas: params.Grid = None,
-          target_epsilons: params.Grid = None, defenses: str | Sequence[str] | None = None,
+          target_epsilons: params.Grid = None, defences: str | Sequence[str] | None = None,
           knobs: Sequence[str] | dict[str, Any] | None = None, attacks: str | Sequence[str] = "all",
           pool_size: int = DEFAULT_POOL_SIZE, shadow_dataset: str | None = None,
           seed: int = 0, seeds: params.Seeds = None, match_accuracy: bool = False,
@@ -131,7 +133,7 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
           hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
           dry_run: bool = False, **overrides: Any) -> "AuditReport | RunPlan":
     """Train the undefended baseline, an MG-noise target per κ and a DP-SGD target per σ (or
-    target ε), and with ``defenses`` (``"all"`` or names of :mod:`privaudit.defenses`) a target
+    target ε), and with ``defenses`` (``"all"`` or names of :mod:`privaudit.defences`) a target
     per knob value of each defence named (its default grid, or ``knobs``: ``"mixup=0.2,0.5"``
     entries or a mapping; MG noise and DP-SGD rows then come only when named or when
     ``kappas`` / ``sigmas`` are given); ``target_accuracies`` searches each defence's knob to
@@ -154,7 +156,7 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     model, dataset = recipe.model, recipe.dataset
     params.one_of(executor, "--executor", "local", "ray")
     grids = resolve_grids(GridRequest(model=model, dataset=dataset, kappas=kappas, sigmas=sigmas,
-                                      target_epsilons=target_epsilons, defenses=defenses, knobs=knobs,
+                                      target_epsilons=target_epsilons, defences=defences, knobs=knobs,
                                       target_accuracies=target_accuracies, match_accuracy=match_accuracy))
     k_grid, s_grid, eps_grid, other_grids = grids.kappas, grids.sigmas, grids.target_epsilons, grids.others
     targets = grids.targets

@@ -7,12 +7,13 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
+from privaudit.core.config import either_spelling
 from privaudit.api import params
 from privaudit.api.results import ShortRepr
 from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
 from privaudit.errors import ConfigError
 
-DEFENSES = ("noisycgd", "dpsgd")
+DEFENCES = ("noisycgd", "dpsgd")
 
 
 @dataclass(repr=False)
@@ -61,7 +62,8 @@ def _dpsgd(noise_multiplier: float, sample_rate: float, steps: int, delta: float
             "accountant_replace_one_sigma_half": accountant_half}
 
 
-def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, noise_multiplier: float | None = None,
+@either_spelling
+def epsilon(*, defence: str, batch_size: int, dataset_size: int, epochs: int, noise_multiplier: float | None = None,
             target_epsilon: float | None = None, lr: float | None = None, l2: float | None = None,
             smoothness: float | None = None, delta: float = 1e-5) -> EpsilonResult:
     """The ε at ``delta`` of ``defense`` (``noisycgd``: the hidden-state bound for the last
@@ -69,7 +71,7 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
     batches of ``batch_size``, at ``noise_multiplier``, or the noise multiplier that meets
     ``target_epsilon`` (give exactly one). NoisyCGD needs ``lr`` and ``l2`` (the contraction
     1 − lr·l2) and takes the loss's ``smoothness`` when known."""
-    params.one_of(defense, "--defense", *DEFENSES)
+    params.one_of(defence, "--defense", *DEFENCES)
     params.in_range(batch_size, "--batch-size", 1, MAX_BATCH_SIZE)
     params.in_range(dataset_size, "--dataset-size", 1, 10**10)
     params.in_range(epochs, "--epochs", 1, MAX_EPOCHS)
@@ -85,13 +87,13 @@ def epsilon(*, defense: str, batch_size: int, dataset_size: int, epochs: int, no
         raise ConfigError(f"need 1 <= --batch-size <= --dataset-size and --epochs >= 1 "
                           f"(got {batch_size}, {dataset_size}, {epochs})")
     # NoisyCGD: ⌊n/b⌋ full batches; DP-SGD: privaudit's Poisson schedule, ⌈n/b⌉ steps an epoch
-    per_epoch = dataset_size // batch_size if defense == "noisycgd" else -(-dataset_size // batch_size)
+    per_epoch = dataset_size // batch_size if defence == "noisycgd" else -(-dataset_size // batch_size)
     if per_epoch * epochs > 10**9:
         raise ConfigError(f"{per_epoch * epochs:,} steps ({per_epoch:,} an epoch for {epochs:,} epochs) is beyond "
                           "what an accountant can compose; check --dataset-size, --batch-size and --epochs")
-    doc: dict[str, Any] = {"defense": defense, "delta": delta, "dataset_size": dataset_size, "batch_size": batch_size,
+    doc: dict[str, Any] = {"defense": defence, "delta": delta, "dataset_size": dataset_size, "batch_size": batch_size,
                  "epochs": epochs, "batches_per_epoch": per_epoch}
-    if defense == "noisycgd":
+    if defence == "noisycgd":
         if lr is None or l2 is None:
             raise ConfigError("--defense noisycgd needs --lr and --weight-decay (the bound depends on the contraction 1 - lr·λ)")
         from privaudit.analysis.accounting import replace_one_epsilon, replace_one_epsilon_sigma_half

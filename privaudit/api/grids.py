@@ -25,7 +25,7 @@ class GridRequest:
     kappas: params.Grid = None
     sigmas: params.Grid = None
     target_epsilons: params.Grid = None
-    defenses: str | Sequence[str] | None = None
+    defences: str | Sequence[str] | None = None
     knobs: Sequence[str] | dict[str, Any] | None = None
     target_accuracies: params.Grid = None
     match_accuracy: bool = False
@@ -94,7 +94,7 @@ def search_replaces_default_grids(d: _Draft) -> _Draft:
                    others=[(n, v) for n, v in d.others if n in d.explicit])
 
 
-def defenses_limit_default_rows(d: _Draft) -> _Draft:
+def defences_limit_default_rows(d: _Draft) -> _Draft:
     """``--defenses`` without ``mg`` drops MG noise's default grid, and without ``dpsgd`` (or
     ``noisycgd``) DP's: a grid given explicitly is still trained."""
     if d.chosen is None:
@@ -126,7 +126,7 @@ def match_accuracy_needs_dp_and_mg(grids: AuditGrids, model: str) -> None:
         raise ConfigError("--match-accuracy searches MG noise's kappa, which convex-relu does not train with")
 
 
-RULES = (dp_rows_given_once, one_accuracy_rule, search_replaces_default_grids, defenses_limit_default_rows,
+RULES = (dp_rows_given_once, one_accuracy_rule, search_replaces_default_grids, defences_limit_default_rows,
          default_kappas)
 
 
@@ -135,7 +135,7 @@ def resolve_grids(request: GridRequest) -> AuditGrids:
     :class:`~privaudit.errors.ConfigError` naming the option: :data:`RULES` in order, then each
     grid parsed and checked against its range (κ in [0, 100], 0 being the baseline; σ in
     (0, 1e6]; ε in (0, 1e4]; accuracies in (0, 1])."""
-    chosen, others, explicit = params.defense_grids(request.defenses, request.knobs)
+    chosen, others, explicit = params.defence_grids(request.defences, request.knobs)
     targets = params.grid(request.target_accuracies, "--target-accuracies", low=0.0, high=1.0, low_open=True)
     draft = _Draft(request=request, kappas=request.kappas, sigmas=request.sigmas, chosen=chosen, others=others,
                    explicit=explicit, targets=targets)

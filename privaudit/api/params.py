@@ -311,21 +311,21 @@ def one_of(value: str, option: str, *choices: str) -> str:
     return value
 
 
-def defense_choice(defense: str | None, knob: float | None, *, kappa: float = 0.0, dp: bool = False,
+def defence_choice(defence: str | None, knob: float | None, *, kappa: float = 0.0, dp: bool = False,
                    noise_multiplier: float | None = None, target_epsilon: float | None = None) -> dict[str, Any]:
     """``train``'s defence options as :func:`privaudit.core.config.make_config` arguments.
 
     ``--defense mg --knob κ`` is ``--kappa κ``; ``--defense dpsgd|noisycgd`` is ``--dp`` with
     that mechanism, σ from ``--knob`` or ``--sigma`` (or ``--target-epsilon``);
     any other defence is its name and knob. A value given twice is an error."""
-    from privaudit.defenses import get
+    from privaudit.defences import get
 
     out = {"kappa": kappa, "dp": dp, "noise_multiplier": noise_multiplier, "target_epsilon": target_epsilon}
-    if defense is None:
+    if defence is None:
         if knob is not None:
             raise ConfigError("--knob needs --defense NAME")
         return out
-    chosen = get(defense)
+    chosen = get(defence)
     if chosen.name == "mg":
         if knob is not None and kappa:
             raise ConfigError("give MG noise's kappa once: --knob or --kappa")
@@ -342,23 +342,23 @@ def defense_choice(defense: str | None, knob: float | None, *, kappa: float = 0.
     return {**out, "defense": chosen.name, "knob": knob}
 
 
-def defense_grids(defenses: str | Sequence[str] | None, knobs: Sequence[str] | dict[str, Any] | None = None
+def defence_grids(defences: str | Sequence[str] | None, knobs: Sequence[str] | dict[str, Any] | None = None
                   ) -> tuple[list[str] | None, list[tuple[str, list[float]]], set[str]]:
     """``audit``'s ``--defenses`` and ``--knobs`` → (the names asked for, or None when
     ``--defenses`` was not given; the other defences' grids, each (name, knob values); the
     names whose grid ``--knobs`` gave).
 
     ``--knobs`` entries are ``NAME=v1,v2`` (or a mapping name → values) and replace a
-    defence's default grid (:attr:`privaudit.defenses.Knob.grid`); MG noise and DP-SGD take
+    defence's default grid (:attr:`privaudit.defences.Knob.grid`); MG noise and DP-SGD take
     their grids from ``--kappas`` and ``--sigmas``."""
-    from privaudit.defenses import FIELD_DEFENSES, get, parse
+    from privaudit.defences import FIELD_DEFENCES, get, parse
 
-    chosen = None if defenses is None else [d.name for d in parse(defenses)]
+    chosen = None if defences is None else [d.name for d in parse(defences)]
     given: dict[str, list[float]] = {}
     items = list(knobs.items()) if isinstance(knobs, dict) else [_knob_item(k) for k in (knobs or [])]
     for name, values in items:
         d = get(name)
-        if d.name in FIELD_DEFENSES:
+        if d.name in FIELD_DEFENCES:
             raise ConfigError(f"--knobs {d.name}=...: give MG noise's grid with --kappas and DP's with --sigmas")
         if d.knob is None:
             raise ConfigError(f"--knobs {d.name}=...: {d.name} takes no knob")
@@ -371,7 +371,7 @@ def defense_grids(defenses: str | Sequence[str] | None, knobs: Sequence[str] | d
     grids = []
     for name in chosen or []:
         d = get(name)
-        if d.name in FIELD_DEFENSES:
+        if d.name in FIELD_DEFENCES:
             continue
         grids.append((d.name, given.get(d.name, list(d.knob.grid) if d.knob is not None else [0.0])))
     return chosen, grids, set(given)

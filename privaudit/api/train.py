@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from privaudit.core.config import either_spelling
 from privaudit.api import params
 from privaudit.api.recipe import Recipe
 from privaudit.api.results import ShortRepr
@@ -59,8 +60,9 @@ class TrainedModels(ShortRepr):
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+@either_spelling
 def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, download: bool = False,
-          kappa: float = 0.0, dp: bool = False, defense: str | None = None, knob: float | None = None,
+          kappa: float = 0.0, dp: bool = False, defence: str | None = None, knob: float | None = None,
           noise_multiplier: float | None = None, target_epsilon: float | None = None,
           seed: int = 0, seeds: params.Seeds = None, device: str = "auto", workdir: str | Path = ".",
           on_start: Callable[[RunConfig], None] | None = None, on_epoch: EpochCallback | None = None,
@@ -69,7 +71,7 @@ def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, d
     :class:`~privaudit.api.recipe.Recipe`; its fields may also be given, or overridden, as
     keyword arguments: ``model=``, ``dataset=``, ``epochs=``, ...) with MG noise ``kappa`` and/or
     DP-SGD (``dp``, with ``noise_multiplier`` or ``target_epsilon``), or with the defence
-    ``defense`` of :mod:`privaudit.defenses` set by ``knob`` (``mg``: κ; ``dpsgd`` and
+    ``defense`` of :mod:`privaudit.defences` set by ``knob`` (``mg``: κ; ``dpsgd`` and
     ``noisycgd``, convex-relu's DP: σ; ``label-smoothing``: α; ...), and save it under
     ``workdir``/models; a model
     with exactly this config is reused. Keyword arguments are ``privaudit train``'s options;
@@ -81,7 +83,7 @@ def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, d
         raise ConfigError(f"--kappa must be between 0 and 100 (got {params.num(kappa)})")
     recipe = params.recipe(recipe, overrides)
     seed_list = params.seeds(seeds, seed)
-    chosen = params.defense_choice(defense, knob, kappa=kappa, dp=dp, noise_multiplier=noise_multiplier,
+    chosen = params.defence_choice(defence, knob, kappa=kappa, dp=dp, noise_multiplier=noise_multiplier,
                                    target_epsilon=target_epsilon)
     dataset_kwargs, data = params.dataset_config(recipe.dataset, data_dir, download)
     cfgs = [recipe.config(seed=s, dataset_kwargs=dataset_kwargs, **chosen) for s in seed_list]  # validated

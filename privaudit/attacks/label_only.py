@@ -1,7 +1,7 @@
 """Label-only membership inference: attacks that read the predicted label alone.
 
 For a model whose API releases only its predicted label, or whose released scores were
-truncated (top-k) or rounded (:mod:`privaudit.defenses.output`), the score attacks of
+truncated (top-k) or rounded (:mod:`privaudit.defences.output`), the score attacks of
 :mod:`privaudit.attacks.scores` see little. The two attacks here need nothing but the label
 the model predicts.
 
@@ -209,7 +209,7 @@ def gap_scores(predictions: npt.ArrayLike | torch.Tensor, labels: npt.ArrayLike 
     """The gap attack's score 1[ŷ = y] per sample, float64 (n,) of 0s and 1s (Yeom et al.,
     arXiv 1709.01604). ``predictions``: predicted labels (n,), or logits / released scores
     (n, C) whose argmax is the predicted label (the label an API returns beside its scores:
-    every output defence of :mod:`privaudit.defenses.output` keeps the model's own argmax)."""
+    every output defence of :mod:`privaudit.defences.output` keeps the model's own argmax)."""
     p = predictions.detach().cpu().numpy() if isinstance(predictions, torch.Tensor) else np.asarray(predictions)
     y = _check_labels(labels, p.shape[0] if p.ndim else -1)
     correct: np.ndarray = _predicted_labels(p, len(y)) == y
@@ -299,7 +299,7 @@ def label_predictor(model: torch.nn.Module, batch_size: int | None = None) -> Ca
     """``predict`` for a torch classifier: the argmax of its logits on clean inputs, through
     the package's one inference path (:func:`privaudit.training.results.predict_logits`:
     eval mode, no autograd). The label is the model's own, which is what every output
-    defence (:mod:`privaudit.defenses.output`) still returns."""
+    defence (:mod:`privaudit.defences.output`) still returns."""
     from privaudit.training.results import predict_logits
 
     def predict(x: torch.Tensor) -> torch.Tensor:

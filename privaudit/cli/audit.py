@@ -10,7 +10,7 @@ import typer
 from privaudit.cli.callbacks import number
 from privaudit.cli.failures import handle_errors
 from privaudit.api.recipe import Recipe
-from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, CpusPerJobOpt, DataDirOpt, DefensesOpt, DeviceOpt,
+from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, CpusPerJobOpt, DataDirOpt, DefencesOpt, DeviceOpt,
                                    DownloadOpt, DryRunOpt, ExecutorOpt, JsonOpt, KappasOpt, KnobsOpt, PoolSizeOpt,
                                    RayAddressOpt, SeedOpt, SeedsOpt, ShadowDatasetOpt, SigmasOpt, TargetEpsilonsOpt,
                                    WorkdirOpt, recipe_options)
@@ -28,7 +28,7 @@ def audit_cmd(
     kappas: KappasOpt = None,
     sigmas: SigmasOpt = None,
     target_epsilons: TargetEpsilonsOpt = None,
-    defenses: DefensesOpt = None,
+    defences: DefencesOpt = None,
     knobs: KnobsOpt = None,
     attacks: AttacksOpt = DEFAULT_ATTACKS,
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
@@ -53,7 +53,7 @@ def audit_cmd(
 
     with training_progress() as bars:
         result = audit(recipe, data_dir=data_dir, download=download, kappas=kappas, sigmas=sigmas,
-                       target_epsilons=target_epsilons, defenses=defenses, knobs=knobs, attacks=attacks,
+                       target_epsilons=target_epsilons, defences=defences, knobs=knobs, attacks=attacks,
                        pool_size=pool_size, shadow_dataset=shadow_dataset, seed=seed, seeds=seeds,
                        match_accuracy=match_accuracy, match_tolerance=match_tolerance,
                        target_accuracies=target_accuracies, device=device, executor=executor, ray_address=ray_address, cpus_per_job=cpus_per_job,

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.api.epsilon import DEFENSES
+from privaudit.api.epsilon import DEFENCES
 from privaudit.analysis.accounting import REPLACE_ONE_MAX_BOUND
 from privaudit.cli.callbacks import number, one_of
 from privaudit.cli.failures import handle_errors
@@ -18,7 +18,7 @@ from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
 
 @handle_errors
 def epsilon_cmd(
-    defense: Annotated[str, option("defense", callback=one_of(*DEFENSES), help="noisycgd (hidden-state bound for the last iterate) or dpsgd (Opacus accountant).")],
+    defence: Annotated[str, option("defense", callback=one_of(*DEFENCES), help="noisycgd (hidden-state bound for the last iterate) or dpsgd (Opacus accountant).")],
     batch_size: Annotated[int, option("batch-size", callback=number(1, MAX_BATCH_SIZE), help="NoisyCGD's fixed batch size b, or DP-SGD's expected Poisson batch size.")],
     dataset_size: Annotated[int, typer.Option("--dataset-size", callback=number(1, 10**10), help="Training set size n.")],
     epochs: Annotated[int, option("epochs", callback=number(1, MAX_EPOCHS), help="Training epochs E.")],
@@ -33,7 +33,7 @@ def epsilon_cmd(
     """The epsilon of a NoisyCGD or DP-SGD setting at delta, or the noise multiplier for a target epsilon."""
     from privaudit.api.epsilon import epsilon
 
-    doc = epsilon(defense=defense, batch_size=batch_size, dataset_size=dataset_size, epochs=epochs,
+    doc = epsilon(defence=defence, batch_size=batch_size, dataset_size=dataset_size, epochs=epochs,
                   noise_multiplier=noise_multiplier, target_epsilon=target_epsilon, lr=lr, l2=l2,
                   smoothness=smoothness, delta=delta).to_dict()
     if as_json:
@@ -89,10 +89,10 @@ EXACT_OR_BOUND = {
 }
 
 
-def label(key: str, defense: str) -> str:
+def label(key: str, defence: str) -> str:
     """The terminal's words for ``--json`` key ``key`` (the key itself when it has none)."""
     text = LABELS.get(key, key)
-    return text if isinstance(text, str) else text[0 if defense == "dpsgd" else 1]
+    return text if isinstance(text, str) else text[0 if defence == "dpsgd" else 1]
 
 
 #: the terminal width from which the table shows each row's --json key as a third column
@@ -108,9 +108,9 @@ def epsilon_table(doc: dict, *, calibrated: bool = False, width: int | None = No
 
     from privaudit.cli.output import out
 
-    defense = doc.get("defense", "")
+    defence = doc.get("defense", "")
     keys = (width or out.width) >= KEY_COLUMN_WIDTH
-    table = Table(title=f"privaudit epsilon: {defense}", box=box.SIMPLE_HEAD, pad_edge=False,
+    table = Table(title=f"privaudit epsilon: {defence}", box=box.SIMPLE_HEAD, pad_edge=False,
                   caption="(ε, δ): the differential-privacy guarantee of the setting; add-remove and replace-one: "
                           "which training sets count as neighbours, one sample added or removed, or swapped for "
                           "another (docs/methods.md B.3)" + ("" if keys else "; --json gives each row under its key"))
@@ -119,7 +119,7 @@ def epsilon_table(doc: dict, *, calibrated: bool = False, width: int | None = No
     if keys:
         table.add_column("--json key", style="dim", no_wrap=True)
     for key, value in doc.items():
-        words = label(key, defense)
+        words = label(key, defence)
         if key == "noise_multiplier" and calibrated:
             words += ", calibrated to --target-epsilon"
         if key in EXACT_OR_BOUND and isinstance(value, float) and value > REPLACE_ONE_MAX_BOUND:

@@ -19,7 +19,7 @@ import typer
 from privaudit.api.params import grid_text
 from privaudit.cli.callbacks import dataset_option, model_option, number, one_of, path_option
 from privaudit.core.config import AUGMENTS, PRECISIONS
-from privaudit.defenses import ALIASES as DEFENSE_ALIASES, DEFENSES, help_text as defense_help
+from privaudit.defences import ALIASES as DEFENCE_ALIASES, DEFENCES, help_text as defence_help
 from privaudit.core.defaults import (ATTACK_CHOICES, CIFAR10_KAPPAS, DATA_DIR_ENV, DEFAULT_KAPPAS, DEFAULT_SIGMAS,
                                      MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_POOL_SIZE, MAX_SEED, MAX_WIDTH)
 
@@ -50,8 +50,8 @@ ATTACKS_HELP = ("Comma-separated or repeated: " + ", ".join(
     + ". shadow and loss share one shadow model and are computed together; the summary shows what was asked. "
       "lira and rmia train a reference pool, one-run a canary model; the label-only attacks also run on the "
       "output-side defences' targets.")
-DEFENSE_NAMES = tuple(DEFENSES)
-DEFENSE_HELP = defense_help()
+DEFENCE_NAMES = tuple(DEFENCES)
+DEFENCE_HELP = defence_help()
 DRY_RUN_HELP = ("Train nothing: print what would run (models per role and defence, what is already present and reused), "
                 "the disk it writes and the time it takes on this machine (measured here in a few seconds, cached), "
                 "then exit.")
@@ -113,11 +113,11 @@ OPTIONS: dict[str, Spec] = {s.name.lstrip("-"): s for s in (
     Spec("--augment", "Train-time augmentation: none (as in the paper), or flip (random horizontal flip per sample and "
                       "step; cifar10). It also sets what the attacks query: the image, and with flip its mirror."),
     # -- the defences: one value (train), a grid (audit)
-    Spec("--defense", "The defence to train with, set by --knob: " + DEFENSE_HELP + ". dpsgd and noisycgd "
+    Spec("--defense", "The defence to train with, set by --knob: " + DEFENCE_HELP + ". dpsgd and noisycgd "
                       "(convex-relu's DP, hidden-state accounting) also take --sigma or --target-epsilon; mg also "
                       "--kappa. Default: none (with --dp: noisycgd for convex-relu, else dpsgd).", ("--defence",)),
     Spec("--defenses", "Comma-separated defences to audit besides the baseline, each over its knob's default grid (or "
-                       "--knobs): all, or some of " + DEFENSE_HELP + ". Without it: MG noise (--kappas) and DP-SGD "
+                       "--knobs): all, or some of " + DEFENCE_HELP + ". Without it: MG noise (--kappas) and DP-SGD "
                        "(--sigmas).", ("--defences", "--defense", "--defence")),
     Spec("--knob", "The --defense's setting (its range is checked against the defence; see --defense); audit's "
                    "--knobs takes a grid of it."),
@@ -173,7 +173,7 @@ EpochsOpt = Annotated[Optional[int], option("epochs", callback=number(1, MAX_EPO
 BatchSizeOpt = Annotated[Optional[int], option("batch-size", callback=number(1, MAX_BATCH_SIZE))]
 LrOpt = Annotated[Optional[float], option("lr", callback=number(0, 100, low_open=True))]
 WeightDecayOpt = Annotated[Optional[float], option("weight-decay", callback=number(0, 1e6))]
-DefenseOpt = Annotated[Optional[str], option("defense", callback=one_of(*DEFENSE_NAMES, hidden=tuple(DEFENSE_ALIASES)))]
+DefenceOpt = Annotated[Optional[str], option("defense", callback=one_of(*DEFENCE_NAMES, hidden=tuple(DEFENCE_ALIASES)))]
 CanariesOpt = Annotated[Optional[str], option("canaries")]
 KnobOpt = Annotated[Optional[float], option("knob", callback=number(-1e9, 1e9))]
 KappaOpt = Annotated[float, option("kappa", callback=number(0, 100))]
@@ -186,7 +186,7 @@ AugmentOpt = Annotated[str, option("augment", callback=one_of(*AUGMENTS))]
 KappasOpt = Annotated[Optional[str], option("kappas")]
 SigmasOpt = Annotated[Optional[str], option("sigmas")]
 TargetEpsilonsOpt = Annotated[Optional[str], option("target-epsilons")]
-DefensesOpt = Annotated[Optional[str], option("defenses")]
+DefencesOpt = Annotated[Optional[str], option("defenses")]
 KnobsOpt = Annotated[Optional[list[str]], option("knobs")]
 
 

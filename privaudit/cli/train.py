@@ -8,7 +8,7 @@ import typer
 
 from privaudit.cli.failures import handle_errors
 from privaudit.api.recipe import Recipe
-from privaudit.cli.options import (DataDirOpt, DefenseOpt, DeviceOpt, DownloadOpt, DryRunOpt, JsonOpt, KappaOpt, KnobOpt,
+from privaudit.cli.options import (DataDirOpt, DefenceOpt, DeviceOpt, DownloadOpt, DryRunOpt, JsonOpt, KappaOpt, KnobOpt,
                                    SeedOpt, SeedsOpt, SigmaOpt, TargetEpsilonOpt, WorkdirOpt, recipe_options)
 from privaudit.cli.output import emit_json, err, fmt, info_console, show_plan
 from privaudit.cli.progress import training_progress
@@ -22,7 +22,7 @@ def train_cmd(
     download: DownloadOpt = False,
     kappa: KappaOpt = 0.0,
     dp: Annotated[bool, typer.Option("--dp", help="Train with differential privacy: DP-SGD (Poisson sampling, per-sample clipping), or NoisyCGD for convex-relu.")] = False,
-    defense: DefenseOpt = None,
+    defence: DefenceOpt = None,
     knob: KnobOpt = None,
     noise_multiplier: SigmaOpt = None,
     target_epsilon: TargetEpsilonOpt = None,
@@ -37,7 +37,7 @@ def train_cmd(
     from privaudit.api.train import TrainedModels, train
 
     with training_progress() as bars:
-        result = train(recipe, data_dir=data_dir, download=download, kappa=kappa, dp=dp, defense=defense, knob=knob,
+        result = train(recipe, data_dir=data_dir, download=download, kappa=kappa, dp=dp, defence=defence, knob=knob,
                        noise_multiplier=noise_multiplier, target_epsilon=target_epsilon, seed=seed, seeds=seeds,
                        device=device, workdir=workdir, on_start=bars.start, on_epoch=bars.on_epoch, dry_run=dry_run,
                        log=lambda line: err.print(line, highlight=False, markup=False))

@@ -14,14 +14,17 @@ scaled down for the 8x8 digits (parts of 449 images, batch 64, 60 epochs).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from privaudit.core.defaults import CUSTOM_DATASET_PREFIXES, CUSTOM_MODEL_PREFIXES, DEFAULT_WIDTHS, NAMED_DATASETS
 from privaudit.errors import ConfigError
+
+T = TypeVar("T")
 
 MODELS = ("mlp", "cnn", "cnn-improved", "cnn-improved-small", "convex-relu")
 MECHANISMS = ("dpsgd", "noisycgd")
@@ -167,7 +170,7 @@ class DefenceConfig:
     """The defence applied while training (or at release), one shape for all: ``name`` and
     ``knob``, with the DP parameters in ``params``.
 
-    name: ``none``, a defence of :mod:`privaudit.defenses` (``mg``, ``dpsgd``, ``noisycgd``,
+    name: ``none``, a defence of :mod:`privaudit.defences` (``mg``, ``dpsgd``, ``noisycgd``,
         ``label-smoothing``, ``mixup``, ``top-k``, ...), or ``mg+dpsgd`` (DP-SGD on inputs
         under MG noise, whose κ is ``params.kappa``).
     knob: the defence's one setting: κ for ``mg``, σ (the noise multiplier) for the DP
@@ -220,7 +223,7 @@ class DefenceConfig:
 
     @property
     def method(self) -> str:
-        """The :mod:`privaudit.defenses` defence that is neither MG noise nor DP ('' for those)."""
+        """The :mod:`privaudit.defences` defence that is neither MG noise nor DP ('' for those)."""
         return "" if self.name == "none" or self.name == "mg" or self.dp else self.name
 
     # -- building ---------------------------------------------------------------------------
@@ -277,7 +280,7 @@ class DefenceConfig:
     def label(self) -> str:
         """Short readable label used in folder names, e.g. ``k0.5``, ``dp-s1`` or ``ls0.1``."""
         if self.method:
-            from privaudit.defenses import get
+            from privaudit.defences import get
 
             return get(self.method).label(self.knob)
         bits = []
@@ -418,7 +421,7 @@ class RunConfig:
         (:func:`privaudit.pipeline.runs.ensure_model` reuses them instead of training again)."""
         if not self.defence.method:
             return self
-        from privaudit.defenses import OUTPUT, get
+        from privaudit.defences import OUTPUT, get
 
         if get(self.defence.method).side != OUTPUT:
             return self
@@ -513,10 +516,10 @@ def parse_canaries(spec: str) -> tuple[str, int]:
 
 def _check_defence(cfg: RunConfig) -> None:
     """A config's defence: a known name, its knob in that defence's range (the one range of
-    :mod:`privaudit.defenses`), DP's parameters only where DP trains, and what the defence
+    :mod:`privaudit.defences`), DP's parameters only where DP trains, and what the defence
     asks of the recipe (NoisyCGD needs ``convex-relu``, which trains by cyclic gradient
     descent: neither MG noise nor DP-SGD nor a training-side method)."""
-    from privaudit.defenses import get
+    from privaudit.defences import get
 
     f, model = cfg.defence, cfg.model.name
     p = f.params
@@ -551,12 +554,12 @@ def _check_defence(cfg: RunConfig) -> None:
             _require(_finite_number(p.target_epsilon) and p.target_epsilon > 0,
                      f"--target-epsilon must be > 0 (got {p.target_epsilon})")
     elif f.method:
-        defense = get(f.method)
-        defense.check_knob(f.knob)
-        if model == "convex-relu" and defense.side == "training":
-            raise ConfigError(f"convex-relu trains by (noisy) cyclic gradient descent; {defense.name} is for mlp "
+        defence = get(f.method)
+        defence.check_knob(f.knob)
+        if model == "convex-relu" and defence.side == "training":
+            raise ConfigError(f"convex-relu trains by (noisy) cyclic gradient descent; {defence.name} is for mlp "
                               "and the CNNs (and your own models)")
-        defense.validate(cfg)
+        defence.validate(cfg)
 
 
 def _floats(obj: Any, *names: str) -> None:
@@ -577,6 +580,27 @@ def _require(ok: bool, message: str) -> None:
         raise ConfigError(message)
 
 
+#: keyword arguments of the other spelling, accepted by the public functions that take them
+OTHER_SPELLINGS = {"defense": "defence", "defenses": "defences"}
+
+
+def either_spelling(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn`` accepting ``defense=`` and ``defenses=`` for ``defence=`` and ``defences=`` (the
+    identifiers spell "defence"; the command line takes both spellings of its options, and so
+    does the Python API of its keyword arguments)."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> T:
+        for old, new in OTHER_SPELLINGS.items():
+            if old in kwargs:
+                if new in kwargs:
+                    raise ConfigError(f"give {new}= or {old}=, not both")
+                kwargs[new] = kwargs.pop(old)
+        return fn(*args, **kwargs)
+
+    return call
+
+
+@either_spelling
 def make_config(
     *,
     model: str = "mlp",
@@ -601,7 +625,7 @@ def make_config(
     fingerprint: str = "",
     dataset_size: int | None = None,
     model_args: dict | None = None,
-    defense: str | None = None,
+    defence: str | None = None,
     knob: float | None = None,
     canaries: str = "",
 ) -> RunConfig:
@@ -613,7 +637,7 @@ def make_config(
     ``dataset_size``: :meth:`privaudit.pipeline.runs.DataCache.config_kwargs` gives both. The user's
     own architecture takes ``model_args`` (JSON values) and no ``width``.
 
-    ``defense`` names any defence of :mod:`privaudit.defenses` (``mg``, ``dpsgd``,
+    ``defence`` (or ``defense``) names any defence of :mod:`privaudit.defences` (``mg``, ``dpsgd``,
     ``noisycgd`` included) and ``knob`` its setting; a DP defence takes ``target_epsilon``
     instead of a knob. ``kappa``, ``dp`` and ``noise_multiplier`` are the older spelling of MG
     noise and DP (and the only one of their combination, DP-SGD on MG-masked inputs). A
@@ -621,8 +645,8 @@ def make_config(
     argument when it is None, and must agree with it otherwise."""
     params = DPParams(max_grad_norm=float(max_grad_norm), delta=float(delta),
                       mechanism=mechanism or ("noisycgd" if model == "convex-relu" else "dpsgd"))
-    defence, sets = _defence(params, defense, knob, kappa=kappa, dp=dp, noise_multiplier=noise_multiplier,
-                             target_epsilon=target_epsilon)
+    chosen, sets = _defence(params, defence, knob, kappa=kappa, dp=dp, noise_multiplier=noise_multiplier,
+                            target_epsilon=target_epsilon)
     epochs = sets.get("epochs", epochs) if epochs is None else epochs
     weight_decay = sets.get("weight_decay", weight_decay) if weight_decay is None else weight_decay
     defaults = recipe_defaults(model, dataset, dataset_size)
@@ -641,7 +665,7 @@ def make_config(
                         seed=seed, fingerprint=fingerprint, canaries=canaries or ""),
         model=ModelConfig(name=model, width=width,
                           args=json.dumps(model_args, sort_keys=True, separators=(",", ":")) if model_args else ""),
-        defence=defence,
+        defence=chosen,
         train=TrainConfig(epochs=defaults["epochs"] if epochs is None else epochs,
                           batch_size=defaults["batch_size"] if batch_size is None else batch_size,
                           lr=float(lr),
@@ -671,19 +695,19 @@ def recipe_defaults(model: str, dataset: str, dataset_size: int | None = None) -
     return defaults
 
 
-def _defence(params: DPParams, defense: str | None, knob: float | None, *, kappa: float, dp: bool,
+def _defence(params: DPParams, defence: str | None, knob: float | None, *, kappa: float, dp: bool,
              noise_multiplier: float | None, target_epsilon: float | None) -> tuple[DefenceConfig, dict[str, Any]]:
     """:func:`make_config`'s defence arguments as a :class:`DefenceConfig` with ``params``,
     and the recipe fields the defence sets itself (early stopping's epochs, weight decay's λ)."""
-    if defense is None:
+    if defence is None:
         if knob is not None:
             raise ConfigError("--knob needs --defense NAME")
         return DefenceConfig.from_fields(kappa=float(kappa), dp=dp, noise_multiplier=noise_multiplier,
                                          target_epsilon=target_epsilon, max_grad_norm=params.max_grad_norm,
                                          delta=params.delta, mechanism=params.mechanism), {}
-    from privaudit.defenses import get
+    from privaudit.defences import get
 
-    chosen = get(defense)
+    chosen = get(defence)
     if kappa or dp or noise_multiplier is not None:
         raise ConfigError(f"one defence a model: --defense {chosen.name} trains without --kappa and --dp (MG "
                           "noise under DP-SGD is --kappa with --dp)")

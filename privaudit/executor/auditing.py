@@ -20,7 +20,7 @@ import torch
 from privaudit.pipeline.attacking import AttackPlan, AttackResult
 from privaudit.analysis.matching import ABOVE_TARGET
 from privaudit.core.config import DP_NAMES, RunConfig
-from privaudit.defenses import OUTPUT, get as get_defense
+from privaudit.defences import OUTPUT, get as get_defence
 from privaudit.errors import ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
@@ -38,7 +38,7 @@ def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float]
                target_epsilons: Sequence[float] = (),
                others: Sequence[tuple[str, Sequence[float]]] = ()) -> list[RunConfig]:
     """Target configs of an audit: baseline, then MG noise per κ, then DP-SGD per σ / ε, then
-    each other defence of ``others`` (its :mod:`privaudit.defenses` name, its knob values).
+    each other defence of ``others`` (its :mod:`privaudit.defences` name, its knob values).
 
     ``base`` carries the model, data and training recipe; its defence is replaced (and
     DP-SGD targets train in fp32 whatever ``base``'s precision; early stopping and weight
@@ -60,20 +60,20 @@ def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float]
 
 
 def defended(base: RunConfig, name: str, value: float = 0.0, *, target_epsilon: float | None = None) -> RunConfig:
-    """``base``'s target trained with the defence ``name`` of :mod:`privaudit.defenses` (or
+    """``base``'s target trained with the defence ``name`` of :mod:`privaudit.defences` (or
     ``none``) at knob ``value``: MG noise's κ (0: the undefended baseline), a DP defence's σ
     (or its ``target_epsilon`` instead; DP trains in fp32), any other defence's knob (early
     stopping and weight decay also set the recipe's epochs and weight decay)."""
     if name == "none" or (name == "mg" and value == 0):
         return replace(base, role="target", defence=base.defence.undefended)
-    defense = get_defense(name)
-    dp = defense.name in DP_NAMES
-    value = 0.0 if dp and target_epsilon is not None else defense.check_knob(value)
-    train = replace(base.train, **defense.recipe_fields(value))
+    defence = get_defence(name)
+    dp = defence.name in DP_NAMES
+    value = 0.0 if dp and target_epsilon is not None else defence.check_knob(value)
+    train = replace(base.train, **defence.recipe_fields(value))
     if dp:
         train = replace(train, precision="fp32")  # DP-SGD clips per-sample gradients in fp32
     return replace(base, role="target", train=train,
-                   defence=base.defence.with_setting(defense.name, value, target_epsilon=target_epsilon))
+                   defence=base.defence.with_setting(defence.name, value, target_epsilon=target_epsilon))
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class TargetMatch:
 TARGET_SEARCH_STEPS = 8
 
 
-def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[float], workspace: Workspace,
+def match_targets(base: RunConfig, defences: Sequence[str], targets: Sequence[float], workspace: Workspace,
                   data: DataCache, device: torch.device, *, tolerance: float = DEFAULT_TOLERANCE,
                   max_steps: int = TARGET_SEARCH_STEPS, known: dict[float, float] | None = None,
                   baseline_answers: bool = False, on_start: Callable[[RunConfig], None] | None = None,
@@ -148,22 +148,22 @@ def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[fl
     baseline = audit_plan(base, [])[0]
     base_acc = accuracy(baseline)
     out: list[TargetMatch] = []
-    for name in defenses:
-        defense = get_defense(name)
-        if not defense.searchable:  # one setting, its strongest: the model's accuracy does not follow the knob
-            strongest = defense.knob.strongest if defense.knob is not None else 0.0
-            cfg = defended(base, defense.name, strongest)
-            acc = base_acc if defense.side == OUTPUT else accuracy(cfg)
+    for name in defences:
+        defence = get_defence(name)
+        if not defence.searchable:  # one setting, its strongest: the model's accuracy does not follow the knob
+            strongest = defence.knob.strongest if defence.knob is not None else 0.0
+            cfg = defended(base, defence.name, strongest)
+            acc = base_acc if defence.side == OUTPUT else accuracy(cfg)
             for t in targets:
                 within = abs(acc - t) <= tolerance
                 audited = within or acc > t + tolerance  # reached, or above the target: audited there
-                out.append(TargetMatch(defense.name, t, strongest if audited else None, acc, within, tolerance,
+                out.append(TargetMatch(defence.name, t, strongest if audited else None, acc, within, tolerance,
                                        (acc, acc), (), cfg.validated().run_name if audited else None))
             continue
-        first, top, to_value, rounder = defense.search_space(base)
+        first, top, to_value, rounder = defence.search_space(base)
         seen: dict[float, float] = {0.0: base_acc, **(known or {})}
         for t in targets:
-            def at_strength(s: float, name: str = defense.name, to_value: Callable[[float], float] = to_value) -> float:
+            def at_strength(s: float, name: str = defence.name, to_value: Callable[[float], float] = to_value) -> float:
                 return accuracy(defended(base, name, to_value(s)))
 
             found = match_strength(t, at_strength, seen,
@@ -181,24 +181,24 @@ def match_targets(base: RunConfig, defenses: Sequence[str], targets: Sequence[fl
                 value, acc = to_value(strongest), tried[strongest]
             elif not ok:
                 value = None
-            out.append(TargetMatch(defense.name, t, value, acc, ok, tolerance,
+            out.append(TargetMatch(defence.name, t, value, acc, ok, tolerance,
                                    (min(accuracies), max(accuracies)), tuple((to_value(s), a) for s, a in found.steps),
-                                   defended(base, defense.name, value).validated().run_name if value is not None
+                                   defended(base, defence.name, value).validated().run_name if value is not None
                                    else None))
     return out
 
 
 def search_standins(base: RunConfig, name: str, count: int) -> list[float]:
     """Up to ``count`` distinct knob values of defence ``name`` spread over the range its
-    accuracy search walks from ``base`` (:meth:`~privaudit.defenses.base.Defense.search_space`:
+    accuracy search walks from ``base`` (:meth:`~privaudit.defences.base.Defence.search_space`:
     from half its first try up to the bracket that ``count`` doublings reach, geometrically).
     ``--dry-run`` prices a search by these stand-ins, since which settings it trains depends on
     the accuracies found: one training each, at most the search's budget. A defence that is not
     searched gives its one audited setting (as :func:`match_targets` does)."""
-    defense = get_defense(name)
-    if not defense.searchable:
-        return [defense.knob.strongest if defense.knob is not None else 0.0]
-    first, top, to_value, rounder = defense.search_space(base)
+    defence = get_defence(name)
+    if not defence.searchable:
+        return [defence.knob.strongest if defence.knob is not None else 0.0]
+    first, top, to_value, rounder = defence.search_space(base)
     lo = first / 2 if first > 0 else min(1.0, top)
     hi = max(lo, min(top, first * 2.0 ** max(0, count - 1)))
     out: list[float] = []
@@ -207,7 +207,7 @@ def search_standins(base: RunConfig, name: str, count: int) -> list[float]:
         if s <= 0:
             continue
         try:
-            value = defense.check_knob(to_value(s))
+            value = defence.check_knob(to_value(s))
         except ConfigError:
             continue
         if value not in out:

@@ -149,11 +149,11 @@ def model_outputs(workspace: Workspace, name: str, data: DataCache,
 
 def hides_scores(cfg: RunConfig) -> bool:
     """Whether ``cfg``'s defence releases less than the scores (an output-side defence of
-    :mod:`privaudit.defenses`): its targets get the label-only attacks, whatever was asked."""
-    from privaudit.defenses import OUTPUT, of_config
+    :mod:`privaudit.defences`): its targets get the label-only attacks, whatever was asked."""
+    from privaudit.defences import OUTPUT, of_config
 
-    defense = of_config(cfg.defence)
-    return defense is not None and defense.side == OUTPUT
+    defence = of_config(cfg.defence)
+    return defence is not None and defence.side == OUTPUT
 
 
 def label_outputs(workspace: Workspace, name: str, data: DataCache,

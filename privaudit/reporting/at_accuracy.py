@@ -37,7 +37,7 @@ import pandas as pd
 
 from privaudit.analysis.matching import ABOVE_TARGET
 from privaudit.analysis.familywise import ALPHA, HOLM, difference_pvalue, holm, interval_se
-from privaudit.defenses import other as other_defense
+from privaudit.defences import other as other_defence
 
 WEAK_ATTACK = "shadow"
 METRICS = ("tpr_at_0p1pct_fpr", "tpr_at_1pct_fpr")
@@ -52,7 +52,7 @@ COLUMNS = ["model", "dataset", "target_accuracy", "defence", "setting", "status"
 
 
 def _title(name: str) -> str:
-    from privaudit.defenses import get
+    from privaudit.defences import get
 
     return get(name).title
 
@@ -89,7 +89,7 @@ def at_accuracy(settings: pd.DataFrame, overview: pd.DataFrame, entries: Sequenc
             ov = overview[overview["setting_id"] == first["setting_id"]]
             strong = ov["strongest"].iloc[0] if len(ov) else None
             by_attack = rows.set_index("attack")
-            other = other_defense(name)
+            other = other_defence(name)
             setting = other.knob.text(float(knob)) if other is not None and other.knob is not None else first["setting"]
             row.update(setting=str(setting), knob=float(knob), n_seeds=int(rows["n_seeds"].max()))
             for c in ("test_accuracy", "test_accuracy_lo", "test_accuracy_hi"):

@@ -11,8 +11,8 @@ import pandas as pd
 
 from privaudit.reporting.page_numbers import num, plain
 from privaudit.reporting.table import COLUMNS, as_bool
-from privaudit.reporting.summary import other_defense
-from privaudit.defenses import DEFENSES
+from privaudit.reporting.summary import other_defence
+from privaudit.defences import DEFENCES
 
 _TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "canaries", "accountant", "attack",
                  "source"]
@@ -48,8 +48,8 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     kappa = df["kappa"].fillna(0.0)
     # defence rank: 0 baseline, 1 MG, 2 DP-SGD, 3 both, then every other defence in the registry's order
     df["_rank"] = np.where(df["dp"], np.where(kappa > 0, 3, 2), np.where(kappa > 0, 1, 0))
-    order = {name: 4 + i for i, name in enumerate(DEFENSES)}
-    other = df["defence"].map(lambda n: order.get(n) if other_defense(n) is not None else None)
+    order = {name: 4 + i for i, name in enumerate(DEFENCES)}
+    other = df["defence"].map(lambda n: order.get(n) if other_defence(n) is not None else None)
     df["_rank"] = other.where(other.notna(), df["_rank"]).astype(float)
     df["_attack_rank"] = df["attack"].map(ATTACK_ORDER).fillna(9)
     df["_run"] = df["target_run"].map(plain)

@@ -8,7 +8,7 @@ table (each target run's seed), each target's ``exposure.json`` (the keys of
 (:func:`privaudit.pipeline.exposed.read_exposed`).
 
 **One setting per family.** A family (baseline, MG noise, DP-SGD, MG + DP-SGD, every other
-defence of :mod:`privaudit.defenses`) is shown by one of its settings whose target has the
+defence of :mod:`privaudit.defences`) is shown by one of its settings whose target has the
 ranking saved:
 
 1. with accuracy targets (``audit --target-accuracies``), the setting its knob search found
@@ -109,9 +109,9 @@ def _protection(o: Mapping[str, Any]) -> tuple[float, float]:
         return val(o["kappa"]), 0.0
     if family in ("DP-SGD", "MG + DP-SGD"):
         return val(o["noise_multiplier"]), val(o["kappa"])
-    from privaudit.defenses import other as other_defense
+    from privaudit.defences import other as other_defence
 
-    d = other_defense(o.get("defence"))
+    d = other_defence(o.get("defence"))
     if d is None or d.knob is None:
         return 0.0, 0.0
     v = val(o["knob"])

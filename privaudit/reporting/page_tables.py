@@ -10,13 +10,13 @@ import pandas as pd
 
 from privaudit.core.config import DP_NAMES
 from privaudit.core.formatting import slug
-from privaudit.defenses import FIELD_DEFENSES
+from privaudit.defences import FIELD_DEFENCES
 from privaudit.reporting.defences import noisycgd_comparison
 from privaudit.reporting.page_data import ATTACK_ORDER
 from privaudit.reporting.page_numbers import DASH, f3, finite, integer, lb, pct, plain, short, sig3
 
 #: the defences whose knobs the table shows in columns of their own (κ, σ)
-OWN_COLUMNS = tuple(dict.fromkeys(FIELD_DEFENSES + DP_NAMES))
+OWN_COLUMNS = tuple(dict.fromkeys(FIELD_DEFENCES + DP_NAMES))
 
 _TABLE_SPEC: list[tuple[str, str, Callable[[Any], str], str]] = [
     # (header, column, formatter, css class)

@@ -117,8 +117,8 @@ def setting_label(dp: Any, kappa: Any, sigma: Any, epsilon: Any = math.nan, defe
                   knob: Any = math.nan) -> str:
     """How a defence setting is named everywhere: ``baseline``, ``κ=0.5``, ``σ=1``,
     ``κ=0.5, σ=1``; with a finite ``epsilon`` (DP rows) ``σ=1 (ε=21.0)``; any other defence
-    of :mod:`privaudit.defenses` by its title and knob, ``label smoothing α=0.1``."""
-    other = other_defense(defence)
+    of :mod:`privaudit.defences` by its title and knob, ``label smoothing α=0.1``."""
+    other = other_defence(defence)
     if other is not None:
         return other.setting(_num(knob))
     k, s = _num(kappa), _num(sigma)
@@ -165,17 +165,17 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
                      for d, k, s, n, v in zip(df["dp"], df["kappa"], df["noise_multiplier"], df["defence"], df["knob"])]
     df["family"] = np.where(df["dp"], np.where(df["kappa"] > 0, "MG + DP-SGD", "DP-SGD"),
                             np.where(df["kappa"] > 0, "MG noise", "baseline"))
-    other = df["defence"].map(other_defense)
+    other = df["defence"].map(other_defence)
     df["other_defence"] = other.notna().to_numpy(bool)
     if df["other_defence"].any():
         df.loc[df["other_defence"], "family"] = [d.title for d in other[df["other_defence"]]]
     return df
 
 
-def other_defense(name: Any):
-    """The :mod:`privaudit.defenses` defence a table row's ``defence`` names when it is neither
+def other_defence(name: Any):
+    """The :mod:`privaudit.defences` defence a table row's ``defence`` names when it is neither
     the baseline, MG noise nor DP (those have their own columns), else None."""
-    from privaudit.defenses import other
+    from privaudit.defences import other
 
     return other(name)
 
@@ -223,10 +223,10 @@ def settings(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> pd.D
                 row[f"{m}_lo"], row[f"{m}_hi"] = (max(lo, 0.0), min(hi, top)) if math.isfinite(lo) else (lo, hi)
         rows.append(row)
     out = pd.DataFrame(rows)
-    from privaudit.defenses import DEFENSES
+    from privaudit.defences import DEFENCES
 
     order = {"baseline": 0, "MG noise": 1, "DP-SGD": 2, "MG + DP-SGD": 3,
-             **{d.title: 4 + i for i, d in enumerate(DEFENSES.values())}}
+             **{d.title: 4 + i for i, d in enumerate(DEFENCES.values())}}
     out["_o"] = out["family"].map(order)
     return (out.sort_values(["model", "dataset", "_o", "kappa", "knob", "noise_multiplier", "attack"], kind="stable")
             .drop(columns="_o").reset_index(drop=True))

@@ -12,7 +12,7 @@ Each model's gradient is the gradient of its own loss, and Adam acts elementwise
 follows exactly its own training run: the same initial weights (from its own seed), its own
 members and normaliser, the same shuffles, Poisson batches and MG masks (from its own
 generator, in the same order), its own κ, its own defence's step terms
-(:mod:`privaudit.defenses.terms`, the formulas one-by-one training applies too, with their
+(:mod:`privaudit.defences.terms`, the formulas one-by-one training applies too, with their
 draws from its own generators), and under DP-SGD its own clipping and its own noise stream (from
 its own seed, the same draws as :class:`~privaudit.training.dp_engine.GaussianNoise`), with its
 own σ. Model k's bits do not depend on the other models of its run
@@ -22,7 +22,7 @@ stackable recipe here with K = 1 and gets the audit's model bit for bit; the one
 
 Which models stack (:func:`stack_key`): ``mlp`` recipes on small inputs in fp32 without
 augmentation and without a defence that changes the training loop in a way this engine does
-not know (:attr:`privaudit.defenses.base.Defense.stacks`: weight decay, early stopping and the
+not know (:attr:`privaudit.defences.base.Defence.stacks`: weight decay, early stopping and the
 output-side ones train as the plain recipe does, with their own numbers; the defences made of
 step terms train with them; adversarial regularisation, distillation and dropout train one by
 one), trained by the fast engine, grouped by everything a step shares (architecture,
@@ -51,8 +51,8 @@ import torch
 from torch import nn
 
 from privaudit.core.config import RunConfig
-from privaudit.defenses import Defense, get as get_defense
-from privaudit.defenses.terms import Draws, StepTerms
+from privaudit.defences import Defence, get as get_defence
+from privaudit.defences.terms import Draws, StepTerms
 from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import model_members
 from privaudit.models import build_model
@@ -84,7 +84,7 @@ def can_stack(cfg: RunConfig, input_shape: tuple[int, int, int]) -> bool:
     """Whether models of ``cfg``'s recipe train faster stacked (module docstring)."""
     d = int(np.prod(input_shape))
     return (cfg.model.name == "mlp" and cfg.train.precision == "fp32" and cfg.train.augment == "none"
-            and (not cfg.defence.method or get_defense(cfg.defence.method).stacks)
+            and (not cfg.defence.method or get_defence(cfg.defence.method).stacks)
             and (not cfg.defence.dp or cfg.defence.mechanism == "dpsgd")
             and d <= STACK_MAX_INPUT and d * cfg.model.width <= STACK_MAX_MACS)
 
@@ -166,7 +166,7 @@ class _Stack:
         splits: dict[tuple[int, int], Any] = {}  # each model's own split (its part size and seed)
         self.members, self.norms, self.models, self.gens, self.noise_seeds = [], [], [], [], []
         self.trace: LossTrace | None = None  # the plain engine's loss traces (:mod:`privaudit.training.trace`)
-        settings: list[tuple[Defense | None, float]] = []
+        settings: list[tuple[Defence | None, float]] = []
         draws: list[Draws | None] = []
         for c in cfgs:
             key = (c.data.part_size, c.data.seed)
@@ -182,7 +182,7 @@ class _Stack:
                                                dp=c.defence.dp))
             self.gens.append(generator(model_seed(c, "mask"), device))
             self.noise_seeds.append(model_seed(c, "dp-noise"))
-            defence = get_defense(c.defence.method) if c.defence.method else None
+            defence = get_defence(c.defence.method) if c.defence.method else None
             settings.append((defence, c.defence.knob))
             # the defence's own generators, as one-by-one training hands them to its hooks
             seed = model_seed(c, "defense")

@@ -47,7 +47,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from privaudit.core.config import RunConfig
 from privaudit.data import ImageData, split_parts
-from privaudit.defenses import Defense, TrainingContext, TrainingHooks, of_config
+from privaudit.defences import Defence, TrainingContext, TrainingHooks, of_config
 from privaudit.errors import ConfigError
 from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
 from privaudit.models import build_model
@@ -131,10 +131,10 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
     on_epoch, clock_start, epochs_ended, epoch_seconds = epoch_clock(on_epoch)
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(train_seed)
-        defense = of_config(cfg.defence)
+        defence = of_config(cfg.defence)
         model = build_model(cfg.model.name, data.input_shape, data.num_classes,
                             width=cfg.model.width, dp=cfg.defence.dp, args=cfg.model.args,
-                            **(defense.model_kwargs(cfg.defence.knob) if defense else {})).to(device)
+                            **(defence.model_kwargs(cfg.defence.knob) if defence else {})).to(device)
         # recorded by the steps that compute per-row losses (plain Adam, the fast DP-SGD step); empty otherwise
         trace = LossTrace(len(rd.y_in), cfg.train.epochs, device) if traceable(len(rd.y_in), cfg.train.epochs) else None
         if snapshots:
@@ -148,7 +148,7 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         # flips from their own stream, so that --augment none draws exactly what it always drew
         g_aug = (generator(model_seed(cfg, "augment"), device)
                  if cfg.train.augment == "flip" else None)
-        run = _Run(cfg, model, optimizer, rd, g, g_aug, noise_seed, on_epoch, trace, data, device, engine, defense)
+        run = _Run(cfg, model, optimizer, rd, g, g_aug, noise_seed, on_epoch, trace, data, device, engine, defence)
         history, dp_metrics = next(fit for _, applies, fit in TRAINERS if applies(run))(run)
     metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "fit_seconds": epochs_ended(),
                "epoch_seconds": epoch_seconds(), "engine": engine, **dp_metrics}
@@ -176,7 +176,7 @@ class _Run:
     data: ImageData
     device: torch.device
     engine: str
-    defense: Defense | None
+    defence: Defence | None
 
 
 def _fit_convex(r: _Run) -> tuple[list[float], dict]:
@@ -192,7 +192,7 @@ def _fit_opacus(r: _Run) -> tuple[list[float], dict]:
 
 
 def _fit_plain(r: _Run) -> tuple[list[float], dict]:
-    hooks = _defense_hooks(r.cfg, r.defense, r.model, r.rd, r.data, r.device, r.engine)
+    hooks = _defence_hooks(r.cfg, r.defence, r.model, r.rd, r.data, r.device, r.engine)
     if r.engine == "fast" and r.cfg.train.precision == "fp32":
         with fast_layers(r.model), channels_last(r.model, r.device) as layout:
             return _train_plain(r.cfg, r.model, r.optimizer, r.rd, r.g, r.on_epoch, r.g_aug, layout, hooks,
@@ -271,18 +271,18 @@ def _view(cfg: RunConfig, g: torch.Generator, g_aug: torch.Generator | None,
     return view
 
 
-def _defense_hooks(cfg: RunConfig, defense: Defense | None, model: nn.Module, rd: RoleData, data: ImageData,
+def _defence_hooks(cfg: RunConfig, defence: Defence | None, model: nn.Module, rd: RoleData, data: ImageData,
                    device: torch.device, engine: str) -> TrainingHooks | None:
     """The training hooks of ``cfg``'s defence (None: the plain loop), set up with their
     context: a generator of their own (so that the shuffles and MG masks draw what they
     always drew), the reference set and the sub-model trainer where the defence needs them."""
-    hooks = defense.hooks(cfg.defence.knob, data.num_classes) if defense else None
+    hooks = defence.hooks(cfg.defence.knob, data.num_classes) if defence else None
     if hooks is None:
         return None
     seed = model_seed(cfg, "defense")
     reference = None
-    if defense.needs_reference:
-        reference = defense_reference(cfg, data, rd, device)
+    if defence.needs_reference:
+        reference = defence_reference(cfg, data, rd, device)
 
     def train_submodel(x: torch.Tensor, y: torch.Tensor, index: int = 0) -> nn.Module:
         """A fresh model of ``cfg``'s architecture trained by the plain recipe on (x, y)."""
@@ -300,11 +300,11 @@ def _defense_hooks(cfg: RunConfig, defense: Defense | None, model: nn.Module, rd
     hooks.setup(TrainingContext(model=model, x=rd.x_in, y=rd.y_in, num_classes=data.num_classes,
                                 generator=generator(seed, device), rng=np.random.default_rng(seed),
                                 epochs=cfg.train.epochs, reference=reference,
-                                train_submodel=train_submodel if defense.needs_submodels else None))
+                                train_submodel=train_submodel if defence.needs_submodels else None))
     return hooks
 
 
-def defense_reference(cfg: RunConfig, data: ImageData, rd: RoleData,
+def defence_reference(cfg: RunConfig, data: ImageData, rd: RoleData,
                       device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """A defender's reference set (adversarial regularisation's non-members): samples that
     neither ``cfg``'s model trains on nor its attacks evaluate it on. For a target, reference
@@ -321,7 +321,7 @@ def _train_plain(cfg: RunConfig, model: nn.Module, optimizer: torch.optim.Optimi
                  trace: LossTrace | None = None) -> list[float]:
     """Adam on the mean cross-entropy of shuffled full passes (bf16 autocast when asked);
     a training-side defence changes the targets, the batches, the loss or adds a step after
-    each update through its ``hooks`` (:class:`privaudit.defenses.TrainingHooks`). Each row's
+    each update through its ``hooks`` (:class:`privaudit.defences.TrainingHooks`). Each row's
     loss goes into ``trace`` when given (:mod:`privaudit.training.trace`)."""
     loss_fn = nn.CrossEntropyLoss()
     device_type = rd.x_in.device.type

@@ -10,10 +10,10 @@ noisy cyclic gradient descent with hidden-state accounting (docs/noisycgd.md).
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob
+from privaudit.defences.base import Defence, Knob
 
 
-class DPSGD(Defense):
+class DPSGD(Defence):
     name = "dpsgd"
     tag = "dp-s"
     title = "DP-SGD"
@@ -33,5 +33,5 @@ class NoisyCGD(DPSGD):
     mechanism = "noisycgd"
 
 
-DEFENSE = DPSGD()
+DEFENCE = DPSGD()
 NOISYCGD = NoisyCGD()

@@ -62,8 +62,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from privaudit.defenses.base import Defense, Knob
-from privaudit.defenses.hooks import TrainingContext, TrainingHooks, cross_entropy
+from privaudit.defences.base import Defence, Knob
+from privaudit.defences.hooks import TrainingContext, TrainingHooks, cross_entropy
 from privaudit.errors import ConfigError
 
 #: inference-model steps per classifier step (Algorithm 1's k)
@@ -207,7 +207,7 @@ class _AdvReg(TrainingHooks):
         self.train_inference(model, self.batch_size or len(x))
 
 
-class AdversarialRegularization(Defense):
+class AdversarialRegularization(Defence):
     name = "advreg"
     tag = "ar"
     title = "adversarial regularisation"
@@ -221,4 +221,4 @@ class AdversarialRegularization(Defense):
         return _AdvReg(value, num_classes)
 
 
-DEFENSE = AdversarialRegularization()
+DEFENCE = AdversarialRegularization()

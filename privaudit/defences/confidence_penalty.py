@@ -1,16 +1,16 @@
 """Confidence penalty, knob β: the loss is cross-entropy minus β times the entropy of the
 model's own prediction, ℓ = CE(z, y) − β·H(softmax(z)), so confident outputs cost (Pereyra
 et al., *Regularizing Neural Networks by Penalizing Confident Output Distributions*, arXiv
-1701.06548). Written for K models at once (:mod:`privaudit.defenses.terms`)."""
+1701.06548). Written for K models at once (:mod:`privaudit.defences.terms`)."""
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob, entropy, entropy_of, knobs
+from privaudit.defences.base import Defence, Knob, entropy, entropy_of, knobs
 
-__all__ = ["ConfidencePenalty", "DEFENSE", "entropy"]
+__all__ = ["ConfidencePenalty", "DEFENCE", "entropy"]
 
 
-class ConfidencePenalty(Defense):
+class ConfidencePenalty(Defence):
     name = "confidence-penalty"
     tag = "cp"
     title = "confidence penalty"
@@ -24,4 +24,4 @@ class ConfidencePenalty(Defense):
         return ce - knobs(values, ce) * entropy_of(log_p).mean(-1)
 
 
-DEFENSE = ConfidencePenalty()
+DEFENCE = ConfidencePenalty()

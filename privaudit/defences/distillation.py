@@ -60,8 +60,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from privaudit.defenses.base import Defense, Knob
-from privaudit.defenses.hooks import TrainingContext, TrainingHooks
+from privaudit.defences.base import Defence, Knob
+from privaudit.defences.hooks import TrainingContext, TrainingHooks
 from privaudit.errors import ConfigError
 
 #: the number of teachers (disjoint parts of the members)
@@ -147,7 +147,7 @@ class _Distill(TrainingHooks):
         return self.temperature ** 2 * soft_ce, soft_ce.detach()
 
 
-class Distillation(Defense):
+class Distillation(Defence):
     name = "distillation"
     tag = "kd"
     title = "distillation"
@@ -169,4 +169,4 @@ class Distillation(Defense):
         return _Distill(value, num_classes)
 
 
-DEFENSE = Distillation()
+DEFENCE = Distillation()

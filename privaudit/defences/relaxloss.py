@@ -44,7 +44,7 @@ authors' code, github.com/DingfanChen/RelaxLoss, ``source/*/defense/relaxloss.py
   branch (the loss history then shows the loss held near α).
 
 The objective is written for K models at once (:meth:`RelaxLoss.objective`,
-:mod:`privaudit.defenses.terms`), each with its own α and its own decision; it works on the
+:mod:`privaudit.defences.terms`), each with its own α and its own decision; it works on the
 labels (the members' targets are the labels) in float32 whatever the autocast precision of the
 logits.
 
@@ -56,7 +56,7 @@ flattening epochs then pull their one-hot labels back.
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob, knobs
+from privaudit.defences.base import Defence, Knob, knobs
 
 DESCEND, ASCEND, FLATTEN = "descend", "ascend", "flatten"
 
@@ -88,7 +88,7 @@ def branch(mean_loss: float, alpha: float, epoch: int) -> str:
     return ASCEND if epoch % 2 == 0 else FLATTEN
 
 
-class RelaxLoss(Defense):
+class RelaxLoss(Defence):
     name = "relaxloss"
     tag = "rl"
     title = "RelaxLoss"
@@ -110,4 +110,4 @@ class RelaxLoss(Defense):
         return torch.where(ce >= knobs(values, ce), ce, below)
 
 
-DEFENSE = RelaxLoss()
+DEFENCE = RelaxLoss()

@@ -3,14 +3,14 @@
 in units of each pixel's standard deviation). The common baseline beside MG noise, whose
 noise is multiplicative: x ⊙ (1 + κ·ε). ε is drawn per model from its own generator, one draw
 of the batch's shape per step; the sum is taken for K models at once
-(:mod:`privaudit.defenses.terms`)."""
+(:mod:`privaudit.defences.terms`)."""
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob, knobs
+from privaudit.defences.base import Defence, Knob, knobs
 
 
-class InputNoise(Defense):
+class InputNoise(Defence):
     name = "input-noise"
     tag = "an"
     title = "additive input noise"
@@ -29,4 +29,4 @@ class InputNoise(Defense):
         return x + knobs(values, x) * torch.stack(drawn), t
 
 
-DEFENSE = InputNoise()
+DEFENCE = InputNoise()

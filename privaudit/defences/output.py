@@ -7,17 +7,17 @@
 
 The scores released are exact (no renormalisation, no tie-breaking); the predicted label
 an API returns beside them is the model's own, so test accuracy is the model's. Every attack reads the released
-scores (:func:`privaudit.defenses.base.released_logits`: zeroed scores become log 1e-30);
+scores (:func:`privaudit.defences.base.released_logits`: zeroed scores become log 1e-30);
 score attacks then see little, and the label-only attacks are the ones that can tell
 (Choquette-Choo et al., *Label-Only Membership Inference Attacks*, ICML 2021, arXiv
 2007.14321)."""
 
 from __future__ import annotations
 
-from privaudit.defenses.base import OUTPUT, Defense, Knob, released_logits
+from privaudit.defences.base import OUTPUT, Defence, Knob, released_logits
 
 
-class TopK(Defense):
+class TopK(Defence):
     name = "top-k"
     tag = "top"
     title = "top-k scores"
@@ -35,7 +35,7 @@ class TopK(Defense):
         return released_logits(p * kept).to(logits.dtype)
 
 
-class Rounding(Defense):
+class Rounding(Defence):
     name = "rounding"
     tag = "rd"
     title = "rounded scores"
@@ -52,7 +52,7 @@ class Rounding(Defense):
         return released_logits(torch.round(p * scale) / scale).to(logits.dtype)
 
 
-class LabelOnly(Defense):
+class LabelOnly(Defence):
     name = "label-only"
     tag = "lbl"
     title = "label only"

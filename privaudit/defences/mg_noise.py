@@ -9,10 +9,10 @@ config holds κ as the defence's knob (``DefenceConfig(name="mg", knob=κ)``).
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob
+from privaudit.defences.base import Defence, Knob
 
 
-class MGNoise(Defense):
+class MGNoise(Defence):
     name = "mg"
     tag = "k"
     title = "MG noise"
@@ -22,4 +22,4 @@ class MGNoise(Defense):
     formula = "x ← x ⊙ c, c ~ N(1, κ²) per element and step"
 
 
-DEFENSE = MGNoise()
+DEFENCE = MGNoise()

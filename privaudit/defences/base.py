@@ -1,20 +1,20 @@
 """The one interface every defence implements.
 
-A defence is a :class:`Defense`: its name, its knob (the one number that sets how strong it
+A defence is a :class:`Defence`: its name, its knob (the one number that sets how strong it
 is, with its range, the audit's default grid and which way is stronger), the paper it comes
 from, and what it changes:
 
 * a **training-side** defence changes how the model is trained. Its knob is the run
   config's ``defence.knob`` (part of the config hash, so a model trained with α = 0.1 is
   never reused for α = 0.2), with the recipe fields it sets itself
-  (:meth:`Defense.recipe_fields`), and, where the plain loop must do something else,
+  (:meth:`Defence.recipe_fields`), and, where the plain loop must do something else,
   either **step terms**, its formula written once for K models trained at once
-  (:mod:`privaudit.defenses.terms`: the members' soft targets, a batch's view, the objective;
+  (:mod:`privaudit.defences.terms`: the members' soft targets, a batch's view, the objective;
   label smoothing, the confidence penalty, additive noise, MixUp, RelaxLoss, HAMP), which both
   training engines apply, or :class:`TrainingHooks` of its own, for what needs more than a
   step (adversarial regularisation's inference model, distillation's teachers);
 * an **output-side** defence trains the model as it is and changes only what a query
-  returns (:meth:`Defense.release`): every attack, the model's own evaluation aside, sees the
+  returns (:meth:`Defence.release`): every attack, the model's own evaluation aside, sees the
   released scores.
 
 The module holds no torch at import time (the command line lists the defences before any
@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from privaudit.defenses.hooks import TrainingHooks
+from privaudit.defences.hooks import TrainingHooks
 from privaudit.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -61,7 +61,7 @@ class Knob:
         num = (lambda v: f"{int(v)}") if self.integer else (lambda v: f"{v:g}")
         return f"{left}{num(self.low)}, {num(self.high)}]"
 
-    def check(self, defense: str, value: Any) -> float:
+    def check(self, defence: str, value: Any) -> float:
         """``value`` as a float inside the range, or a one-line :class:`ConfigError`."""
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if ok:
@@ -70,7 +70,7 @@ class Knob:
             ok = ok and (not self.integer or v == int(v))
         if not ok:
             kind = "an integer" if self.integer else "a number"
-            raise ConfigError(f"{self.option} for {defense} is its {self.name} {self.symbol}: {kind} in "
+            raise ConfigError(f"{self.option} for {defence} is its {self.name} {self.symbol}: {kind} in "
                               f"{self.range_text()} (got {value})")
         return float(value)
 
@@ -109,7 +109,7 @@ def knobs(values: tuple[float, ...], like: "torch.Tensor") -> "torch.Tensor":
 
 
 
-class Defense:
+class Defence:
     """One defence (module docstring). Subclasses set the class attributes and override what
     they change."""
 
@@ -180,10 +180,10 @@ class Defense:
     # -- what it changes ------------------------------------------------------------------
     def hooks(self, value: float, num_classes: int) -> TrainingHooks | None:
         """The training loop's hooks (None: the plain loop). A defence made of step terms
-        (:attr:`has_terms`) gets them from :class:`privaudit.defenses.terms.TermHooks`."""
+        (:attr:`has_terms`) gets them from :class:`privaudit.defences.terms.TermHooks`."""
         if not self.has_terms:
             return None
-        from privaudit.defenses.terms import TermHooks
+        from privaudit.defences.terms import TermHooks
 
         return TermHooks(self, value, num_classes)
 
@@ -207,12 +207,12 @@ class Defense:
     def stage(self, name: str) -> bool:
         """Whether the defence changes step stage ``name`` (``soft_targets``, ``view``,
         ``objective``: it overrides that method)."""
-        return getattr(type(self), name) is not getattr(Defense, name)
+        return getattr(type(self), name) is not getattr(Defence, name)
 
     @property
     def has_terms(self) -> bool:
         """Whether the defence changes training through step terms
-        (:mod:`privaudit.defenses.terms`)."""
+        (:mod:`privaudit.defences.terms`)."""
         return any(self.stage(s) for s in ("soft_targets", "view", "objective"))
 
     @property
@@ -223,7 +223,7 @@ class Defense:
         if self.plain_training:
             return True
         knob = self.knob.grid[0] if self.knob is not None else 0.0
-        return (self.has_terms and type(self).hooks is Defense.hooks and not self.needs_reference
+        return (self.has_terms and type(self).hooks is Defence.hooks and not self.needs_reference
                 and not self.needs_submodels and not self.model_kwargs(knob))
 
     def soft_targets(self, t: "torch.Tensor", values: tuple[float, ...]) -> "torch.Tensor":
@@ -233,7 +233,7 @@ class Defense:
 
     def draw(self, value: float, x: "torch.Tensor", draws: Any) -> Any:
         """One model's random draws for its batch ``x`` (B, …), from its generators ``draws``
-        (:class:`privaudit.defenses.terms.Draws`), as :meth:`view` uses them."""
+        (:class:`privaudit.defences.terms.Draws`), as :meth:`view` uses them."""
         return None
 
     def view(self, x: "torch.Tensor", t: "torch.Tensor | None", values: tuple[float, ...],
@@ -253,7 +253,7 @@ class Defense:
     @property
     def transforms_output(self) -> bool:
         """Whether queries see :meth:`release`'s transform (the defence overrides it)."""
-        return type(self).release is not Defense.release
+        return type(self).release is not Defence.release
 
     def release(self, logits: "torch.Tensor", value: float) -> "torch.Tensor":
         """What a query returns, as logits (output-side defences; the others return them

@@ -5,7 +5,7 @@ Minimization*, ICLR 2018, arXiv 1710.09412). The loss is the cross-entropy again
 labels, which equals λ·CE(z, y_i) + (1 − λ)·CE(z, y_π(i)).
 
 Each model draws λ from its own NumPy generator, then π from its own torch generator, once per
-batch; the mixes are taken for K models at once (:mod:`privaudit.defenses.terms`).
+batch; the mixes are taken for K models at once (:mod:`privaudit.defences.terms`).
 
 The model never trains on an unmixed member, but the unmixed member is what leaks most (the
 attacks query it; the mixes are fresh every step and nobody but the trainer sees them), so
@@ -13,7 +13,7 @@ the attacks query the plain image as always."""
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob
+from privaudit.defences.base import Defence, Knob
 
 
 def mixed(x, lam, perm):
@@ -25,7 +25,7 @@ def mixed(x, lam, perm):
     return lam * x + (1.0 - lam) * partners
 
 
-class MixUp(Defense):
+class MixUp(Defence):
     name = "mixup"
     tag = "mix"
     title = "MixUp"
@@ -49,4 +49,4 @@ class MixUp(Defense):
         return mixed(x, lam, perm), mixed(t, lam.to(t.dtype), perm)
 
 
-DEFENSE = MixUp()
+DEFENCE = MixUp()

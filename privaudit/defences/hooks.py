@@ -1,9 +1,9 @@
 """The training loop's hooks: what a training-side defence may change in the plain loop
 (:class:`TrainingHooks`), with what the trainer hands it (:class:`TrainingContext`). A defence
-made of step terms gets its hooks from :class:`privaudit.defenses.terms.TermHooks`; the ones
+made of step terms gets its hooks from :class:`privaudit.defences.terms.TermHooks`; the ones
 that need more than a step (adversarial regularisation, distillation) write their own.
 
-No torch at import time (:mod:`privaudit.defenses.base`)."""
+No torch at import time (:mod:`privaudit.defences.base`)."""
 
 from __future__ import annotations
 

@@ -2,11 +2,11 @@
 the one-hot label (K classes), so it is never pushed to full confidence (Szegedy et al.,
 *Rethinking the Inception Architecture for Computer Vision*, CVPR 2016, arXiv 1512.00567).
 The targets are built explicitly (:meth:`LabelSmoothing.soft_targets`), one soft row per
-member, for K models at once (:mod:`privaudit.defenses.terms`)."""
+member, for K models at once (:mod:`privaudit.defences.terms`)."""
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob, knobs
+from privaudit.defences.base import Defence, Knob, knobs
 
 
 def smoothed(t, alpha):
@@ -14,7 +14,7 @@ def smoothed(t, alpha):
     return t * (1.0 - alpha) + alpha / t.shape[-1]
 
 
-class LabelSmoothing(Defense):
+class LabelSmoothing(Defence):
     name = "label-smoothing"
     tag = "ls"
     title = "label smoothing"
@@ -27,4 +27,4 @@ class LabelSmoothing(Defense):
         return smoothed(t, knobs(values, t))
 
 
-DEFENSE = LabelSmoothing()
+DEFENCE = LabelSmoothing()

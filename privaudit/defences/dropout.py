@@ -6,13 +6,13 @@ JMLR 2014). For ``mlp`` after its ReLU hidden layer, for ``cnn`` after its dense
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob
+from privaudit.defences.base import Defence, Knob
 from privaudit.errors import ConfigError
 
 MODELS = ("mlp", "cnn")
 
 
-class Dropout(Defense):
+class Dropout(Defence):
     name = "dropout"
     tag = "do"
     title = "dropout"
@@ -30,4 +30,4 @@ class Dropout(Defense):
         return {"dropout": value}
 
 
-DEFENSE = Dropout()
+DEFENCE = Dropout()

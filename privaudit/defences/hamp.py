@@ -5,7 +5,7 @@ Prediction*, NDSS 2024, arXiv 2307.01610; the authors' code is
 github.com/DependableSystemsLab/MIA_defense_HAMP, ``*/cifar-train-hamp.py`` for training and
 ``*/lira-inference-defense.py`` for the output modification).
 
-**Training** (its step terms, :mod:`privaudit.defenses.terms`). Every member's target is a soft label whose entropy is the fraction
+**Training** (its step terms, :mod:`privaudit.defences.terms`). Every member's target is a soft label whose entropy is the fraction
 γ of the largest entropy log K (K classes): the true class gets the probability p(γ), every
 other class (1 − p(γ))/(K − 1), where p(γ) ∈ [1/K, 1) solves
 
@@ -33,7 +33,7 @@ re-ordered so that the score ranked r-th in the query's output receives the r-th
 the random input's scores: the predicted label, and the whole ranking, are kept (no accuracy
 is lost), the confidence is not. HAMP is both training-side and output-side: its ``side`` is
 ``training`` (the model is trained with its step terms, one model per γ), and it overrides
-:meth:`Defense.release`, so :attr:`Defense.transforms_output` is true and the workspace
+:meth:`Defence.release`, so :attr:`Defence.transforms_output` is true and the workspace
 passes every query of a saved HAMP model through :meth:`Hamp.release`.
 
 ``release`` sees the logits and γ, not the model, and must be deterministic, so the random
@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 
-from privaudit.defenses.base import Defense, Knob, entropy_of, knobs
+from privaudit.defences.base import Defence, Knob, entropy_of, knobs
 
 #: the entropy regulariser's weight per class, the authors' α for CIFAR-10 under their
 #: ``kl_div(reduction="mean")`` normalisation (module docstring): λ = K·ENTROPY_WEIGHT
@@ -97,7 +97,7 @@ def soft_labels(y, num_classes: int, gamma: float):
     """The members' soft labels (N, K), float64: :meth:`Hamp.soft_targets` of one model."""
     import torch.nn.functional as F
 
-    return DEFENSE.soft_targets(F.one_hot(y, num_classes).double()[None], (gamma,))[0]
+    return DEFENCE.soft_targets(F.one_hot(y, num_classes).double()[None], (gamma,))[0]
 
 
 def _geometric(beta: float, k: int) -> tuple[list[float], float]:
@@ -131,7 +131,7 @@ def reference_log_scores(gamma: float, num_classes: int) -> list[float]:
     return _geometric(hi, k)[0]
 
 
-class Hamp(Defense):
+class Hamp(Defence):
     name = "hamp"
     tag = "hamp"
     title = "HAMP"
@@ -166,4 +166,4 @@ class Hamp(Defense):
         return ref[ranks].to(logits.dtype)
 
 
-DEFENSE = Hamp()
+DEFENCE = Hamp()

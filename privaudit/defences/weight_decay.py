@@ -5,11 +5,11 @@ config's ``weight_decay``, so the defence is the recipe with that one number cha
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob
+from privaudit.defences.base import Defence, Knob
 from privaudit.errors import ConfigError
 
 
-class WeightDecay(Defense):
+class WeightDecay(Defence):
     name = "weight-decay"
     tag = "wd"
     title = "weight decay"
@@ -29,4 +29,4 @@ class WeightDecay(Defense):
             raise ConfigError("convex-relu's --weight-decay is NoisyCGD's L2 coefficient, not a defence knob")
 
 
-DEFENSE = WeightDecay()
+DEFENCE = WeightDecay()

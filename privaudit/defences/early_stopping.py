@@ -4,11 +4,11 @@ config's ``epochs``: the defence is the recipe with that one number changed."""
 
 from __future__ import annotations
 
-from privaudit.defenses.base import Defense, Knob
+from privaudit.defences.base import Defence, Knob
 from privaudit.errors import ConfigError
 
 
-class EarlyStopping(Defense):
+class EarlyStopping(Defence):
     name = "early-stopping"
     tag = "es"
     title = "early stopping"
@@ -34,4 +34,4 @@ class EarlyStopping(Defense):
                               f"do not also give --epochs ({cfg.train.epochs})")
 
 
-DEFENSE = EarlyStopping()
+DEFENCE = EarlyStopping()

@@ -7,7 +7,7 @@ labels (K, B), soft targets and logits (K, B, C)) and the knob per model (one fl
 :class:`StepTerms` applies each model's defence to that model's slice; the stacked engine
 (:mod:`privaudit.training.stacked`, many MLPs at once) uses it for its K models, and one-by-one
 training for one (K = 1) through :class:`TermHooks`, the plain loop's hooks. The stages, in a
-step's order (each a method of :class:`~privaudit.defenses.base.Defense` that does nothing by
+step's order (each a method of :class:`~privaudit.defences.base.Defence` that does nothing by
 default):
 
 1. ``soft_targets(t, values)``: each member's training target from its one-hot label,
@@ -32,11 +32,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from privaudit.defenses.hooks import TrainingContext, TrainingHooks
+from privaudit.defences.hooks import TrainingContext, TrainingHooks
 
 
 class Terms(Protocol):
-    """What :class:`StepTerms` asks of a defence (:class:`~privaudit.defenses.base.Defense`
+    """What :class:`StepTerms` asks of a defence (:class:`~privaudit.defences.base.Defence`
     answers it): its name, whether it has terms and which stages, and the stages themselves."""
 
     name: str
