@@ -388,7 +388,8 @@ def _forge_cifar_target(root: Path) -> tuple[str, str]:
 def test_summary_shows_the_dataset_when_targets_span_more_than_one(tmp_path):
     from rich.console import Console
 
-    from privaudit.cli.summary import attack_summary_table
+    from privaudit.api.attack import summary_rows
+    from privaudit.cli.summary import summary_table
     from privaudit.pipeline.workspace import Workspace
 
     _trained(tmp_path)
@@ -397,7 +398,7 @@ def test_summary_shows_the_dataset_when_targets_span_more_than_one(tmp_path):
 
     def render(names):
         console = Console(width=200, record=True)
-        console.print(attack_summary_table(ws, [(n, {"shadow": {"auc": 0.5}}, {}) for n in names]))
+        console.print(summary_table(summary_rows(ws, [(n, {"shadow": {"auc": 0.5}}, {}) for n in names])))
         return console.export_text()
 
     assert "dataset" not in render([digits])
@@ -439,7 +440,8 @@ def test_terminal_tables_never_split_an_attack_name_at_80_columns(tmp_path):
     import pandas as pd
     from rich.console import Console
 
-    from privaudit.cli.summary import attack_summary_table, verdict_table
+    from privaudit.api.attack import summary_rows
+    from privaudit.cli.summary import summary_table, verdict_table
     from privaudit.core.formatting import difference
     from privaudit.pipeline.workspace import Workspace
 
@@ -451,7 +453,7 @@ def test_terminal_tables_never_split_an_attack_name_at_80_columns(tmp_path):
     _trained(tmp_path)
     name = next(p.name for p in (tmp_path / "models").iterdir() if p.name.startswith("target-"))
     metrics = {"shadow": {"auc": 0.58}, "lira-offline-global": {"tpr_at_0p1pct_fpr": 0.04, "auc": 0.66}}
-    lines = render(attack_summary_table(Workspace(tmp_path), [(name, metrics, {})]))
+    lines = render(summary_table(summary_rows(Workspace(tmp_path), [(name, metrics, {})])))
     assert any("lira-offline-global" in line for line in lines) and max(map(len, lines)) <= 80
     row = {"model": "mlp", "dataset": "digits", "attack": "lira-online-global", "comparison": "strongest attack",
            "metric": "tpr_at_0p1pct_fpr", "acc_low": 0.922, "acc_high": 0.944, "gap": 0.02419, "gap_lo": 0.005284,
@@ -529,7 +531,8 @@ def test_small_numbers_are_readable_in_a_table():
 def test_the_summary_orders_settings_by_their_numbers(tmp_path):
     """σ as trained (given, or calibrated to a target ε), and other defences' knobs, compare
     as numbers: σ=0.5 before σ=1.15, whatever order the targets come in."""
-    from privaudit.cli.summary import attack_summary_table
+    from privaudit.api.attack import summary_rows
+    from privaudit.cli.summary import summary_table
     from privaudit.files.atomic import write_json
     from privaudit.pipeline.workspace import Workspace
 
@@ -549,7 +552,7 @@ def test_the_summary_orders_settings_by_their_numbers(tmp_path):
     console = Console(width=200, record=True, file=open(os.devnull, "w"))
     targets = ws.resolve_targets("mlp")         # as `privaudit attack --target mlp` finds them
     assert sorted(targets) == sorted(names)
-    console.print(attack_summary_table(ws, [(n, {}, {}) for n in targets]))
+    console.print(summary_table(summary_rows(ws, [(n, {}, {}) for n in targets])))
     text = console.export_text()
     order = [text.index(s) for s in ("σ=2", "σ=10", "σ=0.5", "σ=1.15")]
     assert order == sorted(order), text

@@ -35,6 +35,12 @@ class AttackResults(ShortRepr):
     results: list[AttackResult] = field(repr=False, default_factory=list)  #: privaudit.pipeline.attacking.AttackResult each
     plan: Any = field(repr=False, default=None)              #: privaudit.pipeline.attacking.AttackPlan
     report: Any = field(repr=False, default=None)            #: privaudit.api.report.WorkspaceReport
+    rows: "list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]]" = field(repr=False, default_factory=list)
+
+    def summary_rows(self) -> "list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]]":
+        """Per target: (its config, its model's metrics, the metrics of the attacks asked for,
+        the attacks' extras), what the command line's summary table prints."""
+        return list(self.rows)
 
     @property
     def targets(self) -> list[str]:
@@ -55,6 +61,22 @@ class AttackResults(ShortRepr):
                 f"{html.escape(str(self.report_path))}</a></p>" if self.report_path else "")
         return (f"<div><h3>privaudit attack: {len(self.results)} target{'s' if len(self.results) != 1 else ''} "
                 f"(first 40 of {len(self.metrics)} rows)</h3>{table}{link}</div>")
+
+
+def summary_rows(workspace: Any, results: "Sequence[tuple[str, dict[str, Any], dict[str, Any]]]"
+                 ) -> "list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]]":
+    """(config, model metrics, attack metrics, extras) of each (target, attack metrics, extras)
+    of ``results``, the config and model metrics read from ``workspace``; a target whose folder
+    cannot be read is left out."""
+    from privaudit.errors import ArtifactError
+
+    rows = []
+    for target, metrics, extras in results:
+        try:
+            rows.append((workspace.read_model_config(target), workspace.read_model_metrics(target), metrics, extras))
+        except ArtifactError:
+            continue
+    return rows
 
 
 def _metrics_frame(results: list[AttackResult], plan: AttackPlan) -> "pd.DataFrame":
@@ -111,4 +133,5 @@ def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int 
         rebuilt = rebuild(ws, log)
     return AttackResults(metrics=_metrics_frame(results, plan), workdir=root,
                          report_path=rebuilt.report_path if rebuilt else None,
-                         csv_path=rebuilt.csv_path if rebuilt else None, results=results, plan=plan, report=rebuilt)
+                         csv_path=rebuilt.csv_path if rebuilt else None, results=results, plan=plan, report=rebuilt,
+                         rows=summary_rows(ws, [(r.target, plan.asked(r.metrics), r.extras) for r in results]))

@@ -50,11 +50,9 @@ def attack_cmd(
     if as_json:
         emit_json(result.to_dict())
         return
-    from privaudit.cli.summary import attack_summary_table
-    from privaudit.pipeline.workspace import Workspace
+    from privaudit.cli.summary import summary_table
 
     console = info_console(as_json)
-    console.print(attack_summary_table(Workspace(result.workdir), [(r.target, result.plan.asked(r.metrics), r.extras)
-                                                                   for r in result.results]))
+    console.print(summary_table(result.summary_rows()))
     if result.report:
         console.print(f"report: {result.report_path}  table: {result.csv_path}")

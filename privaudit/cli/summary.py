@@ -11,11 +11,9 @@ import math
 from rich import box
 from rich.table import Table
 
-from privaudit.errors import ArtifactError
 from privaudit.core.formatting import difference, fixed, lower_bound, sig3
 from privaudit.analysis.metrics import rank_attacks, strongest_attack
 from privaudit.reporting.summary import setting_label
-from privaudit.pipeline.workspace import Workspace
 
 
 def setting_order(cfg, metrics: dict) -> tuple:
@@ -33,20 +31,6 @@ def setting_text(cfg, metrics: dict) -> str:
     when the run asked for one)."""
     return setting_label(cfg.defence.dp, cfg.defence.kappa, metrics.get("noise_multiplier", float("nan")),
                          defence=cfg.defence.name, knob=cfg.defence.knob)
-
-
-def attack_summary_table(ws: Workspace, results: list[tuple[str, dict, dict]],
-                         title: str = "Membership inference", summary=None) -> Table:
-    """:func:`summary_table` of the targets ``results`` names ((target, attack metrics, extras)
-    each), their configs and model metrics read from ``ws`` (a target whose folder cannot be
-    read is left out)."""
-    rows = []
-    for target, metrics, extras in results:
-        try:
-            rows.append((ws.read_model_config(target), ws.read_model_metrics(target), metrics, extras))
-        except ArtifactError:
-            continue
-    return summary_table(rows, title=title, summary=summary)
 
 
 def summary_table(rows: list[tuple], title: str = "Membership inference", summary=None) -> Table:
