@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from privaudit.api import params
+from privaudit.api.recipe import Recipe
 from privaudit.api.scan import ScanReport, _stem
 from privaudit.core.defaults import MAX_SEED
 from privaudit.core.timing import importing, phase
@@ -114,7 +115,7 @@ def audit_model(*, weights: str | Path, members: str, model: str = "mlp",
         dataset_kwargs, data = params.dataset_config(dataset, data_dir, download)
         from privaudit.pipeline.runs import DataCache
         from privaudit.pipeline.workspace import Workspace
-        from privaudit.scanning.external import Recipe, audit_model as run_audit_model, parse_ids
+        from privaudit.scanning.external import audit_model as run_audit_model, parse_ids
         from privaudit.scanning.report import write
         from privaudit.training import resolve_device
 
@@ -122,11 +123,12 @@ def audit_model(*, weights: str | Path, members: str, model: str = "mlp",
     n = len(data.get(dataset).y)
     member_ids = parse_ids(members, n, "--members")
     non_ids = parse_ids(non_members, n, "--non-members") if non_members else None
-    recipe = Recipe(model=model, width=width, model_args=params.model_args(model_args), epochs=epochs,
-                    batch_size=batch_size, lr=lr, weight_decay=weight_decay, augment=augment, kappa=kappa)
+    recipe = Recipe(model=model, dataset=dataset, width=width, model_args=model_args, epochs=epochs,
+                    batch_size=batch_size, lr=lr, weight_decay=weight_decay, augment=augment)
+    base = recipe.config(seed=seed, kappa=kappa, dataset_kwargs=data.config_kwargs(dataset))
     ws = Workspace(workdir).ensure_writable()
-    result, match = run_audit_model(weights, recipe, dataset, member_ids, ws, data, resolve_device(device),
-                                    non_members=non_ids, references=references, seed=seed, mean=mean_v, std=std_v,
+    result, match = run_audit_model(weights, base, member_ids, ws, data, resolve_device(device),
+                                    non_members=non_ids, references=references, mean=mean_v, std=std_v,
                                     delta=delta, on_start=on_start, on_epoch=on_epoch)
     with phase("report"):
         summary = write(result, folder, command=command, references=match)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -42,7 +42,7 @@ import torch
 
 from privaudit.files.atomic import write_bytes, write_json
 from privaudit.attacks.lira import logit_scaled_confidence
-from privaudit.core.config import RunConfig, make_config
+from privaudit.core.config import RunConfig
 from privaudit.data import Normaliser
 from privaudit.errors import ConfigError, DataError, brief
 from privaudit.models import build_model
@@ -60,21 +60,6 @@ from privaudit.pipeline.workspace import Workspace
 ACCURACY_GAP_WARN = 0.05
 KS_WARN = 0.2
 FOLDER = "audit-model"
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How the audited model was trained (the references are trained the same way)."""
-
-    model: str
-    width: int | None = None
-    model_args: dict = field(default_factory=dict)
-    epochs: int = 10
-    batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float | None = None
-    augment: str = "none"
-    kappa: float = 0.0
 
 
 def parse_ids(text: str, n: int, what: str) -> np.ndarray:
@@ -171,13 +156,10 @@ def channel_normaliser(mean: list[float], std: list[float], shape: tuple[int, in
     return Normaliser(m, s)
 
 
-def reference_config(recipe: Recipe, dataset: str, data: DataCache, part_size: int, seed: int,
-                     references: int, index: int) -> RunConfig:
-    base = make_config(model=recipe.model, dataset=dataset, width=recipe.width, part_size=part_size,
-                       kappa=recipe.kappa, epochs=recipe.epochs, batch_size=recipe.batch_size, lr=recipe.lr,
-                       weight_decay=recipe.weight_decay, augment=recipe.augment, seed=seed,
-                       model_args=recipe.model_args or None, **data.config_kwargs(dataset))
-    return base.as_reference(references, index).validated()
+def reference_config(base: RunConfig, part_size: int, references: int, index: int) -> RunConfig:
+    """Reference model ``index`` of ``references``: the audited model's recipe ``base`` (the
+    shared :class:`privaudit.Recipe`, resolved) on parts of ``part_size`` samples."""
+    return replace(base, data=replace(base.data, part_size=part_size)).as_reference(references, index).validated()
 
 
 def _logits(model: torch.nn.Module, x: np.ndarray, norm: Normaliser, device: torch.device) -> np.ndarray:
@@ -194,22 +176,24 @@ def _cache_key(recipe_cfg: RunConfig, plan: Plan, norm: Normaliser, references: 
     return h.hexdigest()[:12]
 
 
-def audit_model(weights: str | Path, recipe: Recipe, dataset: str, members: np.ndarray, workspace: Workspace,
+def audit_model(weights: str | Path, base: RunConfig, members: np.ndarray, workspace: Workspace,
                 data: DataCache, device: torch.device, *, non_members: np.ndarray | None = None,
-                references: int = 8, seed: int = 0, mean: list[float] = (), std: list[float] = (),
+                references: int = 8, mean: list[float] = (), std: list[float] = (),
                 delta: float = 1e-5, folds: int = 5,
                 on_reference: Callable[[int, int], None] | None = None,
                 on_start: Callable | None = None,
                 on_epoch: EpochCallback | None = None) -> tuple[ScanResult, dict]:
-    """Audit the model in ``weights`` (module docstring); returns the scan result and the
+    """Audit the model in ``weights`` (module docstring), trained by the recipe ``base`` (its
+    config, the seed the references' draws come from); returns the scan result and the
     references' match to the target (with the reference cache's folder). ``on_start(config)``
     and ``on_epoch(epoch, epochs, loss)`` report each reference model's training."""
+    dataset, seed = base.data.dataset, base.seed
     images = data.get(dataset)
     plan = plan_samples(len(images.y), members, non_members, references, seed)
     norm = channel_normaliser(list(mean), list(std), images.input_shape)
-    cfgs = [reference_config(recipe, dataset, data, plan.ref_size, seed, references, i) for i in range(references)]
+    cfgs = [reference_config(base, plan.ref_size, references, i) for i in range(references)]
 
-    target = build_model(recipe.model, images.input_shape, images.num_classes, width=cfgs[0].model.width,
+    target = build_model(base.model.name, images.input_shape, images.num_classes, width=cfgs[0].model.width,
                          args=cfgs[0].model.args)
     load_into(target, read_state_dict(weights), weights)
     audited = np.concatenate([plan.members, plan.non_members])
