@@ -21,7 +21,7 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import torch
@@ -189,7 +189,7 @@ def label_outputs(workspace: Workspace, name: str, data: DataCache,
 
 
 def run_label_only(target_out: tuple, shadow_out: tuple,
-                   delta: float = 1e-5) -> tuple[dict[str, dict[str, float]], dict[str, np.ndarray]]:
+                   delta: float = 1e-5) -> tuple[dict[str, dict[str, float | str | None]], dict[str, np.ndarray]]:
     """The gap attack (score 1[ŷ = y], member iff 1) and the augmentation attack (the share
     of shifted views still classified correctly, thresholded where it separates the shadow
     model's own members from its non-members best), from :func:`label_outputs` of the target
@@ -244,8 +244,8 @@ def transfer_shadow_config(cfg: RunConfig, dataset: str, data: DataCache) -> Run
                                         fingerprint=extra.get("fingerprint", ""))).validated()
 
 
-def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5,
-                data_free: float | None = None) -> tuple[dict[str, dict[str, float]], dict[str, np.ndarray]]:
+def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5, data_free: float | None = None
+                ) -> tuple[dict[str, dict[str, float | str | None]], dict[str, np.ndarray]]:
     """The ML-Leaks shadow attack and the shadow-free baselines on a target.
 
     shadow: ML-Leaks logistic regression on top-3 posteriors, threshold 0.5 (adversary 1).
@@ -267,7 +267,7 @@ def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5,
         "loss": (loss_scores(logits, y), float(loss_scores(t_in, ty_in).mean())),
         "confidence": (confidence_scores(logits), float(confidence_scores(t_in).mean())),
     }
-    metrics = {name: attack_metrics(labels, s, thr) for name, (s, thr) in scores.items()}
+    metrics: dict[str, dict[str, Any]] = {name: attack_metrics(labels, s, thr) for name, (s, thr) in scores.items()}
     # Empirical ε and TPR intervals, the ε threshold chosen on the shadow model's own members
     # and non-members (another model than the audited one).
     s_logits, s_y = np.concatenate([s_in, s_out]), np.concatenate([shadow_out[1], shadow_out[3]])
@@ -278,7 +278,7 @@ def run_attacks(target_out: tuple, shadow_out: tuple, delta: float = 1e-5,
         metrics[name].update(empirical_privacy(labels, s, s_labels, calib[name], delta=delta))
     if data_free is not None:
         conf = scores["confidence"][0]
-        m = attack_metrics(labels, conf, data_free)
+        m: dict[str, Any] = attack_metrics(labels, conf, data_free)
         m["eps_threshold"] = data_free
         m["threshold_strategy"] = "fixed: random-noise queries, no data"
         m["eps_lower_bound"] = float(epsilon_lower_bound(labels, conf, data_free, delta=delta))
@@ -418,13 +418,14 @@ def _pool_attacks(job: _Attacking, source: str) -> None:
     labels = np.concatenate([np.ones(cfg.data.part_size, dtype=np.int8),
                              np.zeros(cfg.data.part_size, dtype=np.int8)])  # pool = members, non-members
     calib_labels = pool.keep.astype(int).ravel()
-    for name, s in scores.items():
-        m = evaluate_scores(labels, s, calib_labels, loo_scores[name].ravel(), delta=cfg.defence.delta)
+    for name, values in scores.items():
+        m = evaluate_scores(labels, values, calib_labels, loo_scores[name].ravel(), delta=cfg.defence.delta)
         metrics[name] = {**m, "source": pool.name}
-        arrays[f"score_{name}"] = s
+        arrays[f"score_{name}"] = values
     if QUANTILE_ATTACK in plan.pool_attacks:  # the target's, thresholds on pool model 0's
         from privaudit.attacks.lira import logit_scaled_confidence as phi
 
+        s: np.ndarray | None  # the quantile attack's scores, None where it is left out
         try:
             s, calib = (quantile_scores(images.x[pool.indices], pool.labels, phi(lg[:, 0], pool.labels),
                                         images.x[pool.pop_indices], pool.pop_labels,
@@ -443,6 +444,7 @@ def _pool_attacks(job: _Attacking, source: str) -> None:
     strongest = strongest_attack({n: metrics[n] for n in scores})
     top = most_exposed(scores, strongest, labels, pool.indices, images.x, images.y)
     job.exposed = top.arrays() if top is not None else {}
+    assert strongest is not None  # at least one attack ran on members and non-members: it has an AUC
     extras["exposure"] = {"attack": strongest,
                           **exposure(labels, scores[strongest], pool.labels, pool.indices),
                           **(top.summary() if top is not None else {}),
@@ -512,14 +514,16 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
     metrics, arrays, extras, exposed = _read_existing(folder, target)
     job = _Attacking(workspace, target, cfg, data, device, plan, on_start, on_epoch, metrics, arrays, extras, exposed)
     sources = {f.name: f.source(job) for f in FAMILIES}
-    todo = [f for f in FAMILIES if sources[f.name] is not None and not f.done(job, sources[f.name])]
+    todo = [f for f in FAMILIES if (source := sources[f.name]) is not None and not f.done(job, source)]
     shadow_name, pool_id = sources["shadow"], sources["pool"]
     if not todo:
         return AttackResult(target, shadow_name, folder, metrics, True, extras)
     for family in todo:  # a damaged model or pool it would reuse, before any of them trains anything
         family.check(job)
     for family in todo:
-        family.compute(job, sources[family.name])
+        source = sources[family.name]
+        assert source is not None  # todo holds only the families with a source
+        family.compute(job, source)
 
     if cfg.data.canaries:
         add_canary_rates(cfg, data, metrics, arrays)
@@ -528,8 +532,9 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
 
         arrays["indices"] = split_parts(len(data.images(cfg).y), cfg.data.part_size, cfg.data.seed).pool
 
-    attack_config = {"schema": ATTACK_SCHEMA, "target": target, "shadow": shadow_name or metrics.get("shadow", {}).get("source"),
-                     "pool": pool_id or extras.get("loo", {}).get("pool"), "attacks": sorted(metrics)}
+    attack_config: dict[str, Any] = {"schema": ATTACK_SCHEMA, "target": target,
+                                     "shadow": shadow_name or metrics.get("shadow", {}).get("source"),
+                                     "pool": pool_id or extras.get("loo", {}).get("pool"), "attacks": sorted(metrics)}
 
     def write(tmp: Path) -> None:
         buf = io.BytesIO()

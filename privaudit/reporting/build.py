@@ -269,6 +269,7 @@ def build_reports(workspace: Workspace) -> ReportResult:
         write_bytes(workspace.reports / "figures" / f"{fig.stem}.png", fig.png)
     exposed = exposure_groups(summary, table, extras, exposed_arrays(workspace, extras))
     for panel in (p for g in exposed for p in g.panels if p.png):  # figures/exposed-<model>-<dataset>-<family>.png
+        assert panel.png is not None  # the generator keeps only panels with a PNG
         write_bytes(workspace.reports / "figures" / f"{panel.stem}.png", panel.png)
     write_text(html_path, render_report(table, roc_curves(workspace, table), generated=generated, extras=extras,
                                         papers_html=papers, summary=summary, figures=figures, exposed=exposed))

@@ -79,8 +79,8 @@ def _empirical_rows(st: pd.DataFrame, ov: pd.DataFrame, attacks: list[str], extr
     for _, o in ov.iterrows():
         att = attack_rows(st, o)
         info = next((ex for run in o["runs"] if (ex := extras_of(extras, run, "one_run"))), {})
-        cells = [{"cls": "num", "text": f3(o["test_accuracy"]),
-                  "sub": interval(o["test_accuracy_lo"], o["test_accuracy_hi"], f3)}]
+        cells: list[dict[str, Any]] = [{"cls": "num", "text": f3(o["test_accuracy"]),
+                                        "sub": interval(o["test_accuracy_lo"], o["test_accuracy_hi"], f3)}]
         if o["dp"] and finite(o["epsilon"]):
             cells.append({"cls": "num", "text": sig3(o["epsilon"]), "title": f"accountant upper bound at "
                                                                                 f"δ={short(o['delta'])}"})
@@ -269,7 +269,7 @@ def _exposure(ov: pd.DataFrame, extras: Any, dataset: str) -> dict:
         named = [f"{integer(s.get('index'))} ({_class_name(dataset, s.get('class'))})" for s in samples]
         tip = "; ".join(f"{n}: score {sig3(s.get('score'))}" for n, s in zip(named, samples))
         name = setting_name(o)
-        trace = ex.get("loss_trace") if isinstance(ex.get("loss_trace"), Mapping) else {}
+        trace = ex["loss_trace"] if isinstance(ex.get("loss_trace"), Mapping) else {}
         lt = (pct(trace.get("precision"), 0) if trace.get("available") else DASH)
         lt_tip = (f"of its top {pct(trace.get('fraction'), 0)} members by LT-IQR (the spread of their training loss over "
                   f"{integer(trace.get('epochs'))} epochs), the share among the attack's top {pct(trace.get('fraction'), 0)}"

@@ -35,7 +35,7 @@ import io
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -178,7 +178,7 @@ def _cache_key(recipe_cfg: RunConfig, plan: Plan, norm: Normaliser, references: 
 
 def audit_model(weights: str | Path, base: RunConfig, members: np.ndarray, workspace: Workspace,
                 data: DataCache, device: torch.device, *, non_members: np.ndarray | None = None,
-                references: int = 8, mean: list[float] = (), std: list[float] = (),
+                references: int = 8, mean: Sequence[float] = (), std: Sequence[float] = (),
                 delta: float = 1e-5, folds: int = 5,
                 on_reference: Callable[[int, int], None] | None = None,
                 on_start: Callable | None = None,
@@ -218,9 +218,9 @@ def audit_model(weights: str | Path, base: RunConfig, members: np.ndarray, works
             except (OSError, ValueError, KeyError, EOFError):
                 pass  # unreadable: trained again and rewritten
         idx = plan.ref_train[i]
-        rd = RoleData(*(torch.from_numpy(v).to(device) for v in (norm(images.x[idx]), images.y[idx],
-                                                                   norm(images.x[plan.population]),
-                                                                   images.y[plan.population])), norm)
+        x_in, y_in, x_out, y_out = (torch.from_numpy(v).to(device) for v in (
+            norm(images.x[idx]), images.y[idx], norm(images.x[plan.population]), images.y[plan.population]))
+        rd = RoleData(x_in, y_in, x_out, y_out, norm)
         if on_start:
             on_start(cfg)
         with phase("train"):
@@ -244,10 +244,10 @@ def audit_model(weights: str | Path, base: RunConfig, members: np.ndarray, works
     inp = ScanInput(f"{Path(weights).name} on {dataset}", Outputs(t_logits[:n_in, None, :], None, y[:n_in]),
                     Outputs(t_logits[n_in:, None, :], None, y[n_in:]), references=refs)
     with phase("attack"):
-        result = scan(inp, delta=delta, folds=folds, seed=seed)
+        scanned = scan(inp, delta=delta, folds=folds, seed=seed)
     match = reference_match(t_logits[n_in:], np.stack(ref_logits)[:, n_in:], y[n_in:], t_logits[:n_in], y[:n_in])
     match.update(folder=str(folder), reference_size=plan.ref_size, population=int(len(plan.population)))
-    return result, match
+    return scanned, match
 
 
 def reference_match(target_out: np.ndarray, refs_out: np.ndarray, y_out: np.ndarray, target_in: np.ndarray,

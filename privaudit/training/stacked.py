@@ -44,7 +44,7 @@ import functools
 import math
 import threading
 import time
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, cast
 
 import numpy as np
 import torch
@@ -116,7 +116,7 @@ def stack_groups(cfgs: Sequence[RunConfig], input_shape: tuple[int, int, int], d
     if resolve_engine(engine) != "fast":
         return [[c] for c in cfgs]
     buckets: dict[object, list[RunConfig]] = {}
-    slots: list[object] = []  # in first-appearance order: a config trained alone, or a stack key
+    slots: list[RunConfig | tuple[str, tuple]] = []  # in first-appearance order: a config trained alone, or a stack key
     for c in cfgs:
         key = stack_key(c, input_shape, dataset_size)
         if key is None:
@@ -178,8 +178,9 @@ class _Stack:
             self.norms.append(Normaliser.fit(data.x[idx_in]))
             with GLOBAL_RNG, torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
                 torch.manual_seed(model_seed(c, "train"))
-                self.models.append(build_model(c.model.name, data.input_shape, data.num_classes, width=c.model.width,
-                                               dp=c.defence.dp))
+                # can_stack admits mlp recipes only, which build_model builds as an nn.Sequential
+                self.models.append(cast(nn.Sequential, build_model(c.model.name, data.input_shape, data.num_classes,
+                                                                   width=c.model.width, dp=c.defence.dp)))
             self.gens.append(generator(model_seed(c, "mask"), device))
             self.noise_seeds.append(model_seed(c, "dp-noise"))
             defence = get_defence(c.defence.method) if c.defence.method else None
@@ -422,6 +423,7 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         st.set_gradients(x, h, st.hidden_gradients(g_z, h), g_z)
         opt.step()
         if st.trace is not None:
+            assert batch.index is not None  # batches() gives every row's position
             st.trace.record(batch.index, losses.reshape(-1))
         return losses.detach().sum(1), batch.size
 
@@ -507,6 +509,7 @@ def _train_dp(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
         st.set_gradients(batch.x, h, g_pre.mul_(factor[..., None]), g_z.mul_(factor[..., None]), blocks)
         opt.step()
         if st.trace is not None:
+            assert batch.index is not None  # batches() gives every row's position
             st.trace.record(batch.index[real], losses.detach()[real])
         return (losses.detach() * real).sum(1), sizes
 

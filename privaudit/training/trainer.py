@@ -51,6 +51,7 @@ from privaudit.defences import Defence, TrainingContext, TrainingHooks, of_confi
 from privaudit.errors import ConfigError
 from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
 from privaudit.models import build_model
+from privaudit.models.convex_relu import ConvexReLU
 from privaudit.core.seeding import derive_seed, generator, model_seed
 from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, supports_ghost
 from privaudit.models.fast_linear import fast_layers
@@ -68,8 +69,8 @@ def make_optimizer(model: nn.Module, cfg: RunConfig, engine: str) -> torch.optim
     """Adam with the run's lr and weight decay; the fused kernel in the fast engine (the same
     update rule, one kernel for all parameters)."""
     fused = engine == "fast" and next(model.parameters()).dtype == torch.float32
-    return torch.optim.Adam(model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay,
-                            **({"fused": True} if fused else {}))
+    options: dict[str, Any] = {"fused": True} if fused else {}
+    return torch.optim.Adam(model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay, **options)
 
 
 
@@ -152,8 +153,9 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         history, dp_metrics = next(fit for _, applies, fit in TRAINERS if applies(run))(run)
     metrics = {**evaluate(model, rd), "train_seconds": time.perf_counter() - t0, "fit_seconds": epochs_ended(),
                "epoch_seconds": epoch_seconds(), "engine": engine, **dp_metrics}
-    if getattr(model, "privaudit_notes", None):
-        metrics["model_changes"] = list(model.privaudit_notes)
+    notes: list[str] | None = getattr(model, "privaudit_notes", None)  # set by privaudit.models.custom
+    if notes:
+        metrics["model_changes"] = list(notes)
     return TrainResult(model.cpu(), rd.normaliser, metrics, history,
                        None if trace is None or trace.empty else trace.array(), rd.index_in)
 
@@ -279,6 +281,7 @@ def _defence_hooks(cfg: RunConfig, defence: Defence | None, model: nn.Module, rd
     hooks = defence.hooks(cfg.defence.knob, data.num_classes) if defence else None
     if hooks is None:
         return None
+    assert defence is not None  # the hooks come from the defence
     seed = model_seed(cfg, "defense")
     reference = None
     if defence.needs_reference:
@@ -366,8 +369,12 @@ def _train_convex(cfg: RunConfig, model: nn.Module, rd: RoleData, g: torch.Gener
     privacy = None
     if d.dp:
         args = (n, t.batch_size, t.epochs, t.lr, t.weight_decay, d.delta)
-        privacy = (noisycgd_epsilon(d.noise_multiplier, *args) if d.noise_multiplier is not None
-                   else noisycgd_noise_for_epsilon(d.target_epsilon, *args))
+        if d.noise_multiplier is not None:
+            privacy = noisycgd_epsilon(d.noise_multiplier, *args)
+        else:
+            assert d.target_epsilon is not None  # a DP defence without σ has σ calibrated to a target ε
+            privacy = noisycgd_noise_for_epsilon(d.target_epsilon, *args)
+    assert isinstance(model, ConvexReLU)  # the convex-relu recipe builds a ConvexReLU
     history = train_noisycgd(model, rd.x_in, rd.y_in,
                              noise_multiplier=privacy.noise_multiplier if privacy else 0.0,
                              max_grad_norm=d.max_grad_norm if privacy else math.inf,
