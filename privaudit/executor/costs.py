@@ -65,7 +65,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -90,6 +90,9 @@ REFERENCE_NUMPY_SECONDS = 0.060
 #: bytes of a model folder beside its weights (config, metrics, manifest), and of a report
 MODEL_EXTRA_BYTES = 4_096
 REPORT_BYTES = (400_000, 40_000)
+
+#: what a measurement returns: seconds, or a list of rates (training_rates)
+_Rate = TypeVar("_Rate", float, list[float])
 
 
 def cache_path() -> Path:
@@ -263,7 +266,7 @@ class CostModel:
             self._slowdown = now / self.rates["probe_best"]
         return self._slowdown
 
-    def _rate(self, key: str, measure: Callable[[], float | list], timed: bool = True) -> float | list:
+    def _rate(self, key: str, measure: Callable[[], _Rate], timed: bool = True) -> _Rate:
         """The cached value of ``key``, measured first if absent. A ``timed`` value (seconds)
         is stored with the speed probe around its measurement (the faster of before and
         after), and measured again (by a later cost model) if that probe was slow and the machine
@@ -557,6 +560,7 @@ class CostModel:
         queries = 2 if cfg.train.augment == "flip" else 1
         if reused:
             return JobCost(job, 0.0, 0, True)
+        assert plan is not None  # an attack job always carries its plan (plan.audit_jobs)
         infer = self.inference_seconds(cfg)
         samples = 0
         if plan.shadow:  # target and shadow on their members and non-members, the data-free threshold's queries
@@ -621,6 +625,7 @@ def estimate_jobs(jobs: Iterable[Job], workspace, model: CostModel,
                 saved = json.loads(metrics.read_text())
             except (OSError, ValueError):
                 return False
+            assert job.attacks is not None  # an attack job always carries its plan (plan.audit_jobs)
             wanted = set(job.attacks.pool_attacks) | ({"shadow", "loss", "confidence"} if job.attacks.shadow else set())
             return wanted <= set(saved) and (not job.attacks.one_run or
                                              (workspace.root / job.outputs[0] / "one_run.json").is_file())

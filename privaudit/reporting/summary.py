@@ -198,7 +198,8 @@ def settings(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> pd.D
     if df.empty:
         return pd.DataFrame(columns=["model", "dataset", "setting", "family", "attack", "n_seeds"])
     keyed = pd.concat([_key_frame(df).add_prefix("_k_"), df], axis=1)
-    rows, ids = [], {}
+    rows = []
+    ids: dict[tuple, int] = {}
     for key, g in keyed.groupby([f"_k_{k}" for k in SETTING_KEYS] + ["attack"], sort=False, dropna=False):
         first = g.iloc[0]
         row = {k: first[k] for k in SETTING_KEYS}
@@ -290,8 +291,8 @@ def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str
         row["runs"] = list(dict.fromkeys(r for runs in g["runs"] for r in runs))
         one_run = g["one_run_eps_lower_bound"].dropna()
         row["one_run_eps_lower_bound"] = float(one_run.iloc[0]) if len(one_run) else math.nan
-        fdp = g["one_run_fdp_eps_lower_bound"].dropna() if "one_run_fdp_eps_lower_bound" in g else ()
-        row["one_run_fdp_eps_lower_bound"] = float(fdp.iloc[0]) if len(fdp) else math.nan
+        fdp = g["one_run_fdp_eps_lower_bound"].dropna() if "one_run_fdp_eps_lower_bound" in g else None
+        row["one_run_fdp_eps_lower_bound"] = float(fdp.iloc[0]) if fdp is not None and len(fdp) else math.nan
         by_attack = g.set_index("attack")
         row["row_strongest"] = strongest_of(by_attack[list(STRONGEST_KEY)].to_dict("index"))
         row["strongest"] = (strongest.get((str(first["model"]), str(first["dataset"])))
@@ -341,6 +342,7 @@ def strongest_claims(setting_rows: pd.DataFrame, view: pd.DataFrame, confidence:
         attack = ref["strongest"] if ref is not None else None
         if not attack:
             continue
+        assert ref is not None  # attack is None without a reference setting
         rows = setting_rows[setting_rows["setting_id"] == ref["setting_id"]]
         rows = rows[np.isfinite(pd.to_numeric(rows["auc"], errors="coerce").to_numpy(float))]
         p = {}
@@ -686,7 +688,7 @@ def _verdict_of(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
         status, reason = _no_comparison(rows, metric)
         return {**none, "reason": reason, "status": status}
     gaps = [p[1] for p in per_seed]
-    res = {"n_seeds": len(per_seed), "acc_low": float(np.mean([p[2] for p in per_seed])),
+    res: dict[str, Any] = {"n_seeds": len(per_seed), "acc_low": float(np.mean([p[2] for p in per_seed])),
            "acc_high": float(np.mean([p[3] for p in per_seed])), "reason": ""}
     if len(per_seed) >= 2:
         mean, lo, hi, n = t_interval(gaps, confidence)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, overload
 
 import numpy as np
 
@@ -68,11 +69,14 @@ class Outputs:
 
     @property
     def n(self) -> int:
-        return len(self.logits if self.logits is not None else self.loss)
+        outputs = self.logits if self.logits is not None else self.loss
+        assert outputs is not None  # every Outputs holds logits or losses (_read_outputs)
+        return len(outputs)
 
     @property
     def plain(self) -> np.ndarray:
         """Logits of query 0 (the plain input), (n, C)."""
+        assert self.logits is not None  # read only from outputs given as logits or probabilities
         return self.logits[:, 0]
 
 
@@ -285,6 +289,14 @@ def _side(arrays: dict, prefix: str, side: str) -> tuple[str, np.ndarray] | None
     return (found[0], arrays[found[0]]) if found else None
 
 
+@overload
+def _read_outputs(arrays: dict, prefix: str, side: str, required: Literal[True]) -> Outputs: ...
+
+
+@overload
+def _read_outputs(arrays: dict, prefix: str, side: str, required: bool) -> Outputs | None: ...
+
+
 def _read_outputs(arrays: dict, prefix: str, side: str, required: bool) -> Outputs | None:
     got = _side(arrays, prefix, side)
     if got is None:
@@ -305,9 +317,10 @@ def _read_outputs(arrays: dict, prefix: str, side: str, required: bool) -> Outpu
         if np.any(loss < 0):
             raise DataError(f"{key}: losses must be ≥ 0 (cross-entropy)")
         logits = None
+        n = len(loss)
     else:
         logits, loss = _outputs_array(key, a, kind, 1), None
-    n = len(loss) if logits is None else len(logits)
+        n = len(logits)
     lkey = f"{prefix}labels_{side}"
     labels = None
     if lkey in arrays:
@@ -324,6 +337,7 @@ def check(arrays: dict[str, np.ndarray], source: str = "arrays") -> ScanInput:
     for k in ignored:
         arrays.pop(k)
     refs_key = next((k for k in ("reference_logits", "reference_probs") if k in arrays), None)
+    refs: References | None
     if "target_index" in arrays:
         members, nonmembers, refs = _from_target_index(arrays, refs_key)
     else:
@@ -332,7 +346,8 @@ def check(arrays: dict[str, np.ndarray], source: str = "arrays") -> ScanInput:
         if (members.logits is None) != (nonmembers.logits is None):
             raise DataError("loss_in: members and non-members must be given as the same kind of output "
                             "(both logits, both probabilities or both losses)")
-        if members.logits is not None and members.logits.shape[1:] != nonmembers.logits.shape[1:]:
+        if (members.logits is not None and nonmembers.logits is not None  # both or neither, checked above
+                and members.logits.shape[1:] != nonmembers.logits.shape[1:]):
             raise DataError(f"{nonmembers.key}: shape {nonmembers.shape} does not fit the members' {members.key} "
                             f"{members.shape}: expected (n, {', '.join(map(str, members.shape[1:]))}), the same "
                             "outputs per sample")
@@ -352,6 +367,7 @@ def check(arrays: dict[str, np.ndarray], source: str = "arrays") -> ScanInput:
             raise DataError("shadow_logits_in: the shadow attack needs the audited model's logits or probabilities, "
                             "not only its losses")
         for key, s in (("shadow_logits_in", s_in), ("shadow_logits_out", s_out)):
+            assert s.logits is not None  # a shadow model's losses are refused (_read_outputs)
             if s.logits.shape[-1] != members.logits.shape[-1]:
                 raise DataError(f"{key}: {s.logits.shape[-1]} classes, the audited model's outputs have "
                                 f"{members.logits.shape[-1]}")
@@ -430,6 +446,7 @@ def _population(arrays: dict, ref: np.ndarray, target_row: int | None = None) ->
             raise DataError(f"{key}: missing (a population needs "
                             f"{'' if target_row is not None else 'population_logits, '}reference_population_logits "
                             "and population_labels)")
+    assert rk is not None  # checked present above
     ref_pop = _outputs_array(rk, arrays[rk], rk.split("_")[2], 2, axes="MZ")
     ref_key = next(k for k in ("reference_logits", "reference_probs") if k in arrays)
     tail = tuple(arrays[ref_key].shape[2:])  # the references' outputs per sample, as the user gave them
@@ -438,6 +455,7 @@ def _population(arrays: dict, ref: np.ndarray, target_row: int | None = None) ->
         return f"({', '.join(map(str, (*lead, *tail)))})"
 
     if target_row is None:
+        assert pk is not None  # checked present above
         target_pop = _outputs_array(pk, arrays[pk], pk.split("_")[1], 1, axes="Z")
         if target_pop.shape[1:] != ref.shape[2:]:
             raise DataError(f"{pk}: shape {tuple(arrays[pk].shape)} does not fit {ref_key} "

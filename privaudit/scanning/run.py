@@ -31,6 +31,7 @@ tests within its folds (Bonferroni over them), and Holm–Bonferroni over the tw
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -98,7 +99,7 @@ class ScanResult:
 
 
 def _cv_metrics(labels: np.ndarray, d: Decisions, *, delta: float, confidence: float) -> dict:
-    m = attack_metrics(labels, d.scores, float("nan"), predicted=d.member)
+    m: dict[str, Any] = attack_metrics(labels, d.scores, float("nan"), predicted=d.member)
     m["eps_lower_bound"] = float(epsilon_lower_bound(labels, d.member_eps.astype(float), 0.5, delta=delta,
                                                      confidence=confidence))
     # the Gaussian-DP μ of the same decisions (each fold's threshold chosen on the other folds)
@@ -115,6 +116,7 @@ def _target_scores(inp: ScanInput) -> dict[str, np.ndarray]:
         return {"loss": -np.concatenate([inp.members.loss, inp.nonmembers.loss])}
     logits = np.concatenate([inp.members.plain, inp.nonmembers.plain])
     y = inp.labels
+    assert y is not None  # logits come with labels (inputs._read_outputs, inputs._shared_labels)
     return {"loss": loss_scores(logits, y), "confidence": confidence_scores(logits),
             "entropy": entropy_scores(logits), "modified-entropy": modified_entropy_scores(logits, y)}
 
@@ -182,6 +184,7 @@ def _shadow_attacks(inp: ScanInput, labels, base, metrics, scores, delta, confid
     modified entropy thresholded on the shadow model. Returns the attacks done."""
     from privaudit.pipeline.attacking import run_attacks
 
+    assert inp.shadow is not None  # called only with a shadow model (scan)
     s_in, s_out = inp.shadow
     target = (inp.members.plain, inp.members.labels, inp.nonmembers.plain, inp.nonmembers.labels)
     shadow = (s_in.plain, s_in.labels, s_out.plain, s_out.labels)
@@ -205,13 +208,15 @@ def _reference_attacks(inp: ScanInput, labels, fold, metrics, scores, skipped, d
     audited sample, as ``privaudit audit-model`` trains them) or fewer than 3 (4 in pairs)."""
     refs = inp.references
     y = inp.labels
+    assert refs is not None and y is not None  # called only with references, which need labels (inputs._references)
     target_logits = np.concatenate([inp.members.logits, inp.nonmembers.logits])
     own_pop = refs.pop_logits is None
     target = compute_features(target_logits, y)
     ref_feats = compute_features(refs.logits, y)
     if own_pop:
         target_pop, ref_pop, pop_keep = target, ref_feats, refs.keep
-    else:
+    else:  # a population comes whole (inputs._population)
+        assert refs.pop_logits is not None and refs.target_pop_logits is not None and refs.pop_labels is not None
         target_pop = compute_features(refs.target_pop_logits, refs.pop_labels)
         ref_pop, pop_keep = compute_features(refs.pop_logits, refs.pop_labels), None
     done = []

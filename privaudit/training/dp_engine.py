@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator
+from typing import Any, Callable, Generic, Iterator, TypeGuard, TypeVar
 
 import torch
 from torch import nn
@@ -57,9 +57,11 @@ PER_SAMPLE_MODULES = (nn.Flatten, nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.Iden
                       nn.Dropout)
 #: the layers whose per-sample gradients the engine computes (each has its rule, :data:`LAYER_RULES`)
 PARAM_LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
+#: the layer type a :class:`LayerRule` computes
+_Layer = TypeVar("_Layer", bound=nn.Module)
 
 
-def supports_ghost(model: nn.Module) -> bool:
+def supports_ghost(model: nn.Module) -> TypeGuard[nn.Sequential]:
     """Whether :class:`GhostDPSGD` can train ``model`` (see the module docstring)."""
     if not isinstance(model, nn.Sequential):
         return False
@@ -102,6 +104,7 @@ def conv_weight_per_sample(m: nn.Conv2d, a: torch.Tensor, b: torch.Tensor) -> to
             b.reshape(1, n * out_c, *b.shape[2:]), a.reshape(1, n * c, h, w), weight, None, list(m.stride),
             list(m.padding), list(m.dilation), False, [0, 0], n, [False, True, False])
         return gw.view(n, out_c, c, kh, kw)
+    assert not isinstance(m.padding, str)  # padding given as numbers (ConvRule.supports)
     (ph, pw), (sh, sw), (dh, dw) = m.padding, m.stride, m.dilation
     padded = F.pad(a, (pw, pw, ph, ph))
     s_n, s_c, s_h, s_w = padded.stride()
@@ -128,6 +131,7 @@ class DrawAhead:
         """The next filled buffer, valid until the following call."""
         if self.pool is None:
             return self.fill(self.buffers[0])
+        assert self.pending is not None  # submitted whenever there is a pool
         block = self.pending.result()
         self.index ^= 1
         self.pending = self.pool.submit(self.fill, self.buffers[self.index])
@@ -135,6 +139,7 @@ class DrawAhead:
 
     def close(self) -> None:
         if self.pool is not None:
+            assert self.pending is not None  # submitted whenever there is a pool
             self.pending.result()
             self.pool.shutdown()
             self.pool = None
@@ -169,6 +174,7 @@ class GaussianNoise:
             cpu = self.device.type == "cpu"
             self._ahead = DrawAhead([torch.empty(numel, device=self.device) for _ in range(2 if cpu else 1)],
                                     lambda buf: buf.normal_(0.0, 1.0, generator=self.generator), cpu)
+        assert self._ahead is not None  # made on the first draw (no block size matches -1)
         return self._ahead.next()
 
     def close(self) -> None:
@@ -217,7 +223,7 @@ def noise_std(noise_multiplier: float, max_grad_norm: float, scale: float) -> fl
     return noise_multiplier * max_grad_norm * scale
 
 
-class LayerRule:
+class LayerRule(Generic[_Layer]):
     """How the engine treats one kind of parametrised layer, in the style of Opacus's grad
     samplers (:data:`LAYER_RULES`): its forward with the weights detached, keeping what its
     per-sample gradients are made of; each row's squared gradient norm; and the clipped sum
@@ -226,19 +232,19 @@ class LayerRule:
     #: whether the per-sample gradients are formed (kept for the clipped sum) or only their norms
     forms: bool = True
 
-    def supports(self, m: nn.Module) -> bool:
+    def supports(self, m: _Layer) -> bool:
         """Whether this layer's settings are the ones the rule computes."""
         return True
 
-    def forward(self, m: nn.Module, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, m: _Layer, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(what the per-sample gradients are made of, the layer's output)."""
         raise NotImplementedError
 
-    def per_sample(self, m: nn.Module, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def per_sample(self, m: _Layer, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The per-sample gradients (B, *weight) and (B, *bias) (None without a bias)."""
         raise NotImplementedError
 
-    def add_sq_norms(self, sq: torch.Tensor, m: nn.Module, a: torch.Tensor, b: torch.Tensor,
+    def add_sq_norms(self, sq: torch.Tensor, m: _Layer, a: torch.Tensor, b: torch.Tensor,
                      formed: tuple[torch.Tensor, torch.Tensor | None] | None) -> None:
         """Add ‖g_i‖² of each row over the layer's parameters to ``sq``, weight then bias (from
         ``formed`` when the rule forms them)."""
@@ -248,72 +254,74 @@ class LayerRule:
         if gb is not None:
             sq += gb.pow(2).sum(1)
 
-    def clipped_sum(self, m: nn.Module, a: torch.Tensor, b: torch.Tensor, factor: torch.Tensor,
+    def clipped_sum(self, m: _Layer, a: torch.Tensor, b: torch.Tensor, factor: torch.Tensor,
                     formed: tuple[torch.Tensor, torch.Tensor | None] | None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Σ_i c_i g_i as (weight gradient, bias gradient): the c-weighted sum of the formed ones."""
         assert formed is not None
+        assert isinstance(m.weight, torch.Tensor)  # a parametrised layer's weight (torch types it Tensor | Module)
         pw, pb = formed
         return (factor @ pw.flatten(1)).view_as(m.weight), (factor @ pb if pb is not None else None)
 
 
-class DenseRule(LayerRule):
+class DenseRule(LayerRule[nn.Linear]):
     """z = a Wᵀ + b: g_i = b_i a_iᵀ, never formed; ‖g_i‖² = ‖a_i‖² ‖b_i‖² (+ ‖b_i‖² for the
     bias), the ghost norm; the clipped sum one product, (c ⊙ B)ᵀ A."""
 
     forms = False
 
-    def forward(self, m: nn.Module, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        bias = m.bias.detach() if m.bias is not None else None
+    def forward(self, m: nn.Linear, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        bias = m.bias.detach() if isinstance(m.bias, torch.Tensor) else None  # a Parameter or None
         return h.detach(), linear(h, m.weight.detach(), bias)
 
-    def add_sq_norms(self, sq: torch.Tensor, m: nn.Module, a: torch.Tensor, b: torch.Tensor,
+    def add_sq_norms(self, sq: torch.Tensor, m: nn.Linear, a: torch.Tensor, b: torch.Tensor,
                      formed: tuple[torch.Tensor, torch.Tensor | None] | None) -> None:
         b_sq = b.pow(2).sum(1)
         sq += a.pow(2).sum(1) * b_sq
         if m.bias is not None:
             sq += b_sq
 
-    def clipped_sum(self, m: nn.Module, a: torch.Tensor, b: torch.Tensor, factor: torch.Tensor,
+    def clipped_sum(self, m: nn.Linear, a: torch.Tensor, b: torch.Tensor, factor: torch.Tensor,
                     formed: tuple[torch.Tensor, torch.Tensor | None] | None) -> tuple[torch.Tensor, torch.Tensor | None]:
         cb = b * factor[:, None]
         return matmul_tn(cb, a), (cb.sum(0) if m.bias is not None else None)
 
 
-class ConvRule(LayerRule):
+class ConvRule(LayerRule[nn.Conv2d]):
     """A convolution: g_i = B_i U_iᵀ formed (:func:`conv_weight_per_sample`), the bias's Σ_t B_i
     (zero padding given as numbers, one group)."""
 
-    def supports(self, m: nn.Module) -> bool:
+    def supports(self, m: nn.Conv2d) -> bool:
         return m.padding_mode == "zeros" and not isinstance(m.padding, str) and m.groups == 1
 
-    def forward(self, m: nn.Module, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, m: nn.Conv2d, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         bias = m.bias.detach() if m.bias is not None else None
         return h.detach(), F.conv2d(h, m.weight.detach(), bias, m.stride, m.padding, m.dilation)
 
-    def per_sample(self, m: nn.Module, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def per_sample(self, m: nn.Conv2d, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         return conv_weight_per_sample(m, a, b), (b.flatten(2).sum(2) if m.bias is not None else None)
 
 
-class GroupNormRule(LayerRule):
+class GroupNormRule(LayerRule[nn.GroupNorm]):
     """Affine GroupNorm x̂ γ + β: g_i = (Σ_hw b_i ⊙ x̂_i, Σ_hw b_i) per channel, formed."""
 
-    def supports(self, m: nn.Module) -> bool:
+    def supports(self, m: nn.GroupNorm) -> bool:
         return bool(m.affine)
 
-    def forward(self, m: nn.Module, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, m: nn.GroupNorm, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        assert isinstance(m.weight, torch.Tensor) and isinstance(m.bias, torch.Tensor)  # affine (supports)
         xhat = F.group_norm(h, m.num_groups, None, None, m.eps)
         shape = (1, -1) + (1,) * (h.dim() - 2)
         return xhat.detach(), xhat * m.weight.detach().view(shape) + m.bias.detach().view(shape)
 
-    def per_sample(self, m: nn.Module, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def per_sample(self, m: nn.GroupNorm, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         return (b * a).flatten(2).sum(2), b.flatten(2).sum(2)      # (B, C) each
 
 
 #: the layers whose per-sample gradients the engine computes, and how (one rule a layer type)
-LAYER_RULES: dict[type, LayerRule] = {nn.Linear: DenseRule(), nn.Conv2d: ConvRule(), nn.GroupNorm: GroupNormRule()}
+LAYER_RULES: dict[type, LayerRule[Any]] = {nn.Linear: DenseRule(), nn.Conv2d: ConvRule(), nn.GroupNorm: GroupNormRule()}
 
 
-def rule_of(m: nn.Module) -> LayerRule | None:
+def rule_of(m: nn.Module) -> LayerRule[Any] | None:
     """The :data:`LAYER_RULES` entry of ``m``'s type (a subclass takes its base's), or None."""
     return next((rule for kind, rule in LAYER_RULES.items() if isinstance(m, kind)), None)
 
@@ -419,6 +427,7 @@ class GhostDPSGD:
             for p, g in ((m.weight, gw), (m.bias, gb)):
                 if p is None:
                     continue
+                assert g is not None  # a bias gradient exactly when there is a bias
                 if noise is not None:
                     g.add_(noise[offset:offset + p.numel()].view_as(p), alpha=std)
                     offset += p.numel()
