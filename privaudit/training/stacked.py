@@ -291,10 +291,9 @@ def train_stacked(cfgs: Sequence[RunConfig], data: ImageData, device: torch.devi
 
     Returns one :class:`TrainResult` per config, in order, with the same metrics as
     :func:`train_model` (``train_seconds`` is the shared wall time divided by K). Model k's
-    bits do not depend on the other models of the run (every batched product and sum is
-    computed slice by slice in the same order whatever K is; tested), so a model trained
-    alone (K = 1, what :func:`train_model` does for a stackable recipe) is the model an
-    audit's stacked run makes.
+    bits do not depend on the other models of the run (on 1 to 4 threads:
+    :meth:`_Stack.set_gradients`; tested), so a model trained alone (K = 1, what
+    :func:`train_model` does for a stackable recipe) is the model an audit's stacked run makes.
 
     ``snapshots`` (one non-private model only): as :func:`train_model`'s, the model after
     epoch e handed to ``snapshots[e]``.
