@@ -58,6 +58,22 @@ def test_unreachable_goals_return_the_closest_kappa_not_within():
 
 # -- end to end ---------------------------------------------------------------------------
 
+def test_match_accuracy_dry_run_prices_the_search_at_its_budget(tmp_path):
+    """--match-accuracy is --target-accuracies' search: --dry-run counts its MG-noise trainings
+    at the search's budget (one per stand-in κ, on the first seed), as it does for the targets."""
+    import privaudit
+    from privaudit.executor.auditing import TARGET_SEARCH_STEPS
+
+    kw = dict(dataset="digits", kappas="1", sigmas="1,2", attacks="shadow", epochs=2, workdir=tmp_path, dry_run=True)
+    with_search = privaudit.audit(match_accuracy=True, **kw)
+    without = privaudit.audit(**kw)
+    note = next(n for n in with_search.notes if n.startswith("--match-accuracy: counted at its budget"))
+    assert "1 defences x 2 targets" in note
+    trained = lambda plan: sum(m["models"] - m["reused"] for m in plan.models)  # noqa: E731
+    extra = trained(with_search) - trained(without)
+    assert 2 <= extra <= 2 * TARGET_SEARCH_STEPS * 2 + 2 * 2  # stand-in searches, and one κ per DP row audited
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())  # nothing trained
+
 AUDIT = ["audit", "--dataset", "digits", "--kappas", "1", "--sigmas", "1", "--attacks", "shadow", "--epochs", "4"]
 
 

@@ -258,28 +258,31 @@ def _search_targets(bases: "list[RunConfig]", plans: "list[list[RunConfig]]", gr
 
 def _preview(bases: "list[RunConfig]", plans: "list[list[RunConfig]]", grids: AuditGrids, attack_plan: Any,
              ws: "Workspace", data: "DataCache", dev: Any, runner: Any, say: Callable[[str], None]) -> "RunPlan":
-    """``--dry-run``: the run's plan priced, training nothing; ``--target-accuracies``' search
-    counted at its budget, by stand-in settings (which it trains depends on the accuracies)."""
+    """``--dry-run``: the run's plan priced, training nothing; the accuracy search of
+    ``--target-accuracies`` (or of ``--match-accuracy``, its case) counted at its budget, by
+    stand-in settings (which it trains depends on the accuracies)."""
     from privaudit.executor.auditing import audit_graph, replicate
     from privaudit.executor.preview import pool_savings, preview
 
     first = bases[0].seed
-    notes = ([f"--match-accuracy's search trains up to a few MG-noise targets per DP-SGD setting on seed "
-              f"{first} (not counted: how many depends on the accuracies found)"] if grids.match_accuracy else [])
+    notes: list[str] = []
     search: list[Job] = []
-    if grids.targets:
+    # --match-accuracy is the search of --target-accuracies to each DP row's accuracy, MG noise's κ
+    searched, targets = ((grids.searched, len(grids.targets)) if grids.targets else
+                         (("mg",), len(grids.sigmas or grids.target_epsilons)) if grids.match_accuracy else ((), 0))
+    if targets:
         from privaudit.executor.auditing import TARGET_SEARCH_STEPS, defended, search_standins
         from privaudit.executor.plan import train_job
 
-        targets, searched = grids.targets, grids.searched
-        standins = {n: search_standins(bases[0], n, TARGET_SEARCH_STEPS * len(targets)) for n in searched}
+        standins = {n: search_standins(bases[0], n, TARGET_SEARCH_STEPS * targets) for n in searched}
         search = [train_job([defended(bases[0], n, v).validated()]) for n, vals in standins.items() for v in vals]
         plans = [list({c.validated().run_name: c for c in
                        p + [defended(b, n, vals[i % len(vals)]) for n, vals in standins.items() if vals
-                            for i in range(len(targets))]}.values()) for b, p in zip(bases, plans)]
-        notes.append(f"--target-accuracies: counted at its budget: the search's trainings on seed {first} "
+                            for i in range(targets)]}.values()) for b, p in zip(bases, plans)]
+        option = "--target-accuracies" if grids.targets else "--match-accuracy"
+        notes.append(f"{option}: counted at its budget: the search's trainings on seed {first} "
                      f"(up to {TARGET_SEARCH_STEPS} per defence and target; {len(search)} in all for "
-                     f"{len(searched)} defences x {len(targets)} targets, an upper bound), and one setting per "
+                     f"{len(searched)} defences x {targets} targets, an upper bound), and one setting per "
                      f"defence and target audited on every seed as if each target is reached, priced at stand-in "
                      f"settings (which settings depends on the accuracies found)")
     job_graph = audit_graph(replicate(plans), data, attack_plan)
