@@ -84,10 +84,6 @@ class Knob:
         return f"{self.symbol}={int(value) if self.integer else f'{value:g}'}"
 
 
-
-
-
-
 def entropy(logits: "torch.Tensor") -> "torch.Tensor":
     """H(softmax(z)) over the last axis, in nats."""
     import torch
@@ -105,8 +101,6 @@ def knobs(values: tuple[float, ...], like: "torch.Tensor") -> "torch.Tensor":
     import torch
 
     return torch.tensor(values, dtype=like.dtype, device=like.device).view(-1, *[1] * (like.dim() - 1))
-
-
 
 
 class Defence:
@@ -191,15 +185,6 @@ class Defence:
         """Extra arguments of :func:`privaudit.models.build_model` while training."""
         return {}
 
-    @property
-    def plain_training(self) -> bool:
-        """Whether the model trains by the plain loop on the plain model (no hooks, no model
-        change; the defence is a recipe value or an output transform), so that batched
-        training of many models (:mod:`privaudit.training.stacked`) applies."""
-        knob = self.knob.grid[0] if self.knob is not None else 0.0
-        return (not self.needs_reference and not self.needs_submodels and self.hooks(knob, 2) is None
-                and not self.model_kwargs(knob))
-
     # -- step terms: the formula of a defence that changes a step only, batched over K models --
     #: trains on soft targets (N, C) instead of labels (label smoothing, MixUp, HAMP)
     soft_labels: bool = False
@@ -218,13 +203,12 @@ class Defence:
     @property
     def stacks(self) -> bool:
         """Whether the stacked engine (:mod:`privaudit.training.stacked`, many small MLPs trained
-        as one batched model) trains it beside other models: the plain loop, or step terms only
-        (no hooks of its own, no reference set, sub-models or model change)."""
-        if self.plain_training:
-            return True
+        as one batched model) trains it beside other models: the plain loop (a recipe value or
+        an output transform), or step terms only; not a defence with hooks of its own, a
+        reference set, sub-models or a model change."""
         knob = self.knob.grid[0] if self.knob is not None else 0.0
-        return (self.has_terms and type(self).hooks is Defence.hooks and not self.needs_reference
-                and not self.needs_submodels and not self.model_kwargs(knob))
+        return (type(self).hooks is Defence.hooks and not self.needs_reference and not self.needs_submodels
+                and not self.model_kwargs(knob))
 
     def soft_targets(self, t: "torch.Tensor", values: tuple[float, ...]) -> "torch.Tensor":
         """K models' training targets (K, N, C) from one-hot labels ``t``, model k's knob

@@ -69,7 +69,7 @@ class Draws:
 
 @dataclass(frozen=True)
 class _Group:
-    """The models of a run that train with one defence: their positions, knobs and draws."""
+    """The models of a run that train with one defence: their positions and knobs."""
 
     defence: Terms
     models: tuple[int, ...]
@@ -112,11 +112,6 @@ class StepTerms:
     def active(self) -> bool:
         """Whether any model's step differs from the plain one."""
         return bool(self.groups)
-
-    @property
-    def objectives(self) -> bool:
-        """Whether any model descends something else than its cross-entropy."""
-        return bool(self._objectives)
 
     def targets(self, y: torch.Tensor) -> torch.Tensor | None:
         """The members' training targets (K, N, C), float64, from their labels (K, N); None

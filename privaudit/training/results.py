@@ -11,7 +11,7 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 import torch
@@ -145,6 +145,23 @@ def _accuracy_and_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tu
     y = y.cpu()
     return (float((logits.argmax(1) == y).float().mean()),
             float(nn.functional.cross_entropy(logits, y)))
+
+
+def snapshot_hook(snapshots: Mapping[int, Callable[[TrainResult], None]], on_epoch: EpochCallback | None,
+                  take: Callable[[int, int, list[float]], TrainResult]) -> EpochCallback:
+    """An epoch callback that hands ``snapshots[e]`` the model as it stands after epoch e <
+    the run's epochs, ``take(e, epochs, losses so far)`` (each engine makes its copy), then
+    calls ``on_epoch``."""
+    history: list[float] = []
+
+    def hook(epoch: int, epochs: int, loss: float) -> None:
+        history.append(loss)
+        if epoch in snapshots and epoch < epochs:
+            snapshots[epoch](take(epoch, epochs, list(history)))
+        if on_epoch:
+            on_epoch(epoch, epochs, loss)
+
+    return hook
 
 
 def epoch_clock(on_epoch: EpochCallback | None) -> tuple[EpochCallback, Callable[[], None],

@@ -61,7 +61,8 @@ from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, clip_factors, no
 from privaudit.training.loop import Batch, run_epochs, training_view
 from privaudit.training.trace import LossTrace, traceable
 from privaudit.training.loop import EpochCallback
-from privaudit.training.results import TrainResult, dp_metrics, dp_schedule, epoch_clock, evaluate, resolve_engine, role_data
+from privaudit.training.results import (TrainResult, dp_metrics, dp_schedule, epoch_clock, evaluate, resolve_engine,
+                                        role_data, snapshot_hook)
 
 # Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): stacking speeds up
 # small MLPs, while a large input's dense products already run through oneDNN near the
@@ -141,12 +142,12 @@ def stack_groups(cfgs: Sequence[RunConfig], input_shape: tuple[int, int, int], d
     return out
 
 
-def _aligned(values: torch.Tensor) -> torch.Tensor:
-    """``values`` (K, ...) as rows (K, P): model k's values, then zeros up to P, the next
-    multiple of :data:`ALIGN`."""
+def _rows(values: torch.Tensor, width: int | None = None) -> torch.Tensor:
+    """``values`` (K, ...) as rows (K, width) in Adam's storage layout: model k's values, then
+    zeros (``width`` default: the next multiple of :data:`ALIGN`)."""
     rows = values.reshape(len(values), -1)
-    width = -(-rows.shape[1] // ALIGN) * ALIGN
-    return rows.clone() if width == rows.shape[1] else torch.cat([rows, rows.new_zeros(len(rows), width - rows.shape[1])], 1)
+    width = -(-rows.shape[1] // ALIGN) * ALIGN if width is None else width
+    return rows if width == rows.shape[1] else torch.cat([rows, rows.new_zeros(len(rows), width - rows.shape[1])], 1)
 
 
 def _at_least_two(product: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], a: torch.Tensor,
@@ -213,7 +214,7 @@ class _Stack:
                         for i, a in ((0, "bias"), (1, "weight"), (1, "bias")))]
             #: Adam's storage: per parameter (K, P), each model's values in a row padded to P, a
             #: multiple of :data:`ALIGN`; the parameters are views of it (:meth:`set_gradients`)
-            self.buffers = [_aligned(v) for v in values]
+            self.buffers = [_rows(v) for v in values]  # views of the fresh stacked values where none is padded
             self.params = [b[:, :v[0].numel()].view(v.shape) for b, v in zip(self.buffers, values)]
 
     def inputs(self, pos: torch.Tensor) -> torch.Tensor:
@@ -262,9 +263,7 @@ class _Stack:
         for i, (buf, g) in enumerate(zip(self.buffers, grads)):
             if noise is not None:
                 g = g + noise[i]
-            rows = g.reshape(len(g), -1)
-            buf.grad = rows if rows.shape[1] == buf.shape[1] else torch.cat(
-                [rows, rows.new_zeros(len(rows), buf.shape[1] - rows.shape[1])], 1)
+            buf.grad = _rows(g, buf.shape[1])
 
     def result(self, k: int, cfg: RunConfig, data: ImageData, device: torch.device, history: list,
                metrics: dict, epochs: int | None = None, snapshot: bool = False) -> TrainResult:
@@ -322,18 +321,12 @@ def _snapshotting(st: _Stack, cfg: RunConfig, data: ImageData, device: torch.dev
                   snapshots: Mapping[int, Callable[[TrainResult], None]],
                   on_epoch: EpochCallback | None) -> EpochCallback:
     """An epoch callback that hands ``snapshots[e]`` a copy of the (one) model after epoch e."""
-    history: list[float] = []
+    def take(epoch: int, epochs: int, history: list[float]) -> TrainResult:
+        metrics = {"train_seconds": time.perf_counter() - t0, "engine": "fast", "stacked_models": 1,
+                   "snapshot_of_epochs": epochs}
+        return st.result(0, cfg, data, device, history, metrics, epochs=epoch, snapshot=True)
 
-    def hook(epoch: int, epochs: int, loss: float) -> None:
-        history.append(loss)
-        if epoch in snapshots and epoch < epochs:
-            metrics = {"train_seconds": time.perf_counter() - t0, "engine": "fast", "stacked_models": 1,
-                       "snapshot_of_epochs": epochs}
-            snapshots[epoch](st.result(0, cfg, data, device, history, metrics, epochs=epoch, snapshot=True))
-        if on_epoch:
-            on_epoch(epoch, epochs, loss)
-
-    return hook
+    return snapshot_hook(snapshots, on_epoch, take)
 
 
 class FusedAdam:

@@ -60,7 +60,7 @@ from privaudit.training.loop import (Batch, EpochCallback, from_loader, poisson,
 from privaudit.training.noisycgd import train_noisycgd
 from privaudit.training.trace import LossTrace, traceable
 from privaudit.training.results import (RoleData, TrainResult, dp_metrics, dp_schedule, epoch_clock, evaluate,
-                                        resolve_engine, role_data)
+                                        resolve_engine, role_data, snapshot_hook)
 
 
 
@@ -222,26 +222,18 @@ def _snapshotting(cfg: RunConfig, model: nn.Module, rd: RoleData, engine: str, t
                   on_epoch: EpochCallback | None, trace: LossTrace | None = None) -> EpochCallback:
     """An epoch callback that hands ``snapshots[e]`` a copy of the model after epoch e, in the
     standard layout and with plain layers, evaluated as :func:`train_model` evaluates."""
-    history: list[float] = []
+    def take(epoch: int, epochs: int, history: list[float]) -> TrainResult:
+        snap = copy.deepcopy(model)
+        for m in snap.modules():
+            if isinstance(m, nn.Linear) and type(m) is not nn.Linear:
+                m.__class__ = nn.Linear  # the fast layers' class swap undone on the copy
+        snap.to(memory_format=torch.contiguous_format)
+        metrics = {**evaluate(snap, rd), "train_seconds": time.perf_counter() - t0, "engine": engine,
+                   "snapshot_of_epochs": cfg.train.epochs}
+        return TrainResult(snap.cpu(), rd.normaliser, metrics, history,
+                           None if trace is None else trace.array(epoch), rd.index_in)
 
-    def hook(epoch: int, epochs: int, loss: float) -> None:
-        history.append(loss)
-        if epoch in snapshots and epoch < epochs:
-            snap = copy.deepcopy(model)
-            for m in snap.modules():
-                if isinstance(m, nn.Linear) and type(m) is not nn.Linear:
-                    m.__class__ = nn.Linear  # the fast layers' class swap undone on the copy
-            snap.to(memory_format=torch.contiguous_format)
-            metrics = {**evaluate(snap, rd), "train_seconds": time.perf_counter() - t0, "engine": engine,
-                       "snapshot_of_epochs": cfg.train.epochs}
-            snapshots[epoch](TrainResult(snap.cpu(), rd.normaliser, metrics, list(history),
-                                         None if trace is None else trace.array(epoch), rd.index_in))
-        if on_epoch:
-            on_epoch(epoch, epochs, loss)
-
-    return hook
-
-
+    return snapshot_hook(snapshots, on_epoch, take)
 
 
 @contextlib.contextmanager
