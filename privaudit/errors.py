@@ -20,6 +20,13 @@ class ConfigError(PrivauditError):
     """A setting is out of range or settings contradict each other."""
 
 
+#: how a message from below :mod:`privaudit.api` names a setting: its field (the keyword a
+#: Python caller gives) in backticks, ``\`batch_size\` must be >= 1``; the API and the command
+#: line say it as the option, ``--batch-size`` (:func:`privaudit.api.params.as_options`). A
+#: backticked phrase with spaces (a command to run, ``\`privaudit train --model mlp\```) is text.
+FIELD = re.compile(r"`([a-z][a-z0-9_]*)`")
+
+
 class DataError(PrivauditError):
     """A dataset cannot be found or read."""
 

@@ -60,7 +60,7 @@ def test_augment_none_keeps_every_earlier_config_hash_and_flip_changes_it():
 
 @pytest.mark.parametrize("kw, needle", [(dict(dataset="digits"), "mirror-symmetric"),
                                         (dict(dataset="cifar10", model="convex-relu"), "convex-relu"),
-                                        (dict(dataset="cifar10", augment="rotate"), "--augment")])
+                                        (dict(dataset="cifar10", augment="rotate"), "`augment`")])
 def test_augment_is_refused_where_it_makes_no_sense(kw, needle):
     kw = {"augment": "flip", **kw}
     with pytest.raises(ConfigError, match=needle):

@@ -52,7 +52,7 @@ def test_planted_points_are_exactly_the_asked_ones():
 
 @pytest.mark.parametrize("spec", ["mislabelled:5", "ood", "ood:0", "mislabeled:x"])
 def test_bad_canary_specs_are_refused(spec):
-    with pytest.raises(ConfigError, match="--canaries takes KIND:N"):
+    with pytest.raises(ConfigError, match="`canaries` takes KIND:N"):
         make_config(dataset="digits", canaries=spec)
 
 

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from privaudit.api.params import as_options
 from privaudit.core.config import (
     DataConfig,
     DefenceConfig,
@@ -186,44 +187,47 @@ def test_make_config_fills_dataset_defaults():
     assert d.train.weight_decay == 1e-7
 
 
-@pytest.mark.parametrize("kwargs, option", [
-    ({"kappa": -0.1}, "--kappa"),
-    ({"kappa": float("nan")}, "--kappa"),
-    ({"dp": True, "noise_multiplier": 0.0}, "--sigma"),
-    ({"dp": True, "noise_multiplier": -1.0}, "--sigma"),
-    ({"dp": True, "target_epsilon": 0.0}, "--target-epsilon"),
-    ({"model": "resnet"}, "model"),
-    ({"dataset": "imagenet"}, "dataset"),
-    ({"dp": True}, "--dp"),
-    ({"dp": True, "noise_multiplier": 1.0, "target_epsilon": 2.0}, "--dp"),
-    ({"target_epsilon": 2.0}, "--target-epsilon"),
-    ({"noise_multiplier": 1.0}, "--sigma"),
-    ({"delta": 0.0}, "--delta"),
-    ({"delta": 1.0}, "--delta"),
-    ({"delta": 1.5}, "--delta"),
-    ({"delta": -1e-5}, "--delta"),
-    ({"epochs": 0}, "--epochs"),
-    ({"batch_size": 0}, "--batch-size"),
-    ({"width": 0}, "--width"),
-    ({"part_size": 1}, "--part-size"),
-    ({"lr": 0.0}, "--lr"),
-    ({"max_grad_norm": 0.0}, "--max-grad-norm"),
-    ({"seed": -1}, "--seed"),
+@pytest.mark.parametrize("kwargs, field, option", [
+    ({"kappa": -0.1}, "`kappa`", "--kappa"),
+    ({"kappa": float("nan")}, "`kappa`", "--kappa"),
+    ({"dp": True, "noise_multiplier": 0.0}, "`noise_multiplier`", "--sigma"),
+    ({"dp": True, "noise_multiplier": -1.0}, "`noise_multiplier`", "--sigma"),
+    ({"dp": True, "target_epsilon": 0.0}, "`target_epsilon`", "--target-epsilon"),
+    ({"model": "resnet"}, "model", "model"),
+    ({"dataset": "imagenet"}, "dataset", "dataset"),
+    ({"dp": True}, "`dp`", "--dp"),
+    ({"dp": True, "noise_multiplier": 1.0, "target_epsilon": 2.0}, "`dp`", "--dp"),
+    ({"target_epsilon": 2.0}, "`target_epsilon`", "--target-epsilon"),
+    ({"noise_multiplier": 1.0}, "`noise_multiplier`", "--sigma"),
+    ({"delta": 0.0}, "`delta`", "--delta"),
+    ({"delta": 1.0}, "`delta`", "--delta"),
+    ({"delta": 1.5}, "`delta`", "--delta"),
+    ({"delta": -1e-5}, "`delta`", "--delta"),
+    ({"epochs": 0}, "`epochs`", "--epochs"),
+    ({"batch_size": 0}, "`batch_size`", "--batch-size"),
+    ({"width": 0}, "`width`", "--width"),
+    ({"part_size": 1}, "`part_size`", "--part-size"),
+    ({"lr": 0.0}, "`lr`", "--lr"),
+    ({"max_grad_norm": 0.0}, "`max_grad_norm`", "--max-grad-norm"),
+    ({"seed": -1}, "`seed`", "--seed"),
 ])
-def test_invalid_settings_raise_config_error_naming_the_option(kwargs, option):
+def test_invalid_settings_raise_config_error_naming_the_field(kwargs, field, option):
+    """Below the API a message names the setting by its field (the keyword given); the API
+    and the command line say the option (``as_options``), the same words otherwise."""
     with pytest.raises(ConfigError) as info:
         make_config(**kwargs)
-    assert option in str(info.value)
+    assert field in str(info.value)
+    assert option in as_options(str(info.value)) and "`" not in as_options(str(info.value))
 
 
 def test_validated_catches_a_directly_built_bad_config():
-    with pytest.raises(ConfigError, match="--kappa"):
+    with pytest.raises(ConfigError, match="`kappa`"):
         RunConfig(defence=DefenceConfig(name="mg", knob=-1.0)).validated()
     with pytest.raises(ConfigError, match="role"):
         RunConfig(role="victim").validated()
-    with pytest.raises(ConfigError, match="--width"):
+    with pytest.raises(ConfigError, match="`width`"):
         RunConfig(model=ModelConfig(width=2.5)).validated()
-    with pytest.raises(ConfigError, match="--part-size"):
+    with pytest.raises(ConfigError, match="`part_size`"):
         RunConfig(data=DataConfig(part_size=0)).validated()
     assert RunConfig().validated() == RunConfig()
 

@@ -78,9 +78,9 @@ def test_config_hash_covers_factory_and_arguments():
     b = make_config(model="module:nets:make", dataset="digits", model_args={"hidden": 32})
     assert a.config_hash != b.config_hash and a.run_name.startswith("target-mod-make-digits-")
     assert a.model.width == 0 and json.loads(a.model.args) == {"hidden": 16}
-    with pytest.raises(ConfigError, match="--width"):
+    with pytest.raises(ConfigError, match="`width`"):
         make_config(model="torchvision:resnet18", width=64)
-    with pytest.raises(ConfigError, match="--model-arg"):
+    with pytest.raises(ConfigError, match="`model_args`"):
         make_config(model="mlp", model_args={"x": 1})
 
 

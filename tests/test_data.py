@@ -147,7 +147,7 @@ def test_missing_cifar10_names_the_three_ways_out(tmp_path, monkeypatch):
         with pytest.raises(DataError) as info:
             load_cifar10(where)
         msg = str(info.value)
-        assert "--data-dir" in msg and "--download" in msg and "--dataset digits" in msg
+        assert "`data_dir`" in msg and "`download`" in msg and "`dataset` digits" in msg
 
 
 def test_missing_training_batch_is_a_data_error(cifar_root):
@@ -250,7 +250,7 @@ def test_split_is_reproducible_and_seed_dependent():
 
 def test_split_part_too_large_is_a_config_error():
     assert len(split_parts(1797, 449, 0).shadow_out) == 449  # 4 * 449 = 1796 fits
-    with pytest.raises(ConfigError, match="--part-size 450"):
+    with pytest.raises(ConfigError, match="`part_size` 450"):
         split_parts(1797, 450, 0)
 
 

@@ -102,7 +102,7 @@ def test_idx_header_is_checked():
 def test_missing_files_name_data_dir_and_download(tmp_path):
     with pytest.raises(DataError) as exc:
         load_dataset("mnist", tmp_path)
-    assert "--data-dir" in str(exc.value) and "--download" in str(exc.value)
+    assert "`data_dir`" in str(exc.value) and "`download`" in str(exc.value)
 
 
 def test_download_goes_through_torchvision_then_reads_the_files(tmp_path, monkeypatch):

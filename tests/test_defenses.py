@@ -56,7 +56,7 @@ def test_unknown_defence_and_bad_knob_are_one_line_errors_listing_what_exists():
         make_config(dataset="digits", defence="label-smoothing", knob=1.5)
     with pytest.raises(ConfigError, match="an integer"):
         make_config(dataset="digits", defence="top-k", knob=2.5)
-    with pytest.raises(ConfigError, match="needs --knob"):
+    with pytest.raises(ConfigError, match="needs `knob`"):
         make_config(dataset="digits", defence="mixup")
     with pytest.raises(ConfigError, match="one defence a model"):
         make_config(dataset="digits", defence="mixup", knob=0.2, kappa=0.5)
@@ -84,7 +84,7 @@ def test_method_configs_hash_apart_and_leave_old_configs_alone():
     assert es.train.epochs == 7
     wd = make_config(dataset="digits", defence="weight-decay", knob=0.01)
     assert wd.train.weight_decay == 0.01
-    with pytest.raises(ConfigError, match="do not also give --epochs"):
+    with pytest.raises(ConfigError, match="do not also give `epochs`"):
         make_config(dataset="digits", defence="early-stopping", knob=7, epochs=8)
 
 

@@ -59,7 +59,7 @@ def local_archive(tmp_path, monkeypatch):
 
 def test_download_fetches_checks_and_unpacks(local_archive, tmp_path):
     root = tmp_path / "data"
-    with pytest.raises(DataError, match="--download"):
+    with pytest.raises(DataError, match="`download`"):
         loaders.load_cifar10(root)
     data = loaders.load_cifar10(root, download=True)
     assert data.x.shape == (120, 3, 32, 32) and data.y.shape == (120,)

@@ -137,7 +137,7 @@ def test_calibrated_sigma_never_overshoots(target, q, steps):
 
 
 def test_unreachable_target_epsilon_is_a_config_error():
-    with pytest.raises(ConfigError, match="--target-epsilon"):
+    with pytest.raises(ConfigError, match="`target_epsilon`"):
         calibrate_noise_multiplier(1e-6, 1e-5, 1.0, 1)
 
 

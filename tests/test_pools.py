@@ -56,7 +56,7 @@ def test_attack_choices():
     assert AttackPlan.from_choices(["shadow", "loss"]).pool_attacks == ()
     assert AttackPlan.from_choices(["rmia"], 4).pool_attacks == ("rmia",)
     assert AttackPlan.from_choices(["quantile"], 4).pool_attacks == ("quantile",)
-    with pytest.raises(ConfigError, match="--pool-size"):
+    with pytest.raises(ConfigError, match="`pool_size`"):
         AttackPlan.from_choices(["lira"], 3)
     with pytest.raises(ConfigError, match="unknown attack"):
         AttackPlan.from_choices(["bogus"])

@@ -209,10 +209,10 @@ def test_output_path_checks(tmp_path):
     assert check_output_file(tmp_path / "f") == tmp_path / "f"   # an existing file is replaced when written
     assert check_output_file(tmp_path / "new" / "x.npz") == tmp_path / "new" / "x.npz"
     for call, message in [
-        (lambda: check_output_folder(tmp_path / "f"), "--out {p}/f is an existing file, not a folder"),
-        (lambda: check_output_folder(tmp_path / "f" / "r"), "--out {p}/f/r: {p}/f is a file, not a folder"),
-        (lambda: check_output_folder(tmp_path / "d", files=("attacks.csv",)), "--out {p}/d: {p}/d/attacks.csv is a folder"),
-        (lambda: check_output_file(tmp_path / "d"), "--out {p}/d is a folder; it must name the file to write"),
+        (lambda: check_output_folder(tmp_path / "f"), "`out` {p}/f is an existing file, not a folder"),
+        (lambda: check_output_folder(tmp_path / "f" / "r"), "`out` {p}/f/r: {p}/f is a file, not a folder"),
+        (lambda: check_output_folder(tmp_path / "d", files=("attacks.csv",)), "`out` {p}/d: {p}/d/attacks.csv is a folder"),
+        (lambda: check_output_file(tmp_path / "d"), "`out` {p}/d is a folder; it must name the file to write"),
         (lambda: check_output_file(tmp_path / "f" / "x.npz", "--into"), "--into {p}/f/x.npz: {p}/f is a file"),
     ]:
         with pytest.raises(ConfigError) as exc:

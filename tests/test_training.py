@@ -189,7 +189,7 @@ def test_resolve_device():
     with pytest.raises(ConfigError, match="device"):
         resolve_device("tpu")
     if not torch.cuda.is_available():
-        with pytest.raises(ConfigError, match="--device cpu"):
+        with pytest.raises(ConfigError, match="`device` cpu"):
             resolve_device("cuda")
 
 

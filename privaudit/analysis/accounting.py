@@ -131,7 +131,7 @@ def calibrate_noise_multiplier(target_epsilon: float, delta: float, sample_rate:
     σ, where it needs gigabytes.
     """
     if not (math.isfinite(target_epsilon) and target_epsilon > 0):
-        raise ConfigError(f"--target-epsilon must be > 0 (got {target_epsilon})")
+        raise ConfigError(f"`target_epsilon` must be > 0 (got {target_epsilon})")
     from opacus.accountants.utils import get_noise_multiplier
 
     try:
@@ -141,7 +141,7 @@ def calibrate_noise_multiplier(target_epsilon: float, delta: float, sample_rate:
                                                    sample_rate=sample_rate, steps=steps, accountant="rdp",
                                                    epsilon_tolerance=EPSILON_TOLERANCE))
     except ValueError as exc:
-        raise ConfigError(f"cannot reach --target-epsilon {target_epsilon} at delta {delta} with {steps} "
+        raise ConfigError(f"cannot reach `target_epsilon` {target_epsilon} at delta {delta} with {steps} "
                           f"steps at sampling rate {sample_rate:.4g} ({exc})") from exc
     if target_epsilon > PRV_MAX_EPSILON:
         return sigma_rdp, "rdp"

@@ -51,23 +51,23 @@ def contraction(lr: float, l2: float, smoothness: float | None = None) -> float:
     authors' code, valid only when the loss is at most (2/η − λ)-smooth: a step for which that
     ceiling lies below max(λ, ``SMOOTHNESS_FLOOR``) is refused. Raises :class:`ConfigError`
     unless 0 ≤ c < 1 with λ > 0."""
-    for name, value in (("--lr", lr), ("--weight-decay", l2)):
+    for name, value in (("`lr`", lr), ("`l2`", l2)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise ConfigError(f"{name} must be > 0 (got {value}): the hidden-state bound needs a "
                               "strongly convex objective and a positive step")
     c = 1.0 - lr * l2
     if smoothness is not None:
         if not (math.isfinite(smoothness) and smoothness >= l2):
-            raise ConfigError(f"--smoothness must be finite and >= --weight-decay (got {smoothness})")
+            raise ConfigError(f"`smoothness` must be finite and >= `l2` (got {smoothness})")
         c = max(abs(c), abs(1.0 - lr * smoothness))
     elif smoothness_ceiling(lr, l2) < max(l2, SMOOTHNESS_FLOOR):
-        raise ConfigError(f"--lr {lr:g} is too large for the contraction 1 - lr*l2 the bound assumes: it holds "
+        raise ConfigError(f"`lr` {lr:g} is too large for the contraction 1 - lr*l2 the bound assumes: it holds "
                           f"only if the loss is at most {smoothness_ceiling(lr, l2):.3g}-smooth (2/lr - l2), which "
-                          f"a loss with a data term is not; give --smoothness (the loss's smoothness beta) or a "
+                          f"a loss with a data term is not; give `smoothness` (the loss's smoothness beta) or a "
                           f"step <= {2.0 / (max(l2, SMOOTHNESS_FLOOR) + l2):.3g}")
     if not 0.0 <= c < 1.0:
         raise ConfigError(f"the step is too large for the contraction the bound needs: c = {c:.4g} "
-                          "(need --lr x --weight-decay < 1, and --lr < 2/--smoothness)")
+                          "(need `lr` x `l2` < 1, and `lr` < 2/`smoothness`)")
     return c
 
 
@@ -92,16 +92,16 @@ def _growth(c: float, l: int, epochs: int) -> float:
 
 def _check_schedule(noise_multiplier: float, dataset_size: int, batch_size: int, epochs: int) -> None:
     if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
-        raise ConfigError(f"--sigma must be > 0 (got {noise_multiplier})")
+        raise ConfigError(f"`noise_multiplier` must be > 0 (got {noise_multiplier})")
     if not (isinstance(dataset_size, int) and isinstance(batch_size, int) and 1 <= batch_size <= dataset_size):
-        raise ConfigError(f"need 1 <= --batch-size <= --dataset-size (got {batch_size} and {dataset_size})")
+        raise ConfigError(f"need 1 <= `batch_size` <= `dataset_size` (got {batch_size} and {dataset_size})")
     if not (isinstance(epochs, int) and epochs >= 1):
-        raise ConfigError(f"--epochs must be >= 1 (got {epochs})")
+        raise ConfigError(f"`epochs` must be >= 1 (got {epochs})")
 
 
 def _check_delta(delta: float) -> None:
     if not (math.isfinite(delta) and 0 < delta < 1):
-        raise ConfigError(f"--delta must lie in (0, 1) (got {delta})")
+        raise ConfigError(f"`delta` must lie in (0, 1) (got {delta})")
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def noisycgd_noise_for_epsilon(target_epsilon: float, dataset_size: int, batch_s
     _check_schedule(1.0, dataset_size, batch_size, epochs)
     _check_delta(delta)
     if not (math.isfinite(target_epsilon) and target_epsilon > 0):
-        raise ConfigError(f"--target-epsilon must be > 0 (got {target_epsilon})")
+        raise ConfigError(f"`target_epsilon` must be > 0 (got {target_epsilon})")
     factor = noisycgd_mu(2.0, dataset_size, batch_size, epochs, lr, l2, smoothness)  # = sqrt(growth)
     sigma = 2.0 * factor / gdp_mu_for_epsilon(target_epsilon, delta)
     return noisycgd_epsilon(sigma, dataset_size, batch_size, epochs, lr, l2, delta, smoothness)

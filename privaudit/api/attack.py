@@ -89,6 +89,7 @@ def _metrics_frame(results: list[AttackResult], plan: AttackPlan) -> "pd.DataFra
     return pd.DataFrame(rows, columns=None if rows else ["target", "attack"])
 
 
+@params.options_named
 def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int = DEFAULT_POOL_SIZE,
            shadow_dataset: str | None = None, dataset: str | None = None, seeds: params.Seeds = None,
            data_dir: str | Path | None = None, download: bool = False, device: str = "auto",

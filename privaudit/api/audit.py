@@ -120,6 +120,7 @@ class AuditReport(ShortRepr):
                 f"</a></p></div>")
 
 
+@params.options_named
 @either_spelling
 def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
           download: bool = False, kappas: params.Grid = None, sigmas: params.Grid = None,

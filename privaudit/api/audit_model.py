@@ -83,6 +83,7 @@ def _check_paths(weights: Path, members: str, non_members: str | None, workdir: 
     return folder
 
 
+@params.options_named
 def audit_model(*, weights: str | Path, members: str, model: str = "mlp",
                 model_args: Sequence[str] | dict[str, Any] | None = None, width: int | None = None, dataset: str = "cifar10",
                 data_dir: str | Path | None = None, download: bool = False, non_members: str | None = None,

@@ -62,6 +62,7 @@ def _dpsgd(noise_multiplier: float, sample_rate: float, steps: int, delta: float
             "accountant_replace_one_sigma_half": accountant_half}
 
 
+@params.options_named
 @either_spelling
 def epsilon(*, defence: str, batch_size: int, dataset_size: int, epochs: int, noise_multiplier: float | None = None,
             target_epsilon: float | None = None, lr: float | None = None, l2: float | None = None,

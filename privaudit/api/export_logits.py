@@ -44,6 +44,7 @@ class ExportedLogits(ShortRepr):
         return f"<table><caption>privaudit export-logits: {html.escape(str(self.path))}</caption>{rows}</table>"
 
 
+@params.options_named
 def export_logits(target: str, *, out: str | Path, pool_size: int | None = None, data_dir: str | Path | None = None,
                   device: str = "auto", workdir: str | Path = ".") -> ExportedLogits:
     """Write the trained target ``target``'s outputs on its members and non-members (and its

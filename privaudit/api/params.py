@@ -3,16 +3,20 @@ its option strings, the Python API its keyword arguments (strings as on the comm
 numbers and lists), and both get the same checks and the same one-line
 :class:`~privaudit.errors.ConfigError`, naming the option as the command line spells it. A
 check the command line makes while parsing (:mod:`privaudit.cli.callbacks`) says the problem
-found here (``*_problem``), as a usage error."""
+found here (``*_problem``), as a usage error. The library below the API names a setting by its
+field (```batch_size```); :func:`flag` is the one table from fields to options, and every
+command's API function (:func:`options_named`) and the command line's error handler say the
+field as the option (:func:`as_options`)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union, cast, overload
 
 from privaudit.core.defaults import MAX_SEED
-from privaudit.errors import ArtifactError, ConfigError, DataError
+from privaudit.errors import FIELD, ArtifactError, ConfigError, DataError, PrivauditError
 
 from privaudit.api.recipe import model_args as model_args  # the --model-arg pairs, parsed where the recipe is
 
@@ -68,14 +72,41 @@ def bounded(bounds: Mapping[str, tuple[Any, ...]], **values: float | None) -> No
         in_range(value, flag(name), *bounds[name])
 
 
-#: the keyword arguments whose command-line option has another name (privaudit.cli.options)
-OPTION_NAMES = {"references": "--pool-size", "noise_multiplier": "--sigma", "l2": "--weight-decay"}
+#: the keyword arguments and fields whose command-line option has another name (privaudit.cli.options)
+OPTION_NAMES = {"references": "--pool-size", "noise_multiplier": "--sigma", "l2": "--weight-decay",
+                "defence": "--defense", "defences": "--defenses", "model_args": "--model-arg"}
 
 
 def flag(name: str) -> str:
-    """A keyword argument's command-line option: ``local_steps`` → ``--local-steps``,
+    """A keyword argument's or field's command-line option: ``local_steps`` → ``--local-steps``,
     ``references`` → ``--pool-size`` (:data:`OPTION_NAMES`)."""
     return OPTION_NAMES.get(name, "--" + name.replace("_", "-"))
+
+
+def as_options(message: str) -> str:
+    """``message`` with each setting it names as the library below the API names it, by its
+    field in backticks (:data:`privaudit.errors.FIELD`: ``\`batch_size\` must be >= 1``), named
+    as the command line's option instead (``--batch-size must be >= 1``, :func:`flag`)."""
+    return FIELD.sub(lambda m: flag(m.group(1)), message)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def options_named(fn: F) -> F:
+    """``fn``, a command's API function, whose :class:`~privaudit.errors.PrivauditError` name
+    each setting as the command line's option (:func:`as_options`), the same error object
+    re-raised."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PrivauditError as exc:
+            if exc.args and isinstance(exc.args[0], str):
+                exc.args = (as_options(exc.args[0]), *exc.args[1:])
+            raise
+
+    return cast(F, call)
 
 
 #: an empty path option, in words that follow its name (it would silently mean the current folder)

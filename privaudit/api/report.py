@@ -69,6 +69,7 @@ def rebuild(ws: Workspace, log: Callable[[str], None] | None = None) -> Workspac
     return WorkspaceReport.of(rep)
 
 
+@params.options_named
 def report(*, workdir: str | Path = ".", log: Callable[[str], None] | None = None) -> WorkspaceReport:
     """Rebuild ``reports/tradeoff.csv`` and ``reports/index.html`` from every attack in the
     workspace ``workdir`` (which must exist and hold ``models/`` or ``attacks/``: a mistyped

@@ -71,6 +71,7 @@ def _words(value: str | Sequence[str] | None, option: str, allowed: Sequence[str
     return items
 
 
+@params.options_named
 def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str = "cifar10",
               data_dir: str | Path | None = None, download: bool = False, models: str | Sequence[str] | None = None,
               experiments: str | Sequence[str] | None = None, seeds: params.Seeds = None, device: str = "auto",

@@ -85,6 +85,7 @@ def _stem(path: str | Path) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "input"
 
 
+@params.options_named
 def scan(input: str | Path | None = None, *, out: str | Path | None = None, delta: float = 1e-5, folds: int = 5,
          seed: int = 0, command: str = "", **arrays: Any) -> ScanReport:
     """Run every attack the outputs allow (loss, confidence, entropy, modified entropy, a

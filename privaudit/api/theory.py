@@ -128,6 +128,7 @@ def _arguments(experiment: str, o: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+@params.options_named
 def theory(experiment: str, *, seed: int = 0, workdir: str | Path = ".",
            progress: Callable[[str, float], None] | None = None, log: Callable[[str], None] | None = None,
            **options: Any) -> TheoryResult:

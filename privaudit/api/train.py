@@ -60,6 +60,7 @@ class TrainedModels(ShortRepr):
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+@params.options_named
 @either_spelling
 def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, download: bool = False,
           kappa: float = 0.0, dp: bool = False, defence: str | None = None, knob: float | None = None,

@@ -8,6 +8,7 @@ import os
 import typer
 from rich.markup import escape
 
+from privaudit.api.params import as_options
 from privaudit.cli.output import err
 from privaudit.errors import PrivauditError, plain
 
@@ -30,8 +31,8 @@ def handle_errors(fn):
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except PrivauditError as exc:
-            fail(str(exc), exc.exit_code)
+        except PrivauditError as exc:  # named as the options, also when raised below the API
+            fail(as_options(str(exc)), exc.exit_code)
         except KeyboardInterrupt:
             fail("interrupted; finished artifacts are kept and a rerun resumes from them", 130)
         except MemoryError:

@@ -258,14 +258,14 @@ class DefenceConfig:
                                   f"(got kappa {kappa:g}{', dp' if dp else ''})")
             return cls(name=method, knob=knob, params=params)
         if knob:
-            raise ConfigError("a defence knob needs its defence (--defense NAME)")
+            raise ConfigError("a defence knob needs its defence (`defence` NAME)")
         if dp:
             if noise_multiplier is not None and target_epsilon is not None:
-                raise ConfigError("--dp needs exactly one of --sigma or --target-epsilon")
+                raise ConfigError("`dp` needs exactly one of `noise_multiplier` or `target_epsilon`")
             name = ("mg+" if kappa else "") + mechanism  # neither: refused by validation, after the model
             return cls(name=name, knob=0.0 if noise_multiplier is None else noise_multiplier, params=params)
         if noise_multiplier is not None or target_epsilon is not None:
-            raise ConfigError("--sigma and --target-epsilon need --dp")
+            raise ConfigError("`noise_multiplier` and `target_epsilon` need `dp`")
         return cls(name="mg" if kappa else "none", knob=kappa, params=params)
 
     def fields_v1(self) -> dict[str, Any]:
@@ -442,58 +442,58 @@ class RunConfig:
         elif d.fingerprint:
             raise ConfigError(f"a fingerprint is for the user's own data, not {d.dataset}")
         if is_custom_model(m.name):
-            _require(m.width == 0, "--width is for the built-in models: give your model's own sizes with --model-arg")
+            _require(m.width == 0, "`width` is for the built-in models: give your model's own sizes with `model_args`")
             _require(isinstance(m.args, str), "model args must be canonical JSON")
         else:
             if m.name not in MODELS:
                 raise ConfigError(f"unknown model {m.name!r}; expected one of {', '.join(MODELS)}, torchvision:NAME or "
                                   "module:MODULE:CALLABLE")
-            _require(isinstance(m.width, int) and m.width >= 1, "--width must be a positive integer")
-            _require(not m.args, "--model-arg is for torchvision: and module: models")
-        _require(isinstance(d.part_size, int) and d.part_size >= 2, "--part-size must be at least 2")
+            _require(isinstance(m.width, int) and m.width >= 1, "`width` must be a positive integer")
+            _require(not m.args, "`model_args` is for torchvision: and module: models")
+        _require(isinstance(d.part_size, int) and d.part_size >= 2, "`part_size` must be at least 2")
         if d.canaries:
             kind, n = parse_canaries(d.canaries)
-            _require(n <= d.part_size, f"--canaries {d.canaries}: at most {d.part_size} canaries (half the target's "
+            _require(n <= d.part_size, f"`canaries` {d.canaries}: at most {d.part_size} canaries (half the target's "
                                        f"{2 * d.part_size} members and non-members)")
         if self.role == "reference":
             _require(isinstance(d.pool_size, int) and d.pool_size >= 2 and d.pool_size % 2 == 0,
-                     f"--pool-size must be an even number >= 2 (got {d.pool_size})")
+                     f"`pool_size` must be an even number >= 2 (got {d.pool_size})")
             _require(isinstance(d.pool_index, int) and 0 <= d.pool_index < d.pool_size,
                      f"pool index {d.pool_index} outside the pool of {d.pool_size}")
         elif d.pool_size or d.pool_index:
             raise ConfigError("pool_size and pool_index are for reference models only")
-        _require(_finite_number(f.delta) and 0 < f.delta < 1, f"--delta must lie in (0, 1) (got {f.delta})")
+        _require(_finite_number(f.delta) and 0 < f.delta < 1, f"`delta` must lie in (0, 1) (got {f.delta})")
         _require(_finite_number(f.max_grad_norm) and f.max_grad_norm > 0,
-                 f"--max-grad-norm must be > 0 (got {f.max_grad_norm})")
+                 f"`max_grad_norm` must be > 0 (got {f.max_grad_norm})")
         if f.mechanism not in MECHANISMS:
             raise ConfigError(f"unknown DP mechanism {f.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
         _check_defence(self)
-        _require(isinstance(t.epochs, int) and t.epochs >= 1, f"--epochs must be >= 1 (got {t.epochs})")
+        _require(isinstance(t.epochs, int) and t.epochs >= 1, f"`epochs` must be >= 1 (got {t.epochs})")
         _require(isinstance(t.batch_size, int) and t.batch_size >= 1,
-                 f"--batch-size must be >= 1 (got {t.batch_size})")
-        _require(_finite_number(t.lr) and t.lr > 0, f"--lr must be > 0 (got {t.lr})")
+                 f"`batch_size` must be >= 1 (got {t.batch_size})")
+        _require(_finite_number(t.lr) and t.lr > 0, f"`lr` must be > 0 (got {t.lr})")
         _require(_finite_number(t.weight_decay) and t.weight_decay >= 0,
-                 f"--weight-decay must be >= 0 (got {t.weight_decay})")
+                 f"`weight_decay` must be >= 0 (got {t.weight_decay})")
         if m.name == "convex-relu":
             _require(t.batch_size <= d.part_size,
-                     f"--batch-size {t.batch_size} exceeds the {d.part_size} training samples (--part-size)")
+                     f"`batch_size` {t.batch_size} exceeds the {d.part_size} training samples (`part_size`)")
             if f.dp:
                 from privaudit.analysis.hidden_state import contraction
                 contraction(t.lr, t.weight_decay)  # the hidden-state bound's assumptions, or an error
         if t.augment not in AUGMENTS:
-            raise ConfigError(f"unknown --augment {t.augment!r}; expected one of {', '.join(AUGMENTS)}")
+            raise ConfigError(f"unknown `augment` {t.augment!r}; expected one of {', '.join(AUGMENTS)}")
         if t.augment == "flip" and d.dataset not in FLIP_DATASETS and not is_custom_dataset(d.dataset):
-            raise ConfigError(f"--augment flip is for natural images (cifar10, cifar100, or your own): {d.dataset} "
+            raise ConfigError(f"`augment` flip is for natural images (cifar10, cifar100, or your own): {d.dataset} "
                               "holds digits or letters-like shapes, which are not mirror-symmetric (a mirrored 2 is no 2)")
         if t.augment == "flip" and m.name == "convex-relu":
-            raise ConfigError("--augment flip is for mlp and the CNNs: convex-relu trains by cyclic gradient descent "
+            raise ConfigError("`augment` flip is for mlp and the CNNs: convex-relu trains by cyclic gradient descent "
                               "over fixed batches")
         if t.precision not in PRECISIONS:
             raise ConfigError(f"unknown precision {t.precision!r}; expected one of {', '.join(PRECISIONS)}")
         if t.precision != "fp32" and f.dp:
-            raise ConfigError("--precision bf16 is for non-private training: DP-SGD clips per-sample "
+            raise ConfigError("`precision` bf16 is for non-private training: DP-SGD clips per-sample "
                               "gradients in fp32")
-        _require(isinstance(self.seed, int) and 0 <= self.seed < 2**63, "--seed must be a non-negative integer")
+        _require(isinstance(self.seed, int) and 0 <= self.seed < 2**63, "`seed` must be a non-negative integer")
         return self
 
 
@@ -509,7 +509,7 @@ def parse_canaries(spec: str) -> tuple[str, int]:
     except ValueError:
         n = -1
     if not sep or kind not in CANARY_KINDS or n < 1:
-        raise ConfigError(f"--canaries takes KIND:N with KIND one of {', '.join(CANARY_KINDS)} and N >= 1 (e.g. "
+        raise ConfigError(f"`canaries` takes KIND:N with KIND one of {', '.join(CANARY_KINDS)} and N >= 1 (e.g. "
                           f"mislabeled:50), not {spec!r}")
     return kind, n
 
@@ -525,15 +525,15 @@ def _check_defence(cfg: RunConfig) -> None:
     p = f.params
     if f.name == "none":
         if f.knob != 0:
-            raise ConfigError("a defence knob needs its defence (--defense NAME)")
+            raise ConfigError("a defence knob needs its defence (`defence` NAME)")
     elif f.name not in DP_NAMES:
         get(f.name)  # a known defence, or a one-line error listing them
     if p.kappa and f.name != "mg+dpsgd":
         raise ConfigError("MG noise's kappa among the DP parameters is for mg+dpsgd only")
     if p.target_epsilon is not None and not f.dp:
-        raise ConfigError("--sigma and --target-epsilon need --dp")
+        raise ConfigError("`noise_multiplier` and `target_epsilon` need `dp`")
     if f.kappa and model == "convex-relu":
-        raise ConfigError("convex-relu trains by (noisy) cyclic gradient descent; MG noise (--kappa) "
+        raise ConfigError("convex-relu trains by (noisy) cyclic gradient descent; MG noise (`kappa`) "
                           "is for mlp and the CNNs")
     if f.name == "mg":
         get("mg").check_knob(f.knob)
@@ -541,18 +541,18 @@ def _check_defence(cfg: RunConfig) -> None:
         if f.mechanism != f.name.removeprefix("mg+"):
             raise ConfigError(f"defence {f.name} with DP mechanism {f.mechanism}: the two must agree")
         if f.mechanism == "noisycgd" and model != "convex-relu":  # before the noise: more fundamental
-            raise ConfigError("NoisyCGD's hidden-state bound needs the strongly convex --model convex-relu")
+            raise ConfigError("NoisyCGD's hidden-state bound needs the strongly convex `model` convex-relu")
         if f.mechanism != "noisycgd" and model == "convex-relu":
-            raise ConfigError("convex-relu's DP training is NoisyCGD: use --defense noisycgd")
+            raise ConfigError("convex-relu's DP training is NoisyCGD: use `defence` noisycgd")
         if f.name == "mg+dpsgd":
             get("mg").check_knob(p.kappa)
         if p.target_epsilon is None:
-            _require(f.knob != 0, "--dp needs exactly one of --sigma or --target-epsilon")
+            _require(f.knob != 0, "`dp` needs exactly one of `noise_multiplier` or `target_epsilon`")
             get(f.mechanism).check_knob(f.knob)
         else:
-            _require(f.knob == 0, "--dp needs exactly one of --sigma or --target-epsilon")
+            _require(f.knob == 0, "`dp` needs exactly one of `noise_multiplier` or `target_epsilon`")
             _require(_finite_number(p.target_epsilon) and p.target_epsilon > 0,
-                     f"--target-epsilon must be > 0 (got {p.target_epsilon})")
+                     f"`target_epsilon` must be > 0 (got {p.target_epsilon})")
     elif f.method:
         defence = get(f.method)
         defence.check_knob(f.knob)
@@ -652,10 +652,10 @@ def make_config(
     defaults = recipe_defaults(model, dataset, dataset_size)
     if is_custom_model(model):
         if width is not None:
-            raise ConfigError("--width is for the built-in models: give your model's own sizes with --model-arg")
+            raise ConfigError("`width` is for the built-in models: give your model's own sizes with `model_args`")
         width = 0
     elif model_args:
-        raise ConfigError("--model-arg is for torchvision: and module: models")
+        raise ConfigError("`model_args` is for torchvision: and module: models")
     width = defaults["width"] if width is None else width
     lr = defaults["lr"] if lr is None else lr
     cfg = RunConfig(
@@ -701,7 +701,7 @@ def _defence(params: DPParams, defence: str | None, knob: float | None, *, kappa
     and the recipe fields the defence sets itself (early stopping's epochs, weight decay's λ)."""
     if defence is None:
         if knob is not None:
-            raise ConfigError("--knob needs --defense NAME")
+            raise ConfigError("`knob` needs `defence` NAME")
         return DefenceConfig.from_fields(kappa=float(kappa), dp=dp, noise_multiplier=noise_multiplier,
                                          target_epsilon=target_epsilon, max_grad_norm=params.max_grad_norm,
                                          delta=params.delta, mechanism=params.mechanism), {}
@@ -709,13 +709,13 @@ def _defence(params: DPParams, defence: str | None, knob: float | None, *, kappa
 
     chosen = get(defence)
     if kappa or dp or noise_multiplier is not None:
-        raise ConfigError(f"one defence a model: --defense {chosen.name} trains without --kappa and --dp (MG "
-                          "noise under DP-SGD is --kappa with --dp)")
+        raise ConfigError(f"one defence a model: `defence` {chosen.name} trains without `kappa` and `dp` (MG "
+                          "noise under DP-SGD is `kappa` with `dp`)")
     dp_defence = chosen.name in DP_NAMES
     if dp_defence and knob is not None and target_epsilon is not None:
-        raise ConfigError("--dp needs exactly one of --sigma or --target-epsilon")
+        raise ConfigError("`dp` needs exactly one of `noise_multiplier` or `target_epsilon`")
     if target_epsilon is not None and not dp_defence:
-        raise ConfigError("--sigma and --target-epsilon need --dp")
+        raise ConfigError("`noise_multiplier` and `target_epsilon` need `dp`")
     value = 0.0 if dp_defence and knob is None and target_epsilon is not None else chosen.check_knob(knob)
     eps = None if target_epsilon is None else float(target_epsilon)
     return DefenceConfig(params=params).with_setting(chosen.name, value, target_epsilon=eps), chosen.recipe_fields(value)

@@ -70,9 +70,9 @@ def locate(data: str | Path) -> Path:
         for folder in (path, path / FOLDER):
             if (folder / DATA_FILE).is_file():
                 return folder
-        raise DataError(f"no {DATA_FILE} in {path} or {path / FOLDER}: point --data-dir at the folder holding "
+        raise DataError(f"no {DATA_FILE} in {path} or {path / FOLDER}: point `data_dir` at the folder holding "
                         f"the UCI Communities and Crime files (or at an .npz of X and y)")
-    raise DataError(f"{path} does not exist: point --data-dir at the folder holding the UCI Communities and "
+    raise DataError(f"{path} does not exist: point `data_dir` at the folder holding the UCI Communities and "
                     f"Crime files (or at an .npz of X and y)")
 
 

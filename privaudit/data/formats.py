@@ -52,8 +52,8 @@ def load_named(name: str, data_dir: str | Path | None = None, download: bool = F
         data = _cached_read(name, root)
     if data is None:
         raise DataError(f"{name} not found in {data_dir or os.environ.get(DATA_DIR_ENV) or './data'} (looked for "
-                        f"{LOOKED_FOR[name]}): point --data-dir (or ${DATA_DIR_ENV}) at the folder holding it, or add "
-                        "--download to fetch it")
+                        f"{LOOKED_FOR[name]}): point `data_dir` (or ${DATA_DIR_ENV}) at the folder holding it, or add "
+                        "`download` to fetch it")
     return data
 
 

@@ -80,8 +80,8 @@ def load_cifar10(data_dir: str | Path | None = None, download: bool = False) -> 
     if folder is None:
         where = data_dir or os.environ.get(DATA_DIR_ENV) or "./data"
         raise DataError(
-            f"CIFAR-10 not found in {where}: point --data-dir (or ${DATA_DIR_ENV}) at the folder "
-            f"holding {CIFAR_FOLDER}, add --download to fetch it, or use --dataset digits"
+            f"CIFAR-10 not found in {where}: point `data_dir` (or ${DATA_DIR_ENV}) at the folder "
+            f"holding {CIFAR_FOLDER}, add `download` to fetch it, or use `dataset` digits"
         )
     files = [folder / name for name in CIFAR_TRAIN_BATCHES + (CIFAR_TEST_BATCH,)]
     missing = [f for f in files if not f.is_file()]

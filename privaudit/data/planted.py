@@ -42,7 +42,7 @@ def canary_indices(n_samples: int, part_size: int, seed: int, spec: str) -> np.n
     _, n = parse(spec)
     pool = split_parts(n_samples, part_size, seed).pool
     if n > len(pool) // 2:
-        raise ConfigError(f"--canaries {spec}: at most {len(pool) // 2} canaries (half the target's "
+        raise ConfigError(f"`canaries` {spec}: at most {len(pool) // 2} canaries (half the target's "
                           f"{len(pool)} members and non-members)")
     rng = np.random.default_rng(derive_seed(seed, "planted", spec))
     return np.sort(rng.choice(pool, size=n, replace=False))

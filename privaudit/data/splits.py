@@ -82,7 +82,7 @@ def split_parts(n: int, part_size: int, seed: int) -> Split:
     (n, part_size, seed) only; target and shadow models of one audit share it.
     """
     if 4 * part_size > n:
-        raise ConfigError(f"--part-size {part_size} is too large: four parts need {4 * part_size} "
+        raise ConfigError(f"`part_size` {part_size} is too large: four parts need {4 * part_size} "
                           f"samples and the dataset has {n} (at most {n // 4})")
     perm = np.random.default_rng(seed).permutation(n)
     cuts = [perm[i * part_size:(i + 1) * part_size] for i in range(4)]

@@ -59,7 +59,7 @@ def parse(text: str | Sequence[object]) -> list[Defence]:
     items = [s.strip() for s in text.split(",")] if isinstance(text, str) else [str(s).strip() for s in text]
     items = [s for s in items if s]
     if not items:
-        raise ConfigError(f"--defenses needs at least one name: all, or some of {', '.join(DEFENCES)}")
+        raise ConfigError(f"`defences` needs at least one name: all, or some of {', '.join(DEFENCES)}")
     out: list[Defence] = []
     for item in items:
         chosen = [d for n, d in DEFENCES.items() if n != "noisycgd"] if item == "all" else [get(item)]

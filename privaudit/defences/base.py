@@ -54,7 +54,7 @@ class Knob:
     integer: bool = False
     stronger: str = "higher"
     search_max: float | None = None  #: the largest value an accuracy search tries (default: ``high``)
-    option: str = "--knob"  #: the command line's option for it (MG noise's ``--kappa``, DP's ``--sigma``)
+    field: str = "knob"  #: the setting that holds it (MG noise's ``kappa``, DP's ``noise_multiplier``)
 
     def range_text(self) -> str:
         left = "(" if self.low_open else "["
@@ -70,7 +70,7 @@ class Knob:
             ok = ok and (not self.integer or v == int(v))
         if not ok:
             kind = "an integer" if self.integer else "a number"
-            raise ConfigError(f"{self.option} for {defence} is its {self.name} {self.symbol}: {kind} in "
+            raise ConfigError(f"`{self.field}` for {defence} is its {self.name} {self.symbol}: {kind} in "
                               f"{self.range_text()} (got {value})")
         return float(value)
 
@@ -125,10 +125,10 @@ class Defence:
     def check_knob(self, value: Any) -> float:
         if self.knob is None:
             if value not in (None, 0, 0.0):
-                raise ConfigError(f"{self.name} takes no --knob")
+                raise ConfigError(f"{self.name} takes no `knob`")
             return 0.0
         if value is None:
-            raise ConfigError(f"{self.name} needs --knob, its {self.knob.name} {self.knob.symbol} in "
+            raise ConfigError(f"{self.name} needs `knob`, its {self.knob.name} {self.knob.symbol} in "
                               f"{self.knob.range_text()}")
         return self.knob.check(self.name, value)
 

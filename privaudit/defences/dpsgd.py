@@ -18,7 +18,7 @@ class DPSGD(Defence):
     tag = "dp-s"
     title = "DP-SGD"
     knob = Knob("noise multiplier", "σ", 0.0, 1e6, grid=(0.5, 1.0, 2.0), low_open=True, search_max=64.0,
-                option="--sigma")
+                field="noise_multiplier")
     paper = "Abadi et al., Deep Learning with Differential Privacy (CCS 2016, arXiv 1607.00133)"
     formula = "g = (Σ_i clip_C(∇ℓ_i) + N(0, σ²C²)) / (qN), Poisson batches"
     mechanism = "dpsgd"

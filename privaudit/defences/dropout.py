@@ -22,7 +22,7 @@ class Dropout(Defence):
 
     def validate(self, cfg) -> None:
         if cfg.model.name not in MODELS:
-            raise ConfigError(f"--defense dropout adds dropout to {' and '.join(MODELS)}, not to {cfg.model.name} "
+            raise ConfigError(f"`defence` dropout adds dropout to {' and '.join(MODELS)}, not to {cfg.model.name} "
                               "(the improved CNNs carry their own dropout; convex-relu and your own models have no "
                               "hidden layer privaudit knows)")
 

@@ -30,8 +30,8 @@ class EarlyStopping(Defence):
 
     def validate(self, cfg) -> None:
         if cfg.train.epochs != int(cfg.defence.knob):
-            raise ConfigError(f"--defense early-stopping sets the epochs to its knob ({int(cfg.defence.knob)}); "
-                              f"do not also give --epochs ({cfg.train.epochs})")
+            raise ConfigError(f"`defence` early-stopping sets the epochs to its knob ({int(cfg.defence.knob)}); "
+                              f"do not also give `epochs` ({cfg.train.epochs})")
 
 
 DEFENCE = EarlyStopping()

@@ -23,10 +23,10 @@ class WeightDecay(Defence):
 
     def validate(self, cfg) -> None:
         if cfg.train.weight_decay != cfg.defence.knob:
-            raise ConfigError(f"--defense weight-decay sets the weight decay to its knob ({cfg.defence.knob:g}); "
-                              f"do not also give --weight-decay ({cfg.train.weight_decay:g})")
+            raise ConfigError(f"`defence` weight-decay sets the weight decay to its knob ({cfg.defence.knob:g}); "
+                              f"do not also give `weight_decay` ({cfg.train.weight_decay:g})")
         if cfg.model.name == "convex-relu":
-            raise ConfigError("convex-relu's --weight-decay is NoisyCGD's L2 coefficient, not a defence knob")
+            raise ConfigError("convex-relu's `weight_decay` is NoisyCGD's L2 coefficient, not a defence knob")
 
 
 DEFENCE = WeightDecay()

@@ -29,7 +29,7 @@ def make_executor(name: str, *, address: str | None = None, cpus_per_job: int | 
         _import_ray()  # fail early, in one line, when Ray is not installed
         return RayExecutor(address=address, cpus_per_job=threads,
                            max_retries=DEFAULT_RETRIES if max_retries is None else max_retries)
-    raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)} (got {name!r})")
+    raise ConfigError(f"`executor` must be one of {', '.join(EXECUTORS)} (got {name!r})")
 
 
 __all__ = ["EXECUTORS", "Job", "LocalExecutor", "audit_jobs", "make_executor"]

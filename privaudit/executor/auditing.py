@@ -46,7 +46,7 @@ def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float]
     the grid is the baseline and is not repeated. Duplicates are removed, order is kept.
     """
     if sigmas and target_epsilons:
-        raise ConfigError("give DP-SGD settings as --sigmas or as --target-epsilons, not both")
+        raise ConfigError("give DP-SGD settings as `sigmas` or as `target_epsilons`, not both")
     dp = base.defence.mechanism  # DP-SGD, or NoisyCGD for convex-relu
     plan = [defended(base, "none")]
     plan += [defended(base, "mg", k) for k in kappas]
@@ -264,7 +264,7 @@ def match_accuracy(plan: Sequence[RunConfig], workspace: Workspace, data: DataCa
 
     base = next((c for c in plan if c.defence.name == "none"), None)
     if base is None:
-        raise ConfigError("--match-accuracy needs the undefended baseline in the plan")
+        raise ConfigError("`match_accuracy` needs the undefended baseline in the plan")
     known = {c.defence.kappa: accuracy(c) for c in plan if c.defence.name == "mg"}
     dp = [c for c in plan if c.defence.dp]
     found = match_targets(base, ["mg"], [accuracy(c) for c in dp], workspace, data, device, tolerance=tolerance,

@@ -126,14 +126,14 @@ def check_reachable(address: str | None, timeout: float = REACH_TIMEOUT_S) -> No
     hostport = address.split("://", 1)[-1].rstrip("/")
     host, sep, port = hostport.rpartition(":")
     if not sep or not port.isdigit():
-        raise ConfigError(f"--ray-address {address!r} is not host:port or ray://host:port (or auto)")
+        raise ConfigError(f"`ray_address` {address!r} is not host:port or ray://host:port (or auto)")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
             pass
     except OSError as exc:
         reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
         raise ConfigError(f"the Ray cluster at {address} does not answer ({reason} from {host}:{port} within "
-                          f"{timeout:g} s); start it with `ray start --head` or check --ray-address") from None
+                          f"{timeout:g} s); start it with `ray start --head` or check `ray_address`") from None
 
 
 @dataclass

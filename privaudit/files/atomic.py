@@ -130,7 +130,7 @@ def _creatable(path: Path, option: str, what: str) -> None:
     _probe(base, option, path)
 
 
-def check_output_folder(path: str | Path, option: str = "--out", files: tuple[str, ...] = ()) -> Path:
+def check_output_folder(path: str | Path, option: str = "`out`", files: tuple[str, ...] = ()) -> Path:
     """Refuse, before any work, a results folder that could not be written: ``path`` is an
     existing file; one of the ``files`` to be written in it is a folder; a folder on the way
     is a file; or the folder where writing would begin is not writable. A folder that does
@@ -147,7 +147,7 @@ def check_output_folder(path: str | Path, option: str = "--out", files: tuple[st
     return p
 
 
-def check_output_file(path: str | Path, option: str = "--out") -> Path:
+def check_output_file(path: str | Path, option: str = "`out`") -> Path:
     """Refuse, before any work, an output file that could not be written: ``path`` is a
     folder; a folder on the way is a file; or the folder where writing would begin is not
     writable. Missing parent folders are fine (created when the file is written); an existing

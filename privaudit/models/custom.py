@@ -48,21 +48,21 @@ def _factory(name: str):
     kind, _, rest = name.partition(":")
     if kind == "torchvision":
         if not rest:
-            raise ConfigError("--model torchvision:NAME needs a model name, e.g. torchvision:resnet18")
+            raise ConfigError("`model` torchvision:NAME needs a model name, e.g. torchvision:resnet18")
         return rest, None
     module, _, attr = rest.rpartition(":")
     if not module or not attr:
-        raise ConfigError(f"--model {name!r}: expected module:MODULE:CALLABLE, e.g. module:mymodels:make_net")
+        raise ConfigError(f"`model` {name!r}: expected module:MODULE:CALLABLE, e.g. module:mymodels:make_net")
     cwd = str(Path.cwd())
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     try:
         mod = importlib.import_module(module)
     except Exception as exc:  # ImportError, or the module's own failure at import
-        raise ConfigError(f"--model {name!r}: cannot import {module} ({type(exc).__name__}: {brief(exc)})") from None
+        raise ConfigError(f"`model` {name!r}: cannot import {module} ({type(exc).__name__}: {brief(exc)})") from None
     fn = getattr(mod, attr, None)
     if not callable(fn):
-        raise ConfigError(f"--model {name!r}: {module} has no callable {attr!r}")
+        raise ConfigError(f"`model` {name!r}: {module} has no callable {attr!r}")
     return fn, mod
 
 
@@ -89,15 +89,15 @@ def _torchvision(arch: str, input_shape, num_classes: int, args: dict) -> nn.Mod
     args = dict(args)
     small = bool(args.pop(STEM_ARG, False))
     if arch not in torchvision.models.list_models():
-        raise ConfigError(f"--model torchvision:{arch}: torchvision has no such model (see "
+        raise ConfigError(f"`model` torchvision:{arch}: torchvision has no such model (see "
                           "torchvision.models.list_models())")
     try:
         model = torchvision.models.get_model(arch, weights=None, num_classes=num_classes, **args)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"--model torchvision:{arch}: {brief(exc)}") from None
+        raise ConfigError(f"`model` torchvision:{arch}: {brief(exc)}") from None
     if small:
         if not (isinstance(getattr(model, "conv1", None), nn.Conv2d) and hasattr(model, "maxpool")):
-            raise ConfigError(f"--model-arg {STEM_ARG}=true is for ResNet-style models (conv1 and maxpool); "
+            raise ConfigError(f"`model_args` {STEM_ARG}=true is for ResNet-style models (conv1 and maxpool); "
                               f"{arch} has none")
         old = model.conv1
         model.conv1 = nn.Conv2d(old.in_channels, old.out_channels, 3, stride=1, padding=1, bias=old.bias is not None)
@@ -105,7 +105,7 @@ def _torchvision(arch: str, input_shape, num_classes: int, args: dict) -> nn.Mod
     if input_shape[0] == 1:
         model = nn.Sequential(RepeatChannels(), model)
     elif input_shape[0] != 3:
-        raise ConfigError(f"--model torchvision:{arch} takes RGB or grey images, not {input_shape[0]} channels")
+        raise ConfigError(f"`model` torchvision:{arch} takes RGB or grey images, not {input_shape[0]} channels")
     return model
 
 
@@ -124,9 +124,9 @@ def _module(name: str, input_shape, num_classes: int, args: dict) -> nn.Module:
     try:
         model = fn(**kwargs)
     except Exception as exc:
-        raise ConfigError(f"--model {name!r}: the factory failed ({type(exc).__name__}: {brief(exc)})") from None
+        raise ConfigError(f"`model` {name!r}: the factory failed ({type(exc).__name__}: {brief(exc)})") from None
     if not isinstance(model, nn.Module):
-        raise ConfigError(f"--model {name!r}: the factory returned a {type(model).__name__}, not a torch.nn.Module")
+        raise ConfigError(f"`model` {name!r}: the factory returned a {type(model).__name__}, not a torch.nn.Module")
     return model
 
 
@@ -157,7 +157,7 @@ def _opacus_fix(name: str, model: nn.Module) -> tuple[nn.Module, list[str]]:
     changed = sorted((n, before[n], after.get(n, "removed")) for n in before if after.get(n) != before[n])
     remaining = ModuleValidator.validate(fixed, strict=False)
     if remaining:
-        raise ConfigError(f"--model {name!r} cannot train under DP-SGD: {' '.join(str(remaining[0]).split())}")
+        raise ConfigError(f"`model` {name!r} cannot train under DP-SGD: {' '.join(str(remaining[0]).split())}")
     kinds: dict[tuple[str, str], int] = {}
     for _, old, new in changed:
         kinds[(old, new)] = kinds.get((old, new), 0) + 1
@@ -173,11 +173,11 @@ def _check_output(name: str, model: nn.Module, input_shape, num_classes: int) ->
         with torch.no_grad():
             out = model(torch.zeros(2, *input_shape))
     except Exception as exc:
-        raise ConfigError(f"--model {name!r} fails on inputs of shape (B, {', '.join(map(str, input_shape))}): "
+        raise ConfigError(f"`model` {name!r} fails on inputs of shape (B, {', '.join(map(str, input_shape))}): "
                           f"{type(exc).__name__}: {brief(exc)}") from None
     finally:
         model.train(was)
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != (2, num_classes):
         shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise ConfigError(f"--model {name!r} returns {shape} for 2 images; it must return logits of shape "
+        raise ConfigError(f"`model` {name!r} returns {shape} for 2 images; it must return logits of shape "
                           f"(B, {num_classes})")

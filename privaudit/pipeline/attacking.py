@@ -107,7 +107,7 @@ class AttackPlan:
         if pool and "shadow" in chosen:
             pool.append("shadow-pool")  # the paper's attack with every pool model as a shadow
         if pool and (not isinstance(pool_size, int) or pool_size < 4 or pool_size % 2):
-            raise ConfigError(f"--pool-size must be an even number >= 4 for lira, rmia and the many-shadow attack "
+            raise ConfigError(f"`pool_size` must be an even number >= 4 for lira, rmia and the many-shadow attack "
                               f"(got {pool_size})")
         shown = (["shadow"] if "shadow" in chosen else []) + (["loss", "confidence", "data-free"]
                                                                 if "loss" in chosen else [])
@@ -238,7 +238,7 @@ def transfer_shadow_config(cfg: RunConfig, dataset: str, data: DataCache) -> Run
     n = extra.get("dataset_size") or len(data.get(dataset).y)
     part = min(cfg.data.part_size, n // 4)
     if part < 2:
-        raise ConfigError(f"--shadow-dataset {dataset} has {n} samples: too few for a shadow model's parts")
+        raise ConfigError(f"`shadow_dataset` {dataset} has {n} samples: too few for a shadow model's parts")
     shadow = cfg.as_shadow()
     return replace(shadow, data=replace(shadow.data, dataset=dataset, part_size=part,
                                         fingerprint=extra.get("fingerprint", ""))).validated()

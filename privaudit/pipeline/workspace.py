@@ -456,13 +456,13 @@ class Workspace:
             names = [n for n in names if self.read_model_config(n).data.dataset == dataset]
             if not names:
                 raise ArtifactError(f"no {spec} target trained on {dataset} in {self.models}; run "
-                                    f"`privaudit train --dataset {dataset}` first, or drop --dataset")
+                                    f"`privaudit train --dataset {dataset}` first, or drop `dataset`")
         if seeds is not None:
             names = [n for n in names if self.read_model_config(n).seed in seeds]
             if not names:
                 raise ArtifactError(f"no {spec} target{' on ' + dataset if dataset else ''} trained with seed "
-                                    f"{', '.join(map(str, seeds))} in {self.models}; train it with --seeds first, "
-                                    f"or drop --seeds")
+                                    f"{', '.join(map(str, seeds))} in {self.models}; train it with `seeds` first, "
+                                    f"or drop `seeds`")
         return names
 
     def _resolve_targets(self, spec: str) -> list[str]:

@@ -99,10 +99,10 @@ def hidden_state_protocol(scale: str = "reduced", dataset: str = "cifar10", *, s
                           experiments: Sequence[str] | None = None) -> HiddenStateProtocol:
     """The protocol of ``scale`` on ``dataset`` (docs/methods.md B.4)."""
     if scale not in SCALES:
-        raise ConfigError(f"unknown --scale {scale!r}; expected one of {', '.join(SCALES)}")
+        raise ConfigError(f"unknown `scale` {scale!r}; expected one of {', '.join(SCALES)}")
     if dataset not in DATASETS:
-        raise ConfigError(f"unknown --dataset {dataset!r} for hidden-state; expected one of {', '.join(DATASETS)}")
-    chosen = _words(experiments, "--experiments", EXPERIMENTS)
+        raise ConfigError(f"unknown `dataset` {dataset!r} for hidden-state; expected one of {', '.join(DATASETS)}")
+    chosen = _words(experiments, "`experiments`", EXPERIMENTS)
     seed_list = tuple(dict.fromkeys(int(s) for s in (seeds if seeds is not None else range(5 if scale == "full"
                                                                                           else 3))))
     if not seed_list:

@@ -172,7 +172,7 @@ def resolve_data(data: str | Path | None) -> RegressionData:
     if data is None:
         data = os.environ.get(DATA_DIR_ENV)
     if not data:
-        raise ConfigError("the masked-neurons reproduction needs its data: --data-dir pointing at the folder "
+        raise ConfigError("the masked-neurons reproduction needs its data: `data_dir` pointing at the folder "
                           "holding the UCI Communities and Crime files (communities.data, communities.names), "
                           "or at an .npz of X and y")
     return load_regression(data)

@@ -135,7 +135,7 @@ def protocol(scale: str = "reduced", dataset: str = "cifar10", *, seeds: Sequenc
     """The protocol of ``scale`` on ``dataset``, limited to ``families`` and ``experiments``
     (default: all) and run over ``seeds`` (default: 0, 1, 2, the paper's three)."""
     if scale not in SCALES:
-        raise ConfigError(f"unknown --scale {scale!r}; expected one of {', '.join(SCALES)}")
+        raise ConfigError(f"unknown `scale` {scale!r}; expected one of {', '.join(SCALES)}")
     if dataset not in ("cifar10", "digits"):
         raise ConfigError(f"unknown dataset {dataset!r}; expected cifar10 or digits")
     families = tuple(dict.fromkeys(families or FAMILIES))

@@ -42,7 +42,7 @@ def export_arrays(workspace: Workspace, target: str, data: DataCache, device: to
         pool = _load_pool(folder, meta)
         if pool is None:
             raise ArtifactError(f"no pool of {pool_size} for {target} in the workspace (run "
-                                f"'privaudit attack --target {target} --attacks lira --pool-size {pool_size}' first)")
+                                f"`privaudit attack --target {target} --attacks lira --pool-size {pool_size}` first)")
         images = data.images(cfg)
         t_logits = model_logits(workspace, target, images, pool.indices, pool.queries, device).astype(np.float64)
         part = cfg.data.part_size  # the pool samples are the target's members, then its non-members

@@ -112,16 +112,16 @@ def plan_samples(n: int, members: np.ndarray, non_members: np.ndarray | None, re
                  seed: int) -> Plan:
     """Non-members, population and the references' training sets (module docstring)."""
     if references < 2 or references % 2:
-        raise ConfigError(f"--pool-size must be an even number >= 2 (got {references})")
+        raise ConfigError(f"`pool_size` must be an even number >= 2 (got {references})")
     rng = np.random.default_rng(seed)
     rest = np.setdiff1d(np.arange(n), members)
     if non_members is None:
         if len(rest) < len(members):
-            raise DataError(f"--members: {len(members)} members leave only {len(rest)} other samples; give "
-                            "--non-members")
+            raise DataError(f"`members`: {len(members)} members leave only {len(rest)} other samples; give "
+                            "`non_members`")
         non_members = np.sort(rng.choice(rest, size=len(members), replace=False))
     elif np.intersect1d(members, non_members).size:
-        raise DataError(f"--non-members: {np.intersect1d(members, non_members).size} samples are also members")
+        raise DataError(f"`non_members`: {np.intersect1d(members, non_members).size} samples are also members")
     outside = np.setdiff1d(rest, non_members)
     outside = outside[rng.permutation(len(outside))]
     z = min(len(members) + len(non_members), len(outside) // 4)
@@ -129,7 +129,7 @@ def plan_samples(n: int, members: np.ndarray, non_members: np.ndarray | None, re
     size = min(len(members), len(pool) // 2)
     if size < 2 or z < 1:
         raise DataError(f"only {len(outside)} samples lie outside the audited ones: not enough to train reference "
-                        "models on other data (give fewer --members or --non-members)")
+                        "models on other data (give fewer `members` or `non_members`)")
     ref_train = []
     for _ in range(references // 2):
         perm = rng.permutation(len(pool))
@@ -148,9 +148,9 @@ def channel_normaliser(mean: list[float], std: list[float], shape: tuple[int, in
         std = std * c
     if len(mean) != c or len(std) != c:
         takes = "one value (the images have one channel)" if c == 1 else f"1 or {c} values (one per channel)"
-        raise ConfigError(f"--mean and --std take {takes}, got {len(mean)} and {len(std)}")
+        raise ConfigError(f"`mean` and `std` take {takes}, got {len(mean)} and {len(std)}")
     if any(s <= 0 for s in std):
-        raise ConfigError("--std values must be > 0")
+        raise ConfigError("`std` values must be > 0")
     m = np.broadcast_to(np.asarray(mean, np.float32)[:, None, None] * 255.0, shape).astype(np.float32)
     s = np.broadcast_to(np.asarray(std, np.float32)[:, None, None] * 255.0, shape).astype(np.float32)
     return Normaliser(m, s)

@@ -49,7 +49,7 @@ def resolve_device(device: str) -> torch.device:
         return torch.device("cpu")
     if device == "cuda":
         if not torch.cuda.is_available():
-            raise ConfigError("--device cuda was asked for but no CUDA GPU is available (use --device cpu)")
+            raise ConfigError("`device` cuda was asked for but no CUDA GPU is available (use `device` cpu)")
         return torch.device("cuda")
     raise ConfigError(f"unknown device {device!r}; expected auto, cpu or cuda")
 
