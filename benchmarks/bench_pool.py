@@ -19,9 +19,9 @@ weight difference and the test-accuracy difference) and their peak memory.
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 import time
+from unittest import mock
 
 import torch
 
@@ -32,7 +32,6 @@ from privaudit.pipeline.runs import DataCache, ensure_models
 from privaudit.pipeline.workspace import Workspace
 from privaudit.training import train_model
 from privaudit.training import stacked
-from privaudit.training.stacked import stack_groups, train_stacked
 
 
 class _GivenData(DataCache):
@@ -61,16 +60,10 @@ def _max_weight_diff(a, b) -> float:
                for ma, mb in zip(a, b) for p, q in zip(ma.parameters(), mb.parameters()))
 
 
-@contextlib.contextmanager
 def _limits_lifted():
-    """The stacked engine's input and size limits (``stacked.can_stack``) lifted for a while:
-    what the forced run measures is that engine on a recipe those limits keep from it."""
-    old = stacked.STACK_MAX_INPUT, stacked.STACK_MAX_MACS
-    stacked.STACK_MAX_INPUT = stacked.STACK_MAX_MACS = 1 << 62
-    try:
-        yield
-    finally:
-        stacked.STACK_MAX_INPUT, stacked.STACK_MAX_MACS = old
+    """The stacked engine's input and size limits (``stacked.can_stack``) lifted while it is
+    entered: what the forced run measures is that engine on a recipe those limits keep from it."""
+    return mock.patch.multiple(stacked, STACK_MAX_INPUT=1 << 62, STACK_MAX_MACS=1 << 62)
 
 
 def _pool(cfgs, data: ImageData, device: torch.device, root: str):
@@ -106,7 +99,7 @@ def run(cifar, source: str, device: torch.device, quick: bool = False) -> list[d
             row = {
                 "benchmark": "pool", "recipe": label, "data": source if data is cifar else "digits",
                 "models": k, "epochs": base.train.epochs, "members_per_model": base.data.part_size,
-                "stacked": any(len(g) > 1 for g in stack_groups(cfgs, data.input_shape, len(data.y))),
+                "stacked": any(len(g) > 1 for g in stacked.stack_groups(cfgs, data.input_shape, len(data.y))),
                 "privaudit_seconds": t_pool, "one_by_one_seconds": t_seq, "speedup": t_seq / t_pool,
                 "max_weight_difference": _max_weight_diff(pool, [r.model for r in seq]),
                 "max_test_accuracy_difference": max(abs(a.metrics["test_accuracy"] - b.metrics["test_accuracy"])
@@ -116,7 +109,7 @@ def run(cifar, source: str, device: torch.device, quick: bool = False) -> list[d
             }
             if not row["stacked"]:
                 with _limits_lifted():
-                    _, t_forced, _ = _timed(lambda: train_stacked(cfgs, data, device))
+                    _, t_forced, _ = _timed(lambda: stacked.train_stacked(cfgs, data, device))
                 row["stacked_forced_seconds"] = t_forced
                 row["stacked_forced_speedup"] = t_seq / t_forced
             rows.append(row)
