@@ -45,7 +45,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import matmul_peak, temp_dir, train_step_flops
-from privaudit.core.config import make_config
+from privaudit.core.config import RunConfig, make_config
 from privaudit.core.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
 from privaudit.training import train_model
@@ -86,9 +86,9 @@ def _models(work: Path) -> list[dict]:
     out = []
     for path in (work / "models").glob("*/metrics.json"):
         metrics = json.loads(path.read_text())
-        config = json.loads((path.parent / "config.json").read_text())
+        config = RunConfig.from_dict(json.loads((path.parent / "config.json").read_text()))
         if metrics.get("epoch_seconds"):
-            out.append({**metrics, "dp": bool(config["defence"].get("dp")), "mtime": path.stat().st_mtime})
+            out.append({**metrics, "dp": config.defence.dp, "mtime": path.stat().st_mtime})
     return sorted(out, key=lambda m: m["mtime"])
 
 

@@ -96,6 +96,29 @@ def test_speed_benchmark_takes_the_steady_epoch_and_the_first_epochs_extra():
     assert first_epoch_extra({"n_train": 10}) is None
 
 
+@pytest.mark.parametrize("schema", [1, 2])
+def test_speed_benchmark_tells_dp_sgd_models_apart_in_either_config_schema(tmp_path, schema):
+    """The DP-SGD models of a workspace are counted apart from the others, whichever schema
+    wrote their ``config.json`` (the committed schema-1 workspace, and the same configs as
+    schema 2 writes them, with the defence as a name, a knob and its parameters)."""
+    from benchmarks.bench_speed import _models
+    from privaudit.core.config import RunConfig
+
+    fixture = ROOT / "tests" / "fixtures" / "workspace-schema1" / "models"
+    for folder in sorted(fixture.iterdir()):
+        work = tmp_path / folder.name
+        (work / "models" / folder.name).mkdir(parents=True)
+        raw = json.loads((folder / "config.json").read_text())
+        if schema == 2:
+            raw = RunConfig.from_dict(raw).to_dict()
+        assert raw["schema"] == schema
+        (work / "models" / folder.name / "config.json").write_text(json.dumps(raw))
+        metrics = {**json.loads((folder / "metrics.json").read_text()), "epoch_seconds": [0.2, 0.1]}
+        (work / "models" / folder.name / "metrics.json").write_text(json.dumps(metrics))
+        [model] = _models(work)
+        assert model["dp"] == ("-dp-" in folder.name), folder.name
+
+
 def test_protocol_projection_counts_every_model_once_and_each_epoch_series_once():
     """The projection's work is the reproduction's job graph: every model the protocol needs,
     and the epoch sweep's series trained once to its longest epoch count."""
