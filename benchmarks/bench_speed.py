@@ -45,9 +45,10 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import matmul_peak, temp_dir, train_step_flops
-from privaudit.core.config import RunConfig, make_config
+from privaudit.core.config import make_config
 from privaudit.core.defaults import DEFAULT_WIDTHS
 from privaudit.models import build_model
+from privaudit.pipeline.workspace import Workspace
 from privaudit.training import train_model
 
 IN_PROCESS = "in process (train_model)"
@@ -83,12 +84,12 @@ def _fresh(cmd: list[str]) -> tuple[float, dict]:
 
 def _models(work: Path) -> list[dict]:
     """The metrics of every model folder of ``work``, oldest first, each with ``dp``."""
-    out = []
-    for path in (work / "models").glob("*/metrics.json"):
-        metrics = json.loads(path.read_text())
-        config = RunConfig.from_dict(json.loads((path.parent / "config.json").read_text()))
+    ws, out = Workspace(work), []
+    for name in ws.model_names():
+        metrics = ws.read_model_metrics(name)
         if metrics.get("epoch_seconds"):
-            out.append({**metrics, "dp": config.defence.dp, "mtime": path.stat().st_mtime})
+            out.append({**metrics, "dp": ws.read_model_config(name).defence.dp,
+                        "mtime": (ws.model_dir(name) / "metrics.json").stat().st_mtime})
     return sorted(out, key=lambda m: m["mtime"])
 
 

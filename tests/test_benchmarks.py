@@ -107,14 +107,15 @@ def test_speed_benchmark_tells_dp_sgd_models_apart_in_either_config_schema(tmp_p
     fixture = ROOT / "tests" / "fixtures" / "workspace-schema1" / "models"
     for folder in sorted(fixture.iterdir()):
         work = tmp_path / folder.name
-        (work / "models" / folder.name).mkdir(parents=True)
+        copy = work / "models" / folder.name
+        copy.mkdir(parents=True)
         raw = json.loads((folder / "config.json").read_text())
         if schema == 2:
             raw = RunConfig.from_dict(raw).to_dict()
         assert raw["schema"] == schema
-        (work / "models" / folder.name / "config.json").write_text(json.dumps(raw))
+        (copy / "config.json").write_text(json.dumps(raw))
         metrics = {**json.loads((folder / "metrics.json").read_text()), "epoch_seconds": [0.2, 0.1]}
-        (work / "models" / folder.name / "metrics.json").write_text(json.dumps(metrics))
+        (copy / "metrics.json").write_text(json.dumps(metrics))
         [model] = _models(work)
         assert model["dp"] == ("-dp-" in folder.name), folder.name
 
