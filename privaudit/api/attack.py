@@ -12,6 +12,7 @@ from privaudit.api import params
 from privaudit.api.results import ShortRepr
 from privaudit.core.config import MODELS, is_custom_model
 from privaudit.core.defaults import DEFAULT_POOL_SIZE, MAX_POOL_SIZE
+from privaudit.core.hooks import AuditHooks
 from privaudit.core.timing import importing
 from privaudit.errors import ArtifactError
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from privaudit.core.config import RunConfig
+    from privaudit.executor.preview import RunPlan
     from privaudit.pipeline.attacking import AttackPlan, AttackResult
     from privaudit.training.loop import EpochCallback
 
@@ -90,19 +92,30 @@ def _metrics_frame(results: list[AttackResult], plan: AttackPlan) -> "pd.DataFra
 
 
 @params.options_named
-def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int = DEFAULT_POOL_SIZE,
+def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int | None = None,
            shadow_dataset: str | None = None, dataset: str | None = None, seeds: params.Seeds = None,
            data_dir: str | Path | None = None, download: bool = False, device: str = "auto",
-           workdir: str | Path = ".", report: bool = True, on_start: Callable[[RunConfig], None] | None = None,
-           on_epoch: EpochCallback | None = None, log: Callable[[str], None] | None = None) -> AttackResults:
+           workdir: str | Path = ".", report: bool = True, dry_run: bool = False, hooks: AuditHooks | None = None,
+           on_start: Callable[[RunConfig], None] | None = None, on_epoch: EpochCallback | None = None,
+           log: Callable[[str], None] | None = None) -> "AttackResults | RunPlan":
     """Attack ``target`` (one target's run name, or an architecture: every trained target of
     it, limited to those trained on ``dataset`` and with a root seed in ``seeds`` when given)
     in the workspace ``workdir``; its shadow model, reference pool and canary model share its
     recipe and defence, and are trained when missing. Keyword arguments are ``privaudit
-    attack``'s options (``attacks`` as ``"all"``, ``"shadow,lira"`` or a list). ``report``:
-    rebuild the reports afterwards (``log`` receives a line per damaged folder they skip);
-    ``on_start(config)`` and ``on_epoch(epoch, epochs, loss)`` report training progress."""
-    params.in_range(pool_size, "--pool-size", 4, MAX_POOL_SIZE)
+    attack``'s options (``attacks`` as ``"all"``, ``"shadow,lira"`` or a list).
+
+    ``pool_size``: the reference models of each target's pool; None reuses the largest pool
+    the workspace holds for the target's recipe (an audit's, whatever its size), else
+    trains one of :data:`~privaudit.core.defaults.DEFAULT_POOL_SIZE`. The work is the
+    audit's job graph without its targets' training (:func:`attack_graph`), run in this
+    process. ``dry_run``: the :class:`~privaudit.executor.preview.RunPlan` (what would be
+    trained and reused, disk, time), nothing trained. ``hooks``: progress callbacks
+    (``on_estimate`` receives the plan at the start; ``on_start(config)`` and
+    ``on_epoch(epoch, epochs, loss)`` stand for its model hooks when ``hooks`` is not
+    given). ``report``: rebuild the reports afterwards (``log`` receives a line per damaged
+    folder they skip)."""
+    if pool_size is not None:
+        params.in_range(pool_size, "--pool-size", 4, MAX_POOL_SIZE)
     params.one_of(device, "--device", "auto", "cpu", "cuda")
     shadow_dataset = None if shadow_dataset is None else params.dataset_name(shadow_dataset, "--shadow-dataset")
     dataset = None if dataset is None else params.dataset_name(dataset)
@@ -112,27 +125,76 @@ def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int 
     if not known:  # said before torch loads, as Workspace.resolve_targets says it
         raise ArtifactError(f"no target named {target!r} in {root / 'models'} (give a run name or one of "
                             f"{', '.join(MODELS)})")
-    plan = params.attacks(attacks, pool_size, shadow_dataset)  # loads the attack library (torch)
+    params.attacks(attacks, pool_size or DEFAULT_POOL_SIZE, shadow_dataset)  # loads the attack library (torch)
 
     with importing():
-        from privaudit.pipeline.attacking import attack_target
+        from privaudit.executor import LocalExecutor
+        from privaudit.executor.jobs import check_reused
+        from privaudit.executor.preview import estimated, preview
         from privaudit.pipeline.runs import DataCache
         from privaudit.pipeline.workspace import Workspace
         from privaudit.training import resolve_device
 
     ws = Workspace(root)
     names = ws.resolve_targets(target, dataset=dataset, seeds=seed_list)
-    ws.ensure_writable(log=log)
-    ws.set_aside_legacy_results(log)
+    configs = [ws.read_model_config(name) for name in names]
+    plans = target_plans(configs, attacks, pool_size, shadow_dataset, ws)
     dev = resolve_device(device)
     data = DataCache(data_dir, download)
-    results = [attack_target(ws, name, data, dev, plan, on_start=on_start, on_epoch=on_epoch) for name in names]
+    jobs = attack_graph(configs, plans, data)
+    if dry_run:
+        return preview("attack", jobs, ws, data, dev, log=log)
+    ws.ensure_writable(log=log)
+    ws.set_aside_legacy_results(log)
+    hooks = hooks or AuditHooks(on_model_start=on_start, on_epoch=on_epoch)
+    if hooks.on_plan:
+        hooks.on_plan(jobs)
+    check_reused(jobs, ws)  # a damaged model, pool or attack folder is said before anything trains
+    with estimated("attack", jobs, ws, data, dev, hooks.on_estimate):
+        done = LocalExecutor().run(jobs, ws, data, dev, on_start=hooks.on_model_start, on_epoch=hooks.on_epoch,
+                                   on_job_done=hooks.on_job_done)
+    results = [done[f"attack:{name}"] for name in names]
     rebuilt = None
     if report:
         from privaudit.api.report import rebuild
 
         rebuilt = rebuild(ws, log)
+    plan = plans[names[0]]
     return AttackResults(metrics=_metrics_frame(results, plan), workdir=root,
                          report_path=rebuilt.report_path if rebuilt else None,
                          csv_path=rebuilt.csv_path if rebuilt else None, results=results, plan=plan, report=rebuilt,
                          rows=summary_rows(ws, [(r.target, plan.asked(r.metrics), r.extras) for r in results]))
+
+
+def target_plans(configs: "Sequence[RunConfig]", attacks: str | Sequence[str], pool_size: int | None,
+                 shadow_dataset: str | None, workspace: Any) -> "dict[str, AttackPlan]":
+    """Each target's attack plan, by run name: ``attacks`` with the pool ``pool_size`` or,
+    when it is None, the largest pool of the target's recipe saved in ``workspace``
+    (:func:`~privaudit.pipeline.pools.saved_pool_sizes`; none saved: the default size)."""
+    from privaudit.pipeline.pools import saved_pool_sizes
+
+    plans: dict[int, AttackPlan] = {}
+    out = {}
+    for cfg in configs:
+        size = pool_size or next(iter(saved_pool_sizes(cfg, workspace)), DEFAULT_POOL_SIZE)
+        if size not in plans:
+            plans[size] = params.attacks(attacks, size, shadow_dataset)
+        out[cfg.run_name] = plans[size]
+    return out
+
+
+def attack_graph(configs: "Sequence[RunConfig]", plans: "dict[str, AttackPlan]", data: Any) -> list:
+    """The jobs that attack ``configs`` with their ``plans``: the audit's job graph
+    (:func:`~privaudit.executor.auditing.audit_graph`) of each group of targets that share a
+    plan, without its report job (the targets' own training jobs find them trained)."""
+    from privaudit.executor.auditing import audit_graph
+
+    groups: dict[int, list[RunConfig]] = {}
+    for cfg in configs:
+        groups.setdefault(id(plans[cfg.run_name]), []).append(cfg)
+    jobs: dict[str, Any] = {}
+    for group in groups.values():
+        for job in audit_graph(group, data, plans[group[0].run_name]):
+            if job.kind != "report":
+                jobs.setdefault(job.id, job)
+    return list(jobs.values())

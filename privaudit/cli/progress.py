@@ -54,7 +54,7 @@ class TrainingBars:
 
     def plan(self, jobs) -> None:
         """One bar over a whole job graph (``audit``), advanced by :meth:`job_done`."""
-        self.jobs = self.progress.add_task("audit jobs", total=len(jobs), info="")
+        self.jobs = self.progress.add_task("jobs", total=len(jobs), info="")
 
     def estimate(self, plan) -> None:
         """The run's estimate (:class:`privaudit.executor.preview.RunPlan`): printed once, then
@@ -98,7 +98,7 @@ class PlainProgress:
 
     def plan(self, jobs) -> None:
         self.total_jobs = len(jobs)
-        self.write(f"audit: {self.total_jobs} jobs planned")
+        self.write(f"{self.total_jobs} jobs planned")
 
     def estimate(self, plan) -> None:
         """The run's estimate, once; then each job's line says the time left."""

@@ -93,6 +93,20 @@ def pool_name(recipe: RunConfig, size: int) -> str:
     return f"pool-{model_tag(recipe.model.name)}-{dataset_tag(recipe.data.dataset)}-{recipe.defence.label}-n{size}-{digest}"
 
 
+def saved_pool_sizes(recipe: RunConfig, workspace: Workspace) -> list[int]:
+    """The sizes of the pools of ``recipe`` whose outputs are saved in ``workspace``, largest
+    first: what an attack reuses when its pool size is not given."""
+    recipe = recipe.recipe
+    folder = workspace.attacks / POOLS_FOLDER
+    prefix = pool_name(recipe, 0).rsplit("-n0-", 1)[0] + "-n"
+    sizes = set()
+    for path in folder.glob(f"{prefix}*") if folder.is_dir() else ():
+        size = path.name[len(prefix):].split("-", 1)[0]
+        if size.isdigit() and path.name == pool_name(recipe, int(size)) and (path / "outputs.npz").is_file():
+            sizes.add(int(size))
+    return sorted(sizes, reverse=True)
+
+
 def _pool_plan(recipe: RunConfig, size: int, workspace: Workspace) -> tuple[str, Path, list[RunConfig], dict]:
     recipe = recipe.recipe
     name = pool_name(recipe, size)
