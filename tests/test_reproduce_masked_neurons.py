@@ -136,30 +136,70 @@ def test_runs_are_cached_resumed_and_reproducible(monkeypatch, tmp_path, folder)
 
 
 def test_the_dry_run_learns_this_machines_speed_from_trained_runs(monkeypatch, tmp_path, folder):
-    """Runs trained here record their seconds; the estimate of the rest is the cost model scaled
-    by measured / modelled time over them (here set to 3×, so no timing decides the test)."""
+    """Runs trained here record their seconds; the estimate of the rest is the timed cost
+    model scaled by measured / modelled time over them (here set to 3×, and the cost model
+    given, so no timing decides the test)."""
     import json
 
+    costs = mn.RunCosts({"bernoulli": 2e-3, "categorical": 1e-3}, {"bernoulli": 5e-7, "categorical": 3e-7})
     monkeypatch.setattr(mn, "protocol", lambda scale, seeds=None, experiments=None: tiny(seeds or (0,)))
-    before = mn.masked_neurons_plan("reduced", data=tmp_path / "data", workdir=tmp_path / "ws")
+    before = mn.masked_neurons_plan("reduced", data=tmp_path / "data", workdir=tmp_path / "ws", costs=costs)
     mn.masked_neurons_reproduction("reduced", data=tmp_path / "data", workdir=tmp_path / "ws")
     proto = tiny((0,))
-    unit = mn.SECONDS_PER_ROW_STEP * (proto.n / 100) ** 2
     files = sorted((tmp_path / "ws" / "models" / "reproduce" / "masked-neurons").rglob("*.json"))
     runs = {r.name: r for r in proto.runs()}
     for path in files:
         doc = json.loads(path.read_text())
         assert doc["seconds"] >= 0
-        r = runs[path.name]
-        doc["seconds"] = 3 * (r.row_steps(proto.width) * unit + r.rounds * mn.SECONDS_PER_ROUND)
+        doc["seconds"] = 3 * costs.seconds(runs[path.name], proto.width)
         path.write_text(json.dumps(doc))
     files[0].unlink()                                                     # one run left to train
-    after = mn.masked_neurons_plan("reduced", data=tmp_path / "data", workdir=tmp_path / "ws")
+    after = mn.masked_neurons_plan("reduced", data=tmp_path / "data", workdir=tmp_path / "ws", costs=costs)
     r = runs[files[0].name]
     assert after["to_train"] == 1 and "times 3" in after["cost_model"]
-    assert after["estimated_seconds"] == pytest.approx(
-        3 * (r.row_steps(proto.width) * unit + r.rounds * mn.SECONDS_PER_ROUND), abs=0.1)
+    assert after["estimated_seconds"] == pytest.approx(3 * costs.seconds(r, proto.width), abs=0.1)
     assert before["to_train"] == len(runs) and "times" not in before["cost_model"]
+    assert before["estimated_seconds"] == pytest.approx(sum(costs.seconds(r, proto.width) for r in runs.values()),
+                                                        abs=0.1)
+
+
+def test_the_timed_cost_model_is_a_line_in_rounds_and_row_steps(monkeypatch, tmp_path):
+    """The three timing runs are fitted exactly when their times are a line: a fake clock
+    charges 0.01 s a round and 1e-6 s a kept row and local step (no real timing decides it)."""
+    monkeypatch.setenv("PRIVAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    clock = {"t": 0.0}
+
+    def fake_train(net, *, kind, p, local_steps, xi, lr, rounds, rng, record_local=False):
+        rows = net.m if kind == "categorical" else xi * p * net.m
+        clock["t"] += rounds * (0.01 + 1e-6 * rows * local_steps)
+
+    monkeypatch.setattr(mn, "train_masked", fake_train)
+    monkeypatch.setattr(mn.time, "perf_counter", lambda: clock["t"])
+    costs = mn.timed_costs(tiny())
+    for kind in ("bernoulli", "categorical"):
+        assert costs.per_round[kind] == pytest.approx(0.01) and costs.per_row_step[kind] == pytest.approx(1e-6)
+    monkeypatch.setattr(mn, "train_masked", lambda *a, **k: (_ for _ in ()).throw(AssertionError("timed again")))
+    assert mn.timed_costs(tiny()).per_round["bernoulli"] == pytest.approx(0.01)  # cached for this machine
+
+
+@pytest.mark.slow
+def test_the_estimate_holds_against_a_measured_run(tmp_path, folder, monkeypatch):
+    """The plan's estimate (timed here, from a fresh cost cache) against the same runs'
+    measured time: within 2x either way. A ratio of two times on one machine, not a speed."""
+    import time
+
+    monkeypatch.setenv("PRIVAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    proto = mn.protocol("reduced", (0,), ("bernoulli",))
+    small = mn.MaskedNeuronsProtocol("reduced", (0,), ("bernoulli",), width=proto.width, rounds=40,
+                                     bernoulli_ps=proto.bernoulli_ps, bernoulli_xis=proto.bernoulli_xis,
+                                     sub_ps=(), sub_xis=(), step_factors=(1.0,))
+    monkeypatch.setattr(mn, "protocol", lambda scale, seeds=None, experiments=None: small)
+    plan = mn.masked_neurons_plan("reduced", data=tmp_path / "data", workdir=tmp_path / "ws")
+    t = time.perf_counter()
+    mn.execute(small, mn.resolve_data(tmp_path / "data"), tmp_path / "ws")
+    actual = time.perf_counter() - t
+    assert plan["to_train"] == 16
+    assert 0.5 < actual / plan["estimated_seconds"] < 2.0, (actual, plan["estimated_seconds"])
 
 
 # -- claims against simulated outcomes ------------------------------------------------------------

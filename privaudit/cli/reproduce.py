@@ -73,13 +73,10 @@ def show_result(result, wall: float, dry_run: bool, as_json: bool) -> None:
             if as_json:
                 emit_json(result)
                 return
+            from privaudit.reproduction.outputs import plan_headline
+
             console = info_console(as_json)
-            secs = result.get("estimated_seconds", math.nan)
-            console.print(f"would train {result['to_train']} of {result['runs']} runs"
-                          + (f" and {result['audit_pools_to_train']} of {result['audit_pools']} audit pools"
-                             if result.get("audit_pools") else "")
-                          + (f"; about {secs / 60:.1f} min here ({result['cost_model']})"
-                             if isinstance(secs, (int, float)) and math.isfinite(secs) else ""),
+            console.print(plan_headline(f"reproduce {result.get('paper', '')}".strip(), result),
                           markup=False, highlight=False, soft_wrap=True)
             return
         show_plan(result, as_json)

@@ -293,6 +293,12 @@ class CostModel:
         return entry["value"] if timed else entry
 
     # -- measured rates ----------------------------------------------------------------
+    def timed(self, key: str, measure: Callable[[], _Rate]) -> _Rate:
+        """What ``measure`` times (seconds, or a list of them) for the work ``key`` names,
+        cached per machine as every rate is: measured once, and again when it was measured
+        on a busy machine and the machine is quiet now (the reproductions' cost models)."""
+        return self._rate(key, measure)
+
     def numpy_speed(self) -> float:
         """This machine's time for :func:`numpy_seconds` over the reference machine's."""
         return float(self._rate("numpy", numpy_seconds)) / REFERENCE_NUMPY_SECONDS

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -264,18 +262,3 @@ def flops_per_epoch(method: str, recipe: Recipe, n: int, d: int, classes: int = 
     if method == "dpsgd-logistic":
         return 2.0 * n * 3 * d * classes
     return 2.0 * n * (recipe.features * d + recipe.features ** 2) + 10.0 * recipe.features ** 3
-
-
-def matmul_rate() -> float:
-    """FLOP/s of a float32 matrix product of the convex approximation's shape on this
-    process's threads (best of 3): the rate the cost model divides by."""
-    import torch
-
-    a, b = torch.randn(1000, 3072), torch.randn(2000, 3072)
-    torch.mm(a, b.t())
-    best = math.inf
-    for _ in range(3):
-        t = time.perf_counter()
-        torch.mm(a, b.t())
-        best = min(best, time.perf_counter() - t)
-    return 2.0 * 1000 * 3072 * 2000 / best

@@ -4,6 +4,8 @@ the statements, draw the figures (docs/methods.md B.4–B.5)."""
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -15,12 +17,13 @@ from privaudit.analysis.accounting import replace_one_epsilon_sigma_half
 from privaudit.reporting.plots import line_plot
 from privaudit.reporting.summary import t_interval
 from privaudit.reproduction.hidden_state import (EPSILONS, FIGURE_METHODS, HiddenStateProtocol, Split, cached_cells,
-                                                 curves, flops_per_epoch, hidden_state_protocol, load_split,
-                                                 matmul_rate, missing_cells, run_cells)
+                                                 curves, hidden_state_protocol, load_split, missing_cells,
+                                                 run_cells)
+from privaudit.reproduction.hidden_state_methods import Recipe
 from privaudit.reproduction.hidden_state_claims import (ACCOUNTING_FIGURE, PAPER_SETTING, accounting_claims,
                                                         audit_claims, published, table_claims)
 from privaudit.reproduction.hidden_state_methods import METHOD_NAMES, METHODS, convex_smoothness
-from privaudit.reproduction.outputs import Figure, Outcome
+from privaudit.reproduction.outputs import Figure, Outcome, plan_headline
 
 KEY = "hidden-state"
 PAPER = ("Romijnders, Koskela, Convex Approximation of Two-Layer ReLU Networks for Hidden State Differential "
@@ -124,35 +127,106 @@ def smoothness(split: Split, recipe, seed: int) -> tuple[float, float]:
     return used, max(convex_smoothness(torch.from_numpy(np.array(raw[i:i + 8192])), u) for i in range(0, len(raw), 8192))
 
 
-def dry_run(protocol: HiddenStateProtocol, models_root: Path, n: int, d: int) -> dict:
-    """What the run would train, what it reuses, and its cost from the FLOP model at this
-    machine's measured matmul rate."""
+@dataclass(frozen=True)
+class MethodCost:
+    """Seconds of one training of a method on this machine at one size and batch: ``setup``
+    (its evaluation; σ's calibration is priced apart, :func:`accounting_seconds`) plus
+    ``per_epoch`` for each epoch (SSP's one pass is its set-up)."""
+
+    setup: float
+    per_epoch: float
+
+    def seconds(self, epochs: int) -> float:
+        return self.setup + epochs * self.per_epoch
+
+
+def method_cost(method: str, recipe: Recipe, split: Split, samples: int, model) -> MethodCost:
+    """:class:`MethodCost` of ``method`` trained on ``samples`` of ``split`` with ``recipe``'s
+    batch, timed on the code every cell and pool model trains with: one epoch and two (best
+    of two), their difference an epoch; SSP once (its one pass). The σ of each timing run is
+    calibrated before its clock starts. Cached per machine by ``model``
+    (:meth:`~privaudit.executor.costs.CostModel.timed`)."""
+    from privaudit.reproduction.hidden_state_methods import dpsgd_sigma, train_method
+
+    key = (f"hidden-state|{method}|{tuple(split.x.shape[1:])}|{split.num_classes}|n={samples}|b={recipe.batch}|"
+           f"P={recipe.gates}|w={recipe.width}|D={recipe.features}|test={len(split.y_test)}")
+    one_pass = method.startswith("ssp-")
+
+    def run(epochs: int) -> float:
+        r = replace(recipe, epochs=epochs)
+        if method.startswith("dpsgd-"):
+            dpsgd_sigma(EPSILONS[0], samples, r.batch, epochs, r.delta)  # σ's calibration, off the clock
+        best = math.inf
+        for _ in range(1 if one_pass else 2):
+            t = time.perf_counter()
+            train_method(method, split.x[:samples], split.y[:samples], split.x_test, split.y_test, r, EPSILONS[0], 0,
+                         num_classes=split.num_classes, curve=method in FIGURE_METHODS)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    def measure() -> list[float]:
+        one = run(1)
+        if one_pass:
+            return [one, 0.0]
+        epoch = max(0.0, run(2) - one)
+        return [max(0.0, one - epoch), epoch]
+
+    setup, per_epoch = model.timed(key, measure)
+    return MethodCost(float(setup), float(per_epoch))
+
+
+def accounting_seconds(settings: Sequence[tuple[str, float, int, int, int]], recipe: Recipe) -> float:
+    """Seconds of calibrating σ for each distinct DP-SGD (method, ε, samples, batch, epochs)
+    of ``settings``: run now, as the run would (once per setting and process; NoisyCGD's
+    closed-form calibration and SSP's take no time worth pricing)."""
+    from privaudit.reproduction.hidden_state_methods import dpsgd_sigma
+
+    t = time.perf_counter()
+    for method, eps, samples, batch, epochs in dict.fromkeys(settings):
+        if method.startswith("dpsgd-") and math.isfinite(eps):
+            dpsgd_sigma(eps, samples, batch, epochs, recipe.delta)
+    return time.perf_counter() - t
+
+
+def dry_run(protocol: HiddenStateProtocol, models_root: Path, split: Split) -> dict:
+    """What the run would train, what it reuses, and its time here: each method's training
+    timed on short runs of its size and batch (:func:`method_cost`, cached per machine), σ's
+    calibrations run now (:func:`accounting_seconds`), scaled by measured / modelled time over
+    the cells already trained here."""
+    import torch
+
+    from privaudit.executor.costs import CostModel
     from privaudit.reproduction.hidden_state_audit import pool_path, settings
 
-    rate = matmul_rate()
-    r = protocol.recipe
-
-    def cell_flops(method: str) -> float:
-        return flops_per_epoch(method, r, n, d) * (1 if method.startswith("ssp-") else r.epochs)
-
+    t0 = time.perf_counter()
+    model = CostModel(None, torch.device("cpu"))
+    r, a = protocol.recipe, protocol.audit
+    pool_recipe = replace(r, epochs=a.epochs, batch=a.batch)
+    n, half = len(split.y), min(a.population, len(split.y)) // 2
     found = cached_cells(protocol, models_root)
-    done = [(m, doc) for (m, _, _), doc in found.items() if doc is not None and doc.get("seconds")]
-    # the cells already trained here say how far the FLOP model is from the wall time
-    overhead = (sum(doc["seconds"] for _, doc in done) / sum(cell_flops(m) / rate for m, _ in done)) if done else 1.0
-    left = sum(cell_flops(m) for (m, _, _), doc in found.items() if doc is None)
     audited = settings(protocol) if "audit" in protocol.experiments else []
     pools = [(m, e) for m, e in audited if not pool_path(models_root, protocol, m, e).is_file()]
-    a = protocol.audit
-    audit_flops = sum(a.models * flops_per_epoch(m, r, min(a.population, n) // 2, d) * a.epochs for m, _ in pools)
-    how = (f"the FLOP count at this machine's measured float32 matmul rate, times {overhead:.2g}, the ratio of "
-           f"wall time to FLOP time of the {len(done)} cells already trained here" if done else
-           "the FLOP count of every epoch at this machine's measured float32 matmul rate (a lower bound: the steps "
-           "also clip, draw noise and evaluate; the estimate learns the ratio from the first trained cells)")
+
+    def cell_seconds(method: str) -> float:
+        return method_cost(method, r, split, n, model).seconds(r.epochs)
+
+    done = [(m, doc) for (m, _, _), doc in found.items() if doc is not None and doc.get("seconds")]
+    modelled = sum(cell_seconds(m) for m, _ in done)
+    ratio = sum(doc["seconds"] for _, doc in done) / modelled if done and modelled > 0 else 1.0
+    todo = [(m, e) for (m, e, _), doc in found.items() if doc is None]
+    left = sum(cell_seconds(m) for m, _ in todo)
+    left += sum(a.models * method_cost(m, pool_recipe, split, half, model).seconds(a.epochs) for m, _ in pools)
+    left += accounting_seconds([(m, e, n, r.batch, r.epochs) for m, e in todo]
+                               + [(m, e, half, a.batch, a.epochs) for m, e in pools], r)
+    timing = time.perf_counter() - t0
+    how = (f"each method timed here on short runs, σ's calibrations run ({timing:.1f} s)"
+           + (f", times {ratio:.2g}, the ratio of measured to modelled time of the {len(done)} cells already "
+              "trained here" if done else ""))
     # the keys of masked-neurons' plan, so that one printer shows both
-    return {"scale": protocol.scale, "runs": len(found), "to_train": sum(doc is None for doc in found.values()),
-            "audit_pools": len(audited), "audit_pools_to_train": len(pools), "matmul_gflops": rate / 1e9,
-            "estimated_seconds": (left + audit_flops) / rate * overhead, "cost_model": how,
-            "settings": protocol.describe()}
+    return {"paper": KEY, "scale": protocol.scale, "runs": len(found),
+            "to_train": sum(doc is None for doc in found.values()), "audit_pools": len(audited),
+            "audit_pools_to_train": len(pools), "estimated_seconds": left * ratio,
+            "calibration_seconds": round(timing, 2), "cost_model": how, "settings": protocol.describe()}
 
 
 def hidden_state_reproduction(scale: str = "reduced", *, dataset: str = "cifar10", data_dir: str | Path | None = None,
@@ -176,10 +250,11 @@ def hidden_state_reproduction(scale: str = "reduced", *, dataset: str = "cifar10
 
     ws = Workspace(workdir)
     if dry_run_only:
-        s = split()
-        return dry_run(protocol, ws.models, len(s.y), int(s.x.shape[1]))
+        return dry_run(protocol, ws.models, split())
     data = split()  # a missing dataset stops here, before the workspace is touched
     ws.ensure_writable(log=log)
+    if log:
+        log(plan_headline(KEY, dry_run(protocol, ws.models, data)))
     remote = dict(log=log, executor=executor, data_dir=data_dir, download=download)
     cells = run_cells(protocol, ws.models, split, **remote) if protocol.cells() else pd.DataFrame(
         columns=["method", "target_epsilon", "seed", "test_accuracy", "n_test", "curve"])

@@ -35,6 +35,7 @@ from privaudit.errors import ArtifactError, ConfigError
 from privaudit.files.atomic import read_json, write_json
 from privaudit.pipeline.workspace import Workspace
 from privaudit.reproduction.masked_neurons_claims import MaskedNeuronsOutcome, outcome
+from privaudit.reproduction.outputs import plan_headline
 from privaudit.theorems.masked_neurons import PreactivationNet, cell_rng, train_masked
 from privaudit.theorems.twolayer import ntk_gram
 
@@ -48,10 +49,11 @@ TRAJECTORY_XIS = (0.8, 0.5, 0.3)
 TRAJECTORY_P = 4
 TRAJECTORY_STEPS = 125
 INIT_SCALE = 1.0
-#: seconds per (kept row × local step) at n = 100, float32, one thread, and per round of a run
-#: (masks, aggregation), measured on a 2-core AMD EPYC (docs/performance.md)
-SECONDS_PER_ROW_STEP = 3.3e-7
-SECONDS_PER_ROUND = 4e-4
+#: rounds of each short run that times this machine (:func:`timed_costs`)
+TIMING_ROUNDS = 12
+#: torch threads of every run: its matrices (width × n) are too small to share between threads, and
+#: two threads slow down many times over while another process holds a core (docs/performance.md)
+THREADS = 1
 
 
 @dataclass(frozen=True)
@@ -232,8 +234,9 @@ def _log(log: Callable[[str], None] | None) -> Callable[[str], None]:
 
 def execute(proto: MaskedNeuronsProtocol, data: RegressionData, workdir: str | Path,
             log: Callable[[str], None] | None = None, trainer: Callable[..., dict] = train_run) -> dict[Run, dict]:
-    """Every run of ``proto``: read from the cache, or trained and cached (atomically)."""
-    import torch
+    """Every run of ``proto``: read from the cache, or trained and cached (atomically), on
+    :data:`THREADS` torch threads."""
+    from privaudit.executor.costs import thread_count
 
     say = _log(log)
     folder = cache_dir(workdir, proto, data)
@@ -256,6 +259,16 @@ def execute(proto: MaskedNeuronsProtocol, data: RegressionData, workdir: str | P
     if not todo:
         return results
     folder.mkdir(parents=True, exist_ok=True)
+    with thread_count(THREADS):
+        _train_all(proto, data, todo, folder, results, say, trainer)
+    return results
+
+
+def _train_all(proto: MaskedNeuronsProtocol, data: RegressionData, todo: list[Run], folder: Path,
+               results: dict[Run, dict], say: Callable[[str], None], trainer: Callable[..., dict]) -> None:
+    """Train ``todo`` in order, caching each run's result as it ends."""
+    import torch
+
     start, last = time.perf_counter(), time.perf_counter()
     problems: dict[int, tuple[SeedProblem, PreactivationNet]] = {}
     for i, run in enumerate(todo, start=1):
@@ -272,22 +285,86 @@ def execute(proto: MaskedNeuronsProtocol, data: RegressionData, workdir: str | P
         if time.perf_counter() - last > 30 or i == len(todo):
             last = time.perf_counter()
             say(f"masked-neurons: {i} of {len(todo)} runs trained ({time.perf_counter() - start:.0f} s)")
-    return results
+
+
+@dataclass(frozen=True)
+class RunCosts:
+    """Seconds of a run on this machine, by its kind of mask (``bernoulli`` or
+    ``categorical``): ``per_round`` (masks, aggregation, the full network's error) plus
+    ``per_row_step`` × kept rows × local steps in each round; ``timing`` is what measuring
+    them took."""
+
+    per_round: dict[str, float]
+    per_row_step: dict[str, float]
+    timing: float = 0.0
+
+    def seconds(self, run: Run, width: int) -> float:
+        return run.rounds * self.per_round[run.kind] + run.row_steps(width) * self.per_row_step[run.kind]
+
+
+def timed_costs(proto: MaskedNeuronsProtocol, rows: int | None = None, features: int = 8) -> RunCosts:
+    """:class:`RunCosts` measured on this machine, in this process, on the code every run
+    trains with (on :data:`THREADS` threads): for each kind of mask, two short runs
+    (:data:`TIMING_ROUNDS` rounds, best of two) on random data of the protocol's width and
+    ``rows`` samples (default its n; the data's when it has fewer), at the two ends of the
+    grid's kept rows × local steps (Bernoulli: one subnetwork at ξ = 0.1, ten at ξ = 1;
+    categorical: one with one local step, ten with ten), and the line through them. The time
+    depends on the sizes, not on the data's values. Cached per machine
+    (:meth:`~privaudit.executor.costs.CostModel.timed`)."""
+    import torch
+
+    from privaudit.executor.costs import CostModel, thread_count
+
+    t0 = time.perf_counter()
+    n = min(proto.n, rows or proto.n)
+    probes = {"bernoulli": ((1, 1, 0.1), (10, 1, 1.0)), "categorical": ((1, 1, 1.0), (10, 10, 0.1))}
+
+    def measure() -> list[float]:
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((n, features))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        net = PreactivationNet(X, rng.standard_normal(n), rng.standard_normal((proto.width, features)),
+                               rng.choice([-1.0, 1.0], proto.width), torch.float32)
+        line = []
+        for kind, ends in probes.items():
+            points = []
+            for p, tau, xi in ends:
+                run = Run("timing", kind, p, tau, xi, 1.0, 0, TIMING_ROUNDS)
+                best = math.inf
+                for _ in range(2):
+                    t = time.perf_counter()
+                    train_masked(net, kind=kind, p=p, local_steps=tau, xi=xi, lr=1e-3, rounds=TIMING_ROUNDS,
+                                 rng=np.random.default_rng(1))
+                    best = min(best, time.perf_counter() - t)
+                points.append((run.row_steps(proto.width), best))
+            (x0, t0_), (x1, t1) = points
+            slope = max(0.0, (t1 - t0_) / (x1 - x0))
+            line += [max(0.0, t0_ - slope * x0) / TIMING_ROUNDS, slope]
+        return line
+
+    def on_threads() -> list[float]:
+        with thread_count(THREADS):
+            return measure()
+
+    b_round, b_step, c_round, c_step = CostModel(None, torch.device("cpu")).timed(
+        f"masked-neurons|n={n}|m={proto.width}|k={TIMING_ROUNDS}|t={THREADS}", on_threads)
+    return RunCosts({"bernoulli": b_round, "categorical": c_round}, {"bernoulli": b_step, "categorical": c_step},
+                    time.perf_counter() - t0)
 
 
 def masked_neurons_plan(scale: str = "reduced", seeds: Sequence[int] | None = None,
                         experiments: Sequence[str] | None = None, *, data: str | Path | None = None,
-                        workdir: str | Path | None = None) -> dict:
-    """For ``--dry-run``: how many runs, how many already cached (with ``data`` and ``workdir``)
-    and the estimated time of the rest, from a constant cost model (seconds per kept row and
-    local step, :data:`SECONDS_PER_ROW_STEP`, and per round, measured on one thread of a 2-core
-    machine; no probe is run), scaled by measured / modelled time over the runs already trained
-    in this workspace (each records its seconds)."""
+                        workdir: str | Path | None = None, costs: RunCosts | None = None) -> dict:
+    """For ``--dry-run`` and the start of a run: how many runs, how many already cached (with
+    ``data`` and ``workdir``) and the estimated time of the rest: :func:`timed_costs` (measured
+    here now, unless ``costs`` is given), scaled by measured / modelled time over the runs
+    already trained in this workspace (each records its seconds)."""
     proto = protocol(scale, seeds, experiments)
     runs = proto.runs()
     cached: dict[str, dict] = {}
-    if data is not None and workdir is not None:
-        folder = cache_dir(workdir, proto, resolve_data(data))
+    dataset = resolve_data(data) if data is not None else None
+    if dataset is not None and workdir is not None:
+        folder = cache_dir(workdir, proto, dataset)
         read: dict[str, dict | None] = {}
         for r in runs:
             try:
@@ -296,20 +373,19 @@ def masked_neurons_plan(scale: str = "reduced", seeds: Sequence[int] | None = No
                 read[r.name] = None
         cached = {k: v for k, v in read.items() if isinstance(v, dict)}
     todo = [r for r in runs if r.name not in cached]
-    unit = SECONDS_PER_ROW_STEP * (proto.n / 100) ** 2
-
-    def model_seconds(r: Run) -> float:
-        return r.row_steps(proto.width) * unit + r.rounds * SECONDS_PER_ROUND
-
-    # the runs already trained here (with their time) say how far the constants are from this machine
+    costs = costs or timed_costs(proto, len(dataset.y) if dataset is not None else None)
+    # the runs already trained here (with their time) say how far the timing is from their own
     timed = [(r, cached[r.name]["seconds"]) for r in runs if r.name in cached and cached[r.name].get("seconds")]
-    ratio = sum(t for _, t in timed) / sum(model_seconds(r) for r, _ in timed) if timed else 1.0
-    seconds = ratio * sum(model_seconds(r) for r in todo)
+    modelled = sum(costs.seconds(r, proto.width) for r, _ in timed)
+    ratio = sum(t for _, t in timed) / modelled if timed and modelled > 0 else 1.0
+    seconds = ratio * sum(costs.seconds(r, proto.width) for r in todo)
     by_experiment = {e: sum(r.experiment == e for r in runs) for e in proto.experiments}
-    return {"scale": proto.scale, "runs": len(runs), "cached": len(cached), "to_train": len(todo),
+    return {"paper": "masked-neurons", "scale": proto.scale, "runs": len(runs), "cached": len(cached),
+            "to_train": len(todo),
             "by_experiment": by_experiment, "estimated_seconds": round(seconds, 1),
-            "cost_model": (f"{SECONDS_PER_ROW_STEP:.2g} s per kept row and local step at n = 100 (× (n/100)²) "
-                           f"+ {SECONDS_PER_ROUND:.2g} s per round, measured on one thread of a 2-core AMD EPYC"
+            "calibration_seconds": round(costs.timing, 2),
+            "cost_model": ("per round and per kept row and local step of each kind of mask, timed here on short "
+                           "runs"
                            + (f", times {ratio:.2g}, the ratio of measured to modelled time of the {len(timed)} "
                               "runs already trained here" if timed else "")),
             "settings": proto.to_dict()}
@@ -323,6 +399,9 @@ def masked_neurons_reproduction(scale: str = "reduced", *, data: str | Path | No
     proto = protocol(scale, seeds, experiments)
     dataset = resolve_data(data)
     start = time.perf_counter()
+    if log:
+        log(plan_headline("masked-neurons", masked_neurons_plan(scale, seeds, experiments, data=data,
+                                                                workdir=workdir)))
     results = execute(proto, dataset, workdir, log)
     lam = {s: seed_problem_lr(dataset, proto, s) for s in proto.seeds}
     out = outcome(proto, dataset, results, lam)

@@ -67,6 +67,19 @@ class Outcome:
     extra: dict = field(default_factory=dict)            #: more of ``summary.json``
 
 
+def plan_headline(paper: str, plan: dict) -> str:
+    """One line of a reproduction's plan (``--dry-run`` of hidden-state and masked-neurons,
+    and the first line of their runs): what it trains, what is cached, and its estimate."""
+    from privaudit.executor.preview import duration
+
+    pools = (f" and {plan['audit_pools_to_train']} of {plan['audit_pools']} audit pools"
+             if plan.get("audit_pools") else "")
+    secs = plan.get("estimated_seconds", math.nan)
+    estimate = (f"; estimate: about {duration(secs)} on this machine ({plan['cost_model']})"
+                if isinstance(secs, (int, float)) and math.isfinite(secs) else "")
+    return f"{paper}: {plan['to_train']} of {plan['runs']} runs to train{pools}{estimate}"
+
+
 def _fmt(v: float, digits: int = 3) -> str:
     if not (isinstance(v, (int, float)) and math.isfinite(v)):
         return "—"
