@@ -6,14 +6,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.callbacks import dataset_option
+from privaudit.cli.callbacks import dataset_option, number
 from privaudit.cli.failures import handle_errors
 from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, JsonOpt, PoolSizeOpt,
                                    ShadowDatasetOpt, WorkdirOpt, option)
 from privaudit.cli.output import emit_json, info_console, warn
 from privaudit.cli.progress import training_progress
 from privaudit.core.config import DATASETS, MODELS
-from privaudit.core.defaults import DEFAULT_POOL_SIZE
+from privaudit.core.defaults import DEFAULT_POOL_SIZE, MAX_SEED
 
 TargetOpt = Annotated[str, typer.Option(
     "--target", help=f"An architecture ({', '.join(MODELS)}: every trained target of it) or one target's run name.")]
@@ -21,8 +21,12 @@ DatasetFilterOpt = Annotated[Optional[str], option(
     "dataset", callback=dataset_option,
     help=f"Attack only the targets trained on this dataset ({', '.join(DATASETS)}, npz:PATH or folder:PATH); "
          "default: every dataset.")]
+SeedFilterOpt = Annotated[Optional[int], option(
+    "seed", callback=number(0, MAX_SEED),
+    help="Attack only the targets trained with this root seed; default: every seed.")]
 SeedsFilterOpt = Annotated[Optional[str], option(
-    "seeds", help="Attack only the targets trained with these comma-separated root seeds; default: every seed.")]
+    "seeds", help="Attack only the targets trained with these comma-separated root seeds (replaces --seed); "
+                  "default: every seed.")]
 
 
 @handle_errors
@@ -32,6 +36,7 @@ def attack_cmd(
     pool_size: PoolSizeOpt = DEFAULT_POOL_SIZE,
     shadow_dataset: ShadowDatasetOpt = None,
     dataset: DatasetFilterOpt = None,
+    seed: SeedFilterOpt = None,
     seeds: SeedsFilterOpt = None,
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
@@ -45,7 +50,7 @@ def attack_cmd(
 
     with training_progress() as bars:
         result = attack(target, attacks=attacks, pool_size=pool_size, shadow_dataset=shadow_dataset, dataset=dataset,
-                        seeds=seeds, data_dir=data_dir, download=download, device=device, workdir=workdir,
+                        seeds=seed if seeds is None else seeds, data_dir=data_dir, download=download, device=device, workdir=workdir,
                         report=report, on_start=bars.start, on_epoch=bars.on_epoch, log=warn)
     if as_json:
         emit_json(result.to_dict())
