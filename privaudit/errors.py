@@ -43,8 +43,9 @@ class UnwritableError(ArtifactError):
     exit_code = 1
 
 
-#: what an OSError says when the path itself is wrong (a file where a folder must be): bad input
-PATH_ERRNOS = frozenset({errno.ENOTDIR, errno.EEXIST, errno.EISDIR})
+#: what an OSError says when the path itself is wrong (a file where a folder must be, a folder
+#: that cannot be made where it was asked for, as under /proc): bad input
+PATH_ERRNOS = frozenset({errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ENOENT})
 
 
 def write_error(message: str, exc: OSError) -> ArtifactError:

@@ -185,7 +185,7 @@ def test_unknown_target_and_unwritable_workdir(tmp_path):
     _one_line_error(invoke("attack", "--target", "no-such-run", "--workdir", str(tmp_path)), "no-such-run")
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    _one_line_error(invoke("train", *SMALL, "--workdir", str(blocker / "ws")), "not writable")
+    _one_line_error(invoke("train", *SMALL, "--workdir", str(blocker / "ws")), "is a file, not a folder")
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "truncate", "foreign"])

@@ -175,7 +175,7 @@ def test_every_command_shows_one_spelling_per_option_and_the_old_ones_still_pars
 
     names = {s.name for s in OPTIONS.values()}
     retired = {a for s in OPTIONS.values() for a in s.aliases} - names
-    assert {"--noise-multiplier", "--references", "--l2", "--attack", "--defence"} <= retired
+    assert {"--noise-multiplier", "--references", "--l2", "--attack", "--defense", "--defenses"} <= retired
     tried = 0
     for argv, cmd in _commands():
         text = _help(*argv)
@@ -498,7 +498,7 @@ def test_a_workspace_the_machine_cannot_write_exits_1(stubbed, monkeypatch, numb
     monkeypatch.undo()
     (stubbed / "file").write_text("not a folder")
     code, _, err = run_cli("train", "--dataset", "digits", "--workdir", str(stubbed / "file" / "ws"))
-    assert code == 2 and "not writable" in one_error(err)
+    assert code == 2 and "is a file, not a folder" in one_error(err)
 
 
 def test_a_full_disk_while_writing_exits_1(tmp_path, monkeypatch):

@@ -96,7 +96,7 @@ def test_the_table_says_each_field_as_its_option():
     assert as_options("`dp` needs exactly one of `noise_multiplier` or `target_epsilon`") == \
         "--dp needs exactly one of --sigma or --target-epsilon"
     assert as_options("`model_args` is for torchvision: and module: models; `defence` dropout; `l2`") == \
-        "--model-arg is for torchvision: and module: models; --defense dropout; --weight-decay"
+        "--model-arg is for torchvision: and module: models; --defence dropout; --weight-decay"
     text = "run `privaudit train --model mlp` first, or drop `seeds`"  # a command to run stays as written
     assert as_options(text) == "run `privaudit train --model mlp` first, or drop --seeds"
     assert as_options(as_options(text)) == as_options(text)

@@ -51,7 +51,7 @@ def test_the_grid_rules_as_a_table(request_, kappas, sigmas, eps, others, search
     (dict(kappas="101"), "--kappas"),
     (dict(sigmas="0"), "--sigmas"),
     (dict(target_accuracies="1.5"), "--target-accuracies"),
-    (dict(knobs=["mixup=0.2"]), "give --defenses too"),
+    (dict(knobs=["mixup=0.2"]), "give --defences too"),
     (dict(defences="mixup", knobs=["mg=0.2"]), "--kappas"),
 ])
 def test_a_bad_request_is_one_line_naming_its_option(request_, message):

@@ -31,7 +31,8 @@ WITHOUT_NUMPY = {"scan: missing input", "scan: --out an existing file", "scan: -
                  "scan: a result file is a folder", "export-logits: --out a folder", "export-logits: --out under a file",
                  "export-logits: no such target", "audit-model: missing weights", "audit-model: missing members file",
                  "audit-model: --out an existing file", "train: npz dataset missing", "train: npz dataset is text",
-                 "attack: no such target"}
+                 "attack: no such target", "audit: empty --kappas", "audit: bogus --canaries",
+                 "audit: --workdir under a file"}
 
 
 def _arrays(n=20, classes=10, seed=0):
@@ -63,6 +64,8 @@ def files(tmp_path):
     (tmp_path / "ws" / "models").mkdir(parents=True)
     (tmp_path / "results" / "attacks.csv").mkdir(parents=True)
     (tmp_path / "folder.npz").mkdir()
+    np.savez(tmp_path / "float.npz", x=np.zeros((6, 8, 8, 3), np.float32), y=np.arange(6) % 2)
+    np.savez(tmp_path / "short.npz", x=np.zeros((6, 8, 8, 3), np.uint8), y=np.arange(5) % 2)
     return tmp_path
 
 
@@ -99,6 +102,12 @@ CASES = [
      "not a NumPy .npz archive", ("allow_pickle",)),
     ("attack: no such target", ["attack", "--target", "no-such-run", "--workdir", "{d}/ws"],
      "no target named 'no-such-run'", ()),
+    ("audit: empty --kappas", ["audit", "--dataset", "digits", "--kappas", "", "--workdir", "{d}/ws", "--dry-run"],
+     "--kappas is empty", ()),
+    ("audit: bogus --canaries", ["audit", "--dataset", "digits", "--canaries", "bogus", "--workdir", "{d}/ws"],
+     "--canaries': takes KIND:N", ()),
+    ("audit: --workdir under a file", ["audit", "--dataset", "digits", "--workdir", "{d}/blocker/ws", "--dry-run"],
+     "blocker is a file, not a folder", ()),
     ("scan: text file named .npz", ["scan", "{d}/text.npz", "--out", "{d}/r"],
      "text.npz: not a NumPy .npz archive (a zip of .npy files): it is text", ("allow_pickle", "pickle")),
     ("scan: (0, 10) logits", ["scan", "{d}/empty.npz", "--out", "{d}/r"],
@@ -107,6 +116,12 @@ CASES = [
      "logits_in: not a NumPy .npy file: it is text", ("allow_pickle", "pickle")),
     ("scan: truncated .npy", ["scan", "{d}/truncated", "--out", "{d}/r"],
      "logits_out: a damaged or truncated .npy file", ("allow_pickle",)),
+    ("audit: no CIFAR-10 in --data-dir", ["audit", "--data-dir", "{d}/nodata", "--workdir", "{d}/ws", "--dry-run"],
+     "CIFAR-10 not found in", ()),
+    ("audit: npz images as floats", ["audit", "--dataset", "npz:{d}/float.npz", "--workdir", "{d}/ws"],
+     "x must be uint8 pixel values (0-255), got float32", ()),
+    ("train: npz labels one short", ["train", "--dataset", "npz:{d}/short.npz", "--workdir", "{d}/ws"],
+     "y must have shape (6,), got (5,)", ()),
 ]
 
 

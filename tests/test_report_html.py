@@ -345,7 +345,7 @@ def test_robust_to_partial_tables():
 def test_setting_labels():
     assert setting_label(False, 0.0, np.nan) == "baseline"
     assert setting_label(False, 0.5, np.nan) == "κ=0.5"
-    assert setting_label(True, 0.0, 1.0, 21.04) == "σ=1 (ε=21.0)"
+    assert setting_label(True, 0.0, 1.0, 21.04) == "σ=1 (ε=21.1)"  # an accountant ε: rounded up
     assert setting_label(True, 0.0, 1.5, np.nan) == "σ=1.5"
     assert setting_label(True, 0.2, 1.0) == "κ=0.2, σ=1"
     assert setting_label(True, 0.2, 1.0, 3.0) == "κ=0.2, σ=1 (ε=3.00)"

@@ -166,12 +166,13 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     seed_list = params.seeds(seeds, seed)
     if not 0 < match_tolerance <= 1:
         raise ConfigError(f"--match-tolerance must be > 0 and <= 1 (got {match_tolerance:g})")
+    params.writable_workdir(workdir)
+    dataset_kwargs, data = params.dataset_config(dataset, data_dir, download)
+    bases = [recipe.config(seed=s, dataset_kwargs=dataset_kwargs) for s in seed_list]  # validated
 
     with importing():
         from privaudit.executor.auditing import audit_plan, match_accuracy as match_kappas, replicate, run_audit
 
-    dataset_kwargs, data = params.dataset_config(dataset, data_dir, download)
-    bases = [recipe.config(seed=s, dataset_kwargs=dataset_kwargs) for s in seed_list]
     plans = [audit_plan(b, k_grid, s_grid, eps_grid, other_grids) for b in bases]
     attack_plan = params.attacks(attacks, pool_size, shadow_dataset)
 

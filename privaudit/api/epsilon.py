@@ -72,7 +72,7 @@ def epsilon(*, defence: str, batch_size: int, dataset_size: int, epochs: int, no
     batches of ``batch_size``, at ``noise_multiplier``, or the noise multiplier that meets
     ``target_epsilon`` (give exactly one). NoisyCGD needs ``lr`` and ``l2`` (the contraction
     1 − lr·l2) and takes the loss's ``smoothness`` when known."""
-    params.one_of(defence, "--defense", *DEFENCES)
+    params.one_of(defence, "--defence", *DEFENCES)
     params.in_range(batch_size, "--batch-size", 1, MAX_BATCH_SIZE)
     params.in_range(dataset_size, "--dataset-size", 1, 10**10)
     params.in_range(epochs, "--epochs", 1, MAX_EPOCHS)
@@ -96,7 +96,7 @@ def epsilon(*, defence: str, batch_size: int, dataset_size: int, epochs: int, no
                  "epochs": epochs, "batches_per_epoch": per_epoch}
     if defence == "noisycgd":
         if lr is None or l2 is None:
-            raise ConfigError("--defense noisycgd needs --lr and --weight-decay (the bound depends on the contraction 1 - lr·λ)")
+            raise ConfigError("--defence noisycgd needs --lr and --weight-decay (the bound depends on the contraction 1 - lr·λ)")
         from privaudit.analysis.accounting import replace_one_epsilon, replace_one_epsilon_sigma_half
         from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon, smoothness_ceiling
 
@@ -121,7 +121,7 @@ def epsilon(*, defence: str, batch_size: int, dataset_size: int, epochs: int, no
         doc["dpsgd_same_noise_epsilon_replace_one_sigma_half"], _ = replace_one_epsilon_sigma_half(*same)
     else:
         if lr is not None or l2 is not None or smoothness is not None:
-            raise ConfigError("--lr, --weight-decay and --smoothness are for --defense noisycgd")
+            raise ConfigError("--lr, --weight-decay and --smoothness are for --defence noisycgd")
         from privaudit.analysis.accounting import calibrate_noise_multiplier
 
         q, steps = 1.0 / per_epoch, per_epoch * epochs

@@ -80,7 +80,7 @@ def one_accuracy_rule(d: _Draft) -> _Draft:
 
 def search_replaces_default_grids(d: _Draft) -> _Draft:
     """With ``--target-accuracies`` the search chooses the settings: the defences named by
-    ``--defenses`` (default MG noise and DP) are searched, and only grids given explicitly
+    ``--defences`` (default MG noise and DP) are searched, and only grids given explicitly
     (``--kappas``, ``--sigmas``, ``--target-epsilons``, ``--knobs``) are also trained.
     ``convex-relu`` has no MG noise, and its DP is NoisyCGD."""
     if not d.targets:
@@ -95,7 +95,7 @@ def search_replaces_default_grids(d: _Draft) -> _Draft:
 
 
 def defences_limit_default_rows(d: _Draft) -> _Draft:
-    """``--defenses`` without ``mg`` drops MG noise's default grid, and without ``dpsgd`` (or
+    """``--defences`` without ``mg`` drops MG noise's default grid, and without ``dpsgd`` (or
     ``noisycgd``) DP's: a grid given explicitly is still trained."""
     if d.chosen is None:
         return d

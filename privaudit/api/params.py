@@ -74,7 +74,7 @@ def bounded(bounds: Mapping[str, tuple[Any, ...]], **values: float | None) -> No
 
 #: the keyword arguments and fields whose command-line option has another name (privaudit.cli.options)
 OPTION_NAMES = {"references": "--pool-size", "noise_multiplier": "--sigma", "l2": "--weight-decay",
-                "defence": "--defense", "defences": "--defenses", "model_args": "--model-arg"}
+                "defence": "--defence", "defences": "--defences", "model_args": "--model-arg"}
 
 
 def flag(name: str) -> str:
@@ -159,14 +159,17 @@ def grid_text(values: Iterable[float]) -> str:
 
 def grid(value: Grid, option: str, *, low: float | None = None, low_open: bool = False,
          high: float | None = None) -> list[float]:
-    """A comma-separated list of finite numbers ("" or "none" = empty), or a sequence of
-    numbers, each within [low, high] (``low_open``: above low) and given once (as
-    :func:`seeds` refuses a seed twice), naming ``option`` in the error."""
+    """A comma-separated list of finite numbers ("none" = empty), or a sequence of numbers,
+    each within [low, high] (``low_open``: above low) and given once (as :func:`seeds`
+    refuses a seed twice), naming ``option`` in the error. An empty text is refused: an
+    unset shell variable (``--kappas "$K"``) must not silently mean "none"."""
     if value is None:
         return []
     if isinstance(value, str):
         text = value.strip()
-        if text.lower() in ("", "none"):
+        if not text:
+            raise ConfigError(f"{option} is empty: give comma-separated numbers, or none for no values")
+        if text.lower() == "none":
             return []
         parts: Iterable[str | float] = text.split(",")
     elif isinstance(value, (int, float)):
@@ -237,8 +240,9 @@ def normal_dataset(value: str) -> str | None:
 
 def custom_dataset_problem(name: str) -> str | None:
     """Why the user's own data ``npz:PATH`` / ``folder:PATH`` cannot be read, judged from the
-    file system alone (a missing path, a file where a folder is expected, a file that is not
-    an .npz archive), or None: so that ``--dataset`` is refused before torch loads."""
+    file system and an archive's array headers alone (a missing path, a file where a folder
+    is expected, a file that is not an .npz archive, an ``x`` that is not uint8 images), or
+    None: so that ``--dataset`` is refused before torch loads."""
     from privaudit.files.npfiles import npz_problem
 
     kind, _, raw = str(name).partition(":")
@@ -257,6 +261,10 @@ def custom_dataset_problem(name: str) -> str | None:
         problem = npz_problem(where)
     except DataError as exc:
         return str(exc)
+    if problem is None:
+        from privaudit.data.custom import npz_images_problem
+
+        problem = npz_images_problem(where)
     return f"npz:{where}: {problem}" if problem else None
 
 
@@ -307,13 +315,37 @@ def model_name(value: str) -> str:
     return value
 
 
+def require_data(dataset: str, data_dir: str | Path | None, download: bool) -> None:
+    """CIFAR-10 is in ``data_dir`` (or will be downloaded), else the :class:`DataError` its
+    loader would raise, said before anything heavy loads (the folder is looked at, nothing read)."""
+    if dataset != "cifar10" or download:
+        return
+    from privaudit.data.loaders import cifar10_missing, find_cifar10
+
+    if find_cifar10(data_dir) is None:
+        raise DataError(cifar10_missing(data_dir))
+
+
+def writable_workdir(workdir: str | Path) -> Path:
+    """``workdir`` as a Path when a workspace can be written there (a writable folder, or one
+    that can be created), checked before anything is planned or loaded: a ``--dry-run`` is
+    refused as the run would be. Else an error naming ``--workdir``
+    (:func:`privaudit.files.atomic.check_output_folder`)."""
+    from privaudit.files.atomic import check_output_folder
+
+    return check_output_folder(path(workdir, "--workdir"), "--workdir")
+
+
 def dataset_config(dataset: str, data_dir: str | Path | None,
                    download: bool) -> tuple[dict[str, Any], DataCache | None]:
     """(what :func:`~privaudit.core.config.make_config` needs beyond the dataset's name, the
     :class:`~privaudit.pipeline.runs.DataCache` that loaded it or None). Only the user's own data is
     read here (for its fingerprint and size); a dataset known by name loads when a model
-    trains, so that a refused setting still answers before torch is imported."""
+    trains, so that a refused setting still answers before torch is imported (CIFAR-10's
+    folder is looked for here: :func:`require_data`)."""
     from privaudit.core.config import is_custom_dataset
+
+    require_data(dataset, data_dir, download)
 
     if not is_custom_dataset(dataset):
         return {}, None
@@ -333,6 +365,10 @@ def recipe(given: "Recipe | None", overrides: dict[str, Any]) -> "Recipe":
     if given is not None and not isinstance(given, Recipe):
         raise ConfigError(f"recipe= takes a privaudit Recipe, not {type(given).__name__}")
     chosen = (given or Recipe()).with_overrides(overrides)
+    if chosen.canaries:  # said before anything loads, as the command line's --canaries says it
+        from privaudit.core.config import parse_canaries
+
+        parse_canaries(chosen.canaries)
     return replace(chosen, dataset=dataset_name(chosen.dataset))
 
 
@@ -346,7 +382,7 @@ def defence_choice(defence: str | None, knob: float | None, *, kappa: float = 0.
                    noise_multiplier: float | None = None, target_epsilon: float | None = None) -> dict[str, Any]:
     """``train``'s defence options as :func:`privaudit.core.config.make_config` arguments.
 
-    ``--defense mg --knob κ`` is ``--kappa κ``; ``--defense dpsgd|noisycgd`` is ``--dp`` with
+    ``--defence mg --knob κ`` is ``--kappa κ``; ``--defence dpsgd|noisycgd`` is ``--dp`` with
     that mechanism, σ from ``--knob`` or ``--sigma`` (or ``--target-epsilon``);
     any other defence is its name and knob. A value given twice is an error."""
     from privaudit.defences import get
@@ -354,7 +390,7 @@ def defence_choice(defence: str | None, knob: float | None, *, kappa: float = 0.
     out = {"kappa": kappa, "dp": dp, "noise_multiplier": noise_multiplier, "target_epsilon": target_epsilon}
     if defence is None:
         if knob is not None:
-            raise ConfigError("--knob needs --defense NAME")
+            raise ConfigError("--knob needs --defence NAME")
         return out
     chosen = get(defence)
     if chosen.name == "mg":
@@ -369,14 +405,14 @@ def defence_choice(defence: str | None, knob: float | None, *, kappa: float = 0.
             out["noise_multiplier"] = chosen.check_knob(knob)
         return {**out, "dp": True, "mechanism": chosen.name}
     if kappa or dp or noise_multiplier is not None or target_epsilon is not None:
-        raise ConfigError(f"one defence a model: --defense {chosen.name} trains without --kappa and --dp")
+        raise ConfigError(f"one defence a model: --defence {chosen.name} trains without --kappa and --dp")
     return {**out, "defense": chosen.name, "knob": knob}
 
 
 def defence_grids(defences: str | Sequence[str] | None, knobs: Sequence[str] | dict[str, Any] | None = None
                   ) -> tuple[list[str] | None, list[tuple[str, list[float]]], set[str]]:
-    """``audit``'s ``--defenses`` and ``--knobs`` → (the names asked for, or None when
-    ``--defenses`` was not given; the other defences' grids, each (name, knob values); the
+    """``audit``'s ``--defences`` and ``--knobs`` → (the names asked for, or None when
+    ``--defences`` was not given; the other defences' grids, each (name, knob values); the
     names whose grid ``--knobs`` gave).
 
     ``--knobs`` entries are ``NAME=v1,v2`` (or a mapping name → values) and replace a
@@ -394,11 +430,11 @@ def defence_grids(defences: str | Sequence[str] | None, knobs: Sequence[str] | d
         if d.knob is None:
             raise ConfigError(f"--knobs {d.name}=...: {d.name} takes no knob")
         if chosen is not None and d.name not in chosen:
-            raise ConfigError(f"--knobs names {d.name}, which --defenses does not include")
+            raise ConfigError(f"--knobs names {d.name}, which --defences does not include")
         vals = grid(values, f"--knobs {d.name}")
         given[d.name] = [d.check_knob(v) for v in vals]
     if chosen is None and given:
-        raise ConfigError("--knobs sets the grids of --defenses: give --defenses too")
+        raise ConfigError("--knobs sets the grids of --defences: give --defences too")
     grids = []
     for name in chosen or []:
         d = get(name)

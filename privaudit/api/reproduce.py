@@ -97,6 +97,7 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
     t0 = time.perf_counter()
     params.one_of(paper, "paper", *PAPERS)
     params.one_of(scale, "--scale", *REPRODUCE_SCALES)
+    params.writable_workdir(workdir)
     if paper == "hidden-state":
         return _hidden_state(scale=scale, dataset=dataset, data_dir=data_dir, download=download,
                              experiments=experiments, seeds=seeds, executor=executor, ray_address=ray_address,
@@ -107,6 +108,7 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
                                executor=executor, workdir=workdir, log=log, command=command, dry_run=dry_run, t0=t0)
     params.one_of(dataset, "--dataset", *DATASETS["mg-noise"])
     _executor_options(executor, ray_address, cpus_per_job)
+    params.require_data(dataset, data_dir, download)
     seed_list = params.seeds(seeds) if seeds is not None else None
     families = _words(models, "--models", REPRODUCE_FAMILIES)
     chosen = _words(experiments, "--experiments", REPRODUCE_EXPERIMENTS)

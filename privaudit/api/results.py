@@ -22,10 +22,13 @@ ITEMS = 3
 SCALARS = (str, int, float, bool, type(None))
 
 
-def summary(value: Any) -> str:
+def summary(value: Any, seconds: bool = False) -> str:
     """``value`` as a result's ``repr()`` shows it: ``<table 24 rows × 9 columns>``,
     ``<array (20, 10)>``, ``'reports/index.html'``, ``[0, 1]``, ``[12 RunResult]``,
-    ``{defense: 'dpsgd', delta: 1e-05, … 20 more}``, a number or a short text as itself."""
+    ``{defense: 'dpsgd', delta: 1e-05, … 20 more}``, a number or a short text as itself;
+    with ``seconds`` (a duration, or a dict of them), each number to 0.1 s (``384.8``)."""
+    if seconds and isinstance(value, float):
+        return f"{value:.1f}"
     if hasattr(value, "columns") and hasattr(value, "shape"):
         rows, cols = value.shape
         return f"<table {rows} rows × {cols} columns>"
@@ -41,7 +44,7 @@ def summary(value: Any) -> str:
         kinds = {type(v).__name__ for v in value}
         return f"[{len(value)} {kinds.pop() if len(kinds) == 1 else 'items'}]"
     if isinstance(value, dict):
-        shown = [f"{k}: {summary(v)}" for k, v in value.items() if isinstance(v, SCALARS)][:ITEMS]
+        shown = [f"{k}: {summary(v, seconds)}" for k, v in value.items() if isinstance(v, SCALARS)][:ITEMS]
         rest = len(value) - len(shown)
         return "{" + ", ".join(shown + ([f"… {rest} more"] if rest else [])) + "}"
     text = repr(value)
@@ -72,4 +75,5 @@ class ShortRepr:
         shown = [(name, getattr(self, name)) for name in self.repr_first]
         # every subclass is a dataclass (the class docstring)
         shown += [(f.name, getattr(self, f.name)) for f in fields(cast("DataclassInstance", self)) if f.repr]
-        return f"{type(self).__name__}(" + ", ".join(f"{name}={summary(v)}" for name, v in shown) + ")"
+        return f"{type(self).__name__}(" + ", ".join(f"{name}={summary(v, name.endswith('seconds'))}"
+                                                     for name, v in shown) + ")"

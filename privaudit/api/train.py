@@ -86,6 +86,7 @@ def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, d
     seed_list = params.seeds(seeds, seed)
     chosen = params.defence_choice(defence, knob, kappa=kappa, dp=dp, noise_multiplier=noise_multiplier,
                                    target_epsilon=target_epsilon)
+    params.writable_workdir(workdir)
     dataset_kwargs, data = params.dataset_config(recipe.dataset, data_dir, download)
     cfgs = [recipe.config(seed=s, dataset_kwargs=dataset_kwargs, **chosen) for s in seed_list]  # validated
 

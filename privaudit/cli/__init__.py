@@ -121,7 +121,7 @@ def _root(_version: Annotated[bool, typer.Option("--version", callback=_print_ve
 #: the commands: (name, function, the one line ``privaudit --help`` gives it)
 COMMANDS = (
     ("train", train.train_cmd, "Train one target model with a defence and save it to the workspace."),
-    ("attack", attack.attack_cmd, "Attack trained targets: the paper's shadow-model attack, the loss/confidence/data-free baselines, LiRA, RMIA, the label-only attacks and the one-run canary audit."),
+    ("attack", attack.attack_cmd, "Attack trained targets: the paper's shadow-model attack, the loss/confidence/data-free baselines, LiRA, RMIA, the quantile-regression attack, the label-only attacks and the one-run canary audit."),
     ("report", report.report_cmd, "Rebuild reports/tradeoff.csv and reports/index.html from the whole workspace."),
     ("audit", audit.audit_cmd, "The main job: baseline, MG-noise grid and DP-SGD grid for one model: train, attack, report."),
     ("scan", scan.scan_cmd, "Audit a model from its outputs alone: arrays of logits, probabilities or losses from any framework (.npz, .npy folder or CSV), with every attack they allow."),

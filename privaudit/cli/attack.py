@@ -6,15 +6,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.callbacks import dataset_option
+from privaudit.cli.callbacks import dataset_option, number
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.callbacks import number
 from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, DryRunOpt, JsonOpt,
                                    ShadowDatasetOpt, WorkdirOpt, option)
 from privaudit.cli.output import emit_json, info_console, show_plan, warn
 from privaudit.cli.progress import training_progress
 from privaudit.core.config import DATASETS, MODELS
-from privaudit.core.defaults import DEFAULT_POOL_SIZE, MAX_POOL_SIZE
+from privaudit.core.defaults import DEFAULT_POOL_SIZE, MAX_POOL_SIZE, MAX_SEED
 
 TargetOpt = Annotated[str, typer.Option(
     "--target", help=f"An architecture ({', '.join(MODELS)}: every trained target of it) or one target's run name.")]
@@ -26,8 +25,12 @@ PoolSizeFilterOpt = Annotated[Optional[int], option(
     "pool-size", callback=number(4, MAX_POOL_SIZE),
     help="Reference models of each target's pool for lira, rmia and the many-shadow attack (even, >= 4); default: the "
          f"largest pool the workspace holds for the target's recipe (an audit's), else {DEFAULT_POOL_SIZE}.")]
+SeedFilterOpt = Annotated[Optional[int], option(
+    "seed", callback=number(0, MAX_SEED),
+    help="Attack only the targets trained with this root seed; default: every seed.")]
 SeedsFilterOpt = Annotated[Optional[str], option(
-    "seeds", help="Attack only the targets trained with these comma-separated root seeds; default: every seed.")]
+    "seeds", help="Attack only the targets trained with these comma-separated root seeds (replaces --seed); "
+                  "default: every seed.")]
 
 
 @handle_errors
@@ -37,6 +40,7 @@ def attack_cmd(
     pool_size: PoolSizeFilterOpt = None,
     shadow_dataset: ShadowDatasetOpt = None,
     dataset: DatasetFilterOpt = None,
+    seed: SeedFilterOpt = None,
     seeds: SeedsFilterOpt = None,
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
@@ -52,8 +56,8 @@ def attack_cmd(
 
     with training_progress() as bars:
         result = attack(target, attacks=attacks, pool_size=pool_size, shadow_dataset=shadow_dataset, dataset=dataset,
-                        seeds=seeds, data_dir=data_dir, download=download, device=device, workdir=workdir,
-                        report=report, dry_run=dry_run, log=warn,
+                        seeds=seed if seeds is None else seeds, data_dir=data_dir, download=download,
+                        device=device, workdir=workdir, report=report, dry_run=dry_run, log=warn,
                         hooks=AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,
                                          on_job_done=bars.job_done, on_estimate=bars.estimate))
     if not isinstance(result, AttackResults):  # --dry-run: the plan

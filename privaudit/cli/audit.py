@@ -36,7 +36,7 @@ def audit_cmd(
     seed: SeedOpt = 0,
     seeds: SeedsOpt = None,
     match_accuracy: Annotated[bool, typer.Option("--match-accuracy", help="For each DP-SGD setting, search the kappa at which MG noise reaches the same test accuracy (bracketing search on the first seed, each step a cached training run) and audit it besides the grid.")] = False,
-    target_accuracies: Annotated[Optional[str], typer.Option("--target-accuracies", help="Comma-separated test accuracies (e.g. 0.55,0.6): search each defence's knob (--defenses; default mg,dpsgd) to each, on the first seed (at most 8 trainings per defence and target, within --match-tolerance), audit the settings found on every seed, and say which defence leaks least at each accuracy, or that a defence cannot reach it.")] = None,
+    target_accuracies: Annotated[Optional[str], typer.Option("--target-accuracies", help="Comma-separated test accuracies (e.g. 0.55,0.6): search each defence's knob (--defences; default mg,dpsgd) to each, on the first seed (at most 8 trainings per defence and target, within --match-tolerance), audit the settings found on every seed, and say which defence leaks least at each accuracy, or that a defence cannot reach it.")] = None,
     match_tolerance: Annotated[float, typer.Option("--match-tolerance", callback=number(0, 1, low_open=True), help="How close (absolute test accuracy) --match-accuracy's kappa must come to the DP-SGD target's accuracy.")] = 0.01,
     device: DeviceOpt = "auto",
     executor: ExecutorOpt = "local",

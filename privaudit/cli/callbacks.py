@@ -41,6 +41,18 @@ def one_of(*choices: str, hidden: tuple[str, ...] = ()):
     return check
 
 
+def refused(reason: str):
+    """A Typer callback of an option a command declares only to refuse it, with ``reason``
+    (why the command has no use for it), as a usage error naming the option."""
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value):
+        if value is None or ctx.resilient_parsing:
+            return value
+        raise typer.BadParameter(reason)
+
+    return check
+
+
 def path_option(value):
     """Typer callback of the path options: an empty path is refused (it would silently mean
     the current folder)."""
@@ -61,6 +73,20 @@ def dataset_option(ctx: typer.Context, param: typer.CallbackParam, value):
     if problem:
         raise typer.BadParameter(problem)
     return normal_dataset(value)
+
+
+def canaries_option(ctx: typer.Context, param: typer.CallbackParam, value):
+    """Typer callback of ``--canaries``: ``KIND:N`` (:func:`privaudit.core.config.canaries_problem`),
+    refused at parsing, before the data or torch load; an empty value too (it would silently
+    mean no canaries)."""
+    if value is None or ctx.resilient_parsing:
+        return value
+    from privaudit.core.config import canaries_problem
+
+    problem = canaries_problem(value) if value.strip() else "is empty: give KIND:N (e.g. mislabeled:50), or leave it out"
+    if problem:
+        raise typer.BadParameter(problem)
+    return value
 
 
 def model_option(ctx: typer.Context, param: typer.CallbackParam, value):

@@ -18,7 +18,7 @@ from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
 
 @handle_errors
 def epsilon_cmd(
-    defence: Annotated[str, option("defense", callback=one_of(*DEFENCES), help="noisycgd (hidden-state bound for the last iterate) or dpsgd (Opacus accountant).")],
+    defence: Annotated[str, option("defence", callback=one_of(*DEFENCES), help="noisycgd (hidden-state bound for the last iterate) or dpsgd (Opacus accountant).")],
     batch_size: Annotated[int, option("batch-size", callback=number(1, MAX_BATCH_SIZE), help="NoisyCGD's fixed batch size b, or DP-SGD's expected Poisson batch size.")],
     dataset_size: Annotated[int, typer.Option("--dataset-size", callback=number(1, 10**10), help="Training set size n.")],
     epochs: Annotated[int, option("epochs", callback=number(1, MAX_EPOCHS), help="Training epochs E.")],

@@ -1,9 +1,11 @@
 """The options several commands share, in one table (:data:`OPTIONS`): each concept's one
 name, the older spellings that still parse (hidden, :mod:`privaudit.cli.command`), and its
 help, written once. The names follow one scheme: a single value is singular (``--sigma``,
-``--kappa``, ``--seed``, ``--defense``, ``--knob``), a comma-separated grid the plural
-(``--sigmas``, ``--kappas``, ``--seeds``, ``--defenses``, ``--knobs``), and a grid also
-parses under its singular, so ``audit --sigma 1`` is ``audit --sigmas 1``.
+``--kappa``, ``--seed``, ``--defence``, ``--knob``), a comma-separated grid the plural
+(``--sigmas``, ``--kappas``, ``--seeds``, ``--defences``, ``--knobs``), and a grid also
+parses under its singular, so ``audit --sigma 1`` is ``audit --sigmas 1``. Defence is spelt
+as everywhere else in privaudit (its pages, columns and identifiers); the American
+``--defense`` and ``--defenses`` still parse, unlisted.
 
 Every numeric option declares its range (:func:`privaudit.cli.callbacks.number`): a value
 outside it, NaN or ±inf is a usage error that names the option, before anything loads.
@@ -17,7 +19,7 @@ from typing import Annotated, Optional
 import typer
 
 from privaudit.api.params import grid_text
-from privaudit.cli.callbacks import dataset_option, model_option, number, one_of, path_option
+from privaudit.cli.callbacks import canaries_option, dataset_option, model_option, number, one_of, path_option
 from privaudit.core.config import AUGMENTS, PRECISIONS
 from privaudit.defences import ALIASES as DEFENCE_ALIASES, DEFENCES, help_text as defence_help
 from privaudit.core.defaults import (ATTACK_CHOICES, CIFAR10_KAPPAS, DATA_DIR_ENV, DEFAULT_KAPPAS, DEFAULT_SIGMAS,
@@ -113,13 +115,13 @@ OPTIONS: dict[str, Spec] = {s.name.lstrip("-"): s for s in (
     Spec("--augment", "Train-time augmentation: none (as in the paper), or flip (random horizontal flip per sample and "
                       "step; cifar10). It also sets what the attacks query: the image, and with flip its mirror."),
     # -- the defences: one value (train), a grid (audit)
-    Spec("--defense", "The defence to train with, set by --knob: " + DEFENCE_HELP + ". dpsgd and noisycgd "
+    Spec("--defence", "The defence to train with, set by --knob: " + DEFENCE_HELP + ". dpsgd and noisycgd "
                       "(convex-relu's DP, hidden-state accounting) also take --sigma or --target-epsilon; mg also "
-                      "--kappa. Default: none (with --dp: noisycgd for convex-relu, else dpsgd).", ("--defence",)),
-    Spec("--defenses", "Comma-separated defences to audit besides the baseline, each over its knob's default grid (or "
+                      "--kappa. Default: none (with --dp: noisycgd for convex-relu, else dpsgd).", ("--defense",)),
+    Spec("--defences", "Comma-separated defences to audit besides the baseline, each over its knob's default grid (or "
                        "--knobs): all, or some of " + DEFENCE_HELP + ". Without it: MG noise (--kappas) and DP-SGD "
-                       "(--sigmas).", ("--defences", "--defense", "--defence")),
-    Spec("--knob", "The --defense's setting (its range is checked against the defence; see --defense); audit's "
+                       "(--sigmas).", ("--defenses", "--defence", "--defense")),
+    Spec("--knob", "The --defence's setting (its range is checked against the defence; see --defence); audit's "
                    "--knobs takes a grid of it."),
     Spec("--knobs", "A defence's knob grid, NAME=v1,v2 (e.g. mixup=0.2,0.5), replacing its default; repeatable."),
     Spec("--kappa", "MG noise: std of the N(1, κ²) input mask (0 = no mask)."),
@@ -173,8 +175,8 @@ EpochsOpt = Annotated[Optional[int], option("epochs", callback=number(1, MAX_EPO
 BatchSizeOpt = Annotated[Optional[int], option("batch-size", callback=number(1, MAX_BATCH_SIZE))]
 LrOpt = Annotated[Optional[float], option("lr", callback=number(0, 100, low_open=True))]
 WeightDecayOpt = Annotated[Optional[float], option("weight-decay", callback=number(0, 1e6))]
-DefenceOpt = Annotated[Optional[str], option("defense", callback=one_of(*DEFENCE_NAMES, hidden=tuple(DEFENCE_ALIASES)))]
-CanariesOpt = Annotated[Optional[str], option("canaries")]
+DefenceOpt = Annotated[Optional[str], option("defence", callback=one_of(*DEFENCE_NAMES, hidden=tuple(DEFENCE_ALIASES)))]
+CanariesOpt = Annotated[Optional[str], option("canaries", callback=canaries_option)]
 KnobOpt = Annotated[Optional[float], option("knob", callback=number(-1e9, 1e9))]
 KappaOpt = Annotated[float, option("kappa", callback=number(0, 100))]
 PrecisionOpt = Annotated[str, option("precision", callback=one_of(*PRECISIONS))]
@@ -186,7 +188,7 @@ AugmentOpt = Annotated[str, option("augment", callback=one_of(*AUGMENTS))]
 KappasOpt = Annotated[Optional[str], option("kappas")]
 SigmasOpt = Annotated[Optional[str], option("sigmas")]
 TargetEpsilonsOpt = Annotated[Optional[str], option("target-epsilons")]
-DefencesOpt = Annotated[Optional[str], option("defenses")]
+DefencesOpt = Annotated[Optional[str], option("defences")]
 KnobsOpt = Annotated[Optional[list[str]], option("knobs")]
 
 

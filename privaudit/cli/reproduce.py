@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from privaudit.cli.callbacks import one_of
+from privaudit.cli.callbacks import one_of, refused
 from privaudit.cli.command import Command, Group
 from privaudit.cli.failures import handle_errors
 from privaudit.cli.options import (CpusPerJobOpt, DataDirOpt, DeviceOpt, DownloadOpt, DryRunOpt, ExecutorOpt, JsonOpt,
@@ -130,6 +130,23 @@ def hidden_state_cmd(
     show_result(result, time.perf_counter() - t0, dry_run, as_json)
 
 
+#: why ``reproduce masked-neurons`` takes no --device, --ray-address or --cpus-per-job
+IN_PROCESS = ("reproduce masked-neurons runs in this process, on the CPU (Figure 2's networks are small: 100 rows "
+              "of data), so it takes no --device, --ray-address or --cpus-per-job (mg-noise takes all three, "
+              "hidden-state the last two)")
+
+
+def _not_taken(name: str):
+    """An option of the other reproductions that masked-neurons refuses with :data:`IN_PROCESS`
+    (unlisted in its help, which says why)."""
+    return typer.Option(name, hidden=True, callback=refused(IN_PROCESS), show_default=False)
+
+
+NoDeviceOpt = Annotated[Optional[str], _not_taken("--device")]
+NoRayAddressOpt = Annotated[Optional[str], _not_taken("--ray-address")]
+NoCpusPerJobOpt = Annotated[Optional[str], _not_taken("--cpus-per-job")]
+
+
 @app.command("masked-neurons", cls=Command)
 @handle_errors
 def masked_neurons_cmd(
@@ -138,11 +155,14 @@ def masked_neurons_cmd(
     experiments: Annotated[Optional[str], typer.Option("--experiments", help="Comma-separated: trajectories (Figure 2a), bernoulli (2b), categorical (2c); default all.")] = None,
     seeds: Annotated[Optional[str], option("seeds", help="Comma-separated seeds (mask draws and initialisation).")] = None,
     executor: ExecutorOpt = "local",
+    device: NoDeviceOpt = None,
+    ray_address: NoRayAddressOpt = None,
+    cpus_per_job: NoCpusPerJobOpt = None,
     workdir: WorkdirOpt = ".",
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The masked-neurons paper's Figure 2 (Liao & Kyrillidis, arXiv 2112.02668): training error of a 4,000-neuron network under Bernoulli and categorical masks, each monotone statement checked with a trend test. Writes reports/reproduce/masked-neurons/; resumes."""
+    """The masked-neurons paper's Figure 2 (Liao & Kyrillidis, arXiv 2112.02668): training error of a 4,000-neuron network under Bernoulli and categorical masks, each monotone statement checked with a trend test. Writes reports/reproduce/masked-neurons/; resumes. It runs in this process, on the CPU (the networks are small: 100 rows of data), so it takes no --device, --ray-address or --cpus-per-job."""
     t0 = time.perf_counter()
     from privaudit.api.reproduce import reproduce
 

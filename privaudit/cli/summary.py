@@ -1,7 +1,8 @@
 """The rich summary table printed at the end of ``attack`` and ``audit``.
 
-Numbers are written by :mod:`privaudit.core.formatting`, the rules of the HTML report: an
-empirical ε lower bound is rounded down, an accountant's ε has 3 significant digits.
+Numbers are written by :mod:`privaudit.core.formatting`, the rules of the HTML report: a
+lower bound (an empirical ε, a Gaussian-DP μ) is rounded down, an accountant's ε (an upper
+bound) up, to 3 significant digits.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from __future__ import annotations
 import math
 
 from rich import box
+from rich.console import Group
 from rich.table import Table
 
-from privaudit.core.formatting import difference, fixed, lower_bound, sig3
+from privaudit.core.formatting import difference, fixed, lower_bound, number, upper_bound, upper_sig3
 from privaudit.analysis.metrics import rank_attacks, strongest_attack
 from privaudit.reporting.summary import setting_label
 
@@ -82,10 +84,10 @@ def summary_table(rows: list[tuple], title: str = "Membership inference", summar
         s = metrics.get(strongest, {})
         eps = s.get("eps_lower_bound")
         lead = ([cfg.model.name] if len(models) > 1 else []) + ([cfg.data.dataset] if len(datasets) > 1 else [])
-        table.add_row(*lead, setting_text(cfg, tm), *([str(cfg.seed)] if len(seeds) > 1 else []), sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
+        table.add_row(*lead, setting_text(cfg, tm), *([str(cfg.seed)] if len(seeds) > 1 else []), upper_sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
                       fixed(tm.get("test_accuracy")), fixed(metrics.get("shadow", {}).get("auc")),
                       *([] if one else [strongest or "—"]), fixed(s.get("auc")), fixed(s.get("tpr_at_0p1pct_fpr")), lower_bound(eps),
-                      fixed(s.get("gdp_mu"), 2), lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
+                      lower_bound(s.get("gdp_mu")), lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
     return table
 
 
@@ -108,38 +110,51 @@ def strongest_claim_lines(summary) -> list[str]:
     return lines
 
 
-def verdict_table(summary) -> Table | None:
-    """The report's verdicts (:mod:`privaudit.reporting.summary`): per model and dataset, DP-SGD
-    − MG noise at equal test accuracy with its 95 % interval, and what it decides; None when
-    nothing was compared."""
-    from privaudit.analysis.familywise import p_text
+#: the measures as the verdicts name them
+VERDICT_MEASURES = {"auc": "AUC", "tpr_at_0p1pct_fpr": "TPR@0.1%", "eps_lower_bound": "ε lb"}
+
+
+def verdict_table(summary) -> Group | None:
+    """The report's verdicts (:mod:`privaudit.reporting.summary`), one block per comparison so
+    that each reads whole at 80 columns: the attack, the measure and the test accuracies
+    compared on one line, then DP-SGD − MG noise at equal test accuracy with its 95 %
+    interval and what it decides (a reason wraps under it, indented); a heading per model and
+    dataset when there are several. None when nothing was compared."""
+    from rich.padding import Padding
+    from rich.text import Text
 
     v = summary.verdicts if summary is not None else None
     if v is None or v.empty:
         return None
-    table = Table(title="At equal test accuracy, which defence leaks less?", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True, caption="DP − MG > 0: DP-SGD leaks more (TPR in percentage points, pp); "
-                                                 "each row's own 95 % interval; a defence is named only when the "
-                                                 "difference is significant at 5 % family-wise (Holm–Bonferroni over "
-                                                 "the comparisons of the model and dataset)")
     many = v[["model", "dataset"]].drop_duplicates().shape[0] > 1
-    names = max(len(str(a)) for a in v["attack"])
-    for col in (["model · dataset"] if many else []) + ["attack", "measure", "test acc", "DP − MG [95 %]", "verdict"]:
-        table.add_column(col, justify="right" if col in ("test acc", "DP − MG [95 %]") else "left",
-                         no_wrap=col == "attack", min_width=names if col == "attack" else None, overflow="fold")
-    measures = {"auc": "AUC", "tpr_at_0p1pct_fpr": "TPR@0.1%", "eps_lower_bound": "ε lb"}
+    parts: list = [Text("At equal test accuracy, which defence leaks less?", style="bold")]
+    group = None
     for _, r in v.iterrows():
-        gap, interval = difference(r["metric"], r["gap"], r["gap_lo"], r["gap_hi"])
-        gap += f" {interval}" if interval else ""
+        if many and (r["model"], r["dataset"]) != group:
+            group = (r["model"], r["dataset"])
+            parts.append(Text(f"{r['model']} · {r['dataset']}", style="bold underline"))
         acc = f"{r['acc_low']:.3f}–{r['acc_high']:.3f}" if math.isfinite(r["acc_low"]) else "—"
-        adj = r.get("p_adjusted", math.nan)
-        held = (f", {p_text(adj, 'adjusted p')}" if isinstance(adj, float) and math.isfinite(adj) else "")
-        verdict = r["verdict"] + (f" ({r['interval']}{held})" if r["interval"] else "") + (
-            f": {r['reason']}" if r["reason"] else "")
-        lead = [f"{r['model']} · {r['dataset']}"] if many else []
-        table.add_row(*lead, f"{r['attack']}\n({r['comparison']})", measures.get(r["metric"], r["metric"]), acc, gap,
-                      verdict)
-    return table
+        measure = VERDICT_MEASURES.get(r["metric"], r["metric"])
+        parts.append(Text(f"{r['attack']} ({r['comparison']}) · {measure} · test acc {acc}"))
+        parts.append(Padding(Text(_verdict_line(r)), (0, 0, 0, 2)))
+    parts.append(Text("DP − MG > 0: DP-SGD leaks more (TPR in percentage points, pp), with the row's own 95 % "
+                      "interval; a defence is named only when the difference is significant at 5 % family-wise "
+                      "(Holm–Bonferroni over the comparisons of the model and dataset)", style="dim"))
+    return Group(*parts)
+
+
+def _verdict_line(r) -> str:
+    """``DP − MG +2.419 pp [+0.528, +4.469]: MG noise leaks less (t over 3 seeds, adjusted p
+    = 0.012)``, or the verdict and its reason where nothing was measured."""
+    from privaudit.analysis.familywise import p_text
+
+    gap, interval = difference(r["metric"], r["gap"], r["gap_lo"], r["gap_hi"])
+    adj = r.get("p_adjusted", math.nan)
+    held = f", {p_text(adj, 'adjusted p')}" if isinstance(adj, float) and math.isfinite(adj) else ""
+    verdict = r["verdict"] + (f" ({r['interval']}{held})" if r["interval"] else "") + (
+        f": {r['reason']}" if r["reason"] else "")
+    measured = f"DP − MG {gap}" + (f" {interval}" if interval else "") if gap != "—" else ""
+    return f"{measured}: {verdict}" if measured else verdict
 
 
 def at_accuracy_table(summary) -> Table | None:
@@ -187,25 +202,29 @@ def at_accuracy_table(summary) -> Table | None:
 
 def scan_table(result) -> Table:
     """One row per attack of a :class:`~privaudit.scanning.run.ScanResult`, strongest first:
-    AUC with its 95 % interval, TPR at 1 % and 0.1 % FPR, precision, recall, the ε lower
-    bound and how the thresholds were chosen (fits 80 columns)."""
+    AUC with its 95 % interval (rounded outwards), TPR at 1 % and 0.1 % FPR, the ε and μ lower
+    bounds (rounded down) and how the thresholds were chosen. It fits 80 columns with every
+    number whole; precision and recall are in attacks.csv and on the page."""
     short = {"cv": "cv", "shadow": "shdw", "references": "refs"}
     table = Table(title="Membership inference from the model's outputs", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True,
                   caption="AUC with its 95 % DeLong interval (each row on its own; the verdict below is "
                           "family-wise over all the attacks); TPR at 1 % / 0.1 % FPR; ε lb: empirical ε lower bound "
-                          "treating the samples as independent trials (a heuristic, not a proof; rounded down); μ: Gaussian-DP μ "
-                          "lower bound (95 %) of the same decisions; thr: thresholds chosen by cross-validation (cv), the shadow model "
-                          "(shdw) or leave-one-out over the references (refs)")
-    for col in ("attack", "AUC", "95 % CI", "TPR1%", "TPR.1%", "prec", "rec", "ε lb", "μ", "thr"):
+                          "treating the samples as independent trials (a heuristic, not a proof); μ lb: Gaussian-DP μ "
+                          "lower bound (95 %) of the same decisions; bounds rounded down, intervals outwards; thr: "
+                          "thresholds chosen by cross-validation (cv), the shadow model (shdw) or leave-one-out over "
+                          "the references (refs); precision and recall: attacks.csv and the page")
+    names = max((len(name) for name in result.metrics), default=6)
+    for col in ("attack", "AUC", "95 % CI", "TPR1%", "TPR.1%", "ε lb", "μ lb", "thr"):
         table.add_column(col, justify="left" if col in ("attack", "thr") else "right",
-                         no_wrap=True, min_width=19 if col == "attack" else None)
+                         no_wrap=True, min_width=names if col == "attack" else None)
     for name in rank_attacks(result.metrics):
         m = result.metrics[name]
-        table.add_row(name, fixed(m.get("auc")), f"{fixed(m.get('auc_lo'), 2)}–{fixed(m.get('auc_hi'), 2)}",
-                      fixed(m.get("tpr_at_1pct_fpr")), fixed(m.get("tpr_at_0p1pct_fpr")), fixed(m.get("precision")),
-                      fixed(m.get("recall")), lower_bound(m.get("eps_lower_bound")), fixed(m.get("gdp_mu"), 2),
-                      short.get(m.get("calibration"), str(m.get("calibration", ""))[:4]))
+        interval = (f"{lower_bound(m.get('auc_lo'))}–{upper_bound(m.get('auc_hi'))}"
+                    if math.isfinite(number(m.get("auc_lo"))) and math.isfinite(number(m.get("auc_hi"))) else "—")
+        table.add_row(name, fixed(m.get("auc")), interval, fixed(m.get("tpr_at_1pct_fpr")),
+                      fixed(m.get("tpr_at_0p1pct_fpr")), lower_bound(m.get("eps_lower_bound")),
+                      lower_bound(m.get("gdp_mu")), short.get(m.get("calibration"), str(m.get("calibration", ""))[:4]))
     return table
 
 

@@ -500,18 +500,28 @@ class RunConfig:
 CANARY_KINDS = ("mislabeled", "ood")
 
 
-def parse_canaries(spec: str) -> tuple[str, int]:
-    """``"mislabeled:50"`` → ("mislabeled", 50), or a one-line :class:`ConfigError`
-    (:mod:`privaudit.data.planted`)."""
+def canaries_problem(spec: str) -> str | None:
+    """Why ``spec`` is no canary setting ``KIND:N``, in words that follow the option's name;
+    None when it is one."""
     kind, sep, count = str(spec).partition(":")
     try:
         n = int(count)
     except ValueError:
         n = -1
     if not sep or kind not in CANARY_KINDS or n < 1:
-        raise ConfigError(f"`canaries` takes KIND:N with KIND one of {', '.join(CANARY_KINDS)} and N >= 1 (e.g. "
-                          f"mislabeled:50), not {spec!r}")
-    return kind, n
+        return (f"takes KIND:N with KIND one of {', '.join(CANARY_KINDS)} and N >= 1 (e.g. mislabeled:50), "
+                f"not {spec!r}")
+    return None
+
+
+def parse_canaries(spec: str) -> tuple[str, int]:
+    """``"mislabeled:50"`` → ("mislabeled", 50), or a one-line :class:`ConfigError`
+    (:mod:`privaudit.data.planted`)."""
+    problem = canaries_problem(spec)
+    if problem:
+        raise ConfigError(f"`canaries` {problem}")
+    kind, _, count = str(spec).partition(":")
+    return kind, int(count)
 
 
 def _check_defence(cfg: RunConfig) -> None:

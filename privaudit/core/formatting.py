@@ -2,9 +2,11 @@
 
 One rule for each kind of number, so that the terminal and the page never disagree:
 
-- a lower bound (an empirical ε ≥ …) is rounded *down* (to 2 decimals), so that what is
-  printed is still a lower bound;
-- an accountant's ε (an upper bound) has 3 significant digits;
+- a lower bound (an empirical ε ≥ …, a Gaussian-DP μ ≥ …, an interval's lower end) is
+  rounded *down* at the digits shown, so that what is printed is still a lower bound
+  (μ = 1.05798 is shown as 1.05, never 1.06);
+- an upper bound (an accountant's ε, an interval's upper end) is rounded *up*: an
+  accountant's ε to 3 significant digits (:func:`upper_sig3`);
 - accuracies, AUCs and rates have 3 decimals;
 - a difference between two defences is written in its measure's unit: TPR at 0.1 % FPR in
   percentage points (its gaps are a few hundredths of a percent), the others as they are
@@ -42,23 +44,47 @@ def _special(f: float) -> str | None:
     return None
 
 
+def _directed(f: float, digits: int, rounding) -> str:
+    """``f`` rounded by ``rounding`` (``math.floor`` or ``math.ceil``) to ``digits``
+    decimals, or to 3 significant digits from 10,000 on. A relative 1e-9 forgives the binary
+    representation (2.28 is stored as 2.27999…, and still shown as 2.28)."""
+    tol = 1e-9 if rounding is math.floor else -1e-9
+    if abs(f) >= 1e4:
+        scale = 10.0 ** (math.floor(math.log10(abs(f))) - 2)
+        return f"{rounding(f / scale + tol) * scale:.3g}"
+    scale = 10 ** digits
+    return f"{rounding(f * scale + tol) / scale:.{digits}f}"
+
+
 def lower_bound(v: Any, digits: int = 2) -> str:
     """A lower bound rounded *down* to ``digits`` decimals (``2.2799`` → ``2.27``), or with
     3 significant digits, still rounded down, from 10,000 on."""
     f = number(v)
     special = _special(f)
-    if special is not None:
-        return special
-    if abs(f) >= 1e4:
-        exponent = math.floor(math.log10(abs(f))) - 2
-        scale = 10.0 ** exponent
-        return f"{math.floor(f / scale + 1e-9) * scale:.3g}"
-    scale = 10 ** digits
-    return f"{math.floor(f * scale + 1e-9) / scale:.{digits}f}"
+    return special if special is not None else _directed(f, digits, math.floor)
+
+
+def upper_bound(v: Any, digits: int = 2) -> str:
+    """An upper bound rounded *up* to ``digits`` decimals (``0.9401`` → ``0.95``), or with 3
+    significant digits, still rounded up, from 10,000 on."""
+    f = number(v)
+    special = _special(f)
+    return special if special is not None else _directed(f, digits, math.ceil)
+
+
+def upper_sig3(v: Any) -> str:
+    """An upper bound (an accountant's ε) with 3 significant digits, rounded *up*
+    (``3.0949`` → ``3.10``), written as :func:`sig3` writes it."""
+    f = number(v)
+    if not math.isfinite(f) or f <= 0:
+        return sig3(f)
+    scale = 10.0 ** (math.floor(math.log10(f)) - 2)
+    return sig3(math.ceil(f / scale - 1e-9) * scale)
 
 
 def sig3(v: Any) -> str:
-    """3 significant digits (an accountant's ε)."""
+    """3 significant digits, rounded to the nearest (a score; an accountant's ε, an upper
+    bound, is :func:`upper_sig3`)."""
     f = number(v)
     special = _special(f)
     if special is not None:

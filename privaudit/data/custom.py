@@ -90,22 +90,55 @@ def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray, int]:
     with open_npz(path, label) as npz:  # a file that is no .npz is refused as what it is (privaudit.files.npfiles)
         missing = [k for k in ("x", "y") if k not in npz.files]
         if missing:
-            raise DataError(f"{label}: no array {missing[0]!r} (expected x: uint8 images, y: integer labels)")
+            raise DataError(f"{label}: {_missing(missing[0])}")
         try:
             x, y = npz_member(npz, "x", label), npz_member(npz, "y", label)
         except DataError as exc:
             raise DataError(f"{label}: {exc}") from None
-    if x.dtype != np.uint8:
-        raise DataError(f"{label}: x must be uint8 pixel values (0-255), got {x.dtype}")
+    problem = _x_problem(x.dtype, x.shape)
+    if problem:
+        raise DataError(f"{label}: {problem}")
     if x.ndim == 3:
         x = x[:, None]
-    if x.ndim != 4:
-        raise DataError(f"{label}: x must have shape (N, H, W, C), (N, C, H, W) or (N, H, W), got {x.shape}")
-    if x.shape[1] not in (1, 3) and x.shape[3] in (1, 3):
-        x = np.transpose(x, (0, 3, 1, 2))  # NHWC → NCHW
     if x.shape[1] not in (1, 3):
-        raise DataError(f"{label}: x must have 1 or 3 channels first or last, got shape {x.shape}")
+        x = np.transpose(x, (0, 3, 1, 2))  # NHWC → NCHW
     return x, _labels(label, y, len(x)), int(np.max(y)) + 1
+
+
+def _missing(key: str) -> str:
+    return f"no array {key!r} (expected x: uint8 images, y: integer labels)"
+
+
+def _x_problem(dtype, shape: tuple[int, ...]) -> str | None:
+    """Why images of ``dtype`` and ``shape`` are not an ``npz:`` image set's ``x``; None when
+    they are."""
+    if dtype != np.uint8:
+        return f"x must be uint8 pixel values (0-255), got {dtype}"
+    if len(shape) not in (3, 4):
+        return f"x must have shape (N, H, W, C), (N, C, H, W) or (N, H, W), got {shape}"
+    if len(shape) == 4 and shape[1] not in (1, 3) and shape[3] not in (1, 3):
+        return f"x must have 1 or 3 channels first or last, got shape {shape}"
+    return None
+
+
+def npz_images_problem(path: Path) -> str | None:
+    """Why the ``.npz`` at ``path`` is not an image set, judged from its arrays' headers alone
+    (``x`` and ``y`` present, ``x`` uint8 images, ``y`` one label per image), so that
+    ``--dataset npz:PATH`` is refused at once, before anything loads; None when the headers
+    are right (the labels' values are checked when the data loads)."""
+    from privaudit.files.npfiles import npz_headers
+
+    headers = npz_headers(path)
+    for key in ("x", "y"):
+        if key not in headers:
+            return _missing(key)
+    (x_shape, x_dtype), (y_shape, _) = headers["x"], headers["y"]
+    problem = _x_problem(x_dtype, x_shape)
+    if problem:
+        return problem
+    if len(y_shape) != 1 or y_shape[0] != x_shape[0]:
+        return f"y must have shape ({x_shape[0]},), got {y_shape}"
+    return None
 
 
 def _labels(label: str, y: np.ndarray, n: int) -> np.ndarray:

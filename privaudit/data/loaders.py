@@ -65,6 +65,13 @@ def find_cifar10(data_dir: str | Path | None) -> Path | None:
     return None
 
 
+def cifar10_missing(data_dir: str | Path | None) -> str:
+    """What to say when CIFAR-10 is not in ``data_dir`` (:func:`find_cifar10` found nothing)."""
+    where = data_dir or os.environ.get(DATA_DIR_ENV) or "./data"
+    return (f"CIFAR-10 not found in {where}: point `data_dir` (or ${DATA_DIR_ENV}) at the folder holding "
+            f"{CIFAR_FOLDER}, add `download` to fetch it, or use `dataset` digits")
+
+
 def load_cifar10(data_dir: str | Path | None = None, download: bool = False) -> ImageData:
     """CIFAR-10, pooled: 50,000 training then 10,000 test images, shape (60000, 3, 32, 32).
 
@@ -78,11 +85,7 @@ def load_cifar10(data_dir: str | Path | None = None, download: bool = False) -> 
         _download_cifar10(target)
         folder = find_cifar10(target)
     if folder is None:
-        where = data_dir or os.environ.get(DATA_DIR_ENV) or "./data"
-        raise DataError(
-            f"CIFAR-10 not found in {where}: point `data_dir` (or ${DATA_DIR_ENV}) at the folder "
-            f"holding {CIFAR_FOLDER}, add `download` to fetch it, or use `dataset` digits"
-        )
+        raise DataError(cifar10_missing(data_dir))
     files = [folder / name for name in CIFAR_TRAIN_BATCHES + (CIFAR_TEST_BATCH,)]
     missing = [f for f in files if not f.is_file()]
     if missing:

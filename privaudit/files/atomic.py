@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from privaudit.errors import ArtifactError, ConfigError, UnwritableError, write_error
+from privaudit.errors import ArtifactError, ConfigError, write_error
 
 
 def owner_tag() -> str:
@@ -108,14 +108,15 @@ def _nearest_existing(path: Path) -> Path:
 
 def _probe(folder: Path, option: str, path: Path) -> None:
     """Create and remove a temporary file in ``folder``: the test that files can be written
-    there (permissions, a read-only file system), as the writes themselves would do it; an
-    :class:`UnwritableError` (exit status 1: the machine refused) naming ``option`` if not."""
+    there (permissions, a read-only file system), as the writes themselves would do it; if
+    not, an error naming ``option``: :class:`UnwritableError` (exit status 1) when the machine
+    refused, an :class:`ArtifactError` (2) when the path is wrong (:func:`write_error`)."""
     try:
         fd, probe = tempfile.mkstemp(prefix=".privaudit-probe-", dir=folder)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise UnwritableError(f"{option} {path}: folder {folder} is not writable ({exc.strerror or exc})") from None
+        raise write_error(f"{option} {path}: folder {folder} is not writable ({exc.strerror or exc})", exc) from None
 
 
 def _creatable(path: Path, option: str, what: str) -> None:

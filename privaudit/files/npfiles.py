@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from privaudit.errors import DataError, brief
 
@@ -72,6 +73,32 @@ def npz_problem(path: str | Path) -> str | None:
             return None
         return "a damaged or truncated .npz archive (its zip directory cannot be read)"
     return f"not a NumPy .npz archive (a zip of .npy files): it is {what_is(head)}"
+
+
+def npz_headers(path: str | Path) -> dict[str, tuple[tuple[int, ...], Any]]:
+    """Each ``.npy`` member of an ``.npz`` (its key) → (shape, dtype), read from the member's
+    header alone: no array is loaded, so a large file is checked in milliseconds. A member
+    whose header cannot be read here is left out (loading it says what is wrong)."""
+    import numpy as np
+
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    out: dict[str, tuple[tuple[int, ...], Any]] = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                with archive.open(info) as fh:
+                    try:
+                        read = readers.get(np.lib.format.read_magic(fh))
+                        if read is not None:
+                            shape, _, dtype = read(fh)
+                            out[info.filename[:-4]] = (tuple(shape), dtype)
+                    except (ValueError, OSError, EOFError):
+                        continue
+    except (OSError, zipfile.BadZipFile):
+        return {}
+    return out
 
 
 def open_npz(path: str | Path, label: str):

@@ -16,7 +16,7 @@ from privaudit.core.formatting import slug
 from privaudit.reporting.curves import EXACT_FPR
 from privaudit.reporting.page_data import (FAMILY_CSS, OTHER_CSS, attack_key, attack_rows, extras_of, figure, fpr_floor,
                                            has_empirical, setting_name)
-from privaudit.reporting.page_numbers import DASH, f3, finite, integer, interval, lb, num, pct, plain, short, sig3
+from privaudit.reporting.page_numbers import DASH, f3, finite, integer, interval, lb, num, pct, plain, short, sig3, upper_sig3
 from privaudit.reporting.page_tables import eps_tip
 from privaudit.reporting.plots import line_plot
 
@@ -82,7 +82,7 @@ def _empirical_rows(st: pd.DataFrame, ov: pd.DataFrame, attacks: list[str], extr
         cells: list[dict[str, Any]] = [{"cls": "num", "text": f3(o["test_accuracy"]),
                                         "sub": interval(o["test_accuracy_lo"], o["test_accuracy_hi"], f3)}]
         if o["dp"] and finite(o["epsilon"]):
-            cells.append({"cls": "num", "text": sig3(o["epsilon"]), "title": f"accountant upper bound at "
+            cells.append({"cls": "num", "text": upper_sig3(o["epsilon"]), "title": f"accountant upper bound at "
                                                                                 f"δ={short(o['delta'])}"})
         elif o["dp"]:
             cells.append(missing)

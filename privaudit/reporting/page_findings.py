@@ -13,7 +13,7 @@ import pandas as pd
 from privaudit.core.formatting import slug
 from privaudit.reporting.page_data import (FAMILY_CSS, attack_rows, dp_family, has_empirical, name_dp,
                                            primary_attack, setting_name)
-from privaudit.reporting.page_numbers import f3, finite, lb, pct, sig3
+from privaudit.reporting.page_numbers import f3, finite, lb, lb3, pct, upper_sig3
 from privaudit.analysis.familywise import p_text
 from privaudit.reporting.summary import ABOVE, NO_TEST, VERDICT_DP, VERDICT_MG, Summary, reference_setting
 
@@ -132,7 +132,7 @@ def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, ext
         o = have.loc[have["eps_strongest"].idxmax()]
         notes = []
         if o["dp"] and finite(o["epsilon"]):
-            notes.append(f"accountant ε = {sig3(o['epsilon'])}")
+            notes.append(f"accountant ε = {upper_sig3(o['epsilon'])}")
         if len(fam) > 1:
             notes.append(f"the largest ε bound of its {len(fam)} settings")
         note = f" ({'; '.join(notes)})" if notes else ""
@@ -140,7 +140,7 @@ def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, ext
                if with_one_run and finite(o["one_run_eps_lower_bound"]) else "")
         bound = f"ε ≥ {lb(o['eps_strongest'])}"
         if finite(o.get("gdp_mu_strongest")):
-            bound += f", μ ≥ {f3(o['gdp_mu_strongest'])} (Gaussian DP; its ε ≥ {lb(o['gdp_eps_strongest'])})"
+            bound += f", μ ≥ {lb3(o['gdp_mu_strongest'])} (Gaussian DP; its ε ≥ {lb(o['gdp_eps_strongest'])})"
         clauses.append(f"{bound} for the baseline{one}" if family == "baseline"
                        else f"{setting_name(o)}{note}: {bound}{one}")
     if clauses:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from privaudit.core.formatting import difference, slug
 from privaudit.reporting.page_data import FAMILY_CSS, OTHER_CSS, VERDICT_CSS
-from privaudit.reporting.page_numbers import DASH, f3, finite, interval, lb, num, pct, sig3
+from privaudit.reporting.page_numbers import DASH, f3, finite, interval, lb, num, pct, upper_sig3
 from privaudit.reporting.summary import Summary
 
 MEASURES = {"auc": "AUC", "tpr_at_0p1pct_fpr": "TPR at 0.1% FPR", "eps_lower_bound": "empirical ε lower bound"}
@@ -80,7 +80,7 @@ def first_screen(summary: Summary, figures: list) -> str:
             rows.append({"name": name, "css": FAMILY_CSS.get(s["family"], OTHER_CSS), "seeds": int(s["n_seeds"]),
                          "cells": [cell(per_setting, "test_accuracy"), cell(paper, "auc"),
                                    cell(best, "tpr_at_0p1pct_fpr", lambda x: pct(x, 2)), cell(best, "eps_lower_bound", lb)],
-                         "epsilon": sig3(s["epsilon"])})
+                         "epsilon": upper_sig3(s["epsilon"])})
         fig = svgs.get(slug("verdict", model, dataset))
         groups.append({"model": model, "dataset": dataset, "slug": slug("v", model, dataset), "verdicts": verdicts,
                        "figure": Markup(fig.svg) if fig else None,  # matplotlib's own SVG: no script, no link

@@ -15,7 +15,7 @@ from privaudit.core.formatting import slug
 from privaudit.reporting.curves import EXACT_FPR
 from privaudit.reporting.page_data import VERDICT_CSS, attack_key, figure, fpr_floor, primary_attack
 from privaudit.reporting.page_empirical import empirical_section
-from privaudit.reporting.page_numbers import f3, finite, interval, sig3
+from privaudit.reporting.page_numbers import f3, finite, interval, upper_sig3
 from privaudit.reporting.plots import line_plot
 from privaudit.reporting.summary import setting_label
 
@@ -99,7 +99,7 @@ def _points(st: pd.DataFrame, attack: str) -> list[dict]:
                 lo, hi = p.get(f"{m}_lo", math.nan), p.get(f"{m}_hi", math.nan)
                 return {"value": fmt(p[m]), "ci": interval(lo, hi, fmt)}
             out.append({"curve": curve, "setting": p["setting"],
-                        "cells": [{"value": sig3(p["epsilon"]), "ci": ""}, cell("test_accuracy"), cell("precision"),
+                        "cells": [{"value": upper_sig3(p["epsilon"]), "ci": ""}, cell("test_accuracy"), cell("precision"),
                                   cell("recall"), cell("auc")]})
     return out
 

@@ -1,6 +1,7 @@
 """How the report page writes a value: numbers to the precision it shows them at, and a dash
-for anything missing. Lower bounds and 3 significant digits follow the terminal's rounding
-rules (:mod:`privaudit.core.formatting`), so the page and the terminal print the same text."""
+for anything missing. Lower bounds (rounded down), an accountant's ε (an upper bound, rounded
+up) and 3 significant digits follow the terminal's rounding rules
+(:mod:`privaudit.core.formatting`), so the page and the terminal print the same text."""
 
 from __future__ import annotations
 
@@ -9,14 +10,20 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from privaudit.core.formatting import lower_bound, sig3
+from privaudit.core.formatting import lower_bound, sig3, upper_sig3
 
-__all__ = ["DASH", "num", "finite", "f3", "sig3", "short", "integer", "lb", "pct", "plain", "interval"]
+__all__ = ["DASH", "num", "finite", "f3", "sig3", "upper_sig3", "short", "integer", "lb", "lb3", "pct", "plain",
+           "interval"]
 
 #: what the page shows for a missing value
 DASH = "—"
 #: a lower bound rounded down: one rounding rule with the terminal
 lb = lower_bound
+
+
+def lb3(v: Any) -> str:
+    """A lower bound rounded down to 3 decimals (a Gaussian-DP μ: 1.05798 → 1.057)."""
+    return lower_bound(v, 3)
 
 
 def num(v: Any) -> float:

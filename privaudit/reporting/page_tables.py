@@ -13,7 +13,7 @@ from privaudit.core.formatting import slug
 from privaudit.defences import FIELD_DEFENCES
 from privaudit.reporting.defences import noisycgd_comparison
 from privaudit.reporting.page_data import ATTACK_ORDER
-from privaudit.reporting.page_numbers import DASH, f3, finite, integer, lb, pct, plain, short, sig3
+from privaudit.reporting.page_numbers import DASH, f3, finite, integer, lb, lb3, pct, plain, short, upper_sig3
 
 #: the defences whose knobs the table shows in columns of their own (κ, σ)
 OWN_COLUMNS = tuple(dict.fromkeys(FIELD_DEFENCES + DP_NAMES))
@@ -25,7 +25,7 @@ _TABLE_SPEC: list[tuple[str, str, Callable[[Any], str], str]] = [
     ("defence", "defence", plain, "txt"),
     ("κ", "kappa", short, "num"),
     ("σ", "noise_multiplier", short, "num"),
-    ("ε", "epsilon", sig3, "num"),
+    ("ε", "epsilon", upper_sig3, "num"),
     ("seed", "seed", integer, "num"),
     ("epochs", "epochs", integer, "num"),
     ("train acc", "train_accuracy", f3, "num"),
@@ -41,7 +41,7 @@ _TABLE_SPEC: list[tuple[str, str, Callable[[Any], str], str]] = [
     ("TPR @ 0.1% FPR", "tpr_at_0p1pct_fpr", f3, "num"),
     ("PPV @ 10% prior", "ppv_at_10pct_prior", f3, "num"),
     ("ε lb", "eps_lower_bound", lb, "num"),
-    ("μ (GDP) [95%]", "gdp_mu", f3, "num"),
+    ("μ (GDP) [95%]", "gdp_mu", lb3, "num"),
     ("ε (GDP)", "gdp_epsilon", lb, "num"),
     ("members", "n_members", integer, "num"),
     ("non-members", "n_nonmembers", integer, "num"),
@@ -196,7 +196,7 @@ def defences_section(table: pd.DataFrame) -> str:
     comp = comp.assign(_rank=comp["attack"].map(ATTACK_ORDER).fillna(9)).sort_values(
         ["dataset", "_rank", "attack", "noise_multiplier"], kind="stable")
     rows = [[plain(r["dataset"]), plain(r["attack"]), integer(r["width"]), plain(r["mlp_width"]),
-             short(r["noise_multiplier"]), sig3(r["epsilon"]), f3(r["ncgd_test_accuracy"]),
+             short(r["noise_multiplier"]), upper_sig3(r["epsilon"]), f3(r["ncgd_test_accuracy"]),
              f3(r["dpsgd_test_accuracy"]), f3(r["ncgd_auc"]), f3(r["dpsgd_auc"]), f3(r["mg_auc"]),
              pct(r["ncgd_tpr_at_0p1pct_fpr"]), pct(r["dpsgd_tpr_at_0p1pct_fpr"]), pct(r["mg_tpr_at_0p1pct_fpr"])]
             for _, r in comp.iterrows()]

@@ -63,7 +63,7 @@ from scipy.stats import norm, t as student_t
 from privaudit.analysis.empirical import clopper_pearson
 from privaudit.analysis.familywise import ALPHA, HOLM, excess_pvalue, holm, interval_se, two_sided_pvalue
 from privaudit.core.formatting import number as _num
-from privaudit.core.formatting import sig3
+from privaudit.core.formatting import upper_sig3
 from privaudit.analysis.metrics import STRONGEST_KEY
 from privaudit.analysis.metrics import strongest_attack as strongest_of
 from privaudit.reporting.table import as_bool
@@ -126,7 +126,7 @@ def setting_label(dp: Any, kappa: Any, sigma: Any, epsilon: Any = math.nan, defe
     if not as_bool([dp]).iloc[0]:
         return mg or "baseline"
     sig = f"σ={s:.3g}" if math.isfinite(s) else "σ=?"
-    eps = f" (ε={sig3(epsilon)})" if math.isfinite(_num(epsilon)) else ""
+    eps = f" (ε={upper_sig3(epsilon)})" if math.isfinite(_num(epsilon)) else ""
     return (f"{mg}, {sig}" if mg else sig) + eps
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -203,6 +204,16 @@ def _remote_cell(protocol: HiddenStateProtocol, data_dir: str | None, download: 
     return cell_doc(protocol, worker_split(protocol.dataset, data_dir, download, threads), method, eps, seed)
 
 
+def cell_line(i: int, n: int, cell: tuple, doc: dict) -> str:
+    """The progress line of a trained cell: its method, ε, seed, test accuracy, the noise
+    multiplier σ of a noisy method (SSP, which perturbs sufficient statistics, has none) and
+    its time."""
+    sigma = doc.get("sigma")
+    noise = f"σ {sigma:.3g}, " if isinstance(sigma, (int, float)) and math.isfinite(sigma) else ""
+    return (f"[{i}/{n}] {cell[0]} at ε {cell[1]:g}, seed {cell[2]}: test accuracy {doc['test_accuracy']:.4f} "
+            f"({noise}{doc['seconds']:.0f} s)")
+
+
 def run_cells(protocol: HiddenStateProtocol, models_root: Path, split_loader: Callable[[], Split], *,
               log: Callable[[str], None] | None = None, executor=None, data_dir: str | Path | None = None,
               download: bool = False) -> pd.DataFrame:
@@ -218,8 +229,7 @@ def run_cells(protocol: HiddenStateProtocol, models_root: Path, split_loader: Ca
         write_json(path, doc)
         found[cell] = doc
         if log:
-            log(f"[{i}/{len(todo)}] {cell[0]} at ε {cell[1]:g}, seed {cell[2]}: test accuracy "
-                f"{doc['test_accuracy']:.4f} (σ {doc['sigma']:.3g}, {doc['seconds']:.0f} s)")
+            log(cell_line(i, len(todo), cell, doc))
 
     if todo and hasattr(executor, "map"):
         calls = [(protocol, None if data_dir is None else str(data_dir), download, executor.cpus_per_job, *c)

@@ -127,12 +127,20 @@ class ScanInput:
         return np.concatenate([self.members.labels, self.nonmembers.labels])
 
     @property
+    def given_as(self) -> str:
+        """What the input held for the audited model, as the user gave it: ``logits``,
+        ``probabilities`` (read as log-probabilities, logits up to a constant) or ``losses``."""
+        if self.members.logits is None:
+            return "losses"
+        return "probabilities" if "probs" in self.members.key.split("_") else "logits"
+
+    @property
     def num_classes(self) -> int | None:
         return None if self.members.logits is None else int(self.members.logits.shape[-1])
 
     def describe(self) -> dict:
         d = {"source": self.source, "members": self.members.n, "non_members": self.nonmembers.n,
-             "outputs": self.kind, "classes": self.num_classes,
+             "outputs": self.given_as, "classes": self.num_classes,
              "queries": None if self.members.logits is None else int(self.members.logits.shape[1]),
              "slices": None if self.slices is None else int(len(np.unique(self.slices))),
              "shadow": self.shadow is not None,
@@ -504,8 +512,8 @@ def _from_target_index(arrays: dict, refs_key: str | None) -> tuple[Outputs, Out
     if others.sum() < 2:
         raise DataError(f"reference_logits: after the audited row (and its complement) {others.sum()} reference "
                         "models remain; reference attacks need at least 2")
-    members = Outputs(ref[t][inside], None, labels[inside])
-    nonmembers = Outputs(ref[t][~inside], None, labels[~inside])
+    members = Outputs(ref[t][inside], None, labels[inside], refs_key)
+    nonmembers = Outputs(ref[t][~inside], None, labels[~inside], refs_key)
     ref_pop, target_pop, pop_labels = _population(arrays, ref, target_row=t)
     refs = References(ref[others][:, order], keep[others][:, order],
                       None if ref_pop is None else ref_pop[others], target_pop, pop_labels)
