@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from privaudit.core.config import RunConfig
+    from privaudit.executor.plan import Job
     from privaudit.executor.preview import RunPlan
     from privaudit.pipeline.attacking import AttackPlan, AttackResult
     from privaudit.training.loop import EpochCallback
@@ -183,7 +184,7 @@ def target_plans(configs: "Sequence[RunConfig]", attacks: str | Sequence[str], p
     return out
 
 
-def attack_graph(configs: "Sequence[RunConfig]", plans: "dict[str, AttackPlan]", data: Any) -> list:
+def attack_graph(configs: "Sequence[RunConfig]", plans: "dict[str, AttackPlan]", data: Any) -> "list[Job]":
     """The jobs that attack ``configs`` with their ``plans``: the audit's job graph
     (:func:`~privaudit.executor.auditing.audit_graph`) of each group of targets that share a
     plan, without its report job (the targets' own training jobs find them trained)."""
@@ -192,7 +193,7 @@ def attack_graph(configs: "Sequence[RunConfig]", plans: "dict[str, AttackPlan]",
     groups: dict[int, list[RunConfig]] = {}
     for cfg in configs:
         groups.setdefault(id(plans[cfg.run_name]), []).append(cfg)
-    jobs: dict[str, Any] = {}
+    jobs: dict[str, Job] = {}
     for group in groups.values():
         for job in audit_graph(group, data, plans[group[0].run_name]):
             if job.kind != "report":
