@@ -108,10 +108,10 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
                                executor=executor, workdir=workdir, log=log, command=command, dry_run=dry_run, t0=t0)
     params.one_of(dataset, "--dataset", *DATASETS["mg-noise"])
     _executor_options(executor, ray_address, cpus_per_job)
-    params.require_data(dataset, data_dir, download)
     seed_list = params.seeds(seeds) if seeds is not None else None
     families = _words(models, "--models", REPRODUCE_FAMILIES)
     chosen = _words(experiments, "--experiments", REPRODUCE_EXPERIMENTS)
+    params.require_data(dataset, data_dir, download)  # after the options: a wrong word is said first
 
     with importing():
         from privaudit.reproduction import protocol as make_protocol
