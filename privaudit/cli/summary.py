@@ -228,6 +228,10 @@ def scan_table(result) -> Table:
     return table
 
 
+#: the plan table's short headers (80 columns)
+PLAN_HEADERS = {"reference": "refs"}
+
+
 def plan_table(plan) -> Table:
     """``--dry-run``: the models a run trains, a row per architecture and defence setting with
     a column per role (trained + reused), and the estimated training time
@@ -241,14 +245,17 @@ def plan_table(plan) -> Table:
         row[m["role"]] = row.get(m["role"], 0) + m["models"]
         row["reused"] += m["reused"]
         row["seconds"] += m["seconds"]
-    table = Table(title=f"privaudit {plan.command} --dry-run: the models", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True, padding=(0, 1))
-    for col in ("model", "defence", "dataset"):
+    datasets = list(dict.fromkeys(key[2] for key in rows))
+    one = len(datasets) == 1  # the dataset goes in the title: the table fits 80 columns
+    table = Table(title=f"privaudit {plan.command} --dry-run: the models" + (f" on {datasets[0]}" if one else ""),
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, padding=(0, 1),
+                  caption="refs: reference models (the pools)" if "reference" in roles else None)
+    for col in ("model", "defence") if one else ("model", "defence", "dataset"):
         table.add_column(col, no_wrap=True)
     for col in (*roles, "reused", "training"):
-        table.add_column(col, justify="right", no_wrap=True)
+        table.add_column(PLAN_HEADERS.get(col, col), justify="right", no_wrap=True)
     for (model, defence, dataset), row in rows.items():
         trained = sum(row.get(r, 0) for r in roles)
-        table.add_row(model, defence, dataset, *(str(row.get(r, 0)) for r in roles), str(row["reused"]),
-                      duration(row["seconds"]) if trained > row["reused"] else "—")
+        table.add_row(model, defence, *(() if one else (dataset,)), *(str(row.get(r, 0)) for r in roles),
+                      str(row["reused"]), duration(row["seconds"]) if trained > row["reused"] else "—")
     return table

@@ -1,4 +1,4 @@
-"""A new user's findings (issue 54, items 6, 8 and 9): terminal tables at 80 columns, bounds
+"""The command line's edges: terminal tables at 80 columns, bounds
 rounded in their safe direction, one spelling of defence, the options each command shares,
 and the small edges (empty grids, unwritable workspaces, σ of a method without noise, …)."""
 
@@ -28,7 +28,7 @@ def render(renderable, width: int = 80) -> list[str]:
     return console.export_text().splitlines()
 
 
-# -- item 6: 80 columns, and each bound rounded in its safe direction ---------------------------
+# -- 80 columns, and each bound rounded in its safe direction ---------------------------
 
 def test_bounds_round_in_their_safe_direction():
     """A lower bound shown never exceeds the true value, an upper bound never falls below it."""
@@ -136,7 +136,7 @@ def test_the_summary_rounds_mu_down_and_the_accountant_epsilon_up(tmp_path):
     assert " 1.23 " in text and "1.24" not in text        # ε lb: down
 
 
-# -- item 8: one spelling, the options siblings share -------------------------------------------
+# -- one spelling, the options siblings share -------------------------------------------
 
 def _command(*path: str):
     cmd = typer.main.get_command(app)
@@ -215,7 +215,7 @@ def test_the_accounting_docstring_gives_the_measured_ratio_of_the_sigma_half_bou
         assert half / exact == pytest.approx(ratio, abs=0.05 if ratio > 1.1 else 0.01)
 
 
-# -- item 9: the smaller edges -------------------------------------------------------------------
+# -- the smaller edges -------------------------------------------------------------------
 
 @pytest.mark.parametrize("option", ["--kappas", "--sigmas", "--target-epsilons"])
 def test_an_empty_grid_is_refused_not_read_as_none(option, tmp_path):
@@ -288,7 +288,7 @@ def test_a_scan_says_what_its_input_held(given, says):
     assert check(arrays).describe()["outputs"] == says
 
 
-# -- item 8: what the pages say -----------------------------------------------------------------
+# -- what the pages say -----------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -330,3 +330,17 @@ def test_methods_describes_lira_offline_as_the_code_computes_it():
     mu = (ref * out).sum(0) / out.sum(0)
     sd = np.sqrt(((ref - mu) ** 2 * out).sum(0) / out.sum(0))
     assert lira_scores(target, ref, keep, online=False) == pytest.approx(norm.logcdf((target - mu) / sd))
+
+
+def test_a_dry_runs_plan_table_fits_80_columns():
+    """The longest durations and every role: no cell cut, no line over 80 characters; the
+    dataset moves to the title when the plan has one."""
+    from privaudit.cli.summary import plan_table
+
+    models = [{"role": role, "model": "cnn-improved-small", "defence": defence, "dataset": "cifar10",
+               "models": 16 if role == "reference" else 1, "reused": 0, "seconds": 9_000.0}
+              for defence in ("plain", "k0.5", "dp-s0.5") for role in ("target", "shadow", "reference", "canary")]
+    lines = render(plan_table(SimpleNamespace(command="audit", models=models)))
+    text = "\n".join(lines)
+    assert "…" not in text and max(map(len, lines)) <= 80, text
+    assert "on cifar10" in lines[0] and "10 h 00 min" in text and "refs" in text
