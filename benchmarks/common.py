@@ -39,15 +39,17 @@ def machine() -> dict:
 
 
 def _rate(fn, flops: float, seconds: float = 0.6) -> float:
-    """Best FLOP/s of ``fn`` over repeated calls for about ``seconds``."""
+    """Best FLOP/s of ``fn`` over repeated calls for about ``seconds``, at least one call timed
+    (a process descheduled for ``seconds`` on a busy machine still gets a rate, never 0)."""
     fn()
     best, end = 0.0, time.perf_counter() + seconds
-    while time.perf_counter() < end:
+    while True:
         t = time.perf_counter()
         fn()
         sync()
         best = max(best, flops / (time.perf_counter() - t))
-    return best
+        if time.perf_counter() >= end:
+            return best
 
 
 def sync() -> None:

@@ -59,15 +59,16 @@ def write_error(message: str, exc: OSError) -> ArtifactError:
 class DamagedArtifactError(ArtifactError):
     """A workspace folder that was written complete but whose files no longer are what was
     written (changed, truncated, unreadable). The message names the folder and the way out;
-    ``kind`` (model, attack, pool) and ``folder`` say which one."""
+    ``kind`` (model, attack, pool) and ``folder`` say which one, ``problem`` what is wrong."""
 
-    def __init__(self, message: str, kind: str = "", folder: str = ""):
+    def __init__(self, message: str, kind: str = "", folder: str = "", problem: str = ""):
         super().__init__(message)
         self.kind = kind
         self.folder = folder
+        self.problem = problem
 
-    def __reduce__(self):  # keeps kind and folder across processes (Ray workers)
-        return (type(self), (str(self), self.kind, self.folder))
+    def __reduce__(self):  # keeps kind, folder and problem across processes (Ray workers)
+        return (type(self), (str(self), self.kind, self.folder, self.problem))
 
 
 #: a terminal escape sequence (colour, bold: ``\x1b[1m``), as torch and Ray put in their messages

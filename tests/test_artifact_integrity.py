@@ -1,10 +1,13 @@
 """Artifact integrity: every committed folder carries a manifest of checksums; a reused folder
-that no longer matches it (or whose config.json cannot be read) is refused at once, naming
-the folder and the way out, before anything is trained."""
+that no longer matches it (or whose config.json cannot be read) is never reused: the library
+refuses it, naming the folder, and the commands that compute it (train, attack, audit) set it
+aside, kept, and compute just that folder again (:mod:`privaudit.api.repair`)."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -144,78 +147,127 @@ def test_a_folder_replaced_while_it_is_verified_is_read_again(trained_mg, tmp_pa
 
 # -- damaged weights: train and attack -------------------------------------------------------
 
-def test_train_refuses_a_model_folder_with_a_flipped_byte(tmp_path):
-    folder = _train(tmp_path)
-    _flip_byte(folder / "weights.npz")
-    before = _tree(tmp_path / "models")
-    code, out = _run_cli(*TRAIN, "--workdir", str(tmp_path))
-    assert code == 2
-    line = _one_line_error(out)
-    assert f"model folder {folder} is damaged" in line
-    assert "weights.npz does not match the checksum" in line and "delete the folder and rerun" in line
-    assert _tree(tmp_path / "models") == before            # neither reused nor silently retrained over
+def _set_aside(root: Path, name: str) -> Path:
+    """The one copy of ``name`` kept under ``root/.damaged/``."""
+    (kept,) = (root / ".damaged").glob(f"{name}-*")
+    return kept
+
+
+def _note(out: str, folder: Path) -> str:
+    """The one note line saying ``folder`` was set aside."""
+    notes = [line for line in out.splitlines() if line.startswith(f"note: {folder_kind(folder)} folder {folder} is damaged")]
+    assert len(notes) == 1, out
+    return notes[0]
+
+
+def folder_kind(folder: Path) -> str:
+    return {"models": "model", "pools": "pool", "attacks": "attack"}[folder.parent.name]
+
+
+def test_train_sets_a_damaged_model_aside_and_trains_only_it_again(tmp_path):
+    """Two seeds trained; seed 1's weights get a flipped byte. The rerun sets that folder
+    aside (kept, with its damaged file), says so in one line, trains that model again (the
+    same bytes as before: same config, same seed) and reuses seed 0's untouched folder."""
+    seeds = (*TRAIN, "--seeds", "0,1", "--workdir", str(tmp_path), "--json")
+    code, out = _run_cli(*seeds)
+    assert code == 0, out
+    first, second = (Path(r["path"]) for r in _json(out)["runs"])
+    original = _tree(second)
+    untouched = {p.name: os.stat(p).st_mtime_ns for p in first.iterdir()}
+    _flip_byte(second / "weights.npz")
+    damaged_bytes = (second / "weights.npz").read_bytes()
+    code, out = _run_cli(*seeds)
+    assert code == 0, out
+    assert [r["reused"] for r in _json(out)["runs"]] == [True, False]    # only the damaged one trains
+    assert "weights.npz does not match the checksum" in _note(out, second)
+    _retrained_equal(original, _tree(second))                                # trained again: the same model
+    assert {p.name: os.stat(p).st_mtime_ns for p in first.iterdir()} == untouched
+    kept = _set_aside(tmp_path / "models", second.name)
+    assert (kept / "weights.npz").read_bytes() == damaged_bytes              # nothing lost
+    assert _folders(tmp_path / "models") == {first.name, second.name}
+
+
+def _retrained_equal(before: dict[str, bytes], after: dict[str, bytes]) -> None:
+    """The same files, but for provenance (wall time) in config.json and metrics' timings."""
+    assert set(after) == set(before)
+    for name in ("weights.npz", "loss_trace.npz"):
+        if name in before:
+            assert after[name] == before[name], name
+    old, new = json.loads(before["metrics.json"]), json.loads(after["metrics.json"])
+    assert {k: new[k] for k in ("train_accuracy", "test_accuracy")} == {k: old[k] for k in ("train_accuracy",
+                                                                                              "test_accuracy")}
 
 
 @pytest.mark.slow
-def test_attack_with_a_damaged_target_fails_before_training_anything(tmp_path):
+def test_attack_trains_a_damaged_target_again_from_its_config(tmp_path):
     folder = _train(tmp_path)
+    original = _tree(folder)
     _flip_byte(folder / "weights.npz", 0.3)
-    models = _folders(tmp_path / "models")
-    for attacks in ("lira", "shadow,lira,one-run"):
-        code, out = _run_cli("attack", "--target", "mlp", "--attack", attacks, "--pool-size", "4",
-                             "--workdir", str(tmp_path))
-        assert code == 2
-        line = _one_line_error(out)
-        assert f"model folder {folder} is damaged" in line and "weights.npz" in line and "delete" in line
-        assert _folders(tmp_path / "models") == models     # no shadow, reference or canary model trained
-        assert not (tmp_path / "attacks" / folder.name).exists()
+    code, out = _run_cli("attack", "--target", "mlp", "--attack", "lira", "--pool-size", "4",
+                         "--workdir", str(tmp_path))
+    assert code == 0, out
+    assert "weights.npz" in _note(out, folder)
+    _retrained_equal(original, _tree(folder))
+    assert (_set_aside(tmp_path / "models", folder.name) / "weights.npz").is_file()
+    assert (tmp_path / "attacks" / folder.name / "scores.npz").is_file()
 
 
 @pytest.mark.parametrize("damaged", ["canary", "reference"])
 @pytest.mark.slow
-def test_a_damaged_canary_or_reference_model_fails_before_the_shadow_trains(tmp_path, damaged):
-    """The shadow model trains first; a damaged model needed later is found before it."""
+def test_a_damaged_canary_or_reference_model_is_trained_again_and_the_others_reused(tmp_path, damaged):
     folder = _train(tmp_path)
     first = "one-run" if damaged == "canary" else "lira"
     code, out = _run_cli("attack", "--target", "mlp", "--attack", first, "--pool-size", "4", "--workdir", str(tmp_path))
     assert code == 0, out
     shutil.rmtree(tmp_path / "attacks")                    # the pool's logits and the attacks are gone, ...
     bad = sorted((tmp_path / "models").glob(f"{damaged}-*"))[-1]
+    original = _tree(bad)
     _flip_byte(bad / "metrics.json", 0.5)                  # ... and a model they need is damaged
-    models = _folders(tmp_path / "models")
+    others = {p.name: _tree(p) for p in (tmp_path / "models").iterdir()
+              if not p.name.startswith(".") and p != bad}
     code, out = _run_cli("attack", "--target", folder.name, "--attack", f"shadow,{first}", "--pool-size", "4",
                          "--workdir", str(tmp_path))
-    assert code == 2
-    assert f"model folder {bad} is damaged: metrics.json" in _one_line_error(out)
-    assert _folders(tmp_path / "models") == models         # no shadow model trained
+    assert code == 0, out
+    assert "metrics.json" in _note(out, bad)
+    _retrained_equal(original, _tree(bad))
+    assert {n: _tree(tmp_path / "models" / n) for n in others} == others     # reused, untouched
+    assert (_set_aside(tmp_path / "models", bad.name) / "metrics.json").is_file()
 
 
-def test_a_damaged_pool_is_named_and_its_models_are_not_retrained(tmp_path, data_cache, tiny):
+def test_a_damaged_pool_is_named_and_computed_again_from_its_models(tmp_path, data_cache, tiny):
     ws = Workspace(tmp_path).ensure_writable()
     cfg = tiny(epochs=2)
     pool = ensure_pool(cfg, 4, ws, data_cache, CPU)
+    original = (pool.path / "outputs.npz").read_bytes()
     _flip_byte(pool.path / "outputs.npz", 0.9)
     before = _tree(ws.models)
     with pytest.raises(DamagedArtifactError, match=f"pool folder {pool.path} is damaged: outputs.npz"):
-        ensure_pool(cfg, 4, ws, data_cache, CPU)
+        ensure_pool(cfg, 4, ws, data_cache, CPU)           # the library: refused, named
     target = ensure_model(cfg, ws, data_cache, CPU)
     code, out = _run_cli("attack", "--target", target.name, "--attack", "lira", "--pool-size", "4",
                          "--workdir", str(tmp_path))
-    assert code == 2 and f"pool folder {pool.path} is damaged" in _one_line_error(out)
+    assert code == 0, out                                  # the command: set aside, computed again
+    assert "outputs.npz" in _note(out, pool.path)
+    assert (pool.path / "outputs.npz").read_bytes() == original
+    assert (_set_aside(pool.path.parent, pool.path.name) / "outputs.npz").is_file()
     assert {k: v for k, v in _tree(ws.models).items() if k in before} == before
 
 
 @pytest.mark.slow
-def test_a_damaged_earlier_attack_folder_is_named(tmp_path):
+def test_a_damaged_earlier_attack_folder_is_named_by_report_and_computed_again_by_attack(tmp_path):
     folder = _train(tmp_path)
     code, out = _run_cli("attack", "--target", "mlp", "--workdir", str(tmp_path))
     assert code == 0, out
     attack = tmp_path / "attacks" / folder.name
     _flip_byte(attack / "scores.npz", 0.5)
-    code, out = _run_cli("attack", "--target", "mlp", "--attack", "shadow,loss,one-run", "--workdir", str(tmp_path))
-    assert code == 2 and f"attack folder {attack} is damaged: scores.npz" in _one_line_error(out)
     code, out = _run_cli("report", "--workdir", str(tmp_path))
     assert code == 0 and f"attack folder {attack} is damaged: scores.npz" in out
+    code, out = _run_cli("attack", "--target", "mlp", "--attack", "shadow,loss,one-run", "--workdir", str(tmp_path))
+    assert code == 0, out
+    assert "scores.npz" in _note(out, attack)
+    assert verify_folder(attack, "attack") and (_set_aside(attack.parent, attack.name) / "scores.npz").is_file()
+    code, out = _run_cli("report", "--workdir", str(tmp_path))
+    assert code == 0 and "is damaged" not in out and "skipped" not in out
 
 
 # -- folders written before manifests ---------------------------------------------------------
@@ -234,18 +286,16 @@ def test_a_folder_without_manifest_is_reused_when_its_weights_load(tmp_path):
     assert (tmp_path / "attacks" / folder.name / MANIFEST).is_file()   # what this version writes has one
 
 
-def test_a_folder_without_manifest_whose_weights_do_not_load_is_refused(tmp_path):
+def test_a_folder_without_manifest_whose_weights_do_not_load_is_set_aside_and_trained_again(tmp_path):
     folder = _train(tmp_path)
     (folder / MANIFEST).unlink()
     raw = (folder / "weights.npz").read_bytes()
     (folder / "weights.npz").write_bytes(raw[: len(raw) // 2])
-    for args in (TRAIN, ("attack", "--target", "mlp", "--attack", "lira", "--pool-size", "4")):
-        models = _folders(tmp_path / "models")
-        code, out = _run_cli(*args, "--workdir", str(tmp_path))
-        assert code == 2
-        line = _one_line_error(out)
-        assert f"model folder {folder} is damaged" in line and "weights" in line and "delete" in line
-        assert _folders(tmp_path / "models") == models
+    code, out = _run_cli(*TRAIN, "--workdir", str(tmp_path), "--json")
+    assert code == 0, out
+    assert "weights" in _note(out, folder) and _json(out)["reused"] is False
+    assert (folder / "weights.npz").read_bytes() == raw and verify_folder(folder, "model")
+    assert (_set_aside(tmp_path / "models", folder.name) / "weights.npz").stat().st_size == len(raw) // 2
 
 
 # -- a damaged config.json (item 5) ----------------------------------------------------------
@@ -260,10 +310,12 @@ def test_attack_names_a_model_folder_whose_config_is_truncated(tmp_path):
         assert code == 2
         line = _one_line_error(out)
         assert f"model folder {folder} is damaged: config.json is not valid JSON" in line
-        assert "delete the folder and rerun" in line and "no trained" not in line
+        assert "without its settings attack cannot train it again" in line and "no trained" not in line
     assert not (tmp_path / "attacks").exists() or _folders(tmp_path / "attacks") == set()
-    code, out = _run_cli(*TRAIN, "--workdir", str(tmp_path))   # the same settings: refused, not retrained over
-    assert code == 2 and f"model folder {folder} is damaged: config.json" in _one_line_error(out)
+    assert (folder / "config.json").stat().st_size == 40               # refused: left where it is
+    code, out = _run_cli(*TRAIN, "--workdir", str(tmp_path))   # the settings given again: trained again
+    assert code == 0 and "config.json is not valid JSON" in _note(out, folder)
+    assert verify_folder(folder, "model")
 
 
 @pytest.mark.slow
@@ -284,16 +336,24 @@ def test_report_warns_about_the_damaged_model_folder_and_keeps_the_rest(tmp_path
 
 
 @pytest.mark.slow
-def test_audit_checks_every_reused_folder_before_any_job_runs(tmp_path):
+def test_audit_sets_a_damaged_model_aside_before_any_job_runs_and_trains_only_it_again(tmp_path):
     audit = ("audit", "--dataset", "digits", "--kappas", "1", "--sigmas", "none", "--epochs", "2",
              "--workdir", str(tmp_path))
     code, out = _run_cli(*audit, "--attacks", "shadow")
     assert code == 0, out
+    table = (tmp_path / "reports" / "tradeoff.csv").read_text()
     shadow = next((tmp_path / "models").glob("shadow-mlp-digits-k1-*"))
+    original = _tree(shadow)
     _flip_byte(shadow / "weights.npz", 0.2)
-    shutil.rmtree(tmp_path / "attacks")
-    models = _folders(tmp_path / "models")
-    code, out = _run_cli(*audit, "--attacks", "shadow,lira", "--pool-size", "4")
-    assert code == 2
-    assert f"model folder {shadow} is damaged: weights.npz" in _one_line_error(out)
-    assert _folders(tmp_path / "models") == models         # no reference model trained first
+    others = {p.name: _tree(p) for p in (tmp_path / "models").iterdir() if not p.name.startswith(".") and p != shadow}
+    code, out = _run_cli(*audit, "--attacks", "shadow")
+    assert code == 0, out
+    assert "weights.npz" in _note(out, shadow)
+    _retrained_equal(original, _tree(shadow))
+    assert {n: _tree(tmp_path / "models" / n) for n in others} == others
+    assert _rows((tmp_path / "reports" / "tradeoff.csv").read_text()) == _rows(table)   # the same numbers
+
+
+def _rows(text: str) -> list[dict[str, str]]:
+    """A trade-off table's rows but for their wall-time column."""
+    return [{k: v for k, v in r.items() if k != "wall_seconds"} for r in csv.DictReader(io.StringIO(text))]

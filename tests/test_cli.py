@@ -189,22 +189,25 @@ def test_unknown_target_and_unwritable_workdir(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "truncate", "foreign"])
-def test_damaged_weights_are_refused_and_nothing_else_changes(tmp_path, damage):
+def test_damaged_target_weights_are_set_aside_and_the_target_trained_again(tmp_path, damage):
     result = invoke("train", *SMALL, "--workdir", str(tmp_path), "--json")
     run = json.loads(result.stdout)["run"]
     weights = tmp_path / "models" / run / "weights.npz"
+    original = weights.read_bytes()
     if damage == "corrupt":
         weights.write_bytes(os.urandom(2000))
     elif damage == "truncate":
         weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     else:
         np.savez(weights, w=np.zeros(3))
-    before = snapshot(tmp_path)
-    result = invoke("attack", "--target", run, "--workdir", str(tmp_path))
-    _one_line_error(result, "weights")
-    after = snapshot(tmp_path)
-    assert {k: v for k, v in after.items() if k in before} == before
-    assert not list((tmp_path / "attacks").glob(run))
+    damaged = weights.read_bytes()
+    result = invoke("attack", "--target", run, "--attack", "loss", "--workdir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert f"note: model folder {tmp_path / 'models' / run} is damaged (weights.npz" in result.output
+    assert weights.read_bytes() == original                      # trained again from its config: the same bytes
+    (kept,) = (tmp_path / "models" / ".damaged").glob(f"{run}-*")
+    assert (kept / "weights.npz").read_bytes() == damaged        # the damaged copy, kept
+    assert (tmp_path / "attacks" / run / "scores.npz").is_file()
 
 
 def test_console_script_usage_errors_are_one_line(tmp_path):

@@ -4,6 +4,7 @@ exit 134), and the interrupted workspace resumes to the table of an uninterrupte
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,8 @@ import time
 
 import pandas as pd
 import pytest
+
+from privaudit.cli.failures import INTERRUPTED_LINE
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +50,7 @@ def test_interrupts_under_load_end_cleanly_and_the_run_resumes(tmp_path):
         assert "terminate called" not in err and "Traceback" not in err, (delay, err[-2000:])
         assert code in (0, 130), (delay, code, err[-2000:])  # 0: the audit (resumed) ended before the signal
         errors = [line for line in err.splitlines() if line.startswith("error:")]
-        assert errors in ([], ["error: interrupted; finished artifacts are kept and a rerun resumes from them"]), \
+        assert errors in ([], ["error: " + INTERRUPTED_LINE]), \
             (delay, err[-2000:])
     assert any(code == 130 for _, code, _ in outcomes)
     resumed = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
@@ -57,3 +60,90 @@ def test_interrupts_under_load_end_cleanly_and_the_run_resumes(tmp_path):
     assert fresh.returncode == 0, fresh.stderr[-2000:]
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "w" / "reports" / "tradeoff.csv").drop(columns="wall_seconds", errors="ignore"),
                                   pd.read_csv(tmp_path / "fresh" / "reports" / "tradeoff.csv").drop(columns="wall_seconds", errors="ignore"))
+
+
+def _terminated_once(args: list[str], env: dict, ready) -> tuple[int, str]:
+    """Run ``args``; once its stderr says a model is trained and ``ready()`` (that model's
+    folder committed), send SIGTERM; its exit status and everything it wrote on stderr."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("trained "):
+            break
+    while not ready() and proc.poll() is None:  # the folder is renamed into place right after the line
+        time.sleep(0.01)
+    assert proc.poll() is None, "".join(seen)
+    proc.send_signal(signal.SIGTERM)
+    _, rest = proc.communicate(timeout=300)
+    return proc.returncode, "".join(seen) + rest
+
+
+def _committed(parent, prefix: str) -> bool:
+    return any(p.name.startswith(prefix) for p in parent.glob("*")) if parent.is_dir() else False
+
+
+def _complete_folders(parent) -> list[str]:
+    """The folders under ``parent`` that are not hidden (no half-written ``.partial-*`` one
+    is ever among them), each checked against its manifest."""
+    from privaudit.files.integrity import verify_folder
+
+    names = sorted(p.name for p in parent.iterdir() if p.is_dir() and not p.name.startswith("."))
+    for name in names:
+        assert verify_folder(parent / name, "model") is True, name
+    return names
+
+
+def _assert_interrupted(code: int, err: str) -> None:
+    assert code == 130, (code, err[-2000:])
+    assert "Traceback" not in err and "Terminated" not in err, err[-2000:]
+    assert [line for line in err.splitlines() if line.startswith("error:")] == ["error: " + INTERRUPTED_LINE]
+
+
+def test_sigterm_ends_train_with_the_interrupted_line_and_a_rerun_resumes(tmp_path):
+    """``kill`` (SIGTERM) of ``privaudit train --seeds 0,1,2`` while its second model trains:
+    the one ``interrupted`` line that says a rerun resumes, exit status 130, only complete
+    model folders; the rerun reuses the finished model and trains the others, the same
+    models as an uninterrupted run."""
+    env = {**os.environ, "PRIVAUDIT_CACHE_DIR": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
+    args = [sys.executable, "-m", "privaudit", "train", "--dataset", "digits", "--epochs", "30", "--seeds", "0,1,2",
+            "--device", "cpu", "--json", "--workdir"]
+    code, err = _terminated_once(args + [str(tmp_path / "w")], env,
+                                 lambda: _committed(tmp_path / "w" / "models", "target-"))
+    _assert_interrupted(code, err)
+    finished = _complete_folders(tmp_path / "w" / "models")
+    assert 1 <= len(finished) < 3
+    resumed = subprocess.run(args + [str(tmp_path / "w")], capture_output=True, text=True, env=env, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    runs = json.loads(resumed.stdout)["runs"]
+    assert [r["reused"] for r in runs].count(True) == len(finished)
+    assert {r["run"] for r in runs if r["reused"]} == set(finished)
+    fresh = subprocess.run(args + [str(tmp_path / "fresh")], capture_output=True, text=True, env=env, timeout=600)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    accuracies = [{k: r["metrics"][k] for k in ("train_accuracy", "test_accuracy")} for r in runs]
+    assert [{k: r["metrics"][k] for k in ("train_accuracy", "test_accuracy")}
+            for r in json.loads(fresh.stdout)["runs"]] == accuracies
+
+
+def test_sigterm_ends_attack_with_the_interrupted_line_and_a_rerun_resumes(tmp_path):
+    """SIGTERM once ``privaudit attack``'s shadow model is trained (its reference pool still
+    to train): the ``interrupted`` line, exit status 130, complete folders only, and the rerun
+    reuses the shadow model and finishes."""
+    env = {**os.environ, "PRIVAUDIT_CACHE_DIR": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
+    work = tmp_path / "w"
+    trained = subprocess.run([sys.executable, "-m", "privaudit", "train", "--dataset", "digits", "--epochs", "4",
+                              "--device", "cpu", "--workdir", str(work)], capture_output=True, text=True, env=env,
+                             timeout=600)
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    args = [sys.executable, "-m", "privaudit", "attack", "--target", "mlp", "--attack", "shadow,lira",
+            "--pool-size", "8", "--device", "cpu", "--no-report", "--workdir", str(work)]
+    code, err = _terminated_once(args, env, lambda: _committed(work / "models", "shadow-"))
+    _assert_interrupted(code, err)
+    shadows = [n for n in _complete_folders(work / "models") if n.startswith("shadow-")]
+    assert len(shadows) == 1
+    resumed = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "trained shadow" not in resumed.stderr                  # reused, not trained again
+    assert (work / "attacks" / next(p.name for p in (work / "models").glob("target-*")) / "scores.npz").is_file()
+

@@ -217,16 +217,21 @@ class _Bomb:
 
 
 @pytest.mark.slow
-def test_pickle_bomb_as_weights_is_refused_without_running(tmp_path):
+def test_pickle_bomb_as_weights_is_set_aside_without_running(tmp_path):
+    """A pickle in place of a target's weights differs from its manifest: the attack sets the
+    folder aside unread (the pickle never runs) and trains the target again from its config."""
     _seed_workspace(tmp_path)
     marker = tmp_path / "pwned"
     target = next((tmp_path / "models").glob("target-*"))
-    (target / "weights.npz").write_bytes(pickle.dumps(_Bomb(marker)))
+    bomb = pickle.dumps(_Bomb(marker))
+    (target / "weights.npz").write_bytes(bomb)
     shutil.rmtree(tmp_path / "attacks" / target.name)
     code, out = _run_cli("attack", "--target", "mlp", "--attacks", "shadow,loss", "--workdir", str(tmp_path))
-    assert code != 0
-    assert "weights" in _one_line_error(out)
+    assert code == 0, out
+    assert f"note: model folder {target} is damaged (weights.npz" in out
     assert not marker.exists()
+    (kept,) = (tmp_path / "models" / ".damaged").glob(f"{target.name}-*")
+    assert (kept / "weights.npz").read_bytes() == bomb and (target / "weights.npz").read_bytes() != bomb
 
 
 # ---------------------------------------------------------------- fuzzed command lines

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from privaudit.api import params
+from privaudit.api.repair import computes_damage_again_with_targets
 from privaudit.api.results import ShortRepr
 from privaudit.core.config import MODELS, is_custom_model
 from privaudit.core.defaults import DEFAULT_POOL_SIZE, MAX_POOL_SIZE
@@ -93,6 +94,7 @@ def _metrics_frame(results: list[AttackResult], plan: AttackPlan) -> "pd.DataFra
 
 
 @params.options_named
+@computes_damage_again_with_targets
 def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int | None = None,
            shadow_dataset: str | None = None, dataset: str | None = None, seeds: params.Seeds = None,
            data_dir: str | Path | None = None, download: bool = False, device: str = "auto",

@@ -17,6 +17,7 @@ from privaudit.core.config import either_spelling
 from privaudit.api import params
 from privaudit.api.grids import AuditGrids, GridRequest, resolve_grids
 from privaudit.api.recipe import Recipe
+from privaudit.api.repair import computes_damage_again
 from privaudit.api.results import ShortRepr
 from privaudit.core.defaults import DEFAULT_POOL_SIZE
 from privaudit.errors import ConfigError
@@ -122,6 +123,7 @@ class AuditReport(ShortRepr):
 
 @params.options_named
 @either_spelling
+@computes_damage_again
 def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
           download: bool = False, kappas: params.Grid = None, sigmas: params.Grid = None,
           target_epsilons: params.Grid = None, defences: str | Sequence[str] | None = None,

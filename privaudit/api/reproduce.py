@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from privaudit.api import params
+from privaudit.api.repair import computes_damage_again
 from privaudit.api.results import ShortRepr
 from privaudit.core.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
 from privaudit.errors import ConfigError
@@ -72,6 +73,7 @@ def _words(value: str | Sequence[str] | None, option: str, allowed: Sequence[str
 
 
 @params.options_named
+@computes_damage_again
 def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str = "cifar10",
               data_dir: str | Path | None = None, download: bool = False, models: str | Sequence[str] | None = None,
               experiments: str | Sequence[str] | None = None, seeds: params.Seeds = None, device: str = "auto",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from privaudit.core.config import either_spelling
 from privaudit.api import params
 from privaudit.api.recipe import Recipe
+from privaudit.api.repair import computes_damage_again
 from privaudit.api.results import ShortRepr
 from privaudit.errors import ConfigError
 from privaudit.core.timing import importing
@@ -62,6 +63,7 @@ class TrainedModels(ShortRepr):
 
 @params.options_named
 @either_spelling
+@computes_damage_again
 def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, download: bool = False,
           kappa: float = 0.0, dp: bool = False, defence: str | None = None, knob: float | None = None,
           noise_multiplier: float | None = None, target_epsilon: float | None = None,

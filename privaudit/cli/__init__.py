@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+import signal
 import sys
 import threading
 from typing import Annotated, Any
@@ -21,6 +22,7 @@ import typer
 
 from privaudit.cli import attack, audit, epsilon, report, reproduce, scan, theory, train
 from privaudit.cli.command import Command, Group
+from privaudit.cli.failures import INTERRUPTED_LINE
 from privaudit.errors import plain
 
 
@@ -58,6 +60,9 @@ def run_one_line(invoke) -> int:
         code = exc.exit_code
     except _ABORT:
         print("error: aborted", file=sys.stderr)
+        code = INTERRUPTED
+    except KeyboardInterrupt:  # before a command's own handler runs (parsing, a callback)
+        print(f"error: {INTERRUPTED_LINE}", file=sys.stderr)
         code = INTERRUPTED
     except BrokenPipeError:  # e.g. `privaudit --help | head`: the reader has gone
         code = 0
@@ -135,7 +140,8 @@ app.add_typer(theory.app, name="theory")
 app.add_typer(reproduce.app, name="reproduce")
 
 
-#: the exit status of an interrupted command (128 + SIGINT), as shells report it
+#: the exit status of an interrupted command (128 + SIGINT), as shells report it; a SIGTERM
+#: (conventionally 143) ends with it too, as the interruption it is
 INTERRUPTED = 130
 
 #: allocations between collections of the youngest generation in the command's own process
@@ -175,8 +181,15 @@ def entry() -> None:
     youngest generation is collected every 10,000 allocations instead of 700 (a training loop
     allocates thousands of short-lived tensors that reference counting frees anyway;
     docs/performance.md measures the gain).
+
+    SIGTERM (``kill``, a scheduler's time limit, a container being stopped) interrupts the
+    command as Ctrl-C does: the one ``interrupted`` line, which says that rerunning the same
+    command resumes, and exit status :data:`INTERRUPTED`, every finished artifact kept, instead
+    of the bare ``Terminated`` of a process the signal ends outright.
     """
     from privaudit.core import timing
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # raises KeyboardInterrupt
 
     timing.FREEZE_IMPORTS = True  # this process is the command's own (privaudit.core.timing.importing)
     gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])

@@ -60,7 +60,7 @@ def audit_cmd(
                        workdir=workdir, dry_run=dry_run,
                        hooks=AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,
                                         on_job_done=bars.job_done, on_estimate=bars.estimate),
-                       log=lambda line: err.print(line, highlight=False, markup=False))
+                       log=lambda line: err.print(line, highlight=False, markup=False, soft_wrap=True))
     wall = time.perf_counter() - t0
     if not isinstance(result, AuditReport):  # --dry-run: the plan
         show_plan(result, as_json)

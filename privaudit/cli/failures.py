@@ -13,6 +13,10 @@ from privaudit.cli.output import err
 from privaudit.errors import PrivauditError, plain
 
 
+#: what an interrupted command says (Ctrl-C or SIGTERM), with exit status 130
+INTERRUPTED_LINE = "interrupted; finished artifacts are kept and rerunning the same command resumes from them"
+
+
 def fail(message: str, code: int = 2) -> None:
     """Print ``error: message`` as one line on stderr and exit with ``code``: a message's
     own brackets are text, not markup, and terminal escape codes in it (torch's bold, Ray's
@@ -33,8 +37,8 @@ def handle_errors(fn):
             raise
         except PrivauditError as exc:  # named as the options, also when raised below the API
             fail(as_options(str(exc)), exc.exit_code)
-        except KeyboardInterrupt:
-            fail("interrupted; finished artifacts are kept and a rerun resumes from them", 130)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (privaudit.cli.main raises it for that too)
+            fail(INTERRUPTED_LINE, 130)
         except MemoryError:
             fail("out of memory; try a smaller --part-size, --batch-size or --width", 1)
         except OSError as exc:

@@ -63,7 +63,7 @@ def _command() -> str:
 
 
 def _log(line: str) -> None:
-    err.print(line, highlight=False, markup=False)
+    err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def show_result(result, wall: float, dry_run: bool, as_json: bool) -> None:

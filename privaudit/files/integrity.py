@@ -9,7 +9,8 @@ listing every file of the folder (relative POSIX paths; hidden files and the man
 left out). When a folder is reused, :func:`verify_folder` recomputes the SHA-256 of each
 listed file and raises :class:`~privaudit.errors.DamagedArtifactError` naming the folder
 and the way out (delete it and rerun) when a file is missing, has another size or another
-checksum, or the manifest itself is unreadable. Files not listed are ignored.
+checksum, or the manifest itself is unreadable; the commands that compute such a folder set it
+aside and compute it again instead (:mod:`privaudit.api.repair`). Files not listed are ignored.
 
 A folder written by an earlier version has no manifest: :func:`verify_folder` returns
 ``False`` and the caller decides (a model folder is still accepted when its weights load,
@@ -158,7 +159,7 @@ def verify_folder(folder: Path, kind: str, only: Iterable[str] | None = None) ->
 def damaged(kind: str, folder: Path, problem: str) -> DamagedArtifactError:
     """The error for a damaged ``kind`` folder: names it, what is wrong and the way out."""
     return DamagedArtifactError(f"{kind} folder {folder} is damaged: {problem}; delete the folder and rerun",
-                                kind=kind, folder=str(folder))
+                                kind=kind, folder=str(folder), problem=problem)
 
 
 def check_incoming(folder: Path, kind: str, name: str) -> None:
@@ -168,4 +169,4 @@ def check_incoming(folder: Path, kind: str, name: str) -> None:
         problem = _problem(folder, None)
         if problem is not None:
             raise DamagedArtifactError(f"{kind} folder {name} arrived damaged: {problem}; rerun", kind=kind,
-                                       folder=name)
+                                       folder=name, problem=problem)

@@ -18,7 +18,9 @@ files (:mod:`privaudit.files.integrity`). A folder is verified against it whenev
 (:meth:`Workspace.has_model`, :meth:`Workspace.verify_model`, :meth:`Workspace.load_model`,
 the pool and attack readers); a mismatch, or a ``config.json`` that cannot be read, raises
 :class:`~privaudit.errors.DamagedArtifactError` naming the folder ("… is damaged: …; delete
-the folder and rerun") instead of the folder being reused or silently replaced.
+the folder and rerun") instead of the folder being reused or silently replaced. The commands
+that compute such a folder move it, kept, into ``.damaged/`` beside it
+(:meth:`Workspace.set_aside_damaged`, :mod:`privaudit.api.repair`) and compute it again.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import io
 import os
 import shutil
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +60,9 @@ def _count(items, noun: str) -> str:
 
 #: where attack and pool folders written before manifests are moved, kept (:meth:`Workspace.migrate_legacy`)
 LEGACY_FOLDER = ".before-manifests"
+#: where a damaged model, attack or pool folder is moved, kept, before it is computed again
+#: (:meth:`Workspace.set_aside_damaged`): ``models/.damaged/<name>-<UTC time>``
+DAMAGED_FOLDER = ".damaged"
 _legacy_ok: set[tuple] = set()  # weights of manifest-less model folders that loaded (stat keys)
 
 
@@ -239,6 +245,51 @@ class Workspace:
             raise ArtifactError(f"{_count(derived, 'attack or pool folder')} in {self.attacks} had no checksums "
                                 f"(written by an earlier privaudit, e.g. {derived[0].name}): run {commands} to "
                                 "compute them with this version (the old ones are kept aside), then report")
+
+    def damaged_parent(self, kind: str) -> Path | None:
+        """The folder that holds the ``kind`` folders (model, attack, pool), or None."""
+        return {"model": self.models, "attack": self.attacks, "pool": self.attacks / "pools"}.get(kind)
+
+    def set_aside_damaged(self, exc: DamagedArtifactError) -> Path | None:
+        """Move the folder that ``exc`` reports damaged, kept, into ``.damaged/`` beside it
+        (:data:`DAMAGED_FOLDER`, the name suffixed with the UTC time), so that the run that
+        needs it computes it again; returns where it went. None when there is nothing of this
+        workspace to move: a folder of another kind, one that is gone, or one that is whole
+        when checked again under the artifact's ``commit`` lock (another process replaced
+        it, or it arrived damaged in transit and was never committed)."""
+        parent = self.damaged_parent(exc.kind)
+        name = Path(exc.folder).name
+        if parent is None or not name or name.startswith("."):
+            return None
+        folder = parent / name
+        with artifact_lock(parent, name, "commit"):  # no commit swaps the folder while it moves
+            if not folder.is_dir() or not self._still_damaged(exc.kind, name):
+                return None
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            target, n = parent / DAMAGED_FOLDER / f"{name}-{stamp}", 1
+            while target.exists():
+                n += 1
+                target = target.with_name(f"{name}-{stamp}~{n}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(folder, target)
+        return target
+
+    def _still_damaged(self, kind: str, name: str) -> bool:
+        """Whether the ``kind`` folder ``name`` fails its checks now."""
+        try:
+            if kind == "model":
+                self.read_model_config(name)
+                self.verify_model(name)
+                self.read_model_metrics(name)
+            else:
+                parent = self.damaged_parent(kind)
+                assert parent is not None
+                verify_folder(parent / name, kind)
+        except DamagedArtifactError:
+            return True
+        except ArtifactError:  # another run's config under this name: not damage, left as it is
+            return False
+        return False
 
     def commit_folder(self, parent: Path, name: str, write) -> Path:
         """Build ``parent/name`` in a hidden temporary folder via ``write(tmp_path)``, then
