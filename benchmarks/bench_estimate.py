@@ -8,9 +8,11 @@ machine, and no earlier run corrects it) and a fresh workspace:
 2. ``privaudit <command> … --json`` in a fresh process: the actual wall time, from outside.
 
 The ratio actual / estimated is the figure; the goal is that it lies within [1/1.5, 1.5].
-The cases: the README's digits audit, a CIFAR-10 MLP audit (every attack, parts of 1,000, 10
-epochs, κ 0.5 and 1, σ 1), and ``reproduce mg-noise --scale reduced`` (one seed: the
-per-model costs are those of three seeds, each seed a replicate of the same jobs). ``--quick``
+The cases: the README's digits audit, ``reproduce hidden-state --dataset digits``, and with the
+data a CIFAR-10 MLP audit (every attack, parts of 1,000, 10 epochs, κ 0.5 and 1, σ 1),
+``reproduce mg-noise --scale reduced`` (one seed: the per-model costs are those of three seeds,
+each seed a replicate of the same jobs) and ``reproduce masked-neurons --scale reduced`` (the
+data folder's ``communities-and-crime/``). ``--quick``
 runs the digits audit at 3 epochs only. ``load`` busy sibling processes (``while True: pass``,
 one core each) run through the plan and the run when it is above 0: the estimate on a
 machine that other work keeps busy, as a shared server or a laptop is.
@@ -33,20 +35,23 @@ GOAL = 1.5
 def cases(data_dir: Path | None, quick: bool) -> list[tuple[str, list[str]]]:
     if quick:
         return [("digits audit, 3 epochs", ["audit", "--dataset", "digits", "--epochs", "3", "--kappas", "0.5",
-                                            "--sigmas", "1", "--pool-size", "4"])]
-    out = [("digits audit (the README's command)", ["audit", "--dataset", "digits"])]
+                                            "--sigmas", "1", "--pool-size", "4", "--device", "cpu"])]
+    out = [("digits audit (the README's command)", ["audit", "--dataset", "digits", "--device", "cpu"]),
+           ("reproduce hidden-state --dataset digits", ["reproduce", "hidden-state", "--dataset", "digits"])]
     if data_dir is not None:
         out += [("cifar10 mlp audit (parts of 1,000, 10 epochs)",
                  ["audit", "--dataset", "cifar10", "--data-dir", str(data_dir), "--model", "mlp", "--part-size", "1000",
-                  "--epochs", "10", "--kappas", "0.5,1", "--sigmas", "1"]),
+                  "--epochs", "10", "--kappas", "0.5,1", "--sigmas", "1", "--device", "cpu"]),
                 ("reproduce mg-noise --scale reduced --seeds 0",
                  ["reproduce", "mg-noise", "--scale", "reduced", "--dataset", "cifar10", "--data-dir", str(data_dir),
-                  "--seeds", "0"])]
+                  "--seeds", "0", "--device", "cpu"]),
+                ("reproduce masked-neurons --scale reduced",
+                 ["reproduce", "masked-neurons", "--data-dir", str(data_dir / "communities-and-crime")])]
     return out
 
 
 def _run(args: list[str], work: Path, env: dict) -> tuple[float, dict]:
-    cmd = [sys.executable, "-m", "privaudit", *args, "--device", "cpu", "--workdir", str(work), "--json"]
+    cmd = [sys.executable, "-m", "privaudit", *args, "--workdir", str(work), "--json"]
     t = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t

@@ -268,3 +268,92 @@ def test_statements_not_checked_are_left_out_of_the_correction():
     assert all(math.isnan(c.p_value) for c in reduced if c.verdict == NOT_CHECKED)
     assert max(c.comparisons for c in reduced) == sum(c.verdict != NOT_CHECKED for c in reduced)
     assert max(c.comparisons for c in full) == len(full)
+
+
+# -- the plan and its estimate ------------------------------------------------------------------
+
+def test_a_methods_cost_is_its_set_up_plus_its_epochs(monkeypatch, tmp_path):
+    """The timing runs (one and two epochs) against a fake clock that charges 0.5 s of set-up
+    and 0.2 s an epoch: the fit gives both back; SSP's one pass is all set-up; the rates are
+    cached per machine (a second call trains nothing). No real timing decides the test."""
+    import privaudit.reproduction.hidden_state_methods as methods
+    from privaudit.executor.costs import CostModel
+    from privaudit.reproduction.hidden_state import load_split
+
+    monkeypatch.setenv("PRIVAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    clock = {"t": 0.0}
+
+    def fake_train(method, x, y, x_test, y_test, recipe, eps, seed, **kwargs):
+        clock["t"] += 0.5 + (0 if method.startswith("ssp-") else 0.2 * recipe.epochs)
+
+    monkeypatch.setattr(methods, "train_method", fake_train)
+    monkeypatch.setattr(methods, "dpsgd_sigma", lambda *a: (1.0, 1.0, "fake"))
+    monkeypatch.setattr(hidden_state_report.time, "perf_counter", lambda: clock["t"])
+    split = load_split("digits", None)
+    recipe = hidden_state_protocol("reduced", "digits").recipe
+    model = CostModel(None, torch.device("cpu"))
+    cost = hidden_state_report.method_cost("dpsgd-relu", recipe, split, 500, model)
+    assert cost.setup == pytest.approx(0.5) and cost.per_epoch == pytest.approx(0.2)
+    assert cost.seconds(40) == pytest.approx(8.5)
+    ssp = hidden_state_report.method_cost("ssp-relu", recipe, split, 500, model)
+    assert ssp.setup == pytest.approx(0.5) and ssp.per_epoch == 0
+    monkeypatch.setattr(methods, "train_method", lambda *a, **k: pytest.fail("timed again"))
+    again = hidden_state_report.method_cost("dpsgd-relu", recipe, split, 500, CostModel(None, torch.device("cpu")))
+    assert again == cost
+
+
+def test_the_plan_prices_every_cell_and_pool_left_and_learns_from_those_trained(monkeypatch, tmp_path, tiny):
+    """With each method's cost given (2 s set-up, 0.5 s an epoch), the estimate is their sum
+    over the cells and pool models left; cells already trained at twice their modelled time
+    double the estimate of the rest; a workspace with nothing left is priced at 0 untimed."""
+    from privaudit.reproduction.hidden_state import cell_path, load_split
+    from privaudit.reproduction.hidden_state_audit import pool_path, settings
+
+    cost = hidden_state_report.MethodCost(setup=2.0, per_epoch=0.5)
+    monkeypatch.setattr(hidden_state_report, "method_cost", lambda *a: cost)
+    monkeypatch.setattr(hidden_state_report, "accounting_seconds", lambda *a: 0.0)
+    protocol = hidden_state_report.hidden_state_protocol("reduced", "digits", seeds=[0])
+    split = load_split("digits", None)
+    r, a = protocol.recipe, protocol.audit
+    cell = lambda m: cost.seconds(1 if m.startswith("ssp-") else r.epochs)  # noqa: E731
+    plan = hidden_state_report.dry_run(protocol, tmp_path, split)
+    cells = protocol.cells()
+    pools = settings(protocol)
+    assert plan["to_train"] == len(cells) and plan["audit_pools_to_train"] == len(pools)
+    want = sum(cell(m) for m, _, _ in cells) + len(pools) * a.models * cost.seconds(a.epochs)
+    assert plan["estimated_seconds"] == pytest.approx(want)
+
+    first = cells[0]  # trained here, at twice its modelled time
+    path = cell_path(tmp_path, protocol, *first)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"test_accuracy": 0.5, "seconds": 2 * cell(first[0])}))
+    plan = hidden_state_report.dry_run(protocol, tmp_path, split)
+    assert plan["to_train"] == len(cells) - 1 and "times 2" in plan["cost_model"]
+    assert plan["estimated_seconds"] == pytest.approx(2 * (want - cell(first[0])))
+
+    for c in cells[1:]:
+        cell_path(tmp_path, protocol, *c).write_text(json.dumps({"test_accuracy": 0.5, "seconds": 1.0}))
+    for m, e in pools:
+        pool_path(tmp_path, protocol, m, e).write_bytes(b"")
+    monkeypatch.setattr(hidden_state_report, "method_cost", lambda *a: pytest.fail("timed with nothing left"))
+    assert hidden_state_report.dry_run(protocol, tmp_path, split)["estimated_seconds"] == 0
+
+
+@pytest.mark.slow
+def test_the_estimate_holds_against_a_measured_run(tmp_path, monkeypatch):
+    """Figure 3's four methods on the digits, one seed, from a fresh cost cache: the plan's
+    estimate against the same cells' measured time, within 2x either way (a ratio of two
+    times on one machine, not a speed)."""
+    import time
+
+    from privaudit.reproduction.hidden_state import load_split, run_cells
+
+    monkeypatch.setenv("PRIVAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    protocol = hidden_state_protocol("reduced", "digits", seeds=[0], experiments=["figure3"])
+    split = load_split("digits", None)
+    plan = hidden_state_report.dry_run(protocol, tmp_path / "models", split)
+    t = time.perf_counter()
+    run_cells(protocol, tmp_path / "models", lambda: split)
+    actual = time.perf_counter() - t
+    assert plan["to_train"] == 8
+    assert 0.5 < actual / plan["estimated_seconds"] < 2.0, (actual, plan["estimated_seconds"])

@@ -208,12 +208,14 @@ def dry_run(protocol: HiddenStateProtocol, models_root: Path, split: Split) -> d
     pools = [(m, e) for m, e in audited if not pool_path(models_root, protocol, m, e).is_file()]
 
     def cell_seconds(method: str) -> float:
-        return method_cost(method, r, split, n, model).seconds(r.epochs)
+        return method_cost(method, r, split, n, model).seconds(1 if method.startswith("ssp-") else r.epochs)
 
-    done = [(m, doc) for (m, _, _), doc in found.items() if doc is not None and doc.get("seconds")]
+    todo = [(m, e) for (m, e, _), doc in found.items() if doc is None]
+    # nothing left: nothing to time; else the cells already trained here say how far the timing is
+    done = [(m, doc) for (m, _, _), doc in found.items()
+            if doc is not None and doc.get("seconds") and (todo or pools)]
     modelled = sum(cell_seconds(m) for m, _ in done)
     ratio = sum(doc["seconds"] for _, doc in done) / modelled if done and modelled > 0 else 1.0
-    todo = [(m, e) for (m, e, _), doc in found.items() if doc is None]
     left = sum(cell_seconds(m) for m, _ in todo)
     left += sum(a.models * method_cost(m, pool_recipe, split, half, model).seconds(a.epochs) for m, _ in pools)
     left += accounting_seconds([(m, e, n, r.batch, r.epochs) for m, e in todo]
