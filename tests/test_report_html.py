@@ -856,6 +856,45 @@ def test_a_long_table_past_its_page_limit_shows_the_rows_a_reader_compares():
     assert "Shown here" not in small
 
 
+def _howto_items(doc):
+    """``{id: plain text}`` of the "How to read this" items that have an id."""
+    howto = doc[doc.index('id="howto"'):]
+    return {m.group(1): html.unescape(re.sub(r"\s+", " ", _plain(m.group(2))))
+            for m in re.finditer(r'<li id="howto-([a-z-]+)">(.*?)</li>', howto, flags=re.S)}
+
+
+def test_how_to_read_this_explains_gdp_ppv_the_quantile_and_data_free_attacks_and_the_loss_trace():
+    """Issue 54, item 5: each measure and attack the digits report shows has its explanation on
+    the page, under the names the tables use (docs/methods.md A.4, D.6, D.8, D.9, D.10)."""
+    items = _howto_items(render_report(None, {}))
+    assert set(items) == {"quantile", "data-free", "ppv", "gdp", "loss-trace"}, items.keys()
+    gdp = items["gdp"]
+    assert "μ (GDP)" in gdp and "ε (GDP)" in gdp and "μ-GDP" in gdp and "N(0, 1) from N(μ, 1)" in gdp
+    assert "summary of the attack's whole trade-off curve" in gdp
+    # μ's ε is an estimate under the Gaussian assumption; the Clopper–Pearson ε lb is a bound
+    assert re.search(r"Its ε is .* an estimate, a lower bound only if the trade-off curve is Gaussian", gdp)
+    assert re.search(r"Clopper–Pearson ε lb assumes no shape of the curve and is a bound", gdp)
+    ppv = items["ppv"]
+    assert "PPV @ 10% prior" in ppv and "positive predictive value" in ppv and "10 %" in ppv and "1 %" in ppv
+    assert "quantile" in items["quantile"] and "No reference model" in items["quantile"]
+    assert "data-free" in items["data-free"] and "90th percentile" in items["data-free"]
+    lt = items["loss-trace"]
+    assert "LT-IQR" in lt and "interquartile range" in lt and "not a membership test" in lt
+
+
+@pytest.mark.slow
+def test_the_trade_off_tables_headers_are_explained_and_every_attack_is_named_in_how_to_read_this():
+    table, rocs, extras = digits_like()
+    doc = render_report(table, rocs, extras=extras)
+    part = doc[doc.index('<section id="table">'):doc.index("</section>", doc.index('<section id="table">'))]
+    howto = html.unescape(_plain(doc[doc.index('id="howto"'):]))
+    for header in ("PPV @ 10% prior", "ε lb", "μ (GDP)", "ε (GDP)"):
+        assert f">{header}</th>" in html.unescape(part), header
+        assert header in howto, header
+    for attack in {*table["attack"], "lira-shrunk-online", "lira-shrunk-offline", "quantile"}:  # --attacks all's
+        assert re.search(rf"(?<![\w-]){attack}(?![\w-])", howto), attack
+
+
 @pytest.mark.slow
 def test_the_trade_off_table_shows_the_compared_columns_and_the_rest_on_demand():
     """Issue 54, item 4: by default the long table shows the setting and the measures a reader
