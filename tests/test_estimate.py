@@ -420,3 +420,26 @@ def test_the_accounting_is_priced_once_per_dp_history_and_kept_out_of_the_timing
     model.accounting_seconds = lambda: 0.0
     without = [c.seconds for c in estimate_jobs(jobs, Workspace(tmp_path / "w"), model)]
     assert [a - b for a, b in zip(with_acc, without)] == pytest.approx([7.0, 0.0, 7.0, 0.0])
+
+
+@pytest.mark.slow
+def test_a_dp_sgd_model_is_priced_against_its_measured_training(data_cache, tmp_path):
+    """DP-SGD and its undefended twin, each priced from rates timed now (a fresh cost cache)
+    and then trained: each estimate within 2.5x of its own measured time, so the plan's
+    DP-SGD price is the run's, whatever the machine's load makes of the two (a ratio of two
+    times on one machine, not a speed)."""
+    import time
+
+    from privaudit.training.trainer import train_model
+
+    images = data_cache.get("digits")
+    for defence in ({}, {"dp": True, "noise_multiplier": 1.0}):
+        cfg = make_config(dataset="digits", part_size=449, epochs=20, **defence).validated()
+        model = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
+        per, fixed, setup = model.training_rates([cfg])
+        members = cfg.data.part_size
+        estimate = cfg.train.epochs * (fixed + per * members) + setup
+        t = time.perf_counter()
+        train_model(cfg, images, CPU)
+        actual = time.perf_counter() - t
+        assert 1 / 2.5 < actual / estimate < 2.5, (defence, actual, estimate)

@@ -132,6 +132,7 @@ def test_first_screen_is_the_verdict_and_nothing_overflows_sideways(workspace, t
 
 
 LAYOUT_PROBE = """<script>addEventListener("load", () => {
+  document.getElementById("tradeoff-all").checked = true;     // every column of the long table
   const inside = (a, b) => a.left >= b.left - 1 && a.right <= b.right + 1 && a.top >= b.top - 1 &&
     a.bottom <= b.bottom + 1;
   const scrolls = w => ["auto", "scroll"].includes(getComputedStyle(w).overflowX);
@@ -155,7 +156,7 @@ def test_at_a_laptops_or_a_desktops_width_nothing_is_cut_without_a_scrollbar_in_
                                                                                         height):
     """At 1280 and 1920 px wide: a table wider than its box scrolls sideways inside a box no
     taller than the window, so that its scrollbar is in view with its rows (the long trade-off
-    table has more rows than a window holds); no text of any figure runs past the figure's
+    table, all its columns shown, has more rows than a window holds); no text of any figure runs past the figure's
     edge (legends, labels); the exposure grids are drawn at their own size, so their scores
     are as large as drawn (test_figure_layout.py). Measured in the browser by a probe script
     added to a copy of the page; screenshots of the whole page were looked at by eye."""
@@ -169,11 +170,60 @@ def test_at_a_laptops_or_a_desktops_width_nothing_is_cut_without_a_scrollbar_in_
     found = re.search(r'data-probe="([^"]+)"', dom)
     assert found, "the probe script did not run"
     m = json.loads(html.unescape(found.group(1)))
-    long = [b for b in m["boxes"] if b["first"] == "target run"]
-    assert len(long) == 1 and long[0]["rows"] >= 30 and long[0]["wide"], m["boxes"]   # the long table scrolls sideways
+    long = [b for b in m["boxes"] if b["first"] == "setting" and b["rows"] >= 30]
+    assert len(long) == 1 and long[0]["wide"], m["boxes"]            # the long table scrolls sideways
     assert [b for b in m["boxes"] if b["wide"] and not (b["scrolls"] and b["height"] <= m["window"])] == []
     assert m["cut"] == []                                             # every figure's text inside its figure
     assert len(m["images"]) >= 3 and all(shown == natural for shown, natural in m["images"]), m["images"]
+
+
+FIT_PROBE = """<script>addEventListener("load", () => {
+  const shown = e => e.getClientRects().length > 0 && !e.closest("details:not([open])");
+  const measure = () => [...document.querySelectorAll("table")].filter(shown).map(t => {
+    const box = t.parentElement, right = box.getBoundingClientRect().right;
+    const cells = [...t.querySelectorAll("th, td")].filter(shown);
+    return {first: t.querySelector("th, td").textContent.trim(), cls: t.className, box: box.clientWidth,
+      scroll: box.scrollWidth, table: Math.ceil(t.getBoundingClientRect().width), columns: t.rows[0].cells.length,
+      headers: [...t.rows[0].cells].filter(shown).map(c => c.textContent.trim()),
+      cut: cells.filter(c => c.scrollWidth > c.clientWidth + 1 || c.getBoundingClientRect().right > right + 1)
+        .map(c => c.textContent.trim())};
+  });
+  const before = measure();
+  document.getElementById("tradeoff-all").checked = true;
+  const long = measure().find(t => t.cls === "data tradeoff");
+  document.body.setAttribute("data-probe", JSON.stringify({before, long, window: innerHeight}));
+});</script>"""
+
+
+def test_at_1280_by_800_every_table_fits_its_box_and_the_long_tables_other_columns_show_on_demand(workspace,
+                                                                                                   tmp_path):
+    """Issue 54, item 4: in the digits report at 1280 × 800 no visible table is wider than its
+    box (none scrolls sideways) and no cell's text runs past its cell or the box (no attack
+    name cut); the long table shows its compared columns (setting, test acc, AUC, TPR, PPV,
+    ε lb, μ and its ε) and, with "Show all columns" ticked, the other 14, scrolling inside its
+    box. Measured in the browser by a probe script added to a copy of the page."""
+    import json
+
+    doc = (workspace / "reports" / "index.html").read_text()
+    probe = tmp_path / "fit.html"
+    probe.write_text(doc.replace("</body>", FIT_PROBE + "</body>"))
+    dom, console, _ = _open(probe, tmp_path, width=1280, height=800)
+    assert console == []
+    found = re.search(r'data-probe="([^"]+)"', dom)
+    assert found, "the probe script did not run"
+    m = json.loads(html.unescape(found.group(1)))
+    tables = {t["cls"]: t for t in m["before"]}
+    for name in ("data compact verdicts", "data tradeoff", "data compact strongest", "data compact exposure"):
+        assert name in tables, (name, list(tables))
+    for t in m["before"]:
+        assert t["scroll"] <= t["box"] + 1 and t["table"] <= t["box"] + 1, t       # no table wider than its box
+        assert t["cut"] == [], t                                                     # no text past its cell
+    long = tables["data tradeoff"]
+    assert long["headers"] == ["setting", "seed", "ε", "test acc", "attack", "AUC", "TPR @ 1% FPR", "TPR @ 0.1% FPR",
+                               "PPV @ 10% prior", "ε lb", "μ (GDP)", "ε (GDP)"]
+    assert long["columns"] == len(long["headers"]) + 14
+    every = m["long"]
+    assert len(every["headers"]) == every["columns"] and every["scroll"] > every["box"], every  # scrolls in its box
 
 
 def test_theory_page_loads_clean(workspace, tmp_path):

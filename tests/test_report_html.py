@@ -617,7 +617,7 @@ def test_exposure_table_has_a_row_per_setting_and_a_column_per_class():
                      ("", "0.550")]
     k_cells = re.findall(r"<td class=\"num([^\"]*)\">([^<]*)</td>", k05)
     assert k_cells[2] == (" e2 top", "0.700") and k_cells[3] == (" missing", "—")  # NaN AUC
-    assert "4711 (cat), 12 (airplane)" in base and 'title="4711 (cat): score 7.25; 12 (airplane): score 6.50"' in base
+    assert "4711 (cat), 12 (airplane)" in _plain(base) and '<span class="nw">4711 (cat)</span>' in base and 'title="4711 (cat): score 7.25; 12 (airplane): score 6.50"' in base
     assert "99 (horse)" in k05
     # digits: the digits themselves; unknown data sets: the class number
     dig = make_pool_table("mlp", "digits")
@@ -843,7 +843,7 @@ def test_a_long_table_past_its_page_limit_shows_the_rows_a_reader_compares():
     best = group_strongest(table)[("mlp", "digits")]
     head = [_plain(h) for h in re.findall(r"<th scope=\"col\"[^>]*>(.*?)</th>", part)]
     cells = [[_plain(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)] for row in re.findall(r"<tr.*?</tr>", part)]
-    on_page = [(c[0], c[head.index("attack")]) for c in cells if c]
+    on_page = [(c[head.index("target run")], c[head.index("attack")]) for c in cells if c]
     expected = 0
     for run, rows in table.groupby("target_run"):
         own = strongest_of(rows.set_index("attack")[list(STRONGEST_KEY)].to_dict("index"))
@@ -854,3 +854,77 @@ def test_a_long_table_past_its_page_limit_shows_the_rows_a_reader_compares():
     assert expected < len(table) and part.count("<tr") == expected + 2  # the head and the group's row
     small = render_report(digits_like()[0], {})
     assert "Shown here" not in small
+
+
+def _howto_items(doc):
+    """``{id: plain text}`` of the "How to read this" items that have an id."""
+    howto = doc[doc.index('id="howto"'):]
+    return {m.group(1): html.unescape(re.sub(r"\s+", " ", _plain(m.group(2))))
+            for m in re.finditer(r'<li id="howto-([a-z-]+)">(.*?)</li>', howto, flags=re.S)}
+
+
+def test_how_to_read_this_explains_gdp_ppv_the_quantile_and_data_free_attacks_and_the_loss_trace():
+    """Issue 54, item 5: each measure and attack the digits report shows has its explanation on
+    the page, under the names the tables use (docs/methods.md A.4, D.6, D.8, D.9, D.10)."""
+    items = _howto_items(render_report(None, {}))
+    assert set(items) == {"quantile", "data-free", "ppv", "gdp", "loss-trace"}, items.keys()
+    gdp = items["gdp"]
+    assert "μ (GDP)" in gdp and "ε (GDP)" in gdp and "μ-GDP" in gdp and "N(0, 1) from N(μ, 1)" in gdp
+    assert "summary of the attack's whole trade-off curve" in gdp
+    # μ's ε is an estimate under the Gaussian assumption; the Clopper–Pearson ε lb is a bound
+    assert re.search(r"Its ε is .* an estimate, a lower bound only if the trade-off curve is Gaussian", gdp)
+    assert re.search(r"Clopper–Pearson ε lb assumes no shape of the curve and is a bound", gdp)
+    ppv = items["ppv"]
+    assert "PPV @ 10% prior" in ppv and "positive predictive value" in ppv and "10 %" in ppv and "1 %" in ppv
+    assert "quantile" in items["quantile"] and "No reference model" in items["quantile"]
+    assert "data-free" in items["data-free"] and "90th percentile" in items["data-free"]
+    lt = items["loss-trace"]
+    assert "LT-IQR" in lt and "interquartile range" in lt and "not a membership test" in lt
+
+
+@pytest.mark.slow
+def test_the_trade_off_tables_headers_are_explained_and_every_attack_is_named_in_how_to_read_this():
+    table, rocs, extras = digits_like()
+    doc = render_report(table, rocs, extras=extras)
+    part = doc[doc.index('<section id="table">'):doc.index("</section>", doc.index('<section id="table">'))]
+    howto = html.unescape(_plain(doc[doc.index('id="howto"'):]))
+    for header in ("PPV @ 10% prior", "ε lb", "μ (GDP)", "ε (GDP)"):
+        assert f">{header}</th>" in html.unescape(part), header
+        assert header in howto, header
+    for attack in {*table["attack"], "lira-shrunk-online", "lira-shrunk-offline", "quantile"}:  # --attacks all's
+        assert re.search(rf"(?<![\w-]){attack}(?![\w-])", howto), attack
+
+
+@pytest.mark.slow
+def test_the_trade_off_table_shows_the_compared_columns_and_the_rest_on_demand():
+    """Issue 54, item 4: by default the long table shows the setting and the measures a reader
+    compares; the run names, knobs, threshold metrics and counts follow from the cell of class
+    "more" on, which report.css hides until the "Show all columns" box is ticked (no script)."""
+    from privaudit.reporting.summary import setting_label
+
+    table, rocs, extras = digits_like()
+    doc = render_report(table, rocs, extras=extras)
+    part = doc[doc.index('<section id="table">'):doc.index("</section>", doc.index('<section id="table">'))]
+    assert re.search(r'<input type="checkbox" id="tradeoff-all" class="allcols"><label for="tradeoff-all"', part)
+    head = re.findall(r'<th scope="col" class="([^"]*)"[^>]*>(.*?)</th>', part)
+    names = [html.unescape(h) for _, h in head]
+    more = [i for i, (cls, _) in enumerate(head) if "more" in cls.split()]
+    assert len(more) == 1
+    assert names[:more[0]] == ["setting", "seed", "ε", "test acc", "attack", "AUC", "TPR @ 1% FPR", "TPR @ 0.1% FPR",
+                               "PPV @ 10% prior", "ε lb", "μ (GDP)", "ε (GDP)"]
+    assert names[more[0]:] == ["target run", "source", "defence", "κ", "σ", "epochs", "train acc", "attack acc",
+                               "precision", "recall", "threshold", "advantage", "members", "non-members"]
+    rows = re.findall(r"<tr(?: class=\"[^\"]*\")?>(<td.*?)</tr>", part, flags=re.S)
+    assert len(rows) == len(table)
+    for row in rows:
+        cells = re.findall(r"<td([^>]*)>([^<]*)</td>", row)
+        assert len(cells) == len(names)
+        assert [i for i, (attrs, _) in enumerate(cells) if re.search(r'class="[^"]*\bmore\b', attrs)] == more
+        run = html.unescape(cells[names.index("target run")][1])
+        r = table[table["target_run"] == run].iloc[0]
+        assert html.unescape(cells[0][1]) == setting_label(r["dp"], r["kappa"], r["noise_multiplier"],
+                                                           defence=r["defence"], knob=r["knob"])
+        assert html.unescape(cells[0][0]).startswith(f' class="txt" title="{run}: part size 449')
+    css = doc[doc.index("<style>"):doc.index("</style>")]
+    assert "table.data .more,table.data .more~*{display:none}" in css
+    assert "input.allcols:checked~.tablewrap table.data :is(.more,.more~*){display:table-cell}" in css

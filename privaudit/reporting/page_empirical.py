@@ -284,8 +284,7 @@ def _exposure(ov: pd.DataFrame, extras: Any, dataset: str) -> dict:
                                     f"seeds; two random sets of those sizes give {f3(stable.get('chance'))}")
                      if stable else "one seed: nothing to compare",
                      "label": name if counts[name] == 1 else f"{name} [{run}]", "attack": plain(ex.get("attack")),
-                     "cells": cells, "members": ", ".join(named[:EXPOSURE_MEMBERS]) + (" …" if len(named) >
-                                                                                       EXPOSURE_MEMBERS else ""),
+                     "cells": cells, "members": named[:EXPOSURE_MEMBERS], "more": len(named) > EXPOSURE_MEMBERS,
                      "members_tip": tip})
     empty = not columns and not any(r["members"] for r in rows)  # details saved, none of them usable
     return {"classes": [_class_name(dataset, c) for c in columns], "rows": rows, "hidden": hidden, "empty": empty}

@@ -18,34 +18,53 @@ from privaudit.reporting.page_numbers import DASH, f3, finite, integer, lb, lb3,
 #: the defences whose knobs the table shows in columns of their own (κ, σ)
 OWN_COLUMNS = tuple(dict.fromkeys(FIELD_DEFENCES + DP_NAMES))
 
-_TABLE_SPEC: list[tuple[str, str, Callable[[Any], str], str]] = [
-    # (header, column, formatter, css class)
+Column = tuple[str, str, Callable[[Any], str], str]
+
+#: the long table's columns a reader compares, shown by default: (header, column, formatter, css class)
+_COMPARED: list[Column] = [
+    ("setting", "_setting", plain, "txt"),
+    ("seed", "seed", integer, "num"),
+    ("ε", "epsilon", upper_sig3, "num"),
+    ("test acc", "test_accuracy", f3, "num"),
+    ("attack", "attack", plain, "txt"),
+    ("AUC", "auc", f3, "num"),
+    ("TPR @ 1% FPR", "tpr_at_1pct_fpr", f3, "num"),
+    ("TPR @ 0.1% FPR", "tpr_at_0p1pct_fpr", f3, "num"),
+    ("PPV @ 10% prior", "ppv_at_10pct_prior", f3, "num"),
+    ("ε lb", "eps_lower_bound", lb, "num"),
+    ("μ (GDP)", "gdp_mu", lb3, "num"),
+    ("ε (GDP)", "gdp_epsilon", lb, "num"),
+]
+#: the columns shown on demand ("show all columns"), after the compared ones
+_DETAILS: list[Column] = [
     ("target run", "target_run", plain, "txt"),
     ("source", "_source", plain, "txt"),
     ("defence", "defence", plain, "txt"),
     ("κ", "kappa", short, "num"),
     ("σ", "noise_multiplier", short, "num"),
-    ("ε", "epsilon", upper_sig3, "num"),
-    ("seed", "seed", integer, "num"),
     ("epochs", "epochs", integer, "num"),
     ("train acc", "train_accuracy", f3, "num"),
-    ("test acc", "test_accuracy", f3, "num"),
-    ("attack", "attack", plain, "txt"),
-    ("AUC", "auc", f3, "num"),
     ("attack acc", "accuracy", f3, "num"),
     ("precision", "precision", f3, "num"),
     ("recall", "recall", f3, "num"),
     ("threshold", "threshold", f3, "num"),
     ("advantage", "advantage", f3, "num"),
-    ("TPR @ 1% FPR", "tpr_at_1pct_fpr", f3, "num"),
-    ("TPR @ 0.1% FPR", "tpr_at_0p1pct_fpr", f3, "num"),
-    ("PPV @ 10% prior", "ppv_at_10pct_prior", f3, "num"),
-    ("ε lb", "eps_lower_bound", lb, "num"),
-    ("μ (GDP) [95%]", "gdp_mu", lb3, "num"),
-    ("ε (GDP)", "gdp_epsilon", lb, "num"),
     ("members", "n_members", integer, "num"),
     ("non-members", "n_nonmembers", integer, "num"),
 ]
+#: what a header of the long table says on hover: each measure in a sentence
+_HEAD_TIPS = {
+    "_setting": "the defence setting; hover a row's setting for its target run",
+    "epsilon": "the accountant's ε (an upper bound) at δ, DP rows only",
+    "auc": "area under the ROC curve, 0.5 = chance",
+    "tpr_at_1pct_fpr": "share of members flagged at 1% false positives",
+    "tpr_at_0p1pct_fpr": "share of members flagged at 0.1% false positives",
+    "ppv_at_10pct_prior": "positive predictive value: the share of flagged records that are members if 10% of "
+                          "the queried records were members (at the 1% FPR threshold other models set)",
+    "eps_lower_bound": "empirical ε lower bound (Clopper–Pearson, 95%): what this attack proves",
+    "gdp_mu": "Gaussian-DP μ lower bound (95%): a summary of the attack's whole trade-off curve",
+    "gdp_epsilon": "the ε of that μ at δ: an estimate that holds only if the trade-off curve is Gaussian",
+}
 
 
 def _ci_text(lo: Any, hi: Any) -> str:
@@ -88,6 +107,8 @@ def _cell_tip(r: pd.Series, col: str) -> str:
     """The tooltip of one cell of the long table (empty: none)."""
     if col == "epsilon" and finite(r["epsilon"]):
         return f"δ={short(r['delta'])}, accountant: {plain(r['accountant'])}"
+    if col == "_setting":
+        return f"{plain(r['target_run'])}: " + _cell_tip(r, "target_run")
     if col == "target_run":
         return f"part size {integer(r['part_size'])}, {plain(r['defence']) if r['dp'] else 'no DP'}"
     if col == "auc" and finite(r["auc_lo"]) and finite(r["auc_hi"]):
@@ -109,28 +130,29 @@ def _cell_tip(r: pd.Series, col: str) -> str:
     return ""
 
 
-#: columns the long table shows only when some row has a value: another defence's knob (after
-#: "defence"), and the planted canaries' TPRs (after the population's)
-_KNOB = ("knob", "knob", short, "num")
-_CANARY = [("canary TPR @ 1% FPR", "canary_tpr_at_1pct_fpr", f3, "num"),
-           ("canary TPR @ 0.1% FPR", "canary_tpr_at_0p1pct_fpr", f3, "num")]
+#: columns the long table shows only when some row has a value: the planted canaries' TPRs
+#: (after the population's), and another defence's knob (on demand, after "defence")
+_CANARY: list[Column] = [("canary TPR @ 1% FPR", "canary_tpr_at_1pct_fpr", f3, "num"),
+                         ("canary TPR @ 0.1% FPR", "canary_tpr_at_0p1pct_fpr", f3, "num")]
+_KNOB: Column = ("knob", "knob", short, "num")
 
 
-def _spec(groups: list[tuple[str, str, pd.DataFrame]]) -> list[tuple[str, str, Callable[[Any], str], str]]:
-    """The long table's columns for these rows (:data:`_TABLE_SPEC`, plus the optional ones)."""
+def _spec(groups: list[tuple[str, str, pd.DataFrame]]) -> tuple[list[Column], list[Column]]:
+    """The long table's (compared, on-demand) columns for these rows (:data:`_COMPARED`,
+    :data:`_DETAILS`, plus the optional ones)."""
     def any_value(col: str, rows: Callable[[pd.DataFrame], pd.DataFrame] = lambda g: g) -> bool:
         return any(col in g and pd.to_numeric(rows(g)[col], errors="coerce").notna().any() for _, _, g in groups)
 
     def others(g: pd.DataFrame) -> pd.DataFrame:  # MG noise and DP show their knob in their own columns
         return g[~g["defence"].astype(str).isin(OWN_COLUMNS)] if "defence" in g else g
 
-    spec = list(_TABLE_SPEC)
-    if any_value("knob", others):
-        spec.insert([c for _, c, _, _ in spec].index("defence") + 1, _KNOB)
+    compared, details = list(_COMPARED), list(_DETAILS)
     if any_value("canary_tpr_at_0p1pct_fpr"):
-        at = [c for _, c, _, _ in spec].index("tpr_at_0p1pct_fpr") + 1
-        spec[at:at] = _CANARY
-    return spec
+        at = [c for _, c, _, _ in compared].index("tpr_at_0p1pct_fpr") + 1
+        compared[at:at] = _CANARY
+    if any_value("knob", others):
+        details.insert([c for _, c, _, _ in details].index("defence") + 1, _KNOB)
+    return compared, details
 
 
 #: the most rows the long table shows on the page; a larger audit's page shows the rows a
@@ -154,34 +176,52 @@ def condensed(g: pd.DataFrame) -> pd.DataFrame:
     return g[keep]
 
 
+def _with_setting(g: pd.DataFrame) -> pd.DataFrame:
+    """``g`` with each row's setting named as everywhere on the page (the ε has its own column)."""
+    from privaudit.reporting.summary import setting_label
+
+    names = [setting_label(r.dp, r.kappa, r.noise_multiplier, defence=r.defence, knob=r.knob)
+             for r in g[["dp", "kappa", "noise_multiplier", "defence", "knob"]].itertuples()]
+    return g.assign(_setting=names)
+
+
+def _table_rows(g: pd.DataFrame, columns: list[tuple[Column, bool]]) -> list[dict]:
+    """One group's rows of the long table, the rows of one target striped alike; the first cell
+    of the on-demand columns is of class ``more`` (report.css hides it and the cells after it)."""
+    rows, prev_run, alt = [], None, True
+    for _, r in g.iterrows():
+        first = r["_run"] != prev_run
+        if first:
+            alt, prev_run = not alt, r["_run"]
+        cells = []
+        for (_, col, fmt, ccls), more in columns:
+            text = fmt(r[col])
+            cls = " ".join(c for c in (ccls, "missing" if text == DASH else "", "more" if more else "") if c)
+            cells.append({"text": text, "cls": cls, "title": _cell_tip(r, col)})
+        rows.append({"cls": " ".join(c for c in ("alt" if alt else "", "first" if first else "") if c),
+                     "cells": cells})
+    return rows
+
+
 def tradeoff_table(groups: list[tuple[str, str, pd.DataFrame]], n_rows: int, n_targets: int,
                    limit: int = PAGE_ROWS) -> str:
-    """The "Trade-off table" section, the long table: rows of one target striped alike. Past
-    ``limit`` rows, each group shows its :func:`condensed` rows and the page says so."""
+    """The "Trade-off table" section, the long table: the columns a reader compares, the
+    others (run names, knobs, counts, threshold metrics) behind a "show all columns" switch
+    that needs no script. Past ``limit`` rows, each group shows its :func:`condensed` rows and
+    the page says so."""
     from privaudit.reporting.templates import render
 
     if n_rows > limit:
         groups = [(m, d, condensed(g)) for m, d, g in groups]
     shown = sum(len(g) for _, _, g in groups)
-    spec = _spec(groups)
-    out = []
-    for model, dataset, g in groups:
-        rows, prev_run, alt = [], None, True
-        for _, r in g.iterrows():
-            first = r["_run"] != prev_run
-            if first:
-                alt, prev_run = not alt, r["_run"]
-            cells = []
-            for _, col, fmt, ccls in spec:
-                text = fmt(r[col])
-                cells.append({"text": text, "cls": f"{ccls} missing" if text == DASH else ccls,
-                              "title": _cell_tip(r, col)})
-            rows.append({"cls": " ".join(c for c in ("alt" if alt else "", "first" if first else "") if c),
-                         "cells": cells})
-        out.append({"slug": slug("g", model, dataset), "model": model, "dataset": dataset, "rows": rows})
-    head = [{"text": h, "cls": cls} for h, _, _, cls in spec]
+    compared, details = _spec(groups)
+    columns = [(c, False) for c in compared] + [(c, i == 0) for i, c in enumerate(details)]
+    out = [{"slug": slug("g", model, dataset), "model": model, "dataset": dataset,
+            "rows": _table_rows(_with_setting(g), columns)} for model, dataset, g in groups]
+    head = [{"text": h, "cls": f"{cls} more" if more else cls, "title": _HEAD_TIPS.get(col, "")}
+            for (h, col, _, cls), more in columns]
     return render("tradeoff_table.html.j2", head=head, groups=out, n_rows=n_rows, n_targets=n_targets, dash=DASH,
-                  shown=shown)
+                  shown=shown, n_compared=len(compared), details=[h for h, _, _, _ in details])
 
 
 def defences_section(table: pd.DataFrame) -> str:
