@@ -11,7 +11,8 @@ code paths, and cached per machine (:func:`cache_path`), so a second plan measur
   warm-up (kernels, buffers), three epochs at each of two part sizes: a small one (two
   batches) and one sized to take about :data:`EPOCH_TARGET` seconds an epoch (at most
   :data:`SLICE` samples and the model's part), so a slow recipe is measured on less data and
-  every family costs about the same few seconds. The two best epochs give an epoch's cost
+  every family costs about the same few seconds (a recipe whose two batches already take it:
+  twice the small one). The two best epochs give an epoch's cost
   as a line in its members, ``a + b × members`` (``a``: what an epoch pays at any size, such
   as shuffling and the optimiser's step set-up; ``b``: the cost of a member), and a model
   costs
@@ -19,9 +20,7 @@ code paths, and cached per machine (:func:`cache_path`), so a second plan measur
       epochs × (a + b × members) + set-up + evaluation,
 
   where set-up is the measured run's time outside its epochs and evaluation is the clean
-  inference on the model's members and non-members. A recipe whose small epoch already takes
-  :data:`EPOCH_TARGET` is timed at that size alone (``a`` is then a small share of any epoch,
-  and the mean rate prices it).
+  inference on the model's members and non-members.
 * **inference** (evaluation, pool logits, attack queries): seconds per sample of each
   architecture, timed on inputs sized to take about :data:`EPOCH_TARGET` a pass (256 to
   :data:`INFER_SLICE` random inputs).
@@ -75,7 +74,7 @@ from privaudit.executor.plan import Job
 
 #: environment variable naming the folder of the cost cache (default: the user cache folder)
 CACHE_ENV = "PRIVAUDIT_CACHE_DIR"
-CACHE_SCHEMA = 4
+CACHE_SCHEMA = 5
 SLICE = 2_048          # samples a part of a calibration run at most
 INFER_SLICE = 2_048    # inputs of the inference calibration at most
 EPOCH_TARGET = 0.3     # seconds an epoch of the larger calibration run is sized to take
@@ -390,11 +389,11 @@ class CostModel:
         epoch_1, setup, _, members_1 = run(small, 3)
         per = epoch_1 / members_1
         large = min(cap, max(2 * small, int(EPOCH_TARGET / max(per, 1e-9))))
-        if large <= small or epoch_1 >= EPOCH_TARGET:
-            # the model's part is the small slice, or a slow recipe whose epoch of two
-            # batches already takes the target: its fixed part is a small share of any
-            # epoch, and the mean rate prices it (a larger run would only cost time)
+        if large <= small:  # the model's part is the small slice: its mean rate prices it
             return [per / len(group), 0.0, setup / len(group)]
+        # a recipe whose small epoch already takes EPOCH_TARGET is timed at twice its size: its
+        # epoch may hold a fixed part (DP-SGD's noise, a slow first step) that the mean rate of
+        # two batches would charge to every member
         epoch_2, setup, _, members_2 = run(large, 3)
         slope = (epoch_2 - epoch_1) / (members_2 - members_1)
         if slope <= 0:  # timing noise larger than the slice's growth: the larger run's mean rate
