@@ -85,4 +85,5 @@ def _case(name: str, args: list[str], load: int) -> dict:
     return {"benchmark": "estimate", "case": name, "load": load, "estimated_s": estimated, "actual_s": actual,
             "actual_over_estimated": ratio, "within_goal": 1 / GOAL <= ratio <= GOAL,
             "dry_run_wall_s": plan_wall, "calibration_s": plan["calibration_seconds"],
-            "models": sum(m["models"] for m in plan["models"]), "jobs": plan["jobs"], "notes": plan["notes"]}
+            "models": sum(m["models"] for m in plan["models"]) if "models" in plan else plan.get("runs"),
+            "jobs": plan.get("jobs"), "notes": plan.get("notes", [plan.get("cost_model", "")])}
