@@ -344,3 +344,20 @@ def test_a_dry_runs_plan_table_fits_80_columns():
     text = "\n".join(lines)
     assert "…" not in text and max(map(len, lines)) <= 80, text
     assert "on cifar10" in lines[0] and "10 h 00 min" in text and "refs" in text
+
+
+def test_train_prints_its_estimate_before_it_trains(tmp_path):
+    """`train` prices what it will train first, as `audit`, `attack` and `reproduce` do; a
+    second run reuses the model and its estimate says so."""
+    from typer.testing import CliRunner
+
+    args = ["train", "--dataset", "digits", "--epochs", "2", "--width", "16", "--part-size", "60", "--device", "cpu",
+            "--workdir", str(tmp_path)]
+    first = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    lines = first.output.splitlines()
+    estimate = next(i for i, line in enumerate(lines) if line.startswith("estimate:"))
+    assert "1 model to train, 0 reused" in lines[estimate]
+    assert estimate < next(i for i, line in enumerate(lines) if line.startswith("trained "))
+    again = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert "0 models to train, 1 reused" in again.output

@@ -69,7 +69,8 @@ def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, d
           noise_multiplier: float | None = None, target_epsilon: float | None = None,
           seed: int = 0, seeds: params.Seeds = None, device: str = "auto", workdir: str | Path = ".",
           on_start: Callable[[RunConfig], None] | None = None, on_epoch: EpochCallback | None = None,
-          dry_run: bool = False, log: Callable[[str], None] | None = None, **overrides: Any) -> "TrainedModels | RunPlan":
+          dry_run: bool = False, on_estimate: Callable[["RunPlan"], None] | None = None,
+          log: Callable[[str], None] | None = None, **overrides: Any) -> "TrainedModels | RunPlan":
     """Train one target model (one per seed of ``seeds``) of ``recipe`` (a
     :class:`~privaudit.api.recipe.Recipe`; its fields may also be given, or overridden, as
     keyword arguments: ``model=``, ``dataset=``, ``epochs=``, ...) with MG noise ``kappa`` and/or
@@ -80,7 +81,8 @@ def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, d
     with exactly this config is reused. Keyword arguments are ``privaudit train``'s options;
     ``on_start(config)`` and ``on_epoch(epoch, epochs, loss)`` report progress. ``dry_run``:
     train nothing; return the :class:`~privaudit.executor.preview.RunPlan` (what would train,
-    what is reused, disk, time estimated on this machine). ``log`` receives the notes on the
+    what is reused, disk, time estimated on this machine); ``on_estimate``: receives the same
+    plan before anything trains (the command line prints it). ``log`` receives the notes on the
     workspace (model folders from before checksummed manifests, verified and migrated)."""
     if not 0 <= kappa <= 100:
         raise ConfigError(f"--kappa must be between 0 and 100 (got {params.num(kappa)})")
@@ -99,15 +101,16 @@ def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, d
 
     dev = resolve_device(device)
     data = data or runs.DataCache(data_dir, download)
-    if dry_run:
-        from privaudit.executor.plan import derive_job, train_job
-        from privaudit.executor.preview import preview
+    from privaudit.executor.plan import derive_job, train_job
+    from privaudit.executor.preview import estimated, preview
 
-        jobs = []
-        for c in cfgs:
-            base = train_job([c.trained_as])  # an output-side defence's model: the undefended one's, derived
-            jobs += [base] if c.trained_as == c else [base, derive_job(c, base.id)]
+    jobs = []
+    for c in cfgs:
+        base = train_job([c.trained_as])  # an output-side defence's model: the undefended one's, derived
+        jobs += [base] if c.trained_as == c else [base, derive_job(c, base.id)]
+    if dry_run:
         return preview("train", jobs, Workspace(workdir), data, dev)
     ws = Workspace(workdir).ensure_writable(log=log)
-    done = [runs.ensure_model(c, ws, data, dev, on_start=on_start, on_epoch=on_epoch) for c in cfgs]
+    with estimated("train", jobs, ws, data, dev, on_estimate):
+        done = [runs.ensure_model(c, ws, data, dev, on_start=on_start, on_epoch=on_epoch) for c in cfgs]
     return TrainedModels(runs=done, configs=cfgs, several_seeds=seeds is not None)

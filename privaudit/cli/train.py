@@ -40,6 +40,7 @@ def train_cmd(
         result = train(recipe, data_dir=data_dir, download=download, kappa=kappa, dp=dp, defence=defence, knob=knob,
                        noise_multiplier=noise_multiplier, target_epsilon=target_epsilon, seed=seed, seeds=seeds,
                        device=device, workdir=workdir, on_start=bars.start, on_epoch=bars.on_epoch, dry_run=dry_run,
+                       on_estimate=bars.estimate,
                        log=lambda line: err.print(line, highlight=False, markup=False, soft_wrap=True))
     if not isinstance(result, TrainedModels):  # --dry-run: the plan
         show_plan(result, as_json)
