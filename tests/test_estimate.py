@@ -423,22 +423,22 @@ def test_the_accounting_is_priced_once_per_dp_history_and_kept_out_of_the_timing
 
 @pytest.mark.slow
 def test_a_dp_sgd_model_is_priced_against_its_measured_training(data_cache, tmp_path):
-    """DP-SGD and its undefended twin, each priced from rates timed now (a fresh cost cache)
-    and then trained: each estimate within 2.5x of its own measured time, so the plan's
-    DP-SGD price is the run's, whatever the machine's load makes of the two (a ratio of two
-    times on one machine, not a speed)."""
+    """DP-SGD and its undefended twin, each priced as a plan prices its train job (rates timed
+    now in a fresh cost cache, the accounting included) and then trained as the job trains
+    it: each estimate within 2.5x of its own measured time, so the plan's DP-SGD price is the
+    run's, whatever the machine's load makes of the two (a ratio of two times on one machine,
+    not a speed)."""
     import time
 
-    from privaudit.training.trainer import train_model
+    from privaudit.executor.costs import estimate_jobs
 
-    images = data_cache.get("digits")
     for defence in ({}, {"dp": True, "noise_multiplier": 1.0}):
-        cfg = make_config(dataset="digits", part_size=449, epochs=20, **defence).validated()
+        # enough epochs that the training, not a fixed second of saving files, is what is timed
+        cfg = make_config(dataset="digits", part_size=449, epochs=200, **defence).validated()
+        ws = Workspace(tmp_path / ("dp" if defence else "plain"))
         model = CostModel(data_cache, CPU, path=tmp_path / "costs.json")
-        per, fixed, setup = model.training_rates([cfg])
-        members = cfg.data.part_size
-        estimate = cfg.train.epochs * (fixed + per * members) + setup
+        (cost,) = estimate_jobs([train_job([cfg])], ws, model)
         t = time.perf_counter()
-        train_model(cfg, images, CPU)
+        ensure_model(cfg, ws, data_cache, CPU)
         actual = time.perf_counter() - t
-        assert 1 / 2.5 < actual / estimate < 2.5, (defence, actual, estimate)
+        assert 1 / 2.5 < actual / cost.seconds < 2.5, (defence, actual, cost.seconds)
