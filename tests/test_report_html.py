@@ -269,8 +269,8 @@ def test_report_has_all_sections_and_plots():
     # one table row per table row (plus one group-head row per model/dataset)
     table_html = doc[doc.index('id="table"'):doc.index('id="g-')]
     assert table_html.count("<tr") == len(table) + 2 + 1
-    # formatting: 3 decimals, epsilon with 3 significant digits, dash for NaN
-    assert ">28.3<" in table_html and ">4.10<" in table_html
+    # formatting: 3 decimals, the accountant's epsilon, an upper bound, with 3 significant digits rounded up (28.31 -> 28.4), dash for NaN
+    assert ">28.4<" in table_html and ">4.11<" in table_html
     assert ">0.700<" in table_html and ">—<" in table_html
     # findings: DP-SGD's AUC is higher at equal accuracy in the synthetic cnn data
     kf = doc[doc.index("Key findings"):doc.index('id="table"')]
@@ -281,7 +281,7 @@ def test_report_has_all_sections_and_plots():
     # ROC legends name the settings
     cnn_roc = [s for s in svgs if "ROC, shadow attack</title>" in s][0]
     labels = [t.text for t in ET.fromstring(cnn_roc).iter("text")]
-    for lab in ("baseline", "κ=0.5", "σ=1 (ε=4.10)", "σ=0.5 (ε=28.3)"):
+    for lab in ("baseline", "κ=0.5", "σ=1 (ε=4.11)", "σ=0.5 (ε=28.4)"):
         assert lab in labels
     # ROC curves are thinned
     for p in ET.fromstring(cnn_roc).iter("polyline"):
@@ -453,7 +453,7 @@ def test_empirical_section_appears_with_pool_rows():
                      "DP-SGD σ=0.5", "DP-SGD σ=1"]
     rows = body.split("<tr")[1:]
     # accountant eps: value for DP rows, "no formal ε" for the others
-    assert "no formal ε" in rows[1] and ">28.3<" in rows[4] and ">4.10<" in rows[5]
+    assert "no formal ε" in rows[1] and ">28.4<" in rows[4] and ">4.11<" in rows[5]
     # the strongest attack's empirical eps (rounded down) and its name; one-run bound; LOO of the strongest
     assert "<strong>2.34</strong>" in rows[0] and "rmia" in rows[0]
     assert ">0.50<" in rows[0]  # one-run
@@ -523,7 +523,7 @@ def test_key_finding_sentence():
     assert ("Empirical ε lower bounds of rmia (the strongest attack; a heuristic that treats the samples of the "
             "model as independent trials; the one-run canary bound is the rigorous one, from a single training "
             "run): ε ≥ 2.34 for the baseline (one-run canary bound: 0.50); MG noise κ=0.2 (the largest ε bound "
-            "of its 3 settings): ε ≥ 1.20 (one-run canary bound: 0.20); DP-SGD σ=0.5 (accountant ε = 28.3; "
+            "of its 3 settings): ε ≥ 1.20 (one-run canary bound: 0.20); DP-SGD σ=0.5 (accountant ε = 28.4; "
             "the largest ε bound of its 2 settings): ε ≥ 0.80 (one-run canary bound: 0.10).") in kf
     assert "MG noise leaks less" in kf  # the old verdict stays
     # the same sentence opens the group's section
