@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import pandas as pd
@@ -147,3 +148,26 @@ def test_sigterm_ends_attack_with_the_interrupted_line_and_a_rerun_resumes(tmp_p
     assert "trained shadow" not in resumed.stderr                  # reused, not trained again
     assert (work / "attacks" / next(p.name for p in (work / "models").glob("target-*")) / "scores.npz").is_file()
 
+
+
+def test_an_interrupt_where_python_cannot_raise_it_still_ends_the_command():
+    """A KeyboardInterrupt inside a weak-reference callback (as when Ctrl-C lands while a
+    module is being imported) is one Python would print as an ignored exception and lose: the
+    command's hook ends the process with the one line and exit 130 instead of running on."""
+    code = textwrap.dedent("""
+        import sys, weakref
+        from privaudit.cli import _interrupt_where_it_cannot_be_raised
+        sys.unraisablehook = _interrupt_where_it_cannot_be_raised(sys.unraisablehook)
+        class Thing:
+            pass
+        thing = Thing()
+        def callback(_):
+            raise KeyboardInterrupt
+        ref = weakref.ref(thing, callback)
+        del thing
+        print("ran on")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert "ran on" not in proc.stdout and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == ["error: " + INTERRUPTED_LINE]

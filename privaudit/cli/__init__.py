@@ -155,6 +155,32 @@ def main() -> None:
     sys.exit(run_one_line(lambda: app(standalone_mode=False)))
 
 
+def _interrupt_where_it_cannot_be_raised(hook: Any) -> Any:
+    """``sys.unraisablehook`` for :func:`entry`: an interrupt that arrives inside a callback
+    Python cannot raise from (a module lock's weak-reference callback while something is being
+    imported, a finaliser) would be printed as an ignored exception with its traceback and then
+    lost, and the command would run on; it ends the command as every other interrupt does (the
+    one ``interrupted`` line, exit status :data:`INTERRUPTED`, without the teardown, as
+    :func:`entry` leaves). Anything else goes to ``hook``."""
+
+    def handle(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            hook(unraisable)
+            return
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        try:
+            sys.stderr.write(f"error: {INTERRUPTED_LINE}\n")
+            sys.stderr.flush()
+        finally:
+            os._exit(INTERRUPTED)
+
+    return handle
+
+
 def entry() -> None:
     """Console entry point (the ``privaudit`` script and ``python -m privaudit``): :func:`main`,
     then an exit without the interpreter's teardown.
@@ -190,6 +216,7 @@ def entry() -> None:
     from privaudit.core import timing
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # raises KeyboardInterrupt
+    sys.unraisablehook = _interrupt_where_it_cannot_be_raised(sys.unraisablehook)
 
     timing.FREEZE_IMPORTS = True  # this process is the command's own (privaudit.core.timing.importing)
     gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
