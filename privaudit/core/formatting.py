@@ -44,16 +44,25 @@ def _special(f: float) -> str | None:
     return None
 
 
+def _tolerance(rounding) -> float:
+    """What :func:`_directed` and :func:`_significant` forgive of the binary representation
+    (2.28 is stored as 2.27999…, and still shown as 2.28)."""
+    return 1e-9 if rounding is math.floor else -1e-9
+
+
+def _significant(f: float, rounding) -> float:
+    """``f`` (non-zero, finite) rounded by ``rounding`` to 3 significant digits."""
+    scale = 10.0 ** (math.floor(math.log10(abs(f))) - 2)
+    return rounding(f / scale + _tolerance(rounding)) * scale
+
+
 def _directed(f: float, digits: int, rounding) -> str:
     """``f`` rounded by ``rounding`` (``math.floor`` or ``math.ceil``) to ``digits``
-    decimals, or to 3 significant digits from 10,000 on. A relative 1e-9 forgives the binary
-    representation (2.28 is stored as 2.27999…, and still shown as 2.28)."""
-    tol = 1e-9 if rounding is math.floor else -1e-9
+    decimals, or to 3 significant digits from 10,000 on."""
     if abs(f) >= 1e4:
-        scale = 10.0 ** (math.floor(math.log10(abs(f))) - 2)
-        return f"{rounding(f / scale + tol) * scale:.3g}"
+        return f"{_significant(f, rounding):.3g}"
     scale = 10 ** digits
-    return f"{rounding(f * scale + tol) / scale:.{digits}f}"
+    return f"{rounding(f * scale + _tolerance(rounding)) / scale:.{digits}f}"
 
 
 def lower_bound(v: Any, digits: int = 2) -> str:
@@ -76,10 +85,7 @@ def upper_sig3(v: Any) -> str:
     """An upper bound (an accountant's ε) with 3 significant digits, rounded *up*
     (``3.0949`` → ``3.10``), written as :func:`sig3` writes it."""
     f = number(v)
-    if not math.isfinite(f) or f <= 0:
-        return sig3(f)
-    scale = 10.0 ** (math.floor(math.log10(f)) - 2)
-    return sig3(math.ceil(f / scale - 1e-9) * scale)
+    return sig3(_significant(f, math.ceil) if math.isfinite(f) and f > 0 else f)
 
 
 def sig3(v: Any) -> str:
