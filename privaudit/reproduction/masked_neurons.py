@@ -373,12 +373,11 @@ def masked_neurons_plan(scale: str = "reduced", seeds: Sequence[int] | None = No
                 read[r.name] = None
         cached = {k: v for k, v in read.items() if isinstance(v, dict)}
     todo = [r for r in runs if r.name not in cached]
-    if not todo:  # nothing left: nothing to time
+    if not todo:  # nothing left: nothing to time (zero costs model nothing, so no ratio either)
         costs = RunCosts({"bernoulli": 0.0, "categorical": 0.0}, {"bernoulli": 0.0, "categorical": 0.0})
     costs = costs or timed_costs(proto, len(dataset.y) if dataset is not None else None)
     # the runs already trained here (with their time) say how far the timing is from their own
-    timed = [(r, cached[r.name]["seconds"]) for r in runs
-             if todo and r.name in cached and cached[r.name].get("seconds")]
+    timed = [(r, cached[r.name]["seconds"]) for r in runs if r.name in cached and cached[r.name].get("seconds")]
     modelled = sum(costs.seconds(r, proto.width) for r, _ in timed)
     ratio = sum(t for _, t in timed) / modelled if timed and modelled > 0 else 1.0
     seconds = ratio * sum(costs.seconds(r, proto.width) for r in todo)
