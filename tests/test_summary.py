@@ -51,7 +51,8 @@ def table(dp_excess, seeds=(0, 1, 2), noise: float = 0.004, acc_noise: float = 0
                                  noise_multiplier=sigma, epsilon=3.0 / sigma if dp else math.nan, seed=s,
                                  test_accuracy=a, attack=attack, auc=auc, auc_lo=auc - ci, auc_hi=auc + ci,
                                  tpr_at_0p1pct_fpr=tpr, tpr_at_0p1pct_fpr_lo=max(0.0, tpr - ci / 5),
-                                 tpr_at_0p1pct_fpr_hi=tpr + ci / 5, eps_lower_bound=tpr * 10, n_nonmembers=10520))
+                                 tpr_at_0p1pct_fpr_hi=tpr + ci / 5, eps_lower_bound=tpr * 10, gdp_mu=tpr * 8,
+                                 n_nonmembers=10520))
     return pd.DataFrame(rows)
 
 
@@ -213,8 +214,8 @@ def test_one_seed_uses_the_per_model_intervals(ci, expected):
     v = verdicts(table(0.04, seeds=(0,), noise=0.0, acc_noise=0.0, ci=ci))
     paper = v[v["comparison"] == "paper's attack"].iloc[0]
     assert paper["interval"] == "sampling (1 seed)" and paper["verdict"] == expected
-    eps = v[v["metric"] == "eps_lower_bound"].iloc[0]          # no per-model interval of an ε bound
-    assert eps["verdict"] == "no interval: cannot decide" and "--seeds" in eps["reason"]
+    mu = v[v["metric"] == "gdp_mu"].iloc[0]          # no per-model interval of μ, and no pool
+    assert mu["verdict"] == "no interval: cannot decide" and "--seeds" in mu["reason"]
 
 
 @pytest.mark.slow

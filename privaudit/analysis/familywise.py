@@ -130,6 +130,23 @@ def interval_se(value: float, lo: float, hi: float, *, confidence: float = 0.95,
     return max(float(half), 0.0) / float(q)
 
 
+def detectable_difference(se: float, df: float = math.inf, *, alpha: float = ALPHA, tests: int = 1,
+                          power: float = 0.8) -> float:
+    """The smallest true difference a two-sided test of "no difference" detects with
+    probability ``power``: (q_{1 − α/(2·tests)} + q_power) · se, with q Student's t quantiles on
+    ``df`` degrees of freedom (normal for ∞). ``tests`` > 1 takes the strictest step of
+    Holm–Bonferroni over that many comparisons (level α/tests), so the stated power holds for
+    the family-wise verdict. With se from the data itself this is the usual design-based
+    approximation (it ignores that se is estimated). NaN when se is missing."""
+    if not (math.isfinite(se) and se >= 0) or tests < 1:
+        return math.nan
+    if math.isfinite(df):
+        q = student_t.ppf(1 - alpha / (2 * tests), df) + student_t.ppf(power, df)
+    else:
+        q = norm.ppf(1 - alpha / (2 * tests)) + norm.ppf(power)
+    return float(q * se)
+
+
 def _sf(x: float, df: float) -> float:
     return float(norm.sf(x) if not math.isfinite(df) else student_t.sf(x, df))
 

@@ -167,9 +167,13 @@ def attack_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float, *,
         "threshold": float(threshold),
         "advantage": float(np.max(tpr - fpr)),
     }
-    for name, level in LOW_FPRS.items():
-        out[name] = float(tpr[fpr <= level + 1e-12].max())
-    return out
+    return {**out, **low_fpr_tprs(fpr, tpr)}
+
+
+def low_fpr_tprs(fpr: np.ndarray, tpr: np.ndarray) -> dict[str, float]:
+    """TPR at each FPR of :data:`LOW_FPRS`: the largest TPR of the ROC's operating points
+    (``fpr``, ``tpr``, from :func:`roc`) whose FPR does not exceed the level."""
+    return {name: float(tpr[fpr <= level + 1e-12].max()) for name, level in LOW_FPRS.items()}
 
 
 STRONGEST_KEY = ("tpr_at_0p1pct_fpr", "auc")

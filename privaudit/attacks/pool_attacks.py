@@ -21,7 +21,7 @@ from privaudit.attacks.shadow import ShadowAttack
 from privaudit.analysis.empirical import best_threshold, epsilon_lower_bound, tpr_at_fpr_with_ci
 from privaudit.analysis.gdp import gdp_lower_bound
 from privaudit.analysis.operating import tpr_at_low_fprs
-from privaudit.analysis.metrics import advantage_threshold, attack_metrics
+from privaudit.analysis.metrics import advantage_threshold, attack_metrics, auc_score, low_fpr_tprs, roc
 
 POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "lira-shrunk-online",
                 "lira-shrunk-offline", "rmia", "shadow-pool")
@@ -32,6 +32,9 @@ CALIBRATED = "calibration: chosen on another model's scores"
 #: model; its thresholds are chosen on a pool model's scores, so it runs with the pool
 QUANTILE_ATTACK = "quantile"
 BASELINE_ATTACKS = ("loss", "confidence")
+#: what each pool model, attacked with the others as references, contributes as a replicate of
+#: its setting (docs/methods.md E): the measures the verdicts compare, and μ's ε
+REPLICATED = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "gdp_mu", "gdp_epsilon", "eps_lower_bound")
 RMIA_PSEUDO_TARGETS = 2
 # The many-shadow attack's logistic regression has 3 inputs; beyond this many rows per class
 # (seeded subsample) more data changes its fit by less than its sampling error while the fit
@@ -163,15 +166,9 @@ def empirical_privacy(labels: np.ndarray, scores: np.ndarray, calib_labels: np.n
 
     Every bound holds with probability ``confidence``.
     """
-    thr = best_threshold(calib_labels, calib_scores, delta=delta, confidence=confidence)
-    neg = np.asarray(labels) == 0
-    gdp = gdp_lower_bound(labels, scores, calib_labels, calib_scores, delta=delta, confidence=confidence)
     out: dict[str, float | str | None] = {
         "threshold_strategy": CALIBRATED,
-        "eps_threshold": float(thr),
-        "eps_lower_bound": float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence)),
-        "eps_fpr": float(np.mean(np.asarray(scores)[neg] >= thr)),
-        **gdp.metrics(),
+        **calibrated_bounds(labels, scores, calib_labels, calib_scores, delta=delta, confidence=confidence),
         **tpr_intervals(labels, scores, confidence)}
     points = tpr_at_low_fprs(labels, scores, calib_labels, calib_scores, confidence=confidence)
     for key, point in points.items():
@@ -181,6 +178,30 @@ def empirical_privacy(labels: np.ndarray, scores: np.ndarray, calib_labels: np.n
             d = point.to_dict()
             out.update({k: d[k] for k in d if k.startswith("ppv_at_")})
     return out
+
+
+def calibrated_bounds(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,
+                      *, delta: float, confidence: float = 0.95) -> dict[str, float]:
+    """The two bounds of :func:`empirical_privacy`, their thresholds chosen on ``calib_*``:
+    ``eps_lower_bound`` (``eps_threshold``, ``eps_fpr``) and the GDP estimate's ``gdp_mu``,
+    ``gdp_epsilon``, ``gdp_threshold``, ``gdp_fpr``."""
+    thr = best_threshold(calib_labels, calib_scores, delta=delta, confidence=confidence)
+    neg = np.asarray(labels) == 0
+    gdp = gdp_lower_bound(labels, scores, calib_labels, calib_scores, delta=delta, confidence=confidence)
+    return {"eps_threshold": float(thr),
+            "eps_lower_bound": float(epsilon_lower_bound(labels, scores, thr, delta=delta, confidence=confidence)),
+            "eps_fpr": float(np.mean(np.asarray(scores)[neg] >= thr)), **gdp.metrics()}
+
+
+def replicate_metrics(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,
+                      *, delta: float, confidence: float = 0.95) -> dict[str, float]:
+    """The measures of :data:`REPLICATED` of one target, each computed as
+    :func:`evaluate_scores` computes it (thresholds on ``calib_*``), and nothing else: what
+    :func:`pair_jackknife` evaluates (pool_size/2 × (pool_size − 2) times an attack)."""
+    fpr, tpr = roc(labels, scores)
+    bounds = calibrated_bounds(labels, scores, calib_labels, calib_scores, delta=delta, confidence=confidence)
+    out = {"auc": auc_score(labels, scores), **low_fpr_tprs(fpr, tpr), **bounds}
+    return {k: float(out[k]) for k in REPLICATED}
 
 
 def tpr_intervals(labels: np.ndarray, scores: np.ndarray, confidence: float = 0.95) -> dict[str, float]:
@@ -207,8 +228,8 @@ def evaluate_scores(labels: np.ndarray, scores: np.ndarray, calib_labels: np.nda
 
 def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.ndarray, labels: np.ndarray,
                   pop_labels: np.ndarray | None, *, attacks: tuple[str, ...], delta: float,
-                  confidence: float = 0.95,
-                  paired: bool = True) -> tuple[dict[str, list[dict[str, float | str | None]]], dict[str, np.ndarray]]:
+                  confidence: float = 0.95, paired: bool = True,
+                  evaluate: Any = None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, np.ndarray]]:
     """Each pool model in turn as the target, the other pairs as references.
 
     Pool models come in complementary pairs (2j, 2j+1). Target t's references are every
@@ -222,7 +243,10 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
 
     Returns (per attack: one metrics dict per target model, where model t's thresholds are
     chosen on model (t+2) mod M, from another pair; per attack: the scores, shape (M, n)).
+    ``evaluate``: the metrics function of each target (default :func:`evaluate_scores`;
+    :func:`replicate_metrics` for the measures of :data:`REPLICATED` alone).
     """
+    evaluate = evaluate_scores if evaluate is None else evaluate
     m = len(keep)
     if m < (4 if paired else 3):
         raise ValueError(f"leave-one-out needs a pool of at least {4 if paired else 3} models (got {m})")
@@ -240,13 +264,41 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
                                  ref_pop_keep=keep[others] if pop_logits is None else None)
         for a in attacks:
             scores[a][t] = s[a]
-    per_target: dict[str, list[dict[str, float | str | None]]] = {a: [] for a in attacks}
+    per_target: dict[str, list[dict[str, Any]]] = {a: [] for a in attacks}
     for a in attacks:
         for t in range(m):
             c = (t + 2) % m
-            per_target[a].append(evaluate_scores(keep[t].astype(int), scores[a][t], keep[c].astype(int),
-                                                 scores[a][c], delta=delta, confidence=confidence))
+            per_target[a].append(evaluate(keep[t].astype(int), scores[a][t], keep[c].astype(int),
+                                          scores[a][c], delta=delta, confidence=confidence))
     return per_target, scores
+
+
+def pair_jackknife(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.ndarray, labels: np.ndarray,
+                   pop_labels: np.ndarray | None, *, attacks: tuple[str, ...], delta: float,
+                   confidence: float = 0.95) -> dict[str, list[dict[str, float]]]:
+    """The delete-one-pair jackknife of the pool's leave-one-out means (docs/methods.md E).
+
+    For each complementary pair j of the M pool models, :func:`leave_one_out` runs again on
+    the pool without pair j, which then serves neither as a target nor as a reference, and
+    the mean over its M − 2 targets of each measure of :data:`REPLICATED` is kept. Returns,
+    per attack, one dict per pair (M/2 of them); empty when M < 6 (a pool without a pair
+    must still leave one out). Recomputing the scores, not only dropping pair j's rows, is
+    what makes the spread honest: every target's score is read against the same references,
+    so the M per-model values are positively correlated through them and their plain
+    standard error is too small (on simulated pools, benchmarks/bench_pool_replicates.py).
+    """
+    m = len(keep)
+    out: dict[str, list[dict[str, float]]] = {a: [] for a in attacks}
+    if m < 6 or m % 2:
+        return {}
+    for j in range(m // 2):
+        rest = np.flatnonzero(np.arange(m) // 2 != j)
+        per_target, _ = leave_one_out(logits[rest], None if pop_logits is None else pop_logits[rest], keep[rest],
+                                      labels, pop_labels, attacks=attacks, delta=delta, confidence=confidence,
+                                      evaluate=replicate_metrics)
+        for a in attacks:
+            out[a].append({k: float(np.mean([r[k] for r in per_target[a]])) for k in REPLICATED})
+    return out
 
 
 def summarise(per_target: dict[str, list[dict[str, float | str | None]]]) -> dict[str, dict[str, float]]:

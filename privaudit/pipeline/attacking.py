@@ -18,6 +18,7 @@ the attack at once with an error naming the folder.
 from __future__ import annotations
 
 import io
+import math
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,8 @@ import torch
 from privaudit.files.atomic import read_json, write_bytes, write_json
 from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, QUANTILE_ATTACK, empirical_privacy,
                                             evaluate_scores, quantile_scores,
-                                            exposure, leave_one_out, pool_scores, summarise, tpr_intervals)
+                                            REPLICATED, exposure, leave_one_out, pair_jackknife, pool_scores, summarise,
+                                            tpr_intervals)
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.core.config import RunConfig
@@ -440,7 +442,8 @@ def _pool_attacks(job: _Attacking, source: str) -> None:
             metrics[QUANTILE_ATTACK] = {**m, "source": pool.name}
             scores[QUANTILE_ATTACK] = arrays[f"score_{QUANTILE_ATTACK}"] = s
     arrays["labels"] = labels
-    extras["loo"] = {"pool": pool.name, "pool_size": pool.size, "summary": summarise(per_target)}
+    extras["loo"] = {"pool": pool.name, "pool_size": pool.size, "summary": summarise(per_target),
+                     "replicates": _replicates(job, pool, per_target, from_refs + BASELINE_ATTACKS)}
     strongest = strongest_attack({n: metrics[n] for n in scores})
     top = most_exposed(scores, strongest, labels, pool.indices, images.x, images.y)
     job.exposed = top.arrays() if top is not None else {}
@@ -450,6 +453,17 @@ def _pool_attacks(job: _Attacking, source: str) -> None:
                           **(top.summary() if top is not None else {}),
                           "loss_trace": trace_exposure(job.workspace.read_loss_trace(job.target), scores[strongest],
                                                        pool.indices, cfg.data.part_size)}
+
+
+def _replicates(job: _Attacking, pool, per_target: dict, attacks: tuple[str, ...]) -> dict:
+    """Every pool model as a replicate of the setting (:mod:`privaudit.analysis.replicates`):
+    its test accuracy and its leave-one-out measures, and the delete-one-pair jackknife."""
+    from privaudit.analysis.replicates import replicates
+
+    accuracies = [float(job.workspace.read_model_metrics(name).get("test_accuracy", math.nan)) for name in pool.models]
+    jack = pair_jackknife(pool.logits, pool.pop_logits, pool.keep, pool.labels, pool.pop_labels, attacks=attacks,
+                          delta=job.cfg.defence.delta)
+    return replicates(per_target, jack, accuracies, REPLICATED, job.cfg.defence.delta)
 
 
 def _check_model(job: _Attacking, cfg: RunConfig) -> None:

@@ -20,6 +20,8 @@ from privaudit.files.atomic import read_json, write_bytes, write_text
 from privaudit.errors import ArtifactError, DamagedArtifactError
 from privaudit.files.integrity import verify_folder
 from privaudit.analysis.metrics import roc
+from privaudit.analysis.replicates import pool_columns
+from privaudit.attacks.pool_attacks import REPLICATED
 from privaudit.reporting.summary import Summary, summarise
 from privaudit.reporting.table import COLUMNS
 from privaudit.core.timing import timed
@@ -109,6 +111,7 @@ def attack_rows(workspace: Workspace, folder: Path) -> list[dict]:
     base["one_run_fdp_mu"] = one_run.get("fdp_mu")
     base["one_run_fdp_eps_lower_bound"] = one_run.get("fdp_eps_lower_bound")
     loo = extras.get("loo", {}).get("summary", {})
+    kept = extras.get("loo", {}).get("replicates", {})
     rows = []
     for name, m in sorted(metrics.items()):
         row = {**base, "attack": name, **{k: m.get(k) for k in COLUMNS if k in m}}
@@ -117,6 +120,8 @@ def attack_rows(workspace: Workspace, folder: Path) -> list[dict]:
             for key in LOO_KEYS:
                 for stat in ("mean", "std"):
                     row[f"loo_{key}_{stat}"] = loo[name].get(f"{key}_{stat}")
+        if name in kept:
+            row.update(pool_columns(kept[name], REPLICATED))
         rows.append(row)
     return rows
 

@@ -61,15 +61,18 @@ import pandas as pd
 from scipy.stats import norm, t as student_t
 
 from privaudit.analysis.empirical import clopper_pearson
-from privaudit.analysis.familywise import ALPHA, HOLM, excess_pvalue, holm, interval_se, two_sided_pvalue
+from privaudit.analysis.familywise import (ALPHA, HOLM, detectable_difference, excess_pvalue, holm, interval_se,
+                                           two_sided_pvalue)
 from privaudit.core.formatting import number as _num
 from privaudit.core.formatting import upper_sig3
 from privaudit.analysis.metrics import STRONGEST_KEY
 from privaudit.analysis.metrics import strongest_attack as strongest_of
-from privaudit.reporting.table import as_bool
+from privaudit.reporting.table import POOL_COLUMNS, POOL_MEASURES, as_bool
 
 CONFIDENCE = 0.95
 PAPER_ATTACK = "shadow"
+#: the papers' attack with every pool model as a shadow (docs/methods.md D.1)
+POOL_SHADOW_ATTACK = "shadow-pool"
 SUMMARISED = ("test_accuracy", "train_accuracy", "auc", "precision", "recall", "tpr_at_1pct_fpr",
               "tpr_at_0p1pct_fpr", "eps_lower_bound", "gdp_mu", "gdp_epsilon", "canary_tpr_at_1pct_fpr",
               "canary_tpr_at_0p1pct_fpr")
@@ -150,7 +153,7 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     numeric = ("kappa", "knob", "noise_multiplier", "seed", "n_members", "n_nonmembers", "epsilon", *SUMMARISED, *AVERAGED,
                "auc_lo", "auc_hi", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo",
                "tpr_at_0p1pct_fpr_hi", "canary_tpr_at_1pct_fpr_lo", "canary_tpr_at_1pct_fpr_hi",
-               "canary_tpr_at_0p1pct_fpr_lo", "canary_tpr_at_0p1pct_fpr_hi")
+               "canary_tpr_at_0p1pct_fpr_lo", "canary_tpr_at_0p1pct_fpr_hi", *POOL_COLUMNS)
     for c in (*SETTING_KEYS, "attack", "target_run", *numeric):
         if c not in df.columns:
             df[c] = np.nan
@@ -222,6 +225,7 @@ def settings(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> pd.D
                 row[m], lo, hi, _ = t_interval(g[m], confidence)
                 top = math.inf if m == "eps_lower_bound" else 1.0
                 row[f"{m}_lo"], row[f"{m}_hi"] = (max(lo, 0.0), min(hi, top)) if math.isfinite(lo) else (lo, hi)
+        row.update(_pool_summary(g, confidence))
         rows.append(row)
     out = pd.DataFrame(rows)
     from privaudit.defences import DEFENCES
@@ -231,6 +235,37 @@ def settings(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> pd.D
     out["_o"] = out["family"].map(order)
     return (out.sort_values(["model", "dataset", "_o", "kappa", "knob", "noise_multiplier", "attack"], kind="stable")
             .drop(columns="_o").reset_index(drop=True))
+
+
+def _pool_summary(g: pd.DataFrame, confidence: float) -> dict[str, float]:
+    """One (setting, attack)'s pool replicates over its seeds' rows ``g``: ``pool_n`` (models
+    in all), and per measure of :data:`POOL_MEASURES` ``pool_<m>`` with ``pool_<m>_lo`` and
+    ``pool_<m>_hi``: with one seed the mean over the pool's models ± t on pairs − 1 degrees
+    of freedom times its jackknife standard error; over seeds (models nested in seeds) the
+    mean of the seeds' means with Student's t over seeds. ``pool_mu_epsilon`` (with ``_lo``,
+    ``_hi``) is the ε at the setting's δ of μ and of its interval's ends: an estimate that
+    holds for a Gaussian trade-off curve (docs/methods.md D.6)."""
+    from privaudit.analysis.gdp import gdp_epsilon
+
+    n = pd.to_numeric(g["pool_n"], errors="coerce").to_numpy(float)
+    out: dict[str, float] = {"pool_n": float(np.nansum(n)) if np.isfinite(n).any() else math.nan}
+    for m in POOL_MEASURES:
+        mean, se = (pd.to_numeric(g[c], errors="coerce").to_numpy(float) for c in (f"pool_{m}", f"pool_{m}_se"))
+        if len(g) == 1 and np.isfinite(mean[0]) and np.isfinite(se[0]) and n[0] >= 6:
+            half = float(student_t.ppf(0.5 + confidence / 2, n[0] // 2 - 1) * se[0])
+            lo, hi = mean[0] - half, mean[0] + half
+            value = mean[0]
+        else:
+            value, lo, hi, _ = t_interval(mean, confidence)
+        top = 1.0 if m in ("test_accuracy", "auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr") else math.inf
+        out[f"pool_{m}"] = value
+        out[f"pool_{m}_lo"], out[f"pool_{m}_hi"] = ((max(lo, 0.0), min(hi, top)) if math.isfinite(lo) else (lo, hi))
+    delta = float(g["pool_delta"].mean()) if g["pool_delta"].notna().any() else math.nan
+    for end in ("", "_lo", "_hi"):
+        mu = out[f"pool_gdp_mu{end}"]
+        ok = math.isfinite(mu) and 0.0 < delta < 1.0
+        out[f"pool_mu_epsilon{end}"] = float(gdp_epsilon(max(mu, 0.0), delta)) if ok else math.nan
+    return out
 
 
 def _sampling_interval(r: pd.Series, metric: str, confidence: float) -> tuple[float, float]:
@@ -265,6 +300,15 @@ def group_strongest(table: pd.DataFrame | None) -> dict[tuple[str, str], str | N
     return {(str(m), str(d)): strongest_attack(g) for (m, d), g in df.groupby(["model", "dataset"], sort=True)}
 
 
+#: the overview's pool columns (each from the strongest attack's settings column): its μ over
+#: the setting's pool models with its interval, μ's ε (an estimate for a Gaussian trade-off
+#: curve) with its interval, and the number of models
+OVERVIEW_POOL = {"pool_mu_strongest": "pool_gdp_mu", "pool_mu_strongest_lo": "pool_gdp_mu_lo",
+                 "pool_mu_strongest_hi": "pool_gdp_mu_hi", "pool_mu_epsilon_strongest": "pool_mu_epsilon",
+                 "pool_mu_epsilon_strongest_lo": "pool_mu_epsilon_lo",
+                 "pool_mu_epsilon_strongest_hi": "pool_mu_epsilon_hi", "pool_n_strongest": "pool_n"}
+
+
 def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str | None] | None = None) -> pd.DataFrame:
     """One row per setting of :func:`settings` (its rows of every attack together), in its
     order: the setting keys, ``setting``, ``family``, ``n_seeds``, ``runs``, ``epsilon``,
@@ -275,12 +319,14 @@ def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str
     strongest attack, which the page highlights in its row), ``eps_strongest`` (the strongest
     attack's mean empirical ε lower bound in this setting, the one ε bound every view gives
     for a setting; NaN without one), ``eps_attack`` (that attack, None without a bound), the
-    same attack's mean Gaussian-DP μ and its ε (``gdp_mu_strongest``, ``gdp_eps_strongest``)
-    and the canary audit's f-DP one-run bound (``one_run_fdp_eps_lower_bound``)."""
+    same attack's mean Gaussian-DP μ and its ε (``gdp_mu_strongest``, ``gdp_eps_strongest``),
+    the same attack's μ over the setting's pool models with its interval, μ's ε and the
+    number of models (:data:`OVERVIEW_POOL`; NaN without pools), and the canary audit's
+    f-DP one-run bound (``one_run_fdp_eps_lower_bound``)."""
     cols = [*SETTING_KEYS, "setting_id", "setting", "family", "other_defence", "n_seeds", "runs", "epsilon", "delta", "test_accuracy",
             "test_accuracy_lo", "test_accuracy_hi", "train_accuracy", "train_accuracy_lo", "train_accuracy_hi",
             "interval", "one_run_eps_lower_bound", "one_run_fdp_eps_lower_bound", "strongest", "row_strongest",
-            "eps_strongest", "eps_attack", "gdp_mu_strongest", "gdp_eps_strongest"]
+            "eps_strongest", "eps_attack", "gdp_mu_strongest", "gdp_eps_strongest", *OVERVIEW_POOL]
     if setting_rows.empty:
         return pd.DataFrame(columns=cols)
     out = []
@@ -302,7 +348,7 @@ def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str
                else math.nan)
         row["eps_strongest"] = eps
         row["eps_attack"] = s if math.isfinite(eps) else None
-        for key, col in (("gdp_mu_strongest", "gdp_mu"), ("gdp_eps_strongest", "gdp_epsilon")):
+        for key, col in (("gdp_mu_strongest", "gdp_mu"), ("gdp_eps_strongest", "gdp_epsilon"), *OVERVIEW_POOL.items()):
             row[key] = (_num(by_attack.loc[s, col]) if s is not None and s in by_attack.index and col in by_attack
                         else math.nan)
         out.append(row)
@@ -492,12 +538,51 @@ def _bootstrap_gap(rows: pd.DataFrame, metric: str, confidence: float, draws: in
     z = 2 * float(norm.ppf(0.5 + confidence / 2))
     sd_v = (hi - lo) / z
     sd_a = np.sqrt(np.clip(acc * (1 - acc), 0, None) / n)
-    mg_rows, dp_rows = _curve_masks(rows)
-    defended = _defended(rows)
     a = acc + sd_a * rng.standard_normal((draws, len(acc)))
     v = val + sd_v * rng.standard_normal((draws, len(val)))
+    return _gap_quantiles(rows, a, v, confidence)
+
+
+def _pooled(rows: pd.DataFrame, metric: str) -> pd.DataFrame | None:
+    """``rows`` read through their pools (docs/methods.md E): ``test_accuracy`` and ``metric``
+    replaced by their means over the setting's pool models (``pool_*``), with their jackknife
+    standard errors (``_se_acc``, ``_se_val``) and degrees of freedom (``_df``, pairs − 1);
+    None when a row has no pool replicates of ``metric`` (or too few to leave a pair out)."""
+    cols = ["pool_n", "pool_test_accuracy", f"pool_{metric}", "pool_test_accuracy_se", f"pool_{metric}_se"]
+    if rows.empty or not all(c in rows.columns for c in cols):
+        return None
+    values = rows[cols].to_numpy(float)
+    if not np.isfinite(values).all() or (values[:, 0] < 6).any():
+        return None
+    out = rows.copy()
+    out["test_accuracy"], out[metric] = rows["pool_test_accuracy"], rows[f"pool_{metric}"]
+    out["_se_acc"], out["_se_val"] = rows["pool_test_accuracy_se"], rows[f"pool_{metric}_se"]
+    out["_df"] = rows["pool_n"] // 2 - 1
+    return out
+
+
+def _bootstrap_pool_gap(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
+                        rng: np.random.Generator) -> tuple[float, float]:
+    """Percentile interval of the one-seed gap read through the pools (:func:`_pooled` rows):
+    each draw moves every setting's mean accuracy and mean ``metric`` by its jackknife
+    standard error times a Student-t variate on the pool's pairs − 1 degrees of freedom, the
+    settings independently (each has its own pool), all draws at once (:func:`iso_gaps`)."""
+    rows = rows.reset_index(drop=True)
+    df = rows["_df"].to_numpy(float)
+    a = rows["test_accuracy"].to_numpy(float) + rows["_se_acc"].to_numpy(float) * rng.standard_t(df, (draws, len(df)))
+    v = rows[metric].to_numpy(float) + rows["_se_val"].to_numpy(float) * rng.standard_t(df, (draws, len(df)))
+    return _gap_quantiles(rows, a, v, confidence)
+
+
+def _gap_quantiles(rows: pd.DataFrame, a: np.ndarray, v: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The (1 ± confidence)/2 quantiles of the gaps of the drawn curves ``a`` (accuracies) and
+    ``v`` (values), (draws, len(rows)) each; NaNs when fewer than half the draws have a
+    compared range."""
+    mg_rows, dp_rows = _curve_masks(rows)
+    defended = _defended(rows)
     gaps = iso_gaps(a[:, mg_rows], v[:, mg_rows], a[:, dp_rows], v[:, dp_rows],
                     mg_ends=defended[mg_rows], dp_ends=defended[dp_rows])
+    draws = len(a)
     gaps = gaps[np.isfinite(gaps)]
     if len(gaps) < draws / 2:  # the ranges overlap in too few draws to say anything
         return math.nan, math.nan
@@ -523,8 +608,10 @@ def read_verdict(lo: float, hi: float) -> str:
 #: (``reason`` names the defence that falls short and the setting to add), no gap otherwise
 STATUS_COMPARED, STATUS_NO_INTERVAL, STATUS_NO_OVERLAP, STATUS_NOT_COMPARED = (
     "compared", "no interval", "no overlap", "not compared")
-COMPARISON_COLUMNS = ["model", "dataset", "attack", "metric", "n_seeds", "acc_low", "acc_high", "gap", "gap_lo",
-                      "gap_hi", "interval", "verdict", "reason", "status"]
+COMPARISON_COLUMNS = ["model", "dataset", "attack", "metric", "n_seeds", "n_models", "acc_low", "acc_high", "gap",
+                      "gap_lo", "gap_hi", "interval", "detectable", "verdict", "reason", "status"]
+#: the power at which ``detectable`` is stated (docs/methods.md E)
+POWER = 0.8
 
 
 def comparisons(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: int = 1000,
@@ -573,10 +660,10 @@ def verdicts(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: 
         if (g["defence"] == "noisycgd").any():
             continue
         best = strongest.get((str(model), str(dataset))) if strongest is not None else strongest_attack(g)
-        asks = [("paper's attack", PAPER_ATTACK, "auc")]
+        asks = [("paper's attack", _paper_attack(g), "auc")]
         if best is not None:
-            asks += [("strongest attack", best, "tpr_at_0p1pct_fpr"),
-                     ("strongest attack", best, "eps_lower_bound")]
+            asks += [("strongest attack", best, "gdp_mu"),
+                     ("strongest attack", best, "tpr_at_0p1pct_fpr")]
         for comparison, attack, metric in asks:
             hit = compared[(compared["model"] == model) & (compared["dataset"] == dataset)
                            & (compared["attack"] == attack) & (compared["metric"] == metric)]
@@ -588,6 +675,14 @@ def verdicts(table: pd.DataFrame | None, confidence: float = CONFIDENCE, draws: 
     return pd.DataFrame(out, columns=cols)
 
 
+def _paper_attack(group: pd.DataFrame) -> str:
+    """The attack a group's "paper's attack" verdict reads: the papers' shadow-model attack,
+    which trains one shadow model per setting, or, where the settings' pools give it
+    replicates, the same attack with the pool models as shadows (:data:`POOL_SHADOW_ATTACK`)."""
+    pool = group[group["attack"] == POOL_SHADOW_ATTACK]
+    return POOL_SHADOW_ATTACK if len(pool) and _pooled(pool, "auc") is not None else PAPER_ATTACK
+
+
 def _familywise(rows: list[dict], confidence: float) -> None:
     """Make one group's verdicts family-wise, in place (:func:`verdicts`): each row's two-sided
     p-value of DP − MG = 0 is read back from its 95 % interval (Student's t over seeds with
@@ -597,14 +692,15 @@ def _familywise(rows: list[dict], confidence: float) -> None:
     what the row's own interval says."""
     alpha = round(1.0 - confidence, 12)
     p = []
+    dfs = []
     for r in rows:
         r["row_verdict"] = r["verdict"]
         n = r.get("n_seeds") or 0
-        df = float(n - 1) if str(r.get("interval", "")).startswith("t over") and n >= 2 else math.inf
-        se = interval_se(r["gap"], r["gap_lo"], r["gap_hi"], confidence=confidence, df=df,
-                         bounds=(-math.inf, math.inf))
-        p.append(two_sided_pvalue(r["gap"], se, 0.0, df))
+        dfs.append(float(n - 1) if str(r.get("interval", "")).startswith("t over") and n >= 2 else math.inf)
+        p.append(two_sided_pvalue(r["gap"], _gap_se(r, confidence, dfs[-1]), 0.0, dfs[-1]))
     tested = [i for i, v in enumerate(p) if math.isfinite(v)]
+    for i in tested:
+        rows[i]["detectable"] = _detectable(rows[i], confidence, dfs[i], tests=len(tested))
     adjusted = holm([p[i] for i in tested])
     correction = (f"{HOLM} over the {len(tested)} comparisons of this model and dataset, "
                   f"{100 * alpha:g} % family-wise")
@@ -673,14 +769,19 @@ def _no_overlap(mg: pd.DataFrame, dp: pd.DataFrame) -> str:
 def _verdict_of(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
                 rng: np.random.Generator) -> dict:
     """The verdict fields of one attack's rows (:func:`compare`): per seed the iso-accuracy
-    gap (:func:`_gap_of`), over the seeds that have one a t interval (one seed: the
-    bootstrap), its reading; without any, the status and reason of :func:`_no_comparison`."""
-    none = {"n_seeds": 0, "acc_low": math.nan, "acc_high": math.nan, "gap": math.nan, "gap_lo": math.nan,
-            "gap_hi": math.nan, "interval": "", "verdict": "not compared"}
+    gap (:func:`_gap_of`), read through the settings' pools where every row has them
+    (:func:`_pooled`: every pool model a replicate), over the seeds that have one a t interval
+    (one seed: the jackknife bootstrap over the pools, else the sampling bootstrap), its
+    reading and the smallest difference it could detect; without any gap, the status and
+    reason of :func:`_no_comparison`."""
+    none = {"n_seeds": 0, "n_models": 0, "acc_low": math.nan, "acc_high": math.nan, "gap": math.nan,
+            "gap_lo": math.nan, "gap_hi": math.nan, "interval": "", "detectable": math.nan, "verdict": "not compared"}
     if rows.empty:
         return {**none, "reason": "the attack did not run on these targets", "status": STATUS_NOT_COMPARED}
+    pooled = _pooled(rows, metric)
+    use = rows if pooled is None else pooled
     per_seed = []
-    for s, rs in rows.groupby("seed", sort=True, dropna=False):
+    for s, rs in use.groupby("seed", sort=True, dropna=False):
         gap, lo, hi = _gap_of(rs, metric)
         if np.isfinite(gap):
             per_seed.append((s, gap, lo, hi, rs))
@@ -688,11 +789,21 @@ def _verdict_of(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
         status, reason = _no_comparison(rows, metric)
         return {**none, "reason": reason, "status": status}
     gaps = [p[1] for p in per_seed]
-    res: dict[str, Any] = {"n_seeds": len(per_seed), "acc_low": float(np.mean([p[2] for p in per_seed])),
-           "acc_high": float(np.mean([p[3] for p in per_seed])), "reason": ""}
+    models = 1 if pooled is None else int(min(rs["pool_n"].min() for *_, rs in per_seed))
+    res: dict[str, Any] = {"n_seeds": len(per_seed), "n_models": models * len(per_seed),
+                           "acc_low": float(np.mean([p[2] for p in per_seed])),
+                           "acc_high": float(np.mean([p[3] for p in per_seed])), "reason": ""}
+    each = "" if pooled is None else f", each the mean of {models} pool models"
+    df = math.inf
     if len(per_seed) >= 2:
         mean, lo, hi, n = t_interval(gaps, confidence)
-        res.update(gap=mean, gap_lo=lo, gap_hi=hi, interval=f"t over {n} seeds")
+        res.update(gap=mean, gap_lo=lo, gap_hi=hi, interval=f"t over {n} seeds{each}")
+        df = n - 1.0
+    elif pooled is not None:
+        lo, hi = _bootstrap_pool_gap(per_seed[0][4], metric, confidence, draws, rng)
+        res.update(gap=gaps[0], gap_lo=lo, gap_hi=hi, interval=f"jackknife over {models // 2} pool pairs (1 seed)")
+        if not np.isfinite(lo):
+            res["reason"] = "too little overlap between the pools' curves to bootstrap"
     else:
         lo, hi = _bootstrap_gap(per_seed[0][4], metric, confidence, draws, rng)
         res.update(gap=gaps[0], gap_lo=lo, gap_hi=hi, interval="sampling (1 seed)")
@@ -700,9 +811,24 @@ def _verdict_of(rows: pd.DataFrame, metric: str, confidence: float, draws: int,
             res["reason"] = ("one seed and no per-model interval for this measure: replicate with --seeds"
                              if not _has_interval(per_seed[0][4], metric)
                              else "one seed and too little overlap to bootstrap")
+    res["detectable"] = _detectable(res, confidence, df, tests=1)
     res["verdict"] = read_verdict(res["gap_lo"], res["gap_hi"])
     res["status"] = STATUS_COMPARED if np.isfinite(res["gap_lo"]) and np.isfinite(res["gap_hi"]) else STATUS_NO_INTERVAL
     return res
+
+
+def _gap_se(row: Mapping[str, Any], confidence: float, df: float) -> float:
+    """The standard error behind a comparison's interval (:func:`interval_se`, unclipped)."""
+    return interval_se(row["gap"], row["gap_lo"], row["gap_hi"], confidence=confidence, df=df,
+                       bounds=(-math.inf, math.inf))
+
+
+def _detectable(row: Mapping[str, Any], confidence: float, df: float, tests: int) -> float:
+    """The smallest |DP − MG| the comparison detects with probability :data:`POWER` at level
+    1 − ``confidence`` (the strictest Holm step over ``tests`` comparisons):
+    :func:`privaudit.analysis.familywise.detectable_difference` of its standard error."""
+    return detectable_difference(_gap_se(row, confidence, df), df, alpha=round(1.0 - confidence, 12), tests=tests,
+                                 power=POWER)
 
 
 # -- everything at once -------------------------------------------------------------------

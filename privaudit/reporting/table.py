@@ -8,6 +8,12 @@ from typing import Any
 
 import pandas as pd
 
+from privaudit.attacks.pool_attacks import REPLICATED
+
+#: the measures of the pool's replicates that the table carries, the test accuracy first
+POOL_MEASURES = ("test_accuracy", *REPLICATED)
+POOL_COLUMNS = ["pool_n", "pool_delta", *(c for m in POOL_MEASURES for c in (f"pool_{m}", f"pool_{m}_se"))]
+
 #: the columns of the trade-off table, in the CSV's order: a row per target and attack
 COLUMNS = [
     "target_run", "shadow_run", "model", "width", "dataset", "defence", "knob", "kappa", "dp", "noise_multiplier",
@@ -32,6 +38,9 @@ COLUMNS = [
     # planted canaries (--canaries): TPR on the canary members at the population's threshold
     "canaries", "n_canaries", "canary_tpr_at_1pct_fpr", "canary_tpr_at_1pct_fpr_lo", "canary_tpr_at_1pct_fpr_hi",
     "canary_tpr_at_0p1pct_fpr", "canary_tpr_at_0p1pct_fpr_lo", "canary_tpr_at_0p1pct_fpr_hi",
+    # every pool model as a replicate of the setting (docs/methods.md E): how many, and the mean
+    # over them of its test accuracy and of each measure with its jackknife standard error
+    *POOL_COLUMNS,
 ]
 
 
