@@ -141,7 +141,7 @@ def fold_bounds(labels: np.ndarray, scores: np.ndarray, fold: np.ndarray, *, del
     probability ≤ α/K, so, by the union bound over the folds, all hold at once with
     probability ≥ 1 − α and the largest (reported) does. Counts pooled over the folds are
     not binomial: fold j's model trained on fold k's samples, so the folds' errors depend
-    on each other (and thresholds chosen on the other folds' errors would be too).
+    on each other.
     """
     ks = np.unique(fold)
     per_fold = 1.0 - (1.0 - confidence) / ks.size
