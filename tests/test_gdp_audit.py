@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom, norm
 
-from privaudit.analysis import hidden_state
+from privaudit.analysis import empirical, hidden_state
 from privaudit.analysis.empirical import (_epsilon_from_counts, best_threshold, epsilon_lower_bound,
-                                          one_run_epsilon_lower_bound)
+                                          epsilon_lower_bound_bonferroni, one_run_epsilon_lower_bound)
 from privaudit.analysis.gdp import (BONFERRONI_CANDIDATES, bonferroni_thresholds, fdp_one_run_epsilon_lower_bound,
                                     fdp_one_run_mu_lower_bound, fdp_one_run_p_value, gdp_delta, gdp_epsilon,
                                     gdp_lower_bound, gdp_lower_bound_bonferroni, gdp_mu_for_epsilon,
@@ -178,6 +178,31 @@ def test_bonferroni_grid_ignores_the_labels():
     # ties collapse, and the confidence is split over the distinct candidates only
     tied = gdp_lower_bound_bonferroni(labels, np.round(scores), delta=1e-5)
     assert tied.candidates == bonferroni_thresholds(np.round(scores)).size <= np.unique(np.round(scores)).size < 10
+
+
+def test_epsilon_bonferroni_on_the_same_candidates():
+    """The Clopper–Pearson ε counterpart (empirical.epsilon_lower_bound_bonferroni): the same
+    label-free candidates as the μ bound, each candidate's epsilon_lower_bound at confidence
+    1 − 0.05/T, the largest (ties to the largest threshold) returned with its rates; never
+    above the GDP ε of the same candidates (same counts, module docstring)."""
+    rng = np.random.default_rng(5)
+    labels, scores = gdp_scores(rng, 1.5, 4000)
+    eps = epsilon_lower_bound_bonferroni(labels, scores, delta=1e-5, candidates=20)
+    gdp = gdp_lower_bound_bonferroni(labels, scores, delta=1e-5, candidates=20)
+    cand = bonferroni_thresholds(scores, 20)
+    each = [epsilon_lower_bound(labels, scores, t, delta=1e-5, confidence=1 - 0.05 / cand.size) for t in cand]
+    assert eps.candidates == gdp.candidates == cand.size and eps.threshold in cand
+    assert eps.epsilon == pytest.approx(max(each), rel=1e-12) and eps.threshold == cand[np.argmax(each)]
+    pred = scores >= eps.threshold
+    assert eps.fpr == np.mean(pred[labels == 0]) and eps.fnr == np.mean(~pred[labels == 1])
+    assert (eps.delta, eps.confidence) == (1e-5, 0.95) and 0 < eps.epsilon <= gdp.epsilon
+    # the grid is shared, not copied: gdp re-exports empirical's
+    assert bonferroni_thresholds is empirical.bonferroni_thresholds
+    assert BONFERRONI_CANDIDATES == empirical.BONFERRONI_CANDIDATES
+    # perfectly separated: the ε of zero errors at 1 − 0.05/T/2 per rate
+    sep = epsilon_lower_bound_bonferroni(np.repeat([1, 0], 50), np.repeat([1.0, 0.0], 50), delta=0.0)
+    hi = 1 - (0.05 / 2 / 2) ** (1 / 50)
+    assert sep.candidates == 2 and sep.epsilon == pytest.approx(np.log((1 - hi) / hi), rel=1e-9)
 
 
 # ---------------------------------------------------------------- against the (ε, δ) bound

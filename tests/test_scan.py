@@ -13,6 +13,7 @@ from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
 from cli_helpers import one_error_line, run_cli, run_cli_joined
+from privaudit.analysis.empirical import bonferroni_thresholds
 from privaudit.pipeline.attacking import AttackPlan, attack_target
 from privaudit.attacks.crossval import fold_ids, threshold_decisions
 from privaudit.attacks.scores import modified_entropy_scores, softmax
@@ -59,14 +60,24 @@ def test_separable_outputs_give_auc_one():
     a["logits_in"] = np.eye(C)[a["labels_in"]] * 30.0   # members: certain of the true class
     a["logits_out"] = np.zeros((200, C))                 # non-members: uniform
     r = scan(check(a))
+    fold = fold_ids(r.membership, 5, 0)
     for name in ("loss", "confidence", "entropy", "modified-entropy", "classifier"):
         m = r.metrics[name]
         assert m["auc"] == pytest.approx(1.0), name
         assert m["precision"] == pytest.approx(1.0) and m["recall"] == pytest.approx(1.0), name
         assert m["tpr_at_0p1pct_fpr"] == pytest.approx(1.0), name
-        # 200 + 200 perfect decisions at 95 %: the Clopper-Pearson bound ln((1 - δ - FPR_hi) / FNR_hi)
-        fnr_hi = 1 - 0.025 ** (1 / 200)
+        # T label-free candidates (the scores' distinct values, up to float noise), each at
+        # 1 − 0.05/T; the perfect one gives ln((1 − δ − FPR_hi) / FNR_hi), FNR_hi at 1 − 0.05/T/2
+        # (the bound's union of its two rates). The classifier: each of 5 folds of 40 + 40 at
+        # 1 − 0.05/5 with its own T, the largest fold's bound reported.
+        groups = [fold == k for k in range(5)] if name == "classifier" else [np.ones(400, bool)]
+        alphas = [0.05 / len(groups) / bonferroni_thresholds(r.scores[name][g]).size / 2 for g in groups]
+        fnr_hi = 1 - max(alphas) ** (1 / (200 // len(groups)))
         assert m["eps_lower_bound"] == pytest.approx(np.log((1 - 1e-5 - fnr_hi) / fnr_hi), rel=1e-6), name
+        assert m["eps_fpr"] == 0.0 and m["gdp_fpr"] == 0.0, name
+        assert m["gdp_mu"] == pytest.approx(-2 * norm.ppf(fnr_hi), rel=1e-6), name
+        assert m["threshold_strategy"].startswith("bonferroni within folds: each of 5 folds" if name == "classifier"
+                                                  else "bonferroni: "), name
 
 
 @pytest.mark.slow
@@ -89,11 +100,11 @@ def test_cross_validated_thresholds_never_see_their_fold():
     labels = np.r_[np.ones(50), np.zeros(50)].astype(int)
     scores = np.r_[np.linspace(1, 2, 50), np.linspace(0, 1.5, 50)]
     fold = fold_ids(labels, 5, 0)
-    d = threshold_decisions(labels, scores, fold, delta=0.0)
+    d = threshold_decisions(labels, scores, fold)
     # a sample's decision does not change when its own label (and its fold's labels) flip
     flipped = labels.copy()
     flipped[fold == 0] = 1 - flipped[fold == 0]
-    d2 = threshold_decisions(flipped, scores, fold, delta=0.0)
+    d2 = threshold_decisions(flipped, scores, fold)
     assert np.array_equal(d.member[fold == 0], d2.member[fold == 0])
 
 

@@ -25,14 +25,19 @@ mechanism is not (ε', δ)-DP for any ε' below the returned value".
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import overload
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import betaincinv, expit
+from scipy.special import betaincinv, expit, ndtr, ndtri
 from scipy.stats import binom
 
 from privaudit.analysis.metrics import check_scores as _check, roc_points
+
+#: default number of label-free candidate thresholds of the Bonferroni bounds
+#: (:func:`epsilon_lower_bound_bonferroni`, :func:`privaudit.analysis.gdp.gdp_lower_bound_bonferroni`)
+BONFERRONI_CANDIDATES = 100
 
 
 def _check_confidence(confidence: float) -> float:
@@ -197,13 +202,115 @@ def best_threshold(labels: np.ndarray, scores: np.ndarray, *, delta: float = 0.0
     labels, scores = _check(labels, scores)
     delta, confidence = _check_delta(delta), _check_confidence(confidence)
     cand = np.append(np.unique(scores), np.inf)  # ascending
-    pos = np.sort(scores[labels == 1])
-    neg = np.sort(scores[labels == 0])
-    fn = np.searchsorted(pos, cand, side="left")  # members with score < t
-    fp = neg.size - np.searchsorted(neg, cand, side="left")  # non-members with score >= t
+    pos, neg = _split(labels, scores)
+    fp, fn = _errors_at(pos, neg, cand)
     eps = _epsilon_from_counts(fp, neg.size, fn, pos.size, delta, confidence)
-    best = eps.size - 1 - int(np.argmax(eps[::-1]))
-    return float(cand[best])
+    return float(cand[_last_argmax(eps)])
+
+
+def _split(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted member scores, sorted non-member scores)."""
+    return np.sort(scores[labels == 1]), np.sort(scores[labels == 0])
+
+
+def _errors_at(pos: np.ndarray, neg: np.ndarray, thresholds: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """(FP, FN) at each threshold, from sorted member and non-member scores (member iff >= t)."""
+    fn = np.searchsorted(pos, thresholds, side="left")             # members with score < t
+    fp = neg.size - np.searchsorted(neg, thresholds, side="left")  # non-members with score >= t
+    return fp, fn
+
+
+def _last_argmax(values: npt.ArrayLike) -> int:
+    """The index of the largest value, the last one among ties (thresholds ascending: the
+    largest threshold, fewest predicted members)."""
+    flat = np.atleast_1d(np.asarray(values))
+    return flat.size - 1 - int(np.argmax(flat[::-1]))
+
+
+def bonferroni_thresholds(scores: npt.ArrayLike, candidates: int = BONFERRONI_CANDIDATES) -> np.ndarray:
+    """The label-free candidate thresholds of the Bonferroni bounds (:func:`epsilon_lower_bound_bonferroni`,
+    :func:`privaudit.analysis.gdp.gdp_lower_bound_bonferroni`): quantiles of the pooled ``scores`` at
+    ``candidates`` levels spaced evenly in probit scale between 5/N and 1 − 5/N (N scores), so
+    that both tails, where a strong attack's best threshold lies, are covered as finely as the
+    middle; duplicates (ties) dropped, ascending.
+    """
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    t = int(candidates)
+    if t != candidates or t < 1:
+        raise ValueError(f"candidates must be an integer >= 1 (got {candidates})")
+    edge = min(0.5, 5.0 / scores.size)
+    z = ndtri(edge)
+    levels = ndtr(np.linspace(z, -z, t)) if t > 1 else np.array([0.5])
+    return np.unique(np.quantile(scores, levels, method="inverted_cdf"))
+
+
+@dataclass(frozen=True)
+class CandidateCounts:
+    """The errors of every label-free candidate threshold on one data set: ``thresholds`` (T,)
+    ascending (:func:`bonferroni_thresholds`), ``fp`` and ``fn`` (T,) the false positives
+    among ``n_neg`` non-members and false negatives among ``n_pos`` members at each, and
+    ``per_candidate`` the confidence each candidate's bound is taken at, 1 − (1 − confidence)/T
+    (Bonferroni: the largest of the T bounds then holds at ``confidence``)."""
+
+    thresholds: np.ndarray
+    fp: np.ndarray
+    fn: np.ndarray
+    n_neg: int
+    n_pos: int
+    per_candidate: float
+
+    def fpr(self, i: int) -> float:
+        return int(self.fp[i]) / self.n_neg
+
+    def fnr(self, i: int) -> float:
+        return int(self.fn[i]) / self.n_pos
+
+
+def candidate_counts(labels: np.ndarray, scores: np.ndarray, *, confidence: float,
+                     candidates: int = BONFERRONI_CANDIDATES) -> CandidateCounts:
+    """:class:`CandidateCounts` of checked ``labels`` and ``scores`` (both classes present): the
+    one candidate set that the ε and the μ Bonferroni bounds share."""
+    cand = bonferroni_thresholds(scores, candidates)
+    pos, neg = _split(labels, scores)
+    fp, fn = _errors_at(pos, neg, cand)
+    return CandidateCounts(cand, np.asarray(fp), np.asarray(fn), neg.size, pos.size,
+                           1.0 - (1.0 - confidence) / cand.size)
+
+
+@dataclass(frozen=True)
+class EpsilonBound:
+    """A Clopper–Pearson ε lower bound over label-free candidates: ``epsilon`` at ``delta``,
+    ``threshold`` the candidate that gave it (member iff score >= threshold), ``candidates`` T,
+    ``fpr`` and ``fnr`` the rates at that threshold on the evaluated scores, ``confidence``."""
+
+    epsilon: float
+    delta: float
+    threshold: float
+    candidates: int
+    fpr: float
+    fnr: float
+    confidence: float
+
+
+def epsilon_lower_bound_bonferroni(labels: np.ndarray, scores: np.ndarray, *, delta: float = 0.0,
+                                   confidence: float = 0.95,
+                                   candidates: int = BONFERRONI_CANDIDATES) -> EpsilonBound:
+    """The (ε, δ) bound of :func:`epsilon_lower_bound` without calibration data.
+
+    The candidate thresholds are :func:`bonferroni_thresholds` of the pooled scores, chosen
+    without the labels, the same candidates as :func:`privaudit.analysis.gdp
+    .gdp_lower_bound_bonferroni` (docs/methods.md D.6). With T distinct candidates each bound
+    is :func:`epsilon_lower_bound`'s at confidence 1 − (1 − ``confidence``)/T, and the largest
+    is returned (ties to the largest threshold): by the union bound, with probability
+    ≥ ``confidence`` every candidate's bound holds at once, so the largest does.
+    """
+    labels, scores = _check(labels, scores)
+    delta, confidence = _check_delta(delta), _check_confidence(confidence)
+    c = candidate_counts(labels, scores, confidence=confidence, candidates=candidates)
+    eps = _epsilon_from_counts(c.fp, c.n_neg, c.fn, c.n_pos, delta, c.per_candidate)
+    best = _last_argmax(eps)
+    return EpsilonBound(epsilon=float(np.atleast_1d(eps)[best]), delta=delta, threshold=float(c.thresholds[best]),
+                        candidates=int(c.thresholds.size), fpr=c.fpr(best), fnr=c.fnr(best), confidence=confidence)
 
 
 def one_run_p_value(num_guesses: int, num_correct: int, num_canaries: int, epsilon: float, delta: float = 0.0) -> float:

@@ -129,11 +129,12 @@ import numpy.typing as npt
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr, ndtri
 
-from privaudit.analysis.empirical import _check_confidence, _counts, _cp_upper
+from privaudit.analysis.empirical import (_check_confidence, _counts, _cp_upper, _errors_at, _last_argmax, _split,
+                                          candidate_counts)
+# the label-free candidates, shared with the Clopper–Pearson ε bound, live in empirical.py
+from privaudit.analysis.empirical import BONFERRONI_CANDIDATES as BONFERRONI_CANDIDATES
+from privaudit.analysis.empirical import bonferroni_thresholds as bonferroni_thresholds
 from privaudit.analysis.metrics import check_scores
-
-#: default number of label-free candidate thresholds of :func:`gdp_lower_bound_bonferroni`
-BONFERRONI_CANDIDATES = 100
 
 
 # ---------------------------------------------------------------- μ ↔ (ε, δ)
@@ -283,18 +284,6 @@ def _check_set(labels: npt.ArrayLike, scores: npt.ArrayLike, what: str) -> tuple
         raise ValueError(f"the {what} data: {exc}") from None
 
 
-def _split(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted member scores, sorted non-member scores)."""
-    return np.sort(scores[labels == 1]), np.sort(scores[labels == 0])
-
-
-def _errors_at(pos: np.ndarray, neg: np.ndarray, thresholds: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """(FP, FN) at each threshold, from sorted member and non-member scores (member iff >= t)."""
-    fn = np.searchsorted(pos, thresholds, side="left")             # members with score < t
-    fp = neg.size - np.searchsorted(neg, thresholds, side="left")  # non-members with score >= t
-    return fp, fn
-
-
 def _bound(labels: np.ndarray, scores: np.ndarray, threshold: float, *, delta: float, confidence: float, strategy: str,
            candidates: int, per_candidate: float) -> GDPBound:
     pos, neg = _split(labels, scores)
@@ -342,33 +331,18 @@ def gdp_lower_bound(labels: npt.ArrayLike, scores: npt.ArrayLike, calib_labels: 
     n_neg = labels.size - n_pos
     fp_scaled = np.rint(fp * (n_neg / c_neg.size))
     fn_scaled = np.rint(fn * (n_pos / c_pos.size))
-    mu = np.asarray(mu_from_counts(fp_scaled, n_neg, fn_scaled, n_pos, confidence))
-    best = mu.size - 1 - int(np.argmax(mu[::-1]))
+    best = _last_argmax(mu_from_counts(fp_scaled, n_neg, fn_scaled, n_pos, confidence))
     return _bound(labels, scores, float(cand[best]), delta=delta, confidence=confidence,
                   strategy="calibration", candidates=1, per_candidate=confidence)
-
-
-def bonferroni_thresholds(scores: npt.ArrayLike, candidates: int = BONFERRONI_CANDIDATES) -> np.ndarray:
-    """The label-free candidate thresholds of :func:`gdp_lower_bound_bonferroni`: quantiles of
-    the pooled ``scores`` at ``candidates`` levels spaced evenly in probit scale between 5/N
-    and 1 − 5/N (N scores), so that both tails, where a strong attack's best threshold lies,
-    are covered as finely as the middle; duplicates (ties) dropped, ascending.
-    """
-    scores = np.asarray(scores, dtype=np.float64).ravel()
-    t = int(candidates)
-    if t != candidates or t < 1:
-        raise ValueError(f"candidates must be an integer >= 1 (got {candidates})")
-    edge = min(0.5, 5.0 / scores.size)
-    z = ndtri(edge)
-    levels = ndtr(np.linspace(z, -z, t)) if t > 1 else np.array([0.5])
-    return np.unique(np.quantile(scores, levels, method="inverted_cdf"))
 
 
 def gdp_lower_bound_bonferroni(labels: npt.ArrayLike, scores: npt.ArrayLike, *, delta: float, confidence: float = 0.95,
                                candidates: int = BONFERRONI_CANDIDATES) -> GDPBound:
     """The GDP auditing estimate without calibration data (``strategy`` "bonferroni").
 
-    The candidate thresholds are :func:`bonferroni_thresholds` of the pooled scores: chosen
+    The candidate thresholds are :func:`~privaudit.analysis.empirical.bonferroni_thresholds` of
+    the pooled scores (:func:`~privaudit.analysis.empirical.candidate_counts`, shared with the
+    Clopper–Pearson ε bound :func:`~privaudit.analysis.empirical.epsilon_lower_bound_bonferroni`): chosen
     without the labels (the label-free part of the data; strictly, Clopper–Pearson assumes a
     threshold fixed in advance, and a quantile of the pooled scores moves by at most one
     order statistic when one sample changes, which tests/test_gdp_audit.py's coverage test
@@ -389,15 +363,10 @@ def gdp_lower_bound_bonferroni(labels: npt.ArrayLike, scores: npt.ArrayLike, *, 
     confidence = _check_confidence(confidence)
     delta = _check_gdp_delta(delta)
     labels, scores = _check_set(labels, scores, "evaluated")
-    cand = bonferroni_thresholds(scores, candidates)
-    pos, neg = _split(labels, scores)
-    fp, fn = _errors_at(pos, neg, cand)
-    per_candidate = 1.0 - (1.0 - confidence) / cand.size
-    mu = mu_from_counts(fp, neg.size, fn, pos.size, per_candidate)
-    mu = np.atleast_1d(mu)
-    best = mu.size - 1 - int(np.argmax(mu[::-1]))
-    return _bound(labels, scores, float(cand[best]), delta=delta, confidence=confidence,
-                  strategy="bonferroni", candidates=cand.size, per_candidate=per_candidate)
+    c = candidate_counts(labels, scores, confidence=confidence, candidates=candidates)
+    best = _last_argmax(mu_from_counts(c.fp, c.n_neg, c.fn, c.n_pos, c.per_candidate))
+    return _bound(labels, scores, float(c.thresholds[best]), delta=delta, confidence=confidence,
+                  strategy="bonferroni", candidates=c.thresholds.size, per_candidate=c.per_candidate)
 
 
 # ---------------------------------------------------------------- the f-DP one-run audit

@@ -2,7 +2,7 @@
 
 When no other model is at hand (``privaudit scan`` with only the audited model's outputs),
 every choice an attack makes from membership labels (a trained classifier's weights, a
-decision threshold, the ε-bound threshold) is made on the other folds of a stratified
+decision threshold) is made on the other folds of a stratified
 K-fold split of the audited samples, so no sample is scored or decided by anything fitted
 on it. This is how TF Privacy's attack library trains its attackers (on a part of the
 audited samples, evaluated on the rest), here with every sample evaluated once.
@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from privaudit.attacks.scores import softmax
-from privaudit.analysis.empirical import best_threshold
 from privaudit.analysis.metrics import advantage_threshold
 
 DEFAULT_FOLDS = 5
@@ -44,32 +43,28 @@ def fold_ids(labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
 
 @dataclass
 class Decisions:
-    """An attack's out-of-fold outputs: ``scores`` (N,), and its decisions (N,) bool at the
-    threshold of TPR − FPR (``member``) and at the ε-bound threshold (``member_eps``), each
-    chosen on the other folds."""
+    """An attack's out-of-fold outputs: ``scores`` (N,), and its decisions ``member`` (N,)
+    bool at the threshold of largest TPR − FPR chosen on the other folds."""
 
     scores: np.ndarray
     member: np.ndarray
-    member_eps: np.ndarray
 
 
-def threshold_decisions(labels: np.ndarray, scores: np.ndarray, fold: np.ndarray, *, delta: float,
+def threshold_decisions(labels: np.ndarray, scores: np.ndarray, fold: np.ndarray, *,
                         calibration: list[np.ndarray] | None = None) -> Decisions:
-    """Decisions of a fixed score by thresholds chosen per fold on the other folds.
+    """Decisions of a fixed score by a threshold chosen per fold on the other folds.
 
     ``calibration`` (one (N,) array per fold), when given, are the scores on which fold k's
-    thresholds are chosen (their entries outside fold k are used): the classifier below
+    threshold is chosen (their entries outside fold k are used): the classifier below
     scores the other folds by an inner cross-validation, never by the model that scores fold k.
     """
     labels = np.asarray(labels).astype(int)
     member = np.zeros(len(labels), dtype=bool)
-    member_eps = np.zeros(len(labels), dtype=bool)
     for k in np.unique(fold):
         test, train = fold == k, fold != k
         calib = scores if calibration is None else calibration[k]
         member[test] = scores[test] >= advantage_threshold(labels[train], calib[train])
-        member_eps[test] = scores[test] >= best_threshold(labels[train], calib[train], delta=delta)
-    return Decisions(np.asarray(scores, dtype=np.float64), member, member_eps)
+    return Decisions(np.asarray(scores, dtype=np.float64), member)
 
 
 def sorted_posteriors(logits: np.ndarray, k: int = MAX_SORTED_POSTERIORS) -> np.ndarray:
@@ -106,12 +101,11 @@ def _out_of_fold(features: np.ndarray, labels: np.ndarray, fold: np.ndarray, see
     return out
 
 
-def classifier_decisions(features: np.ndarray, labels: np.ndarray, fold: np.ndarray, *, delta: float,
-                         seed: int = 0) -> Decisions:
+def classifier_decisions(features: np.ndarray, labels: np.ndarray, fold: np.ndarray, *, seed: int = 0) -> Decisions:
     """The trained attack classifier, cross-validated.
 
-    Fold k is scored by a classifier fitted on the other folds; its thresholds are chosen
-    on out-of-fold scores of those other folds from an inner :data:`INNER_FOLDS`-fold
+    Fold k is scored by a classifier fitted on the other folds; its decision threshold is
+    chosen on out-of-fold scores of those other folds from an inner :data:`INNER_FOLDS`-fold
     cross-validation within them (classifiers that never saw fold k). ``features`` (N, d).
     """
     labels = np.asarray(labels).astype(int)
@@ -123,4 +117,4 @@ def classifier_decisions(features: np.ndarray, labels: np.ndarray, fold: np.ndar
         inner_fold = fold_ids(labels[train], INNER_FOLDS, seed + 1 + k)
         inner[train] = _out_of_fold(features[train], labels[train], inner_fold, seed)
         calibration.append(inner)
-    return threshold_decisions(labels, scores, fold, delta=delta, calibration=calibration)
+    return threshold_decisions(labels, scores, fold, calibration=calibration)

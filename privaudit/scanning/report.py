@@ -65,6 +65,12 @@ def headline(result: ScanResult) -> dict:
             "attacks_above_chance": above, "verdict": verdict(family)}
 
 
+def _eps_tip(m: dict) -> str:
+    """The ε cell's tooltip: how its threshold was set (empty when the metrics do not say)."""
+    strategy = m.get("threshold_strategy")
+    return f"95 % lower bound (Clopper–Pearson); threshold: {strategy}" if strategy else ""
+
+
 def _roc_svg(result: ScanResult) -> str:
     series = []
     for name, s in result.scores.items():
@@ -113,7 +119,7 @@ def write(result: ScanResult, folder: Path, *, command: str = "", references: di
              "tpr1": _fmt(m["tpr_at_1pct_fpr"]), "tpr1_ci": _interval(m, "tpr_at_1pct_fpr"),
              "tpr01": _fmt(m["tpr_at_0p1pct_fpr"]), "tpr01_ci": _interval(m, "tpr_at_0p1pct_fpr"),
              "precision": _fmt(m["precision"]), "recall": _fmt(m["recall"]), "advantage": _fmt(m["advantage"]),
-             "eps": _fmt(m.get("eps_lower_bound"), 2),
+             "eps": _fmt(m.get("eps_lower_bound"), 2), "eps_tip": _eps_tip(m),
              "calibration": CALIBRATION.get(m.get("calibration", ""), m.get("calibration", "")),
              "leaks": leaks(m), "strongest": a == head.get("strongest")} for a, m in result.metrics.items()]
     groups = result.groups[result.groups["attack"] == head.get("strongest")] if len(result.groups) else result.groups

@@ -5,15 +5,18 @@ Which attacks run (docs/scan.md):
 * the audited model's logits or probabilities alone: ``loss`` (Yeom et al. 2018),
   ``confidence``, ``entropy`` and ``modified-entropy`` (Song & Mittal 2021), and
   ``classifier`` (gradient-boosted trees on the sorted posteriors); with losses only,
-  ``loss``. Their decision and ε thresholds are chosen by stratified K-fold
-  cross-validation on the audited samples (:mod:`privaudit.attacks.crossval`);
+  ``loss``. Their decision thresholds are chosen by stratified K-fold cross-validation on
+  the audited samples (:mod:`privaudit.attacks.crossval`), their ε and μ bounds by
+  Bonferroni over label-free candidate thresholds (:func:`fixed_score_bounds`; the
+  classifier's within its folds, :func:`fold_bounds`);
 * with a shadow model's outputs: the ML-Leaks ``shadow`` attack, and the loss and
   confidence attacks thresholded as ``privaudit attack`` does (computed by the same
   function, so the numbers are the same); entropy and modified entropy take their
   thresholds from the shadow model;
 * with reference models: LiRA (online/offline, per-sample/global variance), RMIA and the
   many-shadow attack, thresholds chosen by leave-one-out over the references, as
-  ``privaudit attack`` does with its pools.
+  ``privaudit attack`` does with its pools (with offline or too few references: as the
+  score attacks above).
 
 Every attack gets AUC with its DeLong interval, TPR at 1 % and 0.1 % FPR with
 Clopper–Pearson intervals, precision, recall, accuracy and advantage at its decision
@@ -42,8 +45,8 @@ from privaudit.attacks.pool_attacks import (POOL_ATTACKS, evaluate_scores, leave
                                             tpr_intervals)
 from privaudit.attacks.features import compute_features
 from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
-from privaudit.analysis.empirical import epsilon_lower_bound
-from privaudit.analysis.gdp import gdp_at_threshold
+from privaudit.analysis.empirical import EpsilonBound, epsilon_lower_bound_bonferroni
+from privaudit.analysis.gdp import GDPBound, gdp_lower_bound_bonferroni
 from privaudit.analysis.familywise import PERMUTATIONS, family_test
 from privaudit.errors import DataError, brief
 from privaudit.analysis.metrics import attack_metrics, auc_interval, rank_attacks, strongest_attack
@@ -98,16 +101,68 @@ class ScanResult:
         return pd.DataFrame(rows)
 
 
-def _cv_metrics(labels: np.ndarray, d: Decisions, *, delta: float, confidence: float) -> dict:
+def _decision_metrics(labels: np.ndarray, d: Decisions, confidence: float) -> dict:
+    """Precision, recall, accuracy and advantage at the cross-validated decisions (point
+    estimates), AUC and the TPRs at low FPR with their intervals."""
     m: dict[str, Any] = attack_metrics(labels, d.scores, float("nan"), predicted=d.member)
-    m["eps_lower_bound"] = float(epsilon_lower_bound(labels, d.member_eps.astype(float), 0.5, delta=delta,
-                                                     confidence=confidence))
-    # the Gaussian-DP μ of the same decisions (each fold's threshold chosen on the other folds)
-    gdp = gdp_at_threshold(labels, d.member_eps.astype(float), 0.5, delta=delta, confidence=confidence)
-    m["eps_fpr"] = m["gdp_fpr"] = gdp.fpr
-    m["threshold_strategy"] = "cross-validation: each fold's threshold chosen on the other folds"
-    m["gdp_mu"], m["gdp_epsilon"] = gdp.mu, gdp.epsilon
     return {**m, **tpr_intervals(labels, d.scores, confidence)}
+
+
+def _bounds(eps: EpsilonBound, gdp: GDPBound, strategy: str) -> dict:
+    return {"threshold_strategy": strategy, "eps_lower_bound": eps.epsilon, "eps_threshold": eps.threshold,
+            "eps_fpr": eps.fpr, **gdp.metrics()}
+
+
+def fixed_score_bounds(labels: np.ndarray, scores: np.ndarray, *, delta: float, confidence: float) -> dict:
+    """The ε and μ lower bounds of an attack whose score is a fixed function of the audited
+    model's outputs: ``eps_lower_bound`` (:func:`privaudit.analysis.empirical
+    .epsilon_lower_bound_bonferroni`) and ``gdp_mu``, ``gdp_epsilon``
+    (:func:`privaudit.analysis.gdp.gdp_lower_bound_bonferroni`), on the same T label-free
+    candidate thresholds (quantiles of the pooled scores), each candidate's bound at
+    confidence 1 − α/T and the largest reported, so each bound holds at ``confidence``
+    (docs/methods.md D.6); ``eps_fpr`` / ``gdp_fpr`` the FPR at the chosen candidate,
+    ``eps_threshold`` / ``gdp_threshold`` the candidate, ``threshold_strategy`` says so."""
+    eps = epsilon_lower_bound_bonferroni(labels, scores, delta=delta, confidence=confidence)
+    gdp = gdp_lower_bound_bonferroni(labels, scores, delta=delta, confidence=confidence)
+    return _bounds(eps, gdp, f"bonferroni: {eps.candidates} label-free candidate thresholds, each at confidence "
+                             f"1 − α/{eps.candidates}")
+
+
+def fold_bounds(labels: np.ndarray, scores: np.ndarray, fold: np.ndarray, *, delta: float, confidence: float) -> dict:
+    """The ε and μ lower bounds of the cross-validated ``classifier`` (same keys as
+    :func:`fixed_score_bounds`), each fold's own scores bounded on their own.
+
+    Fold k is scored by a model fitted on the other folds only. Given those folds' samples
+    it is a fixed function, and fold k's members and non-members are draws independent of
+    it, so at a threshold fixed without fold k's labels its errors are binomial, as for a
+    fixed score; the candidates are label-free quantiles of fold k's pooled scores (D.6).
+    Each of the K folds is bounded by :func:`fixed_score_bounds`' two functions at confidence
+    1 − α/K (its T candidates each at 1 − α/(K·T)); given the other folds each fails with
+    probability ≤ α/K, so, by the union bound over the folds, all hold at once with
+    probability ≥ 1 − α and the largest (reported) does. Counts pooled over the folds are
+    not binomial: fold j's model trained on fold k's samples, so the folds' errors depend
+    on each other.
+    """
+    ks = np.unique(fold)
+    per_fold = 1.0 - (1.0 - confidence) / ks.size
+    eps = [epsilon_lower_bound_bonferroni(labels[fold == k], scores[fold == k], delta=delta, confidence=per_fold)
+           for k in ks]
+    gdp = [gdp_lower_bound_bonferroni(labels[fold == k], scores[fold == k], delta=delta, confidence=per_fold)
+           for k in ks]
+    e, g = int(np.argmax([b.epsilon for b in eps])), int(np.argmax([b.mu for b in gdp]))
+    t = max(b.candidates for b in eps)
+    return _bounds(eps[e], gdp[g], f"bonferroni within folds: each of {ks.size} folds' out-of-fold scores, up to "
+                                   f"{t} label-free candidate thresholds each, at confidence 1 − α/({ks.size}·T)")
+
+
+def fixed_score_metrics(labels: np.ndarray, scores: np.ndarray, fold: np.ndarray, *, delta: float,
+                        confidence: float) -> dict:
+    """Every metric of an attack whose score is a fixed function of the outputs: decisions by
+    cross-validation (:func:`privaudit.attacks.crossval.threshold_decisions`), bounds by
+    :func:`fixed_score_bounds`."""
+    d = threshold_decisions(labels, scores, fold)
+    return {**_decision_metrics(labels, d, confidence),
+            **fixed_score_bounds(labels, scores, delta=delta, confidence=confidence), "calibration": "cv"}
 
 
 def _target_scores(inp: ScanInput) -> dict[str, np.ndarray]:
@@ -144,13 +199,14 @@ def scan(inp: ScanInput, *, delta: float = 1e-5, folds: int = DEFAULT_FOLDS, see
     for name, s in base.items():
         if name in shadow_done:
             continue
-        metrics[name] = {**_cv_metrics(labels, threshold_decisions(labels, s, fold, delta=delta), delta=delta,
-                                       confidence=confidence), "calibration": "cv"}
+        metrics[name] = fixed_score_metrics(labels, s, fold, delta=delta, confidence=confidence)
         scores[name] = s
     if inp.kind == "logits":
         features = sorted_posteriors(np.concatenate([inp.members.plain, inp.nonmembers.plain]))
-        d = classifier_decisions(features, labels, fold, delta=delta, seed=seed)
-        metrics["classifier"] = {**_cv_metrics(labels, d, delta=delta, confidence=confidence), "calibration": "cv"}
+        d = classifier_decisions(features, labels, fold, seed=seed)
+        metrics["classifier"] = {**_decision_metrics(labels, d, confidence),
+                                 **fold_bounds(labels, d.scores, fold, delta=delta, confidence=confidence),
+                                 "calibration": "cv"}
         scores["classifier"] = d.scores
     else:
         for name in ("confidence", "entropy", "modified-entropy", "classifier"):
@@ -238,10 +294,9 @@ def _reference_attacks(inp: ScanInput, labels, fold, metrics, scores, skipped, d
     paired = refs.paired
     if offline_only or len(refs.keep) < (4 if paired else 3):
         # no reference has members among the audited samples to be attacked with the others
-        # (offline references), or too few references: thresholds by cross-validation
+        # (offline references), or too few references: as the score attacks on the outputs
         for name in done:
-            d = threshold_decisions(labels, scores[name], fold, delta=delta)
-            metrics[name] = {**_cv_metrics(labels, d, delta=delta, confidence=confidence), "calibration": "cv"}
+            metrics[name] = fixed_score_metrics(labels, scores[name], fold, delta=delta, confidence=confidence)
         return
     try:
         _, loo = leave_one_out(refs.logits, refs.pop_logits, refs.keep, y, refs.pop_labels, attacks=tuple(done),
