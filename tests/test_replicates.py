@@ -16,9 +16,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from benchmarks.bench_pool_replicates import simulated_pool
 from privaudit.analysis.familywise import detectable_difference
 from privaudit.analysis.replicates import jackknife_se, pool_columns, replicates
-from privaudit.attacks.pool_attacks import REPLICATED, leave_one_out, pair_jackknife, replicate_metrics
+from privaudit.attacks.pool_attacks import JACKKNIFED, REPLICATED, leave_one_out, pair_jackknife, replicate_metrics
 from privaudit.reporting.summary import VERDICT_DP, VERDICT_MG, compare, settings
 
 
@@ -38,41 +39,30 @@ def test_detectable_difference_closed_form():
     assert math.isnan(detectable_difference(math.nan))
 
 
-def _pool(rng: np.random.Generator, m: int, difficulty: np.ndarray, effect: np.ndarray, pop: np.ndarray):
-    """Simulated pool outputs: model t's logit-scaled confidence on sample i is its difficulty,
-    plus the membership effect where t trains on i, plus per-model and per-output noise
-    (two classes, the true class's logit the confidence itself)."""
-    n, z = len(difficulty), len(pop)
-    keep = np.zeros((m, n), bool)
-    for j in range(m // 2):
-        half = rng.random(n) < 0.5
-        keep[2 * j], keep[2 * j + 1] = half, ~half
-    shift = rng.normal(0, 0.2, (m, 1))
-    phi = difficulty + effect * keep + 0.8 * rng.normal(size=(m, n)) + shift
-    pphi = pop + 0.8 * rng.normal(size=(m, z)) + shift
-
-    def logits(x):
-        return np.stack([x, np.zeros_like(x)], -1)[:, :, None, :].astype(np.float32)
-    return logits(phi), logits(pphi), keep, np.zeros(n, int), np.zeros(z, int)
-
-
 def test_pair_jackknife_is_leave_one_out_without_the_pair():
+    """Each left-out mean: the pool without pair j scored again, every target evaluated at the
+    thresholds it had in the whole pool."""
     rng = np.random.default_rng(0)
-    arrays = _pool(rng, 8, rng.normal(0, 1.5, 200), np.abs(rng.normal(0.6, 0.6, 200)), rng.normal(0, 1.5, 100))
-    jack = pair_jackknife(*arrays, attacks=("lira-online", "loss"), delta=1e-5)
+    arrays = simulated_pool(rng, 8, rng.normal(0, 1.5, 200), np.abs(rng.normal(0.6, 0.6, 200)), rng.normal(0, 1.5, 100))
     logits, pop, keep, labels, pop_labels = arrays
+    full, _ = leave_one_out(*arrays, attacks=("lira-online", "loss"), delta=1e-5)
+    jack = pair_jackknife(*arrays, full, attacks=("lira-online", "loss"), delta=1e-5)
     for j in (0, 3):
         rest = np.flatnonzero(np.arange(8) // 2 != j)
-        by_hand, _ = leave_one_out(logits[rest], pop[rest], keep[rest], labels, pop_labels, attacks=("lira-online",),
-                                   delta=1e-5, evaluate=replicate_metrics)
-        for k in REPLICATED:
-            assert jack["lira-online"][j][k] == pytest.approx(np.mean([r[k] for r in by_hand["lira-online"]]))
-    # the loss attack uses no reference: its AUC left out is the other targets' mean
-    full, _ = leave_one_out(*arrays, attacks=("loss",), delta=1e-5)
-    auc = np.array([r["auc"] for r in full["loss"]])
-    for j in range(4):
-        assert jack["loss"][j]["auc"] == pytest.approx(np.delete(auc, [2 * j, 2 * j + 1]).mean())
-    assert pair_jackknife(logits[:4], pop[:4], keep[:4], labels, pop_labels, attacks=("loss",), delta=1e-5) == {}
+        _, scores = leave_one_out(logits[rest], pop[rest], keep[rest], labels, pop_labels, attacks=("lira-online",),
+                                  delta=1e-5)
+        for k in JACKKNIFED:
+            by_hand = [replicate_metrics(keep[t].astype(int), scores["lira-online"][i],
+                                         full["lira-online"][t]["eps_threshold"],
+                                         full["lira-online"][t]["gdp_threshold"], delta=1e-5)[k]
+                       for i, t in enumerate(rest)]
+            assert jack["lira-online"][j][k] == pytest.approx(np.mean(by_hand))
+    # the loss attack reads no reference: left out, every measure is the other targets' mean
+    for k in JACKKNIFED:
+        v = np.array([r[k] for r in full["loss"]])
+        for j in range(4):
+            assert jack["loss"][j][k] == pytest.approx(np.delete(v, [2 * j, 2 * j + 1]).mean())
+    assert pair_jackknife(logits[:4], pop[:4], keep[:4], labels, pop_labels, full, attacks=("loss",), delta=1e-5) == {}
 
 
 def test_pool_columns_give_the_mean_and_the_jackknife_se():
@@ -90,26 +80,25 @@ def test_pool_columns_give_the_mean_and_the_jackknife_se():
 
 
 @pytest.mark.slow
-def test_the_jackknife_covers_the_spread_of_pool_means():
-    """Simulated pools of 8 models whose records are fixed (the per-setting truth is the
-    expected mean over pools): the jackknife's standard error matches the true spread of the
-    pool means, where the plain standard error of the pair means is too small because every
-    target shares its references (benchmarks/bench_pool_replicates.py has the full table)."""
+def test_the_jackknife_is_not_smaller_than_the_spread_of_pool_means():
+    """Simulated pools of 16 models whose records are fixed (the per-setting truth is the
+    expected mean over pools): the jackknife's standard error of μ's pool mean is at least
+    the true spread of the pool means (it errs wide: about 1.5× on these pools;
+    benchmarks/bench_pool_replicates.py has the full table, and the plain standard error of
+    the pair means, too small because every target shares its references)."""
     world = np.random.default_rng(123)
-    n, z, m, pools = 300, 150, 8, 48
+    n, z, m, pools = 300, 150, 16, 32
     difficulty, effect, pop = world.normal(0, 1.5, n), np.abs(world.normal(0.6, 0.6, n)), world.normal(0, 1.5, z)
-    means, se_jack, se_pairs = [], [], []
+    means, se_jack = [], []
     for s in range(pools):
-        arrays = _pool(np.random.default_rng(s), m, difficulty, effect, pop)
-        full, _ = leave_one_out(*arrays, attacks=("lira-online",), delta=1e-5, evaluate=replicate_metrics)
-        jack = pair_jackknife(*arrays, attacks=("lira-online",), delta=1e-5)
-        v = np.array([r["auc"] for r in full["lira-online"]])
-        means.append(v.mean())
-        se_jack.append(jackknife_se([p["auc"] for p in jack["lira-online"]]))
-        se_pairs.append(v.reshape(-1, 2).mean(1).std(ddof=1) / 2)
-    spread = np.std(means, ddof=1)
-    ratio = np.sqrt(np.mean(np.square(se_jack))) / spread
-    assert 0.8 <= ratio <= 1.6, ratio
+        arrays = simulated_pool(np.random.default_rng(s), m, difficulty, effect, pop)
+        full, _ = leave_one_out(*arrays, attacks=("lira-online",), delta=1e-5)
+        jack = pair_jackknife(*arrays, full, attacks=("lira-online",), delta=1e-5)
+        means.append(np.mean([r["gdp_mu"] for r in full["lira-online"]]))
+        se_jack.append(jackknife_se([p["gdp_mu"] for p in jack["lira-online"]]))
+    ratio = np.sqrt(np.mean(np.square(se_jack))) / np.std(means, ddof=1)
+    # 32 pools estimate the spread to about ±13 %: a jackknife as small as the spread passes
+    assert 0.85 <= ratio <= 3.0, ratio
 
 
 # -- verdicts in simulated worlds -------------------------------------------------------------

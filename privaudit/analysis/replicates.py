@@ -52,14 +52,22 @@ def replicates(per_model: Mapping[str, Sequence[Mapping[str, Any]]], jackknife: 
     per pool model (its ``test_accuracy`` and each of ``measures`` as the leave-one-out
     target), ``pairs``, one dict per left-out pair (the means of the pool without it,
     accuracy included; empty when the pool is too small to leave a pair out), and ``delta``,
-    the δ of the measures' ε."""
+    the δ of the measures' ε. An attack of ``jackknife`` takes its left-out means from there
+    (recomputed without the pair; a measure it does not recompute gets no standard error);
+    any other's are the means of the other models' values, which is what recomputing gives
+    for an attack whose scores do not read the references sample by sample."""
     acc = np.asarray(accuracies, dtype=float)
-    pairs = len(acc) // 2
-    pair_acc = [float(np.delete(acc, [2 * j, 2 * j + 1]).mean()) for j in range(pairs)]
+    pairs = len(acc) // 2 if len(acc) >= 6 and len(acc) % 2 == 0 else 0
     out = {}
     for attack, rows in per_model.items():
         models = [{ACCURACY: float(a), **{k: float(r[k]) for k in measures}} for a, r in zip(acc, rows)]
-        jk = [{ACCURACY: pa, **{k: float(r[k]) for k in measures}} for pa, r in zip(pair_acc, jackknife.get(attack, []))]
+        recomputed = jackknife.get(attack)
+        jk = []
+        for j in range(pairs):
+            rest = [m for i, m in enumerate(models) if i // 2 != j]
+            plain = (ACCURACY,) if recomputed else (ACCURACY, *measures)
+            left = {k: float(np.mean([m[k] for m in rest])) for k in plain}
+            jk.append({**left, **({k: float(v) for k, v in recomputed[j].items()} if recomputed else {})})
         out[attack] = {"models": models, "pairs": jk, "delta": float(delta)}
     return out
 
@@ -74,5 +82,6 @@ def pool_columns(kept: Mapping[str, Any], measures: Sequence[str]) -> dict[str, 
     for k in (ACCURACY, *measures):
         vals = np.array([m[k] for m in models], dtype=float)
         out[f"pool_{k}"] = float(np.nanmean(vals)) if np.isfinite(vals).any() else math.nan
-        out[f"pool_{k}_se"] = jackknife_se([p[k] for p in pairs]) if len(pairs) == len(models) // 2 else math.nan
+        out[f"pool_{k}_se"] = (jackknife_se([p.get(k, math.nan) for p in pairs]) if len(pairs) == len(models) // 2
+                               else math.nan)
     return out

@@ -19,7 +19,7 @@ from privaudit.attacks.rmia import calibrate_a, rmia_scores
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.analysis.empirical import best_threshold, epsilon_lower_bound, tpr_at_fpr_with_ci
-from privaudit.analysis.gdp import gdp_lower_bound
+from privaudit.analysis.gdp import gdp_lower_bound, mu_from_counts
 from privaudit.analysis.operating import tpr_at_low_fprs
 from privaudit.analysis.metrics import advantage_threshold, attack_metrics, auc_score, low_fpr_tprs, roc
 
@@ -32,9 +32,20 @@ CALIBRATED = "calibration: chosen on another model's scores"
 #: model; its thresholds are chosen on a pool model's scores, so it runs with the pool
 QUANTILE_ATTACK = "quantile"
 BASELINE_ATTACKS = ("loss", "confidence")
+#: the attacks whose scores read per-sample statistics of the references (LiRA's IN/OUT
+#: Gaussians, RMIA's reference likelihoods): the jackknife recomputes them without each pair
+#: (:func:`pair_jackknife`); the others' scores (the loss and confidence baselines, and the
+#: many-shadow attack's 3-input regression fitted on every reference's rows) change too
+#: little without one pair for their plain pair means to understate the spread
+#: (benchmarks/bench_pool_replicates.py measures both)
+PER_SAMPLE_REFERENCES = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global",
+                         "lira-shrunk-online", "lira-shrunk-offline", "rmia")
 #: what each pool model, attacked with the others as references, contributes as a replicate of
 #: its setting (docs/methods.md E): the measures the verdicts compare, and μ's ε
 REPLICATED = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "gdp_mu", "gdp_epsilon", "eps_lower_bound")
+#: the replicated measures whose pool mean gets a jackknife standard error (μ's ε is read from
+#: μ and its interval's ends)
+JACKKNIFED = tuple(k for k in REPLICATED if k != "gdp_epsilon")
 RMIA_PSEUDO_TARGETS = 2
 # The many-shadow attack's logistic regression has 3 inputs; beyond this many rows per class
 # (seeded subsample) more data changes its fit by less than its sampling error while the fit
@@ -193,15 +204,19 @@ def calibrated_bounds(labels: np.ndarray, scores: np.ndarray, calib_labels: np.n
             "eps_fpr": float(np.mean(np.asarray(scores)[neg] >= thr)), **gdp.metrics()}
 
 
-def replicate_metrics(labels: np.ndarray, scores: np.ndarray, calib_labels: np.ndarray, calib_scores: np.ndarray,
+def replicate_metrics(labels: np.ndarray, scores: np.ndarray, eps_threshold: float, gdp_threshold: float,
                       *, delta: float, confidence: float = 0.95) -> dict[str, float]:
-    """The measures of :data:`REPLICATED` of one target, each computed as
-    :func:`evaluate_scores` computes it (thresholds on ``calib_*``), and nothing else: what
-    :func:`pair_jackknife` evaluates (pool_size/2 × (pool_size − 2) times an attack)."""
+    """The measures of :data:`JACKKNIFED` of one target at thresholds already chosen (the
+    ``eps_threshold`` and ``gdp_threshold`` that :func:`evaluate_scores` chose for it on its
+    calibration model), each computed as there: what :func:`pair_jackknife` evaluates."""
+    labels = np.asarray(labels)
     fpr, tpr = roc(labels, scores)
-    bounds = calibrated_bounds(labels, scores, calib_labels, calib_scores, delta=delta, confidence=confidence)
-    out = {"auc": auc_score(labels, scores), **low_fpr_tprs(fpr, tpr), **bounds}
-    return {k: float(out[k]) for k in REPLICATED}
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    fp, fn = int(np.sum(neg >= gdp_threshold)), int(np.sum(pos < gdp_threshold))
+    return {"auc": float(auc_score(labels, scores)), **low_fpr_tprs(fpr, tpr),
+            "gdp_mu": float(mu_from_counts(fp, neg.size, fn, pos.size, confidence)),
+            "eps_lower_bound": float(epsilon_lower_bound(labels, scores, eps_threshold, delta=delta,
+                                                         confidence=confidence))}
 
 
 def tpr_intervals(labels: np.ndarray, scores: np.ndarray, confidence: float = 0.95) -> dict[str, float]:
@@ -243,8 +258,7 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
 
     Returns (per attack: one metrics dict per target model, where model t's thresholds are
     chosen on model (t+2) mod M, from another pair; per attack: the scores, shape (M, n)).
-    ``evaluate``: the metrics function of each target (default :func:`evaluate_scores`;
-    :func:`replicate_metrics` for the measures of :data:`REPLICATED` alone).
+    ``evaluate``: the metrics function of each target (default :func:`evaluate_scores`).
     """
     evaluate = evaluate_scores if evaluate is None else evaluate
     m = len(keep)
@@ -274,31 +288,44 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
 
 
 def pair_jackknife(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.ndarray, labels: np.ndarray,
-                   pop_labels: np.ndarray | None, *, attacks: tuple[str, ...], delta: float,
-                   confidence: float = 0.95) -> dict[str, list[dict[str, float]]]:
+                   pop_labels: np.ndarray | None, per_target: dict[str, list[dict[str, Any]]], *,
+                   attacks: tuple[str, ...], delta: float, confidence: float = 0.95) -> dict[str, list[dict[str, float]]]:
     """The delete-one-pair jackknife of the pool's leave-one-out means (docs/methods.md E).
 
-    For each complementary pair j of the M pool models, :func:`leave_one_out` runs again on
-    the pool without pair j, which then serves neither as a target nor as a reference, and
-    the mean over its M − 2 targets of each measure of :data:`REPLICATED` is kept. Returns,
-    per attack, one dict per pair (M/2 of them); empty when M < 6 (a pool without a pair
-    must still leave one out). Recomputing the scores, not only dropping pair j's rows, is
-    what makes the spread honest: every target's score is read against the same references,
-    so the M per-model values are positively correlated through them and their plain
-    standard error is too small (on simulated pools, benchmarks/bench_pool_replicates.py).
+    For each complementary pair j of the M pool models, the attacks' scores are computed
+    again (:func:`leave_one_out`) on the pool without pair j, which then serves neither as a
+    target nor as a reference, and the mean over its M − 2 targets of each measure of
+    :data:`REPLICATED` is kept. Each target keeps the thresholds its calibration model chose
+    in the whole pool (``per_target``: :func:`leave_one_out`'s metrics of every attack,
+    ``eps_threshold`` and ``gdp_threshold``): the jackknife then varies the references, not
+    the choice of a threshold, which jumps between distant candidates as scores move and
+    would swell the jackknife's spread far beyond the pool mean's (a non-smooth statistic).
+    Returns, per attack, one dict per pair (M/2 of them); empty when M < 6 or odd.
+
+    Recomputing the scores, not only dropping pair j's rows, is what makes the spread
+    honest: every target is read against the same references, so the M per-model values
+    are positively correlated through them and the plain standard error of their mean is too
+    small (benchmarks/bench_pool_replicates.py measures both on simulated pools).
     """
     m = len(keep)
-    out: dict[str, list[dict[str, float]]] = {a: [] for a in attacks}
     if m < 6 or m % 2:
         return {}
+    out: dict[str, list[dict[str, float]]] = {a: [] for a in attacks}
     for j in range(m // 2):
         rest = np.flatnonzero(np.arange(m) // 2 != j)
-        per_target, _ = leave_one_out(logits[rest], None if pop_logits is None else pop_logits[rest], keep[rest],
-                                      labels, pop_labels, attacks=attacks, delta=delta, confidence=confidence,
-                                      evaluate=replicate_metrics)
+        _, scores = leave_one_out(logits[rest], None if pop_logits is None else pop_logits[rest], keep[rest], labels,
+                                  pop_labels, attacks=attacks, delta=delta, confidence=confidence,
+                                  evaluate=_no_metrics)
         for a in attacks:
-            out[a].append({k: float(np.mean([r[k] for r in per_target[a]])) for k in REPLICATED})
+            rows = [replicate_metrics(keep[t].astype(int), scores[a][i], per_target[a][t]["eps_threshold"],
+                                      per_target[a][t]["gdp_threshold"], delta=delta, confidence=confidence)
+                    for i, t in enumerate(rest)]
+            out[a].append({k: float(np.mean([r[k] for r in rows])) for k in JACKKNIFED})
     return out
+
+
+def _no_metrics(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    return {}
 
 
 def summarise(per_target: dict[str, list[dict[str, float | str | None]]]) -> dict[str, dict[str, float]]:

@@ -30,7 +30,7 @@ import torch
 from privaudit.files.atomic import read_json, write_bytes, write_json
 from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, QUANTILE_ATTACK, empirical_privacy,
                                             evaluate_scores, quantile_scores,
-                                            REPLICATED, exposure, leave_one_out, pair_jackknife, pool_scores, summarise,
+                                            PER_SAMPLE_REFERENCES, REPLICATED, exposure, leave_one_out, pair_jackknife, pool_scores, summarise,
                                             tpr_intervals)
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
@@ -461,8 +461,8 @@ def _replicates(job: _Attacking, pool, per_target: dict, attacks: tuple[str, ...
     from privaudit.analysis.replicates import replicates
 
     accuracies = [float(job.workspace.read_model_metrics(name).get("test_accuracy", math.nan)) for name in pool.models]
-    jack = pair_jackknife(pool.logits, pool.pop_logits, pool.keep, pool.labels, pool.pop_labels, attacks=attacks,
-                          delta=job.cfg.defence.delta)
+    jack = pair_jackknife(pool.logits, pool.pop_logits, pool.keep, pool.labels, pool.pop_labels, per_target,
+                          attacks=tuple(a for a in attacks if a in PER_SAMPLE_REFERENCES), delta=job.cfg.defence.delta)
     return replicates(per_target, jack, accuracies, REPLICATED, job.cfg.defence.delta)
 
 

@@ -9,11 +9,14 @@ accuracy, the knob found (or why none was) and the run trained at it.
 
 Per target accuracy and defence, one row: the setting that reached it, its test accuracy with
 its interval (over seeds, or binomial for one seed), the strongest attack's TPR at 0.1 % and
-1 % FPR with their intervals, the weak attack's (the ML-Leaks one-shadow attack, ``shadow``),
-and how much the weak evaluation overstated privacy (strong − weak TPR at 0.1 % FPR, in
-percentage points). The verdict among the k defences that reached one target: the one of
-lowest strong TPR at 0.1 % FPR *leaks least*; another *leaks more* when its difference from
-the least one is significant family-wise at 5 %, and *cannot be told apart* otherwise.
+1 % FPR with their intervals, its Gaussian-DP μ over the setting's pool models with its
+interval (``strong_mu``, ``n_models``; docs/methods.md E), the weak attack's (the ML-Leaks
+one-shadow attack, ``shadow``), and how much the weak evaluation overstated privacy (strong −
+weak TPR at 0.1 % FPR, in percentage points). The verdict among the k defences that reached
+one target compares μ over models where every defence has it (``measure``), else the
+strongest attack's TPR at 0.1 % FPR on the target: the lowest *leaks least*; another *leaks
+more* when its difference from the least one is significant family-wise at 5 %, and *cannot
+be told apart* otherwise.
 
 The family is every pair of the k defences, k (k − 1)/2 comparisons, not only the k − 1
 against the least one: which defence leaks least is read from the same data, and comparing
@@ -47,6 +50,7 @@ COLUMNS = ["model", "dataset", "target_accuracy", "defence", "setting", "status"
            *(f"strong_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
            *(f"weak_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
            *(f"canary_{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
+           "strong_mu", "strong_mu_lo", "strong_mu_hi", "n_models", "measure",
            "overstated_pp", "verdict", "p_value", "p_adjusted", "comparisons", "correction",
            "accuracy_range_lo", "accuracy_range_hi", "search_trainings"]
 
@@ -78,7 +82,7 @@ def at_accuracy(settings: pd.DataFrame, overview: pd.DataFrame, entries: Sequenc
         rng = e.get("accuracy_range") or [math.nan, math.nan]
         row: dict[str, Any] = {c: math.nan for c in COLUMNS}
         row.update(model=model, dataset=dataset, target_accuracy=target, defence=title, status=str(e.get("status")),
-                   setting="—", verdict="", correction="", comparisons=0, accuracy_range_lo=rng[0],
+                   setting="—", verdict="", correction="", measure="", comparisons=0, accuracy_range_lo=rng[0],
                    accuracy_range_hi=rng[1],
                    search_trainings=len(e.get("steps") or []), strong_attack="")
         knob = e.get("knob")
@@ -105,6 +109,11 @@ def at_accuracy(settings: pd.DataFrame, overview: pd.DataFrame, entries: Sequenc
                 for m in METRICS:
                     for s in ("", "_lo", "_hi"):
                         row[f"canary_{m}{s}"] = float(r.get(f"canary_{m}{s}", math.nan))
+            if strong is not None and strong in by_attack.index:  # μ over the setting's pool models
+                r = by_attack.loc[strong]
+                for s in ("", "_lo", "_hi"):
+                    row[f"strong_mu{s}"] = float(r.get(f"pool_gdp_mu{s}", math.nan))
+                row["n_models"] = float(r.get("pool_n", math.nan))
             row["strong_attack"] = strong or ""
             row["overstated_pp"] = 100 * (row["strong_tpr_at_0p1pct_fpr"] - row["weak_tpr_at_0p1pct_fpr"])
         elif row["status"] == "reached":
@@ -114,12 +123,27 @@ def at_accuracy(settings: pd.DataFrame, overview: pd.DataFrame, entries: Sequenc
     return _verdicts(frame)
 
 
-def _se(r: pd.Series) -> tuple[float, float]:
-    """(standard error, degrees of freedom) of a row's strong TPR at 0.1 % FPR, from its interval."""
+#: the measure a target's verdicts compare: the strongest attack's μ over the settings' pool
+#: models where every compared row has it, else its TPR at 0.1 % FPR on the targets
+MU, TPR = "strong_mu", "strong_tpr_at_0p1pct_fpr"
+MEASURES = {MU: "μ over pool models", TPR: "TPR at 0.1 % FPR"}
+
+
+def _se(r: pd.Series, m: str) -> tuple[float, float]:
+    """(standard error, degrees of freedom) of a row's measure ``m``, from its interval: μ over
+    one seed's pool on its pairs − 1 degrees of freedom, over seeds Student's t on n − 1, a
+    target's TPR with one seed a normal approximation."""
     n = r["n_seeds"]
     df = float(n - 1) if math.isfinite(n) and n >= 2 else math.inf
-    m = "strong_tpr_at_0p1pct_fpr"
-    return interval_se(r[m], r[f"{m}_lo"], r[f"{m}_hi"], df=df), df
+    if m == MU and not n >= 2:
+        df = float(r["n_models"] // 2 - 1)
+    return interval_se(r[m], r[f"{m}_lo"], r[f"{m}_hi"], df=df, bounds=(0.0, math.inf) if m == MU else (0.0, 1.0)), df
+
+
+def _measure(ok: pd.DataFrame) -> str:
+    """:data:`MU` when every row of ``ok`` has μ over at least 6 pool models with an interval."""
+    cols = ok[[MU, f"{MU}_lo", f"{MU}_hi", "n_models"]].to_numpy(float)
+    return MU if np.isfinite(cols).all() and (cols[:, 3] >= 6).all() else TPR
 
 
 def _verdicts(frame: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
@@ -127,18 +151,22 @@ def _verdicts(frame: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame = frame.copy()
-    m = "strong_tpr_at_0p1pct_fpr"
+    for c in (MU, f"{MU}_lo", f"{MU}_hi", "n_models"):
+        frame[c] = pd.to_numeric(frame[c], errors="coerce") if c in frame else math.nan
+    frame["measure"] = frame["measure"].astype(object) if "measure" in frame else ""
     for _, g in frame.groupby(["model", "dataset", "target_accuracy"], sort=False):
         above = g.index[g["status"] == ABOVE_TARGET]
         frame.loc[above, "verdict"] = "not compared: above the target at its strongest setting"
-        ok = g[np.isfinite(g[m].to_numpy(float)) & (g["status"] != ABOVE_TARGET).to_numpy()]
+        ok = g[np.isfinite(g[TPR].to_numpy(float)) & (g["status"] != ABOVE_TARGET).to_numpy()]
         if ok.empty:
             continue
+        m = _measure(ok)
+        frame.loc[ok.index, "measure"] = MEASURES[m]
         best = ok[m].idxmin()
         if len(ok) == 1:
             frame.loc[best, "verdict"] = ""
             continue
-        se = {i: _se(r) for i, r in ok.iterrows()}
+        se = {i: _se(r, m) for i, r in ok.iterrows()}
         pairs = [(i, j) for a, i in enumerate(ok.index) for j in ok.index[a + 1:]]
         raw = [difference_pvalue(ok.loc[i, m], *se[i], ok.loc[j, m], *se[j]) for i, j in pairs]
         adjusted = dict(zip(pairs, holm(raw)))

@@ -4,7 +4,8 @@
 named ones) with ``python -m privaudit`` in its own workspace under ``OUT`` and copies every CSV
 it wrote to ``OUT/csv/NAME/``. ``tests/test_regression.py`` compares those CSVs with the copies
 recorded in ``tests/fixtures/regression/`` (docs/architecture.md says when): identical text, or
-numbers within :data:`RTOL` where only a summation order may differ.
+numbers within :data:`RTOL` where only a summation order may differ. ``OUT/csv/versions.json``
+records the numerical libraries' versions, copied beside the fixtures when they are recorded.
 """
 
 from __future__ import annotations
@@ -33,6 +34,18 @@ RUNS: dict[str, list[str]] = {
 
 #: Runs cheap enough for the test suite (a minute or two each on 2 cores).
 QUICK = ("audit", "scan")
+
+#: The numerical libraries whose releases may move the last float digits of a training run
+#: (a kernel's summation order); their versions are recorded with the fixtures.
+NUMERIC_STACK = ("torch", "numpy", "scipy", "scikit-learn", "pandas", "opacus")
+VERSIONS = "versions.json"
+
+
+def numeric_versions() -> dict[str, str]:
+    """The installed version of each library of :data:`NUMERIC_STACK`."""
+    from importlib.metadata import version
+
+    return {name: version(name) for name in NUMERIC_STACK}
 
 
 def privaudit(args: list[str], cwd: Path) -> None:
@@ -75,5 +88,8 @@ def record(out: Path, names: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    import json
+
     root = Path(sys.argv[1]).resolve()
     record(root, sys.argv[2:] or list(RUNS))
+    (root / "csv" / VERSIONS).write_text(json.dumps(numeric_versions(), indent=1) + "\n")
