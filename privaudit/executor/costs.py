@@ -452,12 +452,12 @@ class CostModel:
         images = self.data.images(target)
         queries = 2 if target.train.augment == "flip" else 1
         key = (f"attack|C={images.num_classes}|P={pool_size}|A={queries}|{','.join(pool_attacks)}|"
-               f"shadow={shadow}")
+               f"shadow={shadow}|replicates")  # named: a rate timed without the jackknife is timed again
 
         def measure() -> float:
             from privaudit.pipeline.attacking import BASELINE_ATTACKS, run_attacks
-            from privaudit.attacks.pool_attacks import (QUANTILE_ATTACK, evaluate_scores, leave_one_out, pool_scores,
-                                                        quantile_scores)
+            from privaudit.attacks.pool_attacks import (PER_SAMPLE_REFERENCES, QUANTILE_ATTACK, evaluate_scores,
+                                                        leave_one_out, pair_jackknife, pool_scores, quantile_scores)
 
             rng = np.random.default_rng(0)
             n, c = ATTACK_SLICE, images.num_classes
@@ -480,8 +480,10 @@ class CostModel:
                 t_logits = rng.standard_normal((2 * n, queries, c)).astype(np.float32)
                 t_pop = rng.standard_normal((2 * n, queries, c)).astype(np.float32)
                 from_refs = tuple(a for a in pool_attacks if a != QUANTILE_ATTACK)
-                _, loo = leave_one_out(logits, pop, keep, labels, pop_labels, attacks=from_refs + BASELINE_ATTACKS,
-                                       delta=1e-5)
+                per_target, loo = leave_one_out(logits, pop, keep, labels, pop_labels,
+                                                attacks=from_refs + BASELINE_ATTACKS, delta=1e-5)
+                pair_jackknife(logits, pop, keep, labels, pop_labels, per_target, delta=1e-5,  # the replicates
+                               attacks=tuple(a for a in from_refs if a in PER_SAMPLE_REFERENCES))
                 scores = pool_scores(t_logits, t_pop, labels, pop_labels, logits, pop, keep, attacks=from_refs)
                 member = np.repeat([1, 0], n).astype(np.int8)
                 for name, s in scores.items():
