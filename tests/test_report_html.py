@@ -867,7 +867,11 @@ def test_how_to_read_this_explains_gdp_ppv_the_quantile_and_data_free_attacks_an
     """Issue 54, item 5: each measure and attack the digits report shows has its explanation on
     the page, under the names the tables use (docs/methods.md A.4, D.6, D.8, D.9, D.10)."""
     items = _howto_items(render_report(None, {}))
-    assert set(items) == {"quantile", "data-free", "ppv", "gdp", "loss-trace"}, items.keys()
+    assert set(items) == {"quantile", "data-free", "ppv", "gdp", "loss-trace", "detectable"}, items.keys()
+    # the verdicts' smallest detectable difference, in one sentence
+    could = items["detectable"]
+    assert could.startswith("Could detect ≥ X.") and could.count(". ") == 1 and could.endswith("was seen.")
+    assert "80 % probability" in could and '"no significant difference" means no difference larger than X' in could
     gdp = items["gdp"]
     assert "μ (GDP)" in gdp and "ε (GDP)" in gdp and "μ-GDP" in gdp and "N(0, 1) from N(μ, 1)" in gdp
     assert "summary of the attack's whole trade-off curve" in gdp

@@ -13,7 +13,7 @@ from rich import box
 from rich.console import Group
 from rich.table import Table
 
-from privaudit.core.formatting import difference, fixed, lower_bound, number, upper_bound, upper_sig3
+from privaudit.core.formatting import bounds, detectable, difference, fixed, lower_bound, number, upper_bound, upper_sig3
 from privaudit.analysis.metrics import rank_attacks, strongest_attack
 from privaudit.reporting.summary import setting_label
 
@@ -35,6 +35,10 @@ def setting_text(cfg, metrics: dict) -> str:
                          defence=cfg.defence.name, knob=cfg.defence.knob)
 
 
+#: the header of the audit's μ over each setting's pool models (rich markup: the bracket escaped)
+MU_MODELS = "μ \\[models]"
+
+
 def summary_table(rows: list[tuple], title: str = "Membership inference", summary=None) -> Table:
     """One row per target of ``rows`` ((config, model metrics, attack metrics, extras) each):
     setting (and model, dataset and seed, when the targets span more than one),
@@ -45,9 +49,11 @@ def summary_table(rows: list[tuple], title: str = "Membership inference", summar
     that attack's; without it (one target: ``privaudit attack``), the target's own strongest.
     Only the attacks in each result's metrics are considered (the CLI passes those asked).
     The rows are in :func:`setting_order`."""
-    groups = {}
+    groups, pools = {}, {}
     if summary is not None and not summary.overview.empty:
         groups = {(str(r["model"]), str(r["dataset"])): r["strongest"] for _, r in summary.overview.iterrows()}
+        pools = {(str(r["model"]), str(r["dataset"]), str(r["setting"])): r for _, r in summary.overview.iterrows()
+                 if math.isfinite(number(r.get("pool_mu_strongest")))}
     rows = sorted(rows, key=lambda row: setting_order(row[0], row[1]))
     datasets = {cfg.data.dataset for cfg, *_ in rows}
     models = {cfg.model.name for cfg, *_ in rows}
@@ -58,8 +64,11 @@ def summary_table(rows: list[tuple], title: str = "Membership inference", summar
                              "AUC), as in the report" if groups else "highest TPR at 0.1 % FPR (TPR.1%), then AUC")
                           + "; ε lb: its empirical ε lower bound, which treats the model's samples as "
                           "independent trials (a heuristic, not a proof; rounded down); μ: its Gaussian-DP μ lower "
-                          "bound (95 %), the one privacy scale of every defence; 1-run: the rigorous one-run "
-                          "canary bound; member = positive class")
+                          "bound (95 %), the one privacy scale of every defence"
+                          + (", as the mean over the setting's reference-pool models, each attacked with the others "
+                             "as references, with the 95 % interval of that mean (on a setting's first row)"
+                             if pools else "")
+                          + "; 1-run: the rigorous one-run canary bound; member = positive class")
     def strongest_of(cfg, metrics: dict) -> str:
         key = (cfg.model.name, cfg.data.dataset)
         best = groups[key] if key in groups else strongest_attack(metrics)
@@ -72,23 +81,35 @@ def summary_table(rows: list[tuple], title: str = "Membership inference", summar
         table.title = f"{title} · strongest attack: {one}"
     columns = (["model"] if len(models) > 1 else []) + (["dataset"] if len(datasets) > 1 else []) + [
         "setting"] + (["seed"] if len(seeds) > 1 else []) + ["ε acct", "acc", "shadow"] + (
-        [] if one else ["strongest"]) + ["AUC", "TPR.1%", "ε lb", "μ", "1-run"]
+        [] if one else ["strongest"]) + ["AUC", "TPR.1%", "ε lb", MU_MODELS if pools else "μ", "1-run"]
 
     names = max((len(strongest_of(cfg, m)) for cfg, _, m, _ in rows), default=0)
     for col in columns:  # a name is never split: the numbers' headers wrap instead
         table.add_column(col, justify="left" if col in ("model", "dataset", "setting", "strongest") else "right",
-                         no_wrap=col in ("setting", "strongest"), overflow="fold",
+                         no_wrap=col in ("setting", "strongest", MU_MODELS), overflow="fold",
                          min_width=names if col == "strongest" else len(col) if len(col) <= 6 else None)
+    shown: set = set()
     for cfg, tm, metrics, extras in rows:
         strongest = strongest_of(cfg, metrics)
         s = metrics.get(strongest, {})
         eps = s.get("eps_lower_bound")
+        key = (cfg.model.name, cfg.data.dataset, setting_text(cfg, tm))
+        mu = lower_bound(s.get("gdp_mu")) if not pools else "" if key in shown else _pool_mu(pools.get(key))
+        shown.add(key)
         lead = ([cfg.model.name] if len(models) > 1 else []) + ([cfg.data.dataset] if len(datasets) > 1 else [])
         table.add_row(*lead, setting_text(cfg, tm), *([str(cfg.seed)] if len(seeds) > 1 else []), upper_sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
                       fixed(tm.get("test_accuracy")), fixed(metrics.get("shadow", {}).get("auc")),
                       *([] if one else [strongest or "—"]), fixed(s.get("auc")), fixed(s.get("tpr_at_0p1pct_fpr")), lower_bound(eps),
-                      lower_bound(s.get("gdp_mu")), lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
+                      mu, lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
     return table
+
+
+def _pool_mu(o) -> str:
+    """A setting's μ over its pool models (its overview row ``o``): the mean rounded down and
+    its 95 % interval, ``0.31 [0.25, 0.38]``; a dash without one."""
+    if o is None:
+        return "—"
+    return f"{lower_bound(o['pool_mu_strongest'])} {bounds(o['pool_mu_strongest_lo'], o['pool_mu_strongest_hi'])}".strip()
 
 
 def strongest_claim_lines(summary) -> list[str]:
@@ -111,7 +132,7 @@ def strongest_claim_lines(summary) -> list[str]:
 
 
 #: the measures as the verdicts name them
-VERDICT_MEASURES = {"auc": "AUC", "tpr_at_0p1pct_fpr": "TPR@0.1%", "eps_lower_bound": "ε lb"}
+VERDICT_MEASURES = {"auc": "AUC", "tpr_at_0p1pct_fpr": "TPR@0.1%", "eps_lower_bound": "ε lb", "gdp_mu": "μ"}
 
 
 def verdict_table(summary) -> Group | None:
@@ -139,19 +160,28 @@ def verdict_table(summary) -> Group | None:
         parts.append(Padding(Text(_verdict_line(r)), (0, 0, 0, 2)))
     parts.append(Text("DP − MG > 0: DP-SGD leaks more (TPR in percentage points, pp), with the row's own 95 % "
                       "interval; a defence is named only when the difference is significant at 5 % family-wise "
-                      "(Holm–Bonferroni over the comparisons of the model and dataset)", style="dim"))
+                      "(Holm–Bonferroni over the comparisons of the model and dataset); per defence: its "
+                      "replicates (pool models × seeds); could detect ≥ X: the smallest difference found "
+                      "significant with 80 % power, so no significant difference means none larger than X",
+                      style="dim"))
     return Group(*parts)
 
 
 def _verdict_line(r) -> str:
     """``DP − MG +2.419 pp [+0.528, +4.469]: MG noise leaks less (t over 3 seeds, adjusted p
-    = 0.012)``, or the verdict and its reason where nothing was measured."""
+    = 0.012; 3 per defence, could detect ≥ 1.204 pp)``, or the verdict and its reason where
+    nothing was measured: the replicates per defence (pool models × seeds) and the smallest
+    difference the comparison detects with 80 % power (rounded up)."""
     from privaudit.analysis.familywise import p_text
 
     gap, interval = difference(r["metric"], r["gap"], r["gap_lo"], r["gap_hi"])
     adj = r.get("p_adjusted", math.nan)
     held = f", {p_text(adj, 'adjusted p')}" if isinstance(adj, float) and math.isfinite(adj) else ""
-    verdict = r["verdict"] + (f" ({r['interval']}{held})" if r["interval"] else "") + (
+    n = number(r.get("n_models"))
+    could = detectable(r["metric"], r.get("detectable"))
+    power = "; ".join(t for t in (f"{int(n)} per defence" if math.isfinite(n) and n > 0 else "",
+                                  f"could detect {could}" if could else "") if t)
+    verdict = r["verdict"] + (f" ({r['interval']}{held}{'; ' + power if power else ''})" if r["interval"] else "") + (
         f": {r['reason']}" if r["reason"] else "")
     measured = f"DP − MG {gap}" + (f" {interval}" if interval else "") if gap != "—" else ""
     return f"{measured}: {verdict}" if measured else verdict

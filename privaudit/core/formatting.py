@@ -10,7 +10,10 @@ One rule for each kind of number, so that the terminal and the page never disagr
 - accuracies, AUCs and rates have 3 decimals;
 - a difference between two defences is written in its measure's unit: TPR at 0.1 % FPR in
   percentage points (its gaps are a few hundredths of a percent), the others as they are
-  (:func:`difference`).
+  (:func:`difference`); the smallest difference a comparison could detect is rounded *up*
+  (:func:`detectable`), so that it never claims more power than it has;
+- an interval's lower end is rounded down and its upper end up (:func:`bounds`), so that
+  the printed interval contains the computed one.
 """
 
 from __future__ import annotations
@@ -120,3 +123,21 @@ def difference(metric: str, gap: Any, lo: Any = float("nan"), hi: Any = float("n
     value = f"{scale * g:+.3f}{unit}" if math.isfinite(g) else DASH
     interval = f"[{scale * a:+.3f}, {scale * b:+.3f}]" if math.isfinite(a) and math.isfinite(b) else ""
     return value, interval
+
+
+def bounds(lo: Any, hi: Any, digits: int = 2) -> str:
+    """An interval ``[lo, hi]`` with ``lo`` rounded down and ``hi`` up to ``digits`` decimals
+    (``0.2549, 0.3701`` → ``[0.25, 0.38]``); "" when a side is missing."""
+    a, b = number(lo), number(hi)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return ""
+    return f"[{lower_bound(a, digits)}, {upper_bound(b, digits)}]"
+
+
+def detectable(metric: str, value: Any) -> str:
+    """The smallest |DP − MG| a comparison detects with the stated power, in ``metric``'s unit
+    as :func:`difference` writes it and rounded *up*: ``≥ 0.041``, ``≥ 2.42 pp``; "" when it
+    is not a number."""
+    scale, unit = (100.0, " pp") if metric in PERCENT_POINT_MEASURES else (1.0, "")
+    f = number(value)
+    return f"≥ {upper_bound(scale * f, 3)}{unit}" if math.isfinite(f) else ""

@@ -157,7 +157,7 @@ def _empirical_plots(st: pd.DataFrame, ov: pd.DataFrame, g: pd.DataFrame, rocs: 
                   {"label": "empirical ε (lower bound)", "x": sig, "y": dp_ov["eps_strongest"].to_numpy(float)}]
         gdp = dp_ov["gdp_eps_strongest"].to_numpy(float)
         if np.isfinite(gdp).any():
-            series.append({"label": "Gaussian-DP ε (lower bound)", "x": sig, "y": gdp})
+            series.append({"label": "Gaussian-DP ε (estimate, Gaussian curve)", "x": sig, "y": gdp})
         one = dp_ov["one_run_eps_lower_bound"].to_numpy(float)
         if np.isfinite(one).any():
             series.append({"label": "one-run ε (lower bound)", "x": sig, "y": one})
@@ -166,11 +166,11 @@ def _empirical_plots(st: pd.DataFrame, ov: pd.DataFrame, g: pd.DataFrame, rocs: 
             series.append({"label": "f-DP one-run ε (lower bound)", "x": sig, "y": fdp})
         pos = [v for sr in series for v in sr["y"] if math.isfinite(v) and v > 0]
         log_y = bool(pos) and max(pos) / min(pos) >= 30
-        caption = (f"The accountant's ε is a proven upper bound, every other curve a 95% lower bound: the "
-                   f"Clopper–Pearson bound at one threshold and the Gaussian-DP bound read off the trade-off curve "
-                   f"(both of the strongest attack{named}, thresholds chosen on other models; the GDP ε assumes a "
-                   f"Gaussian trade-off curve, docs/methods.md D.6), and, with canaries, the one-run bounds of "
-                   f"Steinke et al. and the f-DP one of Mahloujifar et al. The true ε of the training run lies "
+        caption = (f"The accountant's ε is a proven upper bound. The Clopper–Pearson ε at one threshold is a 95% "
+                   f"lower bound, as are, with canaries, the one-run bounds of Steinke et al. and the f-DP one of "
+                   f"Mahloujifar et al.; the Gaussian-DP ε read off the trade-off curve is an estimate, a lower "
+                   f"bound only if the curve is Gaussian (both of the strongest attack{named}, thresholds chosen "
+                   f"on other models; docs/methods.md D.6). The true ε of the training run lies "
                    f"between the accountant's and the largest lower bound.")
         if log_y:
             zero = any(math.isfinite(v) and v <= 0 for sr in series for v in sr["y"])

@@ -140,7 +140,8 @@ def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, ext
                if with_one_run and finite(o["one_run_eps_lower_bound"]) else "")
         bound = f"ε ≥ {lb(o['eps_strongest'])}"
         if finite(o.get("gdp_mu_strongest")):
-            bound += f", μ ≥ {lb3(o['gdp_mu_strongest'])} (Gaussian DP; its ε ≥ {lb(o['gdp_eps_strongest'])})"
+            bound += (f", μ ≥ {lb3(o['gdp_mu_strongest'])} (Gaussian DP; its ε ≈ {lb(o['gdp_eps_strongest'])}, an "
+                      "estimate if the trade-off curve is Gaussian)")
         clauses.append(f"{bound} for the baseline{one}" if family == "baseline"
                        else f"{setting_name(o)}{note}: {bound}{one}")
     if clauses:
