@@ -243,8 +243,9 @@ def evaluate_scores(labels: np.ndarray, scores: np.ndarray, calib_labels: np.nda
 
 def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.ndarray, labels: np.ndarray,
                   pop_labels: np.ndarray | None, *, attacks: tuple[str, ...], delta: float,
-                  confidence: float = 0.95, paired: bool = True,
-                  evaluate: Any = None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, np.ndarray]]:
+                  confidence: float = 0.95, paired: bool = True, evaluate: Any = None,
+                  features: tuple[Features, Features] | None = None) -> tuple[dict[str, list[dict[str, Any]]],
+                                                                              dict[str, np.ndarray]]:
     """Each pool model in turn as the target, the other pairs as references.
 
     Pool models come in complementary pairs (2j, 2j+1). Target t's references are every
@@ -258,19 +259,16 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
 
     Returns (per attack: one metrics dict per target model, where model t's thresholds are
     chosen on model (t+2) mod M, from another pair; per attack: the scores, shape (M, n)).
-    ``evaluate``: the metrics function of each target (default :func:`evaluate_scores`).
+    ``evaluate``: the metrics function of each target (default :func:`evaluate_scores`);
+    ``features``: the models' and their population's :func:`compute_features`, when already
+    computed.
     """
     evaluate = evaluate_scores if evaluate is None else evaluate
     m = len(keep)
     if m < (4 if paired else 3):
         raise ValueError(f"leave-one-out needs a pool of at least {4 if paired else 3} models (got {m})")
     scores = {a: np.zeros(keep.shape) for a in attacks}
-    feats = compute_features(logits, labels)
-    if pop_logits is None:
-        pop_feats = feats
-    else:
-        assert pop_labels is not None, "pop_logits need their pop_labels"
-        pop_feats = compute_features(pop_logits, pop_labels)
+    feats, pop_feats = features if features is not None else _features(logits, pop_logits, labels, pop_labels)
     for t in range(m):
         others = (np.arange(m) != t) & (np.arange(m) != ((t ^ 1) if paired else t))
         s = scores_from_features(feats[t], pop_feats[t], logits[t][:, 0], labels, feats[others],
@@ -285,6 +283,17 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
             per_target[a].append(evaluate(keep[t].astype(int), scores[a][t], keep[c].astype(int),
                                           scores[a][c], delta=delta, confidence=confidence))
     return per_target, scores
+
+
+def _features(logits: np.ndarray, pop_logits: np.ndarray | None, labels: np.ndarray,
+              pop_labels: np.ndarray | None) -> tuple[Features, Features]:
+    """:func:`compute_features` of the models and of their population (the audited samples
+    themselves when ``pop_logits`` is None)."""
+    feats = compute_features(logits, labels)
+    if pop_logits is None:
+        return feats, feats
+    assert pop_labels is not None, "pop_logits need their pop_labels"
+    return feats, compute_features(pop_logits, pop_labels)
 
 
 def pair_jackknife(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.ndarray, labels: np.ndarray,
@@ -311,11 +320,12 @@ def pair_jackknife(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.n
     if m < 6 or m % 2:
         return {}
     out: dict[str, list[dict[str, float]]] = {a: [] for a in attacks}
+    feats, pop_feats = _features(logits, pop_logits, labels, pop_labels)
     for j in range(m // 2):
         rest = np.flatnonzero(np.arange(m) // 2 != j)
         _, scores = leave_one_out(logits[rest], None if pop_logits is None else pop_logits[rest], keep[rest], labels,
                                   pop_labels, attacks=attacks, delta=delta, confidence=confidence,
-                                  evaluate=_no_metrics)
+                                  evaluate=_no_metrics, features=(feats[rest], pop_feats[rest]))
         for a in attacks:
             rows = [replicate_metrics(keep[t].astype(int), scores[a][i], per_target[a][t]["eps_threshold"],
                                       per_target[a][t]["gdp_threshold"], delta=delta, confidence=confidence)

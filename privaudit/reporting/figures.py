@@ -129,15 +129,33 @@ def group_figures(summary: Summary) -> list[Figure]:
                 continue
             v = vd[(vd["model"] == model) & (vd["dataset"] == dataset)] if len(vd) else vd
             strongest = next(iter(v["attack"][v["comparison"] == "strongest attack"]), None) if len(v) else None
-            title, fig = verdict_figure(model, dataset, g, strongest)
+            paper = next(iter(v["attack"][v["comparison"] == "paper's attack"]), PAPER_ATTACK) if len(v) else PAPER_ATTACK
+            title, fig = verdict_figure(model, dataset, g, strongest, paper)
             svg = svg_element(_render(fig, "svg").decode(), title)
             out.append(Figure(_slug("verdict", model, dataset), title, svg, _render(fig, "pdf"), _render(fig, "png")))
     return out
 
 
-def verdict_figure(model: str, dataset: str, g: pd.DataFrame, strongest: str | None) -> tuple[str, object]:
+def _through_pools(rows: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, bool]:
+    """``rows`` with test accuracy and ``metric`` (and their intervals) read over each
+    setting's pool models, as the verdicts read them, where every row has them; else as given
+    (and False)."""
+    cols = [f"pool_{m}{e}" for m in ("test_accuracy", metric) for e in ("", "_lo", "_hi")]
+    if rows.empty or not all(c in rows for c in cols) or not np.isfinite(rows[cols].to_numpy(float)).all():
+        return rows, False
+    out = rows.copy()
+    for m in ("test_accuracy", metric):
+        for e in ("", "_lo", "_hi"):
+            out[f"{m}{e}"] = rows[f"pool_{m}{e}"]
+    return out, True
+
+
+def verdict_figure(model: str, dataset: str, g: pd.DataFrame, strongest: str | None,
+                   paper: str = PAPER_ATTACK) -> tuple[str, object]:
     """(title, matplotlib figure) of one group: its summary rows ``g`` (every attack), the
-    paper's attack left and ``strongest`` right, the points labelled where their labels fit
+    paper's attack (``paper``, the verdict's) left and ``strongest`` right, each point a
+    setting's mean over its pool models with its interval where the verdicts read pools, the
+    points labelled where their labels fit
     (:func:`place_labels`, once the figure is laid out)."""
     import matplotlib
 
@@ -147,10 +165,11 @@ def verdict_figure(model: str, dataset: str, g: pd.DataFrame, strongest: str | N
     with matplotlib.rc_context(STYLE):
         fig = MplFigure(figsize=(8.4, 3.3), layout="constrained")
         axes = fig.subplots(1, 2)
-        points = []
+        points, pooled = [], []
         for ax, (comparison, metric, label, percent) in zip(axes, PANELS):
-            attack = PAPER_ATTACK if comparison == "paper's attack" else strongest
-            rows = g[g["attack"] == attack] if attack else g.iloc[0:0]
+            attack = paper if comparison == "paper's attack" else strongest
+            rows, through = _through_pools(g[g["attack"] == attack] if attack else g.iloc[0:0], metric)
+            pooled.append(through)
             ax.set_title(f"{comparison}: {attack or 'none'}")
             if rows.empty or rows[metric].isna().all():
                 ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="#777")
@@ -161,8 +180,11 @@ def verdict_figure(model: str, dataset: str, g: pd.DataFrame, strongest: str | N
         if handles:
             fit_legend(fig, handles, labels, max_columns=len(handles), frameon=False)
         n = int(g["n_seeds"].max())
-        title = (f"{model} on {dataset}: leakage vs test accuracy, 95 % intervals "
-                 f"({'t over ' + str(n) + ' seeds' if n > 1 else 'one seed: sampling only'})")
+        over = "t over " + str(n) + " seeds" if n > 1 else "one seed: sampling only"
+        if any(pooled):
+            models = int(pd.to_numeric(g["pool_n"], errors="coerce").max())
+            over = f"{models} pool models a setting" + (f" over {n} seeds" if n > 1 else "")
+        title = f"{model} on {dataset}: leakage vs test accuracy, 95 % intervals ({over})"
         fig.suptitle(title, fontsize=10)
         fig.draw_without_rendering()  # the layout, in which the labels are measured
         for ax, labelled in points:
