@@ -35,12 +35,15 @@ FIXTURES = Path(__file__).parent / "fixtures" / "regression"
 DRIFT_RTOL = 1e-3
 DRIFT_COLUMNS = ("test_accuracy", "train_accuracy", "auc", "auc_lo", "auc_hi", "n_members", "n_nonmembers",
                  "epsilon", "knob", "kappa", "noise_multiplier", "seed", "part_size", "epochs")
+#: attacks that fit a model to the scores (scan's gradient-boosted trees): a moved digit may
+#: change a split, so on other libraries their numbers are not compared at all
+DRIFT_FITTED = ("classifier",)
 
 
 def compare(got: Path, want: Path, drift: bool = False) -> list[str]:
     """Every difference between two folders of CSVs (missing files, columns, rows, cells);
     with ``drift`` (other numerical libraries than the recorded ones), numbers only in
-    :data:`DRIFT_COLUMNS`, to :data:`DRIFT_RTOL`."""
+    :data:`DRIFT_COLUMNS`, to :data:`DRIFT_RTOL`, and none of :data:`DRIFT_FITTED`'s rows."""
     problems = []
     want_files = sorted(p.relative_to(want) for p in want.rglob("*.csv"))
     got_files = sorted(p.relative_to(got) for p in got.rglob("*.csv"))
@@ -58,6 +61,8 @@ def compare(got: Path, want: Path, drift: bool = False) -> list[str]:
                     continue
                 ok = np.isclose(x.to_numpy(float), y.to_numpy(float), rtol=DRIFT_RTOL if drift else RTOL, atol=1e-12,
                                 equal_nan=True)
+                if drift and "attack" in a.columns:
+                    ok |= a["attack"].isin(DRIFT_FITTED).to_numpy(bool)
             else:
                 ok = (_text(x) == _text(y)).to_numpy(bool)
             if not ok.all():
