@@ -116,3 +116,77 @@ def test_dry_run_stand_ins_cover_the_search_range_within_the_knob_range():
     epochs = search_standins(base, "early-stopping", 16)
     assert all(v == int(v) and 1 <= v < 30 for v in epochs)
     assert search_standins(base, "top-k", 16) == [1.0] and search_standins(base, "label-only", 4) == [0.0]
+
+
+def _targets_frame():
+    """Two targets, three defences each, one seed: at 0.85 every defence has μ over 16 pool
+    models (the verdicts compare μ), at 0.8 the first has none (they compare TPR)."""
+    from privaudit.reporting.at_accuracy import COLUMNS, _verdicts
+
+    rows = []
+    for target, names, mus, tprs in ((0.85, ("adversarial regularisation", "additive input noise", "dropout"),
+                                      (0.3187, 1.2345, 0.4), (0.123, 0.223, 0.053)),
+                                     (0.8, ("DP-SGD", "early stopping", "weight decay"), (math.nan, 0.5, 0.6),
+                                      (0.153, 0.183, 0.203))):
+        for name, mu, tpr in zip(names, mus, tprs):
+            row = {c: math.nan for c in COLUMNS}
+            row.update(model="mlp", dataset="digits", target_accuracy=target, defence=name, setting="λ=0.123",
+                       status="reached", verdict="", correction="", measure="", comparisons=0, n_seeds=1,
+                       test_accuracy=0.851, strong_tpr_at_0p1pct_fpr=tpr, strong_tpr_at_0p1pct_fpr_lo=tpr - 0.01,
+                       strong_tpr_at_0p1pct_fpr_hi=tpr + 0.012, weak_tpr_at_0p1pct_fpr=0.004, strong_mu=mu,
+                       strong_mu_lo=mu - 0.0612, strong_mu_hi=mu + 0.0712, n_models=16)
+            rows.append(row)
+    return _verdicts(pd.DataFrame(rows, columns=COLUMNS))
+
+
+def _printed(at) -> list[str]:
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from privaudit.cli.summary import at_accuracy_table
+
+    console = Console(width=80, record=True, file=open(__import__("os").devnull, "w"))
+    console.print(at_accuracy_table(SimpleNamespace(at_accuracy=at)))
+    return console.export_text().splitlines()
+
+
+def test_terminal_table_shows_the_measure_the_verdicts_compare_within_80_columns():
+    """Where the verdicts compare μ the row shows μ over the pool models with its interval
+    (mean and lower end rounded down, upper end up) and the strong TPR alone; where they
+    compare TPR, the TPR with its interval; every line within 80 columns, the caption whole."""
+    at = _targets_frame()
+    assert list(at.groupby("target_accuracy", sort=False)["measure"].first()) == ["μ over pool models",
+                                                                                  "TPR at 0.1 % FPR"]
+    lines = _printed(at)
+    text = "\n".join(lines)
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert "μ [models]" in lines[1] + lines[2] and "strong" in lines[1] + lines[2]
+    row = next(line for line in lines if "0.31 [" in line)             # adversarial regularisation's
+    assert "0.31 [0.25, 0.39]" in row and row.split()[-3] == "12.3" and "(11.3" not in text  # μ's interval only
+    assert "1.23 [1.17, 1.31]" in text and "(14.3–16.5)" in text and "(4.3–6.5)" not in text
+    assert "0.50 [" not in text                                    # 0.8 compares TPR: no μ shown there
+    caption = " ".join(line.strip() for line in lines if line.strip()).split("Gaussian-DP μ, the mean over ")[1]
+    assert caption.startswith("the setting's 16 pool models") and "elsewhere the verdict compares strong TPR" in caption
+    assert caption.endswith("missed: inside that range, not reached")
+
+    tpr_only = _printed(at[at["target_accuracy"] == 0.8])          # no μ compared: the table as it was
+    assert "μ" not in "\n".join(tpr_only) and any("15.3 (14.3–16.5)" in line for line in tpr_only)
+    assert max(len(line.rstrip()) for line in tpr_only) <= 80
+
+
+def test_page_shows_mu_over_models_where_the_verdicts_compare_it():
+    from types import SimpleNamespace
+
+    from privaudit.reporting.page_at_accuracy import at_accuracy_section
+
+    at = _targets_frame()
+    overview = pd.DataFrame({"model": ["mlp"], "dataset": ["digits"], "family": ["dropout"], "setting_id": ["s"],
+                             "strongest": ["lira"], "test_accuracy": [0.85]})
+    html = at_accuracy_section(SimpleNamespace(at_accuracy=at, overview=overview,
+                                               settings=pd.DataFrame({"setting_id": [], "attack": []})))
+    first, second = html.split("<h4>Test accuracy ")[1:]
+    assert first.startswith("0.850") and "Verdicts compare the strong attack's μ over pool models" in first
+    assert first.count("over 16 models") == 3 and "[0.25, 0.39]" in first and ">0.31<" in first
+    assert "strong μ over pool models" in first and "estimate under the Gaussian assumption" in first
+    assert "Verdicts compare the strong attack's TPR at 0.1 % FPR" in second and "over 16 models" not in second

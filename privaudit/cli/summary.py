@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 from rich import box
 from rich.console import Group
 from rich.table import Table
 
 from privaudit.core.formatting import bounds, detectable, difference, fixed, lower_bound, number, upper_bound, upper_sig3
 from privaudit.analysis.metrics import rank_attacks, strongest_attack
+from privaudit.reporting.at_accuracy import MEASURES, MU, TPR
 from privaudit.reporting.summary import setting_label
 
 
@@ -109,7 +111,7 @@ def _pool_mu(o) -> str:
     its 95 % interval, ``0.31 [0.25, 0.38]``; a dash without one."""
     if o is None:
         return "—"
-    return f"{lower_bound(o['pool_mu_strongest'])} {bounds(o['pool_mu_strongest_lo'], o['pool_mu_strongest_hi'])}".strip()
+    return _mu_text(o["pool_mu_strongest"], o["pool_mu_strongest_lo"], o["pool_mu_strongest_hi"])
 
 
 def strongest_claim_lines(summary) -> list[str]:
@@ -190,44 +192,87 @@ def _verdict_line(r) -> str:
 def at_accuracy_table(summary) -> Table | None:
     """Which defence at each target accuracy (``audit --target-accuracies``; the report's
     section of the same name): per target a row per defence, its setting, test accuracy, the
-    strong and the weak attack's TPR at 0.1 % FPR in %, with 95 % intervals, and the verdict;
-    None without targets."""
+    measure its verdict compares with its 95 % interval (the strong attack's μ over the
+    setting's pool models, ``μ [models]``, where every defence at that accuracy has it, else
+    its TPR at 0.1 % FPR in %), the strong attack's TPR (beside μ, without interval), the weak
+    attack's TPR, and the verdict; None without targets."""
     at = getattr(summary, "at_accuracy", None)
     if at is None or at.empty:
         return None
+    by_mu = at["measure"].astype(str) == MEASURES[MU] if "measure" in at else pd.Series(False, index=at.index)
     table = Table(title="Which defence at your accuracy?", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
-                  caption="TPR at 0.1 % FPR in % with its 95 % interval: strong = the audit's strongest attack "
-                          "(reference models trained with the defence), weak = the one-shadow attack; least: leaks "
-                          "least; more: it leaks more than the least one, family-wise at 5 % (Holm–Bonferroni over every "
-                          "pair of the defences at that accuracy); tied: cannot be told apart from it; stays above: "
-                          "the defence stays more accurate than the target even at its strongest setting, audited "
-                          "there and not compared; above / below: the target lies above or below every accuracy the "
-                          "defence gave; missed: inside that range, not reached")
-    for col in ("target", "defence", "setting", "acc", "strong TPR.1%", "weak", "verdict"):
-        table.add_column(col, justify="right" if col in ("acc", "strong TPR.1%", "weak") else "left", overflow="fold",
-                         no_wrap=col != "defence")
-
-    def pct(v, lo, hi) -> str:
-        if not math.isfinite(v):
-            return "—"
-        return f"{100 * v:.1f}" + (f" ({100 * lo:.1f}–{100 * hi:.1f})" if math.isfinite(lo) and math.isfinite(hi) else "")
-
-    def word(verdict: str) -> str:
-        return ("least" if verdict.startswith("leaks least") else "more" if verdict.startswith("leaks more")
-                else "tied" if verdict.startswith("cannot be told") else "—")
-
-    status = {"cannot reach: above": "above", "cannot reach: below": "below", "not reached": "missed"}
-
-    last = None
-    for _, r in at.iterrows():
-        target = f"{r['target_accuracy']:.3f}" if r["target_accuracy"] != last else ""
-        last = r["target_accuracy"]
-        reached = math.isfinite(r["test_accuracy"])
-        table.add_row(target, str(r["defence"]).replace("adversarial regularisation", "adv. regularisation"), str(r["setting"]) if reached else status.get(r["status"], r["status"]),
-                      f"{r['test_accuracy']:.3f}" if reached else "—",
-                      pct(r["strong_tpr_at_0p1pct_fpr"], r["strong_tpr_at_0p1pct_fpr_lo"], r["strong_tpr_at_0p1pct_fpr_hi"]),
-                      pct(r["weak_tpr_at_0p1pct_fpr"], math.nan, math.nan), word(str(r["verdict"] or "")))
+                  padding=(0, 0), show_edge=False, caption=_at_accuracy_caption(at, by_mu))
+    columns = ["target", "defence", "setting", "acc", *([MU_MODELS] if by_mu.any() else []), "strong TPR.1%", "weak",
+               "verdict"]
+    rows = [_at_accuracy_cells(r, bool(m), bool(by_mu.any())) for (_, r), m in zip(at.iterrows(), by_mu)]
+    for k, col in enumerate(columns):  # names, intervals and verdicts wrap at their spaces, never inside a word
+        words = max(len(w) for text in (col, *(row[k] for row in rows)) for w in text.split())
+        wraps = col in ("defence", "verdict") or (col == "strong TPR.1%" and by_mu.any())
+        table.add_column(col, justify="left" if col in ("target", "defence", "setting", "verdict") else "right",
+                         overflow="fold", no_wrap=not wraps, min_width=words if wraps else None,
+                         max_width=words if wraps and col != "defence" else None)
+    for k, row in enumerate(rows):  # a target written once, on its first row
+        table.add_row("" if k and rows[k - 1][0] == row[0] else row[0], *row[1:])
     return table
+
+
+def _at_accuracy_cells(r, by_mu: bool, mu_column: bool) -> list[str]:
+    """One at-accuracy row's cells (:func:`at_accuracy_table`): the interval goes with the
+    measure the row's verdict compares, μ (``by_mu``) or the strong attack's TPR."""
+    status = {"cannot reach: above": "above", "cannot reach: below": "below", "not reached": "missed"}
+    reached = math.isfinite(r["test_accuracy"])
+    mu = [_mu_text(r["strong_mu"], r["strong_mu_lo"], r["strong_mu_hi"]) if by_mu else "—"] if mu_column else []
+    tpr = (r["strong_tpr_at_0p1pct_fpr"], *((math.nan, math.nan) if by_mu else (
+        r["strong_tpr_at_0p1pct_fpr_lo"], r["strong_tpr_at_0p1pct_fpr_hi"])))
+    return [f"{r['target_accuracy']:.3f}", _short_defence(r["defence"]),
+            str(r["setting"]) if reached else status.get(r["status"], r["status"]),
+            f"{r['test_accuracy']:.3f}" if reached else "—", *mu, _percent(*tpr), _percent(r["weak_tpr_at_0p1pct_fpr"]),
+            _verdict_word(str(r["verdict"] or ""))]
+
+
+def _at_accuracy_caption(at, by_mu) -> str:
+    """The at-accuracy table's caption; with rows whose verdicts compare μ (``by_mu``) its first
+    clause says what ``μ [models]`` is (over how many models, where the rows share one count)."""
+    n = {int(v) for v in at.loc[by_mu, "n_models"] if math.isfinite(number(v))} if by_mu.any() else set()
+    over = f"the setting's {n.pop()} pool models" if len(n) == 1 else "the setting's pool models"
+    by_tpr = (at["measure"].astype(str) == MEASURES[TPR]).any() if "measure" in at else True
+    mu = (f"{MU_MODELS}: what the verdict compares, the strong attack's Gaussian-DP μ, the mean over {over}, with "
+          "its 95 % interval over them (an estimate; mean and lower end rounded down, upper end up)"
+          + ("; elsewhere the verdict compares strong TPR, shown with its 95 % interval; " if by_tpr else "; ")
+          if by_mu.any() else "")
+    return (mu + "TPR at 0.1 % FPR in %" + ("" if by_mu.any() else " with its 95 % interval")
+            + ": strong = the audit's strongest attack (reference models trained with the defence), weak = the "
+            "one-shadow attack; least: leaks least; more: it leaks more than the least one, family-wise at 5 % "
+            "(Holm–Bonferroni over every pair of the defences at that accuracy); tied: cannot be told apart from it; "
+            "stays above: the defence stays more accurate than the target even at its strongest setting, audited "
+            "there and not compared; above / below: the target lies above or below every accuracy the defence gave; "
+            "missed: inside that range, not reached")
+
+
+def _short_defence(name) -> str:
+    return str(name).replace("adversarial regularisation", "adv. regularisation")
+
+
+def _mu_text(mu, lo, hi) -> str:
+    """A μ over pool models: the mean rounded down and its 95 % interval, ``0.31 [0.25, 0.38]``;
+    a dash without the mean."""
+    if not math.isfinite(number(mu)):
+        return "—"
+    return f"{lower_bound(mu)} {bounds(lo, hi)}".strip()
+
+
+def _percent(v, lo=math.nan, hi=math.nan) -> str:
+    """A rate in % with one decimal, and its interval when both ends are numbers: ``12.3 (11.3–13.5)``."""
+    if not math.isfinite(v):
+        return "—"
+    return f"{100 * v:.1f}" + (f" ({100 * lo:.1f}–{100 * hi:.1f})" if math.isfinite(lo) and math.isfinite(hi) else "")
+
+
+def _verdict_word(verdict: str) -> str:
+    """An at-accuracy verdict in one word, as the table's caption explains them."""
+    return ("least" if verdict.startswith("leaks least") else "more" if verdict.startswith("leaks more")
+            else "tied" if verdict.startswith("cannot be told") else "stays above"
+            if verdict.startswith("not compared: above") else "—")
 
 
 def scan_table(result) -> Table:
