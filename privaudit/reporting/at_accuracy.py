@@ -184,8 +184,10 @@ def _verdicts(frame: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
             more = adjusted[key] <= alpha and ok.loc[i, m] > ok.loc[best, m]
             frame.loc[i, "verdict"] = f"{MORE} than {name}" if more else f"{TIED} from {name}"
     order = frame["target_accuracy"].rank(method="dense", ascending=False)
-    return frame.assign(_o=order).sort_values(["model", "dataset", "_o", "strong_tpr_at_0p1pct_fpr"],
-                                              kind="stable", na_position="last").drop(columns="_o").reset_index(drop=True)
+    compared = np.where(frame["measure"] == MEASURES[MU], frame[MU], frame[TPR])  # each target by what it compares
+    return (frame.assign(_o=order, _m=compared).sort_values(["model", "dataset", "_o", "_m"], kind="stable",
+                                                            na_position="last")
+            .drop(columns=["_o", "_m"]).reset_index(drop=True))
 
 
 def pareto_series(overview: pd.DataFrame, settings: pd.DataFrame, model: str, dataset: str) -> list[dict]:  # noqa: D401
