@@ -82,9 +82,12 @@ def test_pool_outputs_are_saved_once_and_match_the_models(pooled, data_cache):
     images = data_cache.get("digits")
     again = model_logits(ws, pool.models[1], images, pool.indices, pool.queries, CPU)
     assert np.array_equal(again, pool.logits[1])
-    # each reference model trained on exactly its keep row
+    # each reference model trained on exactly its keep row; its test accuracy travels with the
+    # pool's outputs (an attack on a worker that was sent the pool alone reads it there)
     for i, name in enumerate(pool.models):
-        assert json.loads((ws.models / name / "metrics.json").read_text())["n_train"] == pool.keep[i].sum()
+        metrics = json.loads((ws.models / name / "metrics.json").read_text())
+        assert metrics["n_train"] == pool.keep[i].sum()
+        assert pool.accuracies is not None and pool.accuracies[i] == metrics["test_accuracy"]
 
 
 def test_every_attack_and_the_leave_one_out_summary(pooled):

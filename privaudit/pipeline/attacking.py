@@ -460,10 +460,18 @@ def _replicates(job: _Attacking, pool, per_target: dict, attacks: tuple[str, ...
     its test accuracy and its leave-one-out measures, and the delete-one-pair jackknife."""
     from privaudit.analysis.replicates import replicates
 
-    accuracies = [float(job.workspace.read_model_metrics(name).get("test_accuracy", math.nan)) for name in pool.models]
+    accuracies = pool.accuracies if pool.accuracies is not None else [_saved_accuracy(job, name) for name in pool.models]
     jack = pair_jackknife(pool.logits, pool.pop_logits, pool.keep, pool.labels, pool.pop_labels, per_target,
                           attacks=tuple(a for a in attacks if a in PER_SAMPLE_REFERENCES), delta=job.cfg.defence.delta)
     return replicates(per_target, jack, accuracies, REPLICATED, job.cfg.defence.delta)
+
+
+def _saved_accuracy(job: _Attacking, name: str) -> float:
+    """A pool model's test accuracy from its folder, for a pool saved before pools kept them;
+    NaN where the folder is not here (a worker that was sent the pool's outputs only)."""
+    if not (job.workspace.models / name).is_dir():
+        return math.nan
+    return float(job.workspace.read_model_metrics(name).get("test_accuracy", math.nan))
 
 
 def _check_model(job: _Attacking, cfg: RunConfig) -> None:

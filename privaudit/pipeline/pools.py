@@ -11,8 +11,9 @@ LiRA staging: train → logits → scores). Any pool model can serve as the targ
 out), and the ML-Leaks target itself has known membership on the pool samples.
 
 Files, under ``attacks/pools/<pool name>/``: ``pool.json`` (recipe, size, model names) and
-``outputs.npz`` (keep, sample indices, labels, logits float32 of shape (M, n, A, C) and
-population logits (M, z, A, C)), and ``manifest.json`` (their checksums,
+``outputs.npz`` (keep, sample indices, labels, logits float32 of shape (M, n, A, C),
+population logits (M, z, A, C) and each model's test accuracy (M,): the pool's models are
+replicates of the setting, read by the attack without their folders), and ``manifest.json`` (their checksums,
 :mod:`privaudit.files.integrity`). A saved pool whose files no longer match their manifest is an
 error naming the folder (:class:`~privaudit.errors.DamagedArtifactError`), never silently
 recomputed; one written before manifests is reused when it loads, else recomputed.
@@ -82,6 +83,7 @@ class Pool:
     pop_labels: np.ndarray    # (z,)
     pop_logits: np.ndarray    # (M, z, A, C) float32
     queries: tuple[str, ...]
+    accuracies: np.ndarray | None = None  # (M,) test accuracy; None in a pool saved before they were
 
     @property
     def size(self) -> int:
@@ -158,7 +160,8 @@ def _build_pool(recipe: RunConfig, size: int, name: str, folder: Path, configs: 
     logits = np.stack([model_logits(workspace, r.name, images, indices, queries, device) for r in runs])
     pop_logits = np.stack([model_logits(workspace, r.name, images, pop, queries, device) for r in runs])
     arrays = {"keep": keep, "indices": indices, "labels": images.y[indices], "logits": logits,
-              "pop_indices": pop, "pop_labels": images.y[pop], "pop_logits": pop_logits}
+              "pop_indices": pop, "pop_labels": images.y[pop], "pop_logits": pop_logits,
+              "test_accuracy": np.array([float(r.metrics.get("test_accuracy", np.nan)) for r in runs])}
 
     def write(tmp: Path) -> None:
         buf = io.BytesIO()
@@ -168,7 +171,7 @@ def _build_pool(recipe: RunConfig, size: int, name: str, folder: Path, configs: 
 
     workspace.commit_folder(folder.parent, name, write)
     return Pool(name, folder, meta["models"], keep, indices, arrays["labels"], logits, pop,
-                arrays["pop_labels"], pop_logits, queries)
+                arrays["pop_labels"], pop_logits, queries, arrays["test_accuracy"])
 
 
 def _load_pool(folder: Path, meta: dict) -> Pool | None:
@@ -185,6 +188,7 @@ def _load_pool(folder: Path, meta: dict) -> Pool | None:
         with np.load(folder / "outputs.npz", allow_pickle=False) as npz:
             a = {k: npz[k] for k in npz.files}
         return Pool(meta["name"], folder, meta["models"], a["keep"].astype(bool), a["indices"], a["labels"],
-                    a["logits"], a["pop_indices"], a["pop_labels"], a["pop_logits"], tuple(meta["queries"]))
+                    a["logits"], a["pop_indices"], a["pop_labels"], a["pop_logits"], tuple(meta["queries"]),
+                    a.get("test_accuracy"))
     except (ArtifactError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
