@@ -65,6 +65,29 @@ def test_pair_jackknife_is_leave_one_out_without_the_pair():
     assert pair_jackknife(logits[:4], pop[:4], keep[:4], labels, pop_labels, full, attacks=("loss",), delta=1e-5) == {}
 
 
+def test_the_jackknife_keeps_each_targets_rmia_a():
+    """RMIA's a is a tuning choice, like the thresholds: each target keeps the one its
+    references chose in the whole pool, and its scores on the pool without pair j are those
+    of leave-one-out given that a; calibrating a again gives other scores."""
+    rng = np.random.default_rng(4)
+    arrays = simulated_pool(rng, 8, rng.normal(0, 1.5, 200), np.abs(rng.normal(0.6, 0.6, 200)), rng.normal(0, 1.5, 100))
+    logits, pop, keep, labels, pop_labels = arrays
+    full, _ = leave_one_out(*arrays, attacks=("rmia",), delta=1e-5)
+    chosen = [r["rmia_a"] for r in full["rmia"]]
+    assert all(0 <= a <= 1 for a in chosen) and len(set(chosen)) > 1   # chosen per target, from its references
+    jack = pair_jackknife(*arrays, full, attacks=("rmia",), delta=1e-5)
+    j = 1
+    rest = np.flatnonzero(np.arange(8) // 2 != j)
+    kept, scores = leave_one_out(logits[rest], pop[rest], keep[rest], labels, pop_labels, attacks=("rmia",),
+                                 delta=1e-5, rmia_a=[chosen[t] for t in rest])
+    _, again = leave_one_out(logits[rest], pop[rest], keep[rest], labels, pop_labels, attacks=("rmia",), delta=1e-5)
+    assert [r["rmia_a"] for r in kept["rmia"]] == [chosen[t] for t in rest]
+    assert not np.allclose(scores["rmia"], again["rmia"])
+    by_hand = [replicate_metrics(keep[t].astype(int), scores["rmia"][i], full["rmia"][t]["eps_threshold"],
+                                 full["rmia"][t]["gdp_threshold"], delta=1e-5)["auc"] for i, t in enumerate(rest)]
+    assert jack["rmia"][j]["auc"] == pytest.approx(np.mean(by_hand))
+
+
 def test_pool_columns_give_the_mean_and_the_jackknife_se():
     per_model = {"a": [{k: float(i) for k in REPLICATED} for i in range(6)]}
     pairs = {"a": [{k: float(np.delete(np.arange(6.0), [2 * j, 2 * j + 1]).mean()) for k in REPLICATED}

@@ -9,6 +9,7 @@ C classes) as in :mod:`privaudit.pipeline.pools`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -80,7 +81,8 @@ def pool_scores(target_logits: np.ndarray, target_pop_logits: np.ndarray, labels
 def scores_from_features(target: Features, target_pop: Features, target_plain_logits: np.ndarray,
                          labels: np.ndarray, refs: Features, ref_pop: Features, ref_keep: np.ndarray, *,
                          attacks: tuple[str, ...] = POOL_ATTACKS + BASELINE_ATTACKS,
-                         gamma: float = 1.0, ref_pop_keep: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                         gamma: float = 1.0, ref_pop_keep: np.ndarray | None = None,
+                         rmia_a: float | None = None) -> dict[str, np.ndarray]:
     """Scores (n,) of each attack from precomputed statistics (:mod:`privaudit.attacks.features`).
 
     LiRA uses the logit-scaled confidence of every query (the plain image; also its mirror
@@ -94,7 +96,8 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
     population arrays uses the audited samples themselves; RMIA's Pr(z) then averages the
     OUT references only, as for x, and ``a`` is calibrated on each pseudo-target's
     non-members). With γ = 1 an RMIA score is the rank of LR(x) among the LR(z), so this
-    choice of population does not change its ROC curve.
+    choice of population does not change its ROC curve. ``rmia_a``: RMIA's ``a`` when already
+    chosen (:func:`leave_one_out` chooses each target's once), else calibrated here.
     """
     out: dict[str, np.ndarray] = {}
     for name in attacks:
@@ -104,7 +107,8 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
             out[name] = lira_scores(target.phi, refs.phi, ref_keep, online="online" in name,
                                     global_variance=name.endswith("global"))
     if "rmia" in attacks:
-        a = _calibrate_rmia_a(refs.p_y, ref_keep, None if ref_pop_keep is not None else ref_pop.p_y, gamma)
+        a = rmia_a if rmia_a is not None else _calibrate_rmia_a(
+            refs.p_y, ref_keep, None if ref_pop_keep is not None else ref_pop.p_y, gamma)
         out["rmia"] = rmia_scores(target.p_y, refs.p_y, target_pop.p_y, ref_pop.p_y,
                                   a=a, gamma=gamma, ref_keep_x=ref_keep, ref_keep_z=ref_pop_keep)
     if "shadow-pool" in attacks:
@@ -244,7 +248,8 @@ def evaluate_scores(labels: np.ndarray, scores: np.ndarray, calib_labels: np.nda
 def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.ndarray, labels: np.ndarray,
                   pop_labels: np.ndarray | None, *, attacks: tuple[str, ...], delta: float,
                   confidence: float = 0.95, paired: bool = True, evaluate: Any = None,
-                  features: tuple[Features, Features] | None = None) -> tuple[dict[str, list[dict[str, Any]]],
+                  features: tuple[Features, Features] | None = None,
+                  rmia_a: list[float] | None = None) -> tuple[dict[str, list[dict[str, Any]]],
                                                                               dict[str, np.ndarray]]:
     """Each pool model in turn as the target, the other pairs as references.
 
@@ -261,7 +266,8 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
     chosen on model (t+2) mod M, from another pair; per attack: the scores, shape (M, n)).
     ``evaluate``: the metrics function of each target (default :func:`evaluate_scores`);
     ``features``: the models' and their population's :func:`compute_features`, when already
-    computed.
+    computed. RMIA's metrics carry the ``rmia_a`` each target's references chose; ``rmia_a``
+    (one per target) gives them instead of calibrating.
     """
     evaluate = evaluate_scores if evaluate is None else evaluate
     m = len(keep)
@@ -269,11 +275,16 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
         raise ValueError(f"leave-one-out needs a pool of at least {4 if paired else 3} models (got {m})")
     scores = {a: np.zeros(keep.shape) for a in attacks}
     feats, pop_feats = features if features is not None else _features(logits, pop_logits, labels, pop_labels)
+    chosen_a = [math.nan] * m
     for t in range(m):
         others = (np.arange(m) != t) & (np.arange(m) != ((t ^ 1) if paired else t))
+        ref_pop_keep = keep[others] if pop_logits is None else None
+        if "rmia" in attacks:
+            chosen_a[t] = rmia_a[t] if rmia_a is not None else _calibrate_rmia_a(
+                feats[others].p_y, keep[others], None if ref_pop_keep is not None else pop_feats[others].p_y, 1.0)
         s = scores_from_features(feats[t], pop_feats[t], logits[t][:, 0], labels, feats[others],
-                                 pop_feats[others], keep[others], attacks=attacks,
-                                 ref_pop_keep=keep[others] if pop_logits is None else None)
+                                 pop_feats[others], keep[others], attacks=attacks, ref_pop_keep=ref_pop_keep,
+                                 rmia_a=chosen_a[t] if "rmia" in attacks else None)
         for a in attacks:
             scores[a][t] = s[a]
     per_target: dict[str, list[dict[str, Any]]] = {a: [] for a in attacks}
@@ -282,6 +293,8 @@ def leave_one_out(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.nd
             c = (t + 2) % m
             per_target[a].append(evaluate(keep[t].astype(int), scores[a][t], keep[c].astype(int),
                                           scores[a][c], delta=delta, confidence=confidence))
+            if a == "rmia":
+                per_target[a][t]["rmia_a"] = float(chosen_a[t])
     return per_target, scores
 
 
@@ -306,9 +319,11 @@ def pair_jackknife(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.n
     target nor as a reference, and the mean over its M − 2 targets of each measure of
     :data:`REPLICATED` is kept. Each target keeps the thresholds its calibration model chose
     in the whole pool (``per_target``: :func:`leave_one_out`'s metrics of every attack,
-    ``eps_threshold`` and ``gdp_threshold``): the jackknife then varies the references, not
-    the choice of a threshold, which jumps between distant candidates as scores move and
-    would swell the jackknife's spread far beyond the pool mean's (a non-smooth statistic).
+    ``eps_threshold`` and ``gdp_threshold``), and RMIA the ``a`` its references chose
+    (``rmia_a``): the jackknife then varies the references, not the tuning choices. A
+    threshold jumps between distant candidates as scores move and would swell the jackknife's
+    spread far beyond the pool mean's (a non-smooth statistic); ``a``, calibrated again on
+    each reduced pool, would double the jackknife's time.
     Returns, per attack, one dict per pair (M/2 of them); empty when M < 6 or odd.
 
     Recomputing the scores, not only dropping pair j's rows, is what makes the spread
@@ -323,9 +338,11 @@ def pair_jackknife(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.n
     feats, pop_feats = _features(logits, pop_logits, labels, pop_labels)
     for j in range(m // 2):
         rest = np.flatnonzero(np.arange(m) // 2 != j)
+        kept_a = [per_target["rmia"][t].get("rmia_a", math.nan) for t in rest] if "rmia" in attacks else []
         _, scores = leave_one_out(logits[rest], None if pop_logits is None else pop_logits[rest], keep[rest], labels,
                                   pop_labels, attacks=attacks, delta=delta, confidence=confidence,
-                                  evaluate=_no_metrics, features=(feats[rest], pop_feats[rest]))
+                                  evaluate=_no_metrics, features=(feats[rest], pop_feats[rest]),
+                                  rmia_a=None if not kept_a or any(map(math.isnan, kept_a)) else kept_a)
         for a in attacks:
             rows = [replicate_metrics(keep[t].astype(int), scores[a][i], per_target[a][t]["eps_threshold"],
                                       per_target[a][t]["gdp_threshold"], delta=delta, confidence=confidence)
