@@ -37,3 +37,23 @@ def one_error_line(output: str) -> str:
     errors = [line for line in output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, output
     return errors[0]
+
+
+def one_dp_target(tmp_path):
+    """A workspace holding one DP-SGD digits MLP (σ 1, ε 3.0949, test accuracy 0.9) and its
+    attack metrics (μ 1.05798, ε lb 1.2399): what the audit's summary table reads.
+    Returns (workspace, run name, metrics)."""
+    from privaudit.core.config import make_config
+    from privaudit.files.atomic import write_json
+    from privaudit.pipeline.workspace import Workspace
+
+    ws = Workspace(tmp_path).ensure_writable()
+    cfg = make_config(dataset="digits", model="mlp", dp=True, noise_multiplier=1.0)
+    (ws.models / cfg.run_name).mkdir()
+    write_json(ws.models / cfg.run_name / "config.json", {**cfg.to_dict(), "run_name": cfg.run_name,
+                                                          "config_hash": cfg.config_hash})
+    write_json(ws.models / cfg.run_name / "metrics.json", {"test_accuracy": 0.9, "noise_multiplier": 1.0,
+                                                           "epsilon": 3.0949})
+    metrics = {"shadow": {"auc": 0.6}, "lira": {"auc": 0.7, "tpr_at_0p1pct_fpr": 0.05, "eps_lower_bound": 1.2399,
+                                                "gdp_mu": 1.05798}}
+    return ws, cfg.run_name, metrics

@@ -16,7 +16,7 @@ import pytest
 import typer.main
 from rich.console import Console
 
-from cli_helpers import one_error_line, run_cli
+from cli_helpers import one_dp_target, one_error_line, run_cli
 from privaudit.cli import app
 from privaudit.core.formatting import lower_bound, sig3, upper_bound, upper_sig3
 from privaudit.errors import ConfigError
@@ -117,20 +117,9 @@ def test_each_verdict_reads_whole_at_80_columns():
 def test_the_summary_rounds_mu_down_and_the_accountant_epsilon_up(tmp_path):
     from privaudit.api.attack import summary_rows
     from privaudit.cli.summary import summary_table
-    from privaudit.core.config import make_config
-    from privaudit.files.atomic import write_json
-    from privaudit.pipeline.workspace import Workspace
 
-    ws = Workspace(tmp_path).ensure_writable()
-    cfg = make_config(dataset="digits", model="mlp", dp=True, noise_multiplier=1.0)
-    (ws.models / cfg.run_name).mkdir()
-    write_json(ws.models / cfg.run_name / "config.json", {**cfg.to_dict(), "run_name": cfg.run_name,
-                                                          "config_hash": cfg.config_hash})
-    write_json(ws.models / cfg.run_name / "metrics.json", {"test_accuracy": 0.9, "noise_multiplier": 1.0,
-                                                           "epsilon": 3.0949})
-    metrics = {"shadow": {"auc": 0.6}, "lira": {"auc": 0.7, "tpr_at_0p1pct_fpr": 0.05, "eps_lower_bound": 1.2399,
-                                                "gdp_mu": 1.05798}}
-    text = "\n".join(render(summary_table(summary_rows(ws, [(cfg.run_name, metrics, {})]))))
+    ws, run_name, metrics = one_dp_target(tmp_path)
+    text = "\n".join(render(summary_table(summary_rows(ws, [(run_name, metrics, {})]))))
     assert "3.10" in text and "3.09" not in text          # ε acct, an upper bound: up
     assert " 1.05 " in text and "1.06" not in text        # μ, a lower bound: down
     assert " 1.23 " in text and "1.24" not in text        # ε lb: down

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from rich.console import Console
+from cli_helpers import one_dp_target
 from test_replicates import MODELS, _world
 
 from privaudit.core.formatting import bounds, detectable, lower_bound
@@ -84,23 +85,12 @@ def test_the_audit_table_gives_mu_over_models_per_setting(tmp_path):
 
     from privaudit.api.attack import summary_rows
     from privaudit.cli.summary import summary_table
-    from privaudit.core.config import make_config
-    from privaudit.files.atomic import write_json
-    from privaudit.pipeline.workspace import Workspace
 
-    ws = Workspace(tmp_path).ensure_writable()
-    cfg = make_config(dataset="digits", model="mlp", dp=True, noise_multiplier=1.0)
-    (ws.models / cfg.run_name).mkdir()
-    write_json(ws.models / cfg.run_name / "config.json", {**cfg.to_dict(), "run_name": cfg.run_name,
-                                                          "config_hash": cfg.config_hash})
-    write_json(ws.models / cfg.run_name / "metrics.json", {"test_accuracy": 0.9, "noise_multiplier": 1.0,
-                                                           "epsilon": 3.0949})
-    metrics = {"shadow": {"auc": 0.6}, "lira": {"auc": 0.7, "tpr_at_0p1pct_fpr": 0.05, "eps_lower_bound": 1.2399,
-                                                "gdp_mu": 1.05798}}
+    ws, run_name, metrics = one_dp_target(tmp_path)
     overview = pd.DataFrame([{"model": "mlp", "dataset": "digits", "setting": "σ=1", "strongest": "lira",
                               "pool_mu_strongest": 0.3149, "pool_mu_strongest_lo": 0.2551,
                               "pool_mu_strongest_hi": 0.3701, "pool_n_strongest": 16}])
-    lines = render(summary_table(summary_rows(ws, [(cfg.run_name, metrics, {})]),
+    lines = render(summary_table(summary_rows(ws, [(run_name, metrics, {})]),
                                  summary=SimpleNamespace(overview=overview)))
     assert max(map(len, lines)) <= 80
     row = next((line for line in lines if line.strip().startswith("σ=1")), "\n".join(lines))
