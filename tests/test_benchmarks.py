@@ -177,7 +177,7 @@ def test_familywise_benchmark_counts_false_alarms_with_intervals(tmp_path):
 
 
 def test_few_reference_benchmark_never_gives_a_model_its_complement_and_draws_its_figure(tmp_path):
-    from benchmarks.bench_few_refs import _interval, figure, reference_candidates
+    from benchmarks.bench_few_refs import _interval, figure, reference_candidates, yardstick
 
     m = 65
     for t in range(m):
@@ -189,7 +189,14 @@ def test_few_reference_benchmark_never_gives_a_model_its_complement_and_draws_it
     assert mean == pytest.approx(0.2) and lo < 0.2 < hi
     rows = [{"attack": a, "references": k, "tpr_at_0p1pct_fpr": 0.1 * (k + 1), "tpr_lo": 0.0, "tpr_hi": 1.0,
              "n_attacked": 3} for a in ("rmia", "lira-shrunk-online") for k in (1, 2, 4)]
-    rows.append({"attack": "lira-online (all others)", "references": 64, "tpr_at_0p1pct_fpr": 0.5, "tpr_lo": 0.4,
-                 "tpr_hi": 0.6, "n_attacked": 3})
+    rows += [{"attack": a, "references": 64, "tpr_at_0p1pct_fpr": v, "tpr_lo": v - 0.1, "tpr_hi": v + 0.1,
+              "n_attacked": 3} for a, v in (("lira-online", 0.5), ("lira-shrunk-online", 0.6), ("rmia", 0.4))]
+    # the yardstick is the strongest attack with the whole pool, not LiRA online by fiat
+    best = yardstick(rows)
+    assert best["attack"] == "lira-shrunk-online"
+    share = {(r["attack"], r["references"]): r["share_of_best"] for r in rows}
+    assert share[("lira-online", 64)] == pytest.approx(0.5 / 0.6) and share[("rmia", 4)] == pytest.approx(0.5 / 0.6)
+    with pytest.raises(ValueError, match="whole pool"):
+        yardstick([r for r in rows if r["references"] < 64])
     figure([{"arch": "mlp", "part": 5000, "epochs": 50, "rows": rows}], tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 10_000
