@@ -10,7 +10,17 @@ TPR at 0.1 % FPR and AUC (ROC on the attacked model's own labels, as the LiRA pa
 with 95 % t-intervals over the attacked models. Every reference-based attack also runs with
 the whole pool (every other model: 63 references for a pool model, its complement left out,
 64 for the target), and the yardstick is the best of them by mean TPR (:func:`yardstick`):
-the strongest whole-pool attack, not one chosen in advance. The loss-trace ranking (LT-IQR) is
+the strongest whole-pool attack, not one chosen in advance.
+
+Beside privaudit's pool attacks (LiRA per-sample, global, shrunk-variance; RMIA) it runs the
+few-reference candidates, each kept in the audit only where it helps (docs/performance.md):
+LiRA with shrunk means under a difficulty prior (``lira-bayes-*``,
+:func:`privaudit.attacks.lira.lira_bayes_scores`); the same and shrunk LiRA on six views of
+each image (``+views``: the image, its mirror, shifts by two pixels; the pools train without
+augmentation, so this measures what views do for such models); RMIA without ties at the top
+of its score (``rmia-untied``) and with its published soft-margin Taylor signal
+(``rmia-taylor``); and the mean of label-free normal scores of two attacks' ranks
+(``combined``: :func:`combined_scores`). The loss-trace ranking (LT-IQR) is
 scored as the share of an attacked model's top 1 % members by trace IQR that are among its top
 1 % members by LiRA online with the whole pool.
 
@@ -31,7 +41,6 @@ import numpy as np
 import torch
 
 from privaudit.core.config import RunConfig, make_config
-from privaudit.data import load_dataset
 from privaudit.pipeline.pools import ensure_pool, model_logits
 from privaudit.pipeline.runs import DataCache, ensure_model
 from privaudit.pipeline.workspace import Workspace
@@ -60,7 +69,11 @@ def train(args) -> None:
         print(f"[{time.perf_counter() - t0:7.0f} s] training {done[0]}: {getattr(c, 'run_name', c)}", flush=True)
 
     ensure_model(cfg, ws, data, device, on_start=started)
-    ensure_pool(cfg, POOL, ws, data, device, on_start=started)
+    if args.from_end:  # a second trainer beside the first: models from the last one back (each model is locked)
+        for c in reversed([cfg.recipe.as_reference(args.pool, i) for i in range(args.pool)]):
+            ensure_model(c, ws, data, device, on_start=started)
+        return
+    ensure_pool(cfg, args.pool, ws, data, device, on_start=started)
     print(f"trained in {time.perf_counter() - t0:.0f} s", flush=True)
 
 
@@ -83,19 +96,113 @@ def reference_candidates(t: int, m: int) -> np.ndarray:
     return np.array([i for i in range(m) if i != t and (t == m - 1 or i != (t ^ 1))])
 
 
-def few_reference_scores(t: int, refs: np.ndarray, feats, pop_feats, keep, logits, labels,
-                         attacks: tuple[str, ...] = FEW_REFERENCE_ATTACKS) -> dict[str, np.ndarray]:
-    """The reference-based attacks' scores (n,) against model ``t`` with references ``refs``."""
-    from privaudit.attacks.pool_attacks import scores_from_features
+#: what each view of an image is: the plain image, its mirror, and shifts by SHIFT pixels
+#: (reflect-padded), the views LiRA's authors query
+SHIFT = 2
+VIEWS = ("plain", "mirror", "up", "down", "left", "right")
+#: the attacks combined by :func:`combined_scores` (their within-target ranks)
+COMBINED = ("lira-bayes-online", "rmia-untied")
 
+
+def view_logits(model, normaliser, images: np.ndarray) -> np.ndarray:
+    """Logits (n, len(VIEWS), C) of one model on each view of ``images`` (n, c, h, w)."""
+    import torch.nn.functional as F
+
+    from privaudit.training.results import predict_logits
+
+    x = torch.from_numpy(normaliser(images))
+    padded = F.pad(x, (SHIFT, SHIFT, SHIFT, SHIFT), mode="reflect")
+    h, w = x.shape[-2:]
+    crops = {"up": (0, SHIFT), "down": (2 * SHIFT, SHIFT), "left": (SHIFT, 0), "right": (SHIFT, 2 * SHIFT)}
+    out = []
+    for v in VIEWS:
+        if v == "plain":
+            xv = x
+        elif v == "mirror":
+            xv = x.flip(-1)
+        else:
+            dy, dx = crops[v]
+            xv = padded[..., dy:dy + h, dx:dx + w]
+        out.append(predict_logits(model, xv.contiguous()).numpy())
+    return np.stack(out, axis=1).astype(np.float32)
+
+
+def all_view_logits(ws: Workspace, names: list[str], images, indices: np.ndarray, pop: np.ndarray,
+                    cache: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Every model's logits on every view of the pool samples and of the population, (M, n, V, C)
+    and (M, z, V, C), cached in ``cache`` (computed once: inference only)."""
+    if cache.exists():
+        with np.load(cache) as npz:
+            if list(npz["names"]) == names:
+                return npz["logits"], npz["pop_logits"]
+    logits, pop_logits = [], []
+    for name in names:
+        loaded = ws.load_model(name, images.input_shape, images.num_classes)
+        logits.append(view_logits(loaded.model, loaded.normaliser, images.x[indices]))
+        pop_logits.append(view_logits(loaded.model, loaded.normaliser, images.x[pop]))
+    arrays = {"names": np.array(names), "logits": np.stack(logits), "pop_logits": np.stack(pop_logits)}
+    tmp = cache.with_suffix(".tmp.npz")
+    np.savez(tmp, **arrays)
+    tmp.replace(cache)
+    return arrays["logits"], arrays["pop_logits"]
+
+
+def within_target_ranks(scores: np.ndarray) -> np.ndarray:
+    """Φ⁻¹ of each score's mid-rank among the audited samples' scores, (r − ½)/n: a scale with
+    no label in it (the auditor knows which samples are audited, not which are members)."""
+    from scipy.stats import norm, rankdata
+
+    return norm.ppf((rankdata(scores) - 0.5) / len(scores))
+
+
+def combined_scores(scores: dict[str, np.ndarray], names: tuple[str, ...] = COMBINED) -> np.ndarray:
+    """The mean of the attacks' :func:`within_target_ranks`: each attack weighs the same,
+    whatever its own scale."""
+    return np.mean([within_target_ranks(scores[a]) for a in names], axis=0)
+
+
+class Signals:
+    """What the attacks read, for every model of the pool (the target last)."""
+
+    def __init__(self, logits, pop_logits, views, pop_views, labels, pop_labels, keep):
+        from privaudit.attacks.features import compute_features
+        from privaudit.attacks.rmia import taylor_soft_margin
+
+        self.logits, self.labels, self.keep = logits, labels, keep
+        self.feats = compute_features(logits, labels)
+        self.pop_feats = compute_features(pop_logits, pop_labels)
+        self.view_phi = compute_features(views, labels).phi  # (M, n, V)
+        self.taylor = taylor_soft_margin(logits[:, :, 0], labels[None, :])  # (M, n)
+        self.pop_taylor = taylor_soft_margin(pop_logits[:, :, 0], pop_labels[None, :])
+
+
+def few_reference_scores(t: int, refs: np.ndarray, sig: Signals) -> dict[str, np.ndarray]:
+    """Every reference-based attack's scores (n,) against model ``t`` with references ``refs``."""
+    from privaudit.attacks.lira import lira_bayes_scores, lira_shrunk_scores
+    from privaudit.attacks.pool_attacks import _calibrate_rmia_a, scores_from_features
+    from privaudit.attacks.rmia import rmia_scores
+
+    feats, pop_feats, keep = sig.feats, sig.pop_feats, sig.keep
     # with one reference a sample is IN or OUT of it: online LiRA falls back to offline
-    return scores_from_features(feats[t], pop_feats[t], logits[t][:, 0], labels, feats[refs], pop_feats[refs],
-                                keep[refs], attacks=attacks)
+    out = scores_from_features(feats[t], pop_feats[t], sig.logits[t][:, 0], sig.labels, feats[refs], pop_feats[refs],
+                               keep[refs], attacks=FEW_REFERENCE_ATTACKS)
+    phi, ref_phi, ref_keep = feats.phi[t], feats.phi[refs], keep[refs]
+    for side in ("online", "offline"):
+        out[f"lira-bayes-{side}"] = lira_bayes_scores(phi, ref_phi, ref_keep, online=side == "online")
+    out["lira-bayes-online+views"] = lira_bayes_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
+    out["lira-shrunk-online+views"] = lira_shrunk_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
+    a = _calibrate_rmia_a(feats.p_y[refs], ref_keep, pop_feats.p_y[refs], 1.0)
+    out["rmia-untied"] = rmia_scores(feats.p_y[t], feats.p_y[refs], pop_feats.p_y[t], pop_feats.p_y[refs], a=a,
+                                     ref_keep_x=ref_keep, interpolate=True)
+    a = _calibrate_rmia_a(sig.taylor[refs], ref_keep, sig.pop_taylor[refs], 1.0)
+    out["rmia-taylor"] = rmia_scores(sig.taylor[t], sig.taylor[refs], sig.pop_taylor[t], sig.pop_taylor[refs], a=a,
+                                     ref_keep_x=ref_keep, interpolate=True)
+    out["combined"] = combined_scores(out)
+    return out
 
 
 def evaluate(args) -> None:
     from privaudit.analysis.metrics import auc_score, tpr_at_fpr
-    from privaudit.attacks.features import compute_features
     from privaudit.attacks.loss_trace import lt_iqr, top_precision
     from privaudit.attacks.quantile import QuantileAttack
     from privaudit.attacks.scores import loss_scores
@@ -104,7 +211,7 @@ def evaluate(args) -> None:
     data = DataCache(args.data_dir)
     cfg = recipe(args.arch, args.part, args.epochs)
     device = torch.device("cpu")
-    pool = ensure_pool(cfg, POOL, ws, data, device)
+    pool = ensure_pool(cfg, args.pool, ws, data, device)
     images = data.images(cfg)
     target = cfg.validated().run_name
     names = list(pool.models) + [target]
@@ -115,15 +222,18 @@ def evaluate(args) -> None:
     part = len(pool.indices) // 2
     keep = np.concatenate([pool.keep, (np.arange(len(pool.indices)) < part)[None]])
     labels = pool.labels
-    feats = compute_features(logits, labels)
-    pop_feats = compute_features(pop_logits, pool.pop_labels)
+    t0 = time.perf_counter()
+    views, pop_views = all_view_logits(ws, names, images, pool.indices, pool.pop_indices,
+                                       Path(args.workspace) / f"views-{args.arch}.npz")
+    print(f"[{time.perf_counter() - t0:6.0f} s] views of {len(names)} models", flush=True)
+    sig = Signals(logits, pop_logits, views.astype(np.float64), pop_views.astype(np.float64), labels,
+                  pool.pop_labels, keep)
     m = len(names)
     position = {int(i): j for j, i in enumerate(pool.indices)}
     attacked = [m - 1] + list(range(min(args.targets, m) - 1))  # the target first, then pool models
     rng = np.random.default_rng(0)
     rows: dict[tuple[str, int], dict[str, list[float]]] = {}
     lt_prec: list[float] = []
-    t0 = time.perf_counter()
 
     def add(attack: str, k: int, y: np.ndarray, s: np.ndarray) -> None:
         r = rows.setdefault((attack, k), {"tpr": [], "auc": []})
@@ -133,17 +243,17 @@ def evaluate(args) -> None:
     for done, t in enumerate(attacked):
         y = keep[t].astype(int)
         others = reference_candidates(t, m)
-        whole = few_reference_scores(t, others, feats, pop_feats, keep, logits, labels)
+        whole = few_reference_scores(t, others, sig)
         for attack, s in whole.items():  # 63 references for a pool model (its complement left out), 64 for the target
             add(attack, POOL, y, s)
         yard = whole["lira-online"]
         add("loss", 0, y, loss_scores(logits[t][:, 0], labels))
         # public non-members: the population, which no model of the pool trained on
-        q = QuantileAttack(seed=t).fit(images.x[pool.pop_indices], pool.pop_labels, pop_feats[t].phi[:, 0])
-        add("quantile", 0, y, q.scores(images.x[pool.indices], labels, feats[t].phi[:, 0]))
-        for k in REFERENCES[1:]:
+        q = QuantileAttack(seed=t).fit(images.x[pool.pop_indices], pool.pop_labels, sig.pop_feats[t].phi[:, 0])
+        add("quantile", 0, y, q.scores(images.x[pool.indices], labels, sig.feats[t].phi[:, 0]))
+        for k in (k for k in REFERENCES[1:] if k <= len(others) // 2):
             refs = np.sort(rng.choice(others, size=k, replace=False))
-            for attack, s in few_reference_scores(t, refs, feats, pop_feats, keep, logits, labels).items():
+            for attack, s in few_reference_scores(t, refs, sig).items():
                 add(attack, k, y, s)
         found = ws.read_loss_trace(names[t])
         if found is not None:
@@ -233,6 +343,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--part", type=int, default=5000)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--targets", type=int, default=65, help="how many of the 65 models to attack")
+    p.add_argument("--from-end", action="store_true",
+                   help="train: the pool's models from the last one back, beside a trainer run without it")
+    p.add_argument("--pool", type=int, default=POOL, help="reference models in the pool (64: the benchmark's)")
     p.add_argument("--out", default=None)
     p.add_argument("--threads", type=int, default=1, help="intra-op threads (1: unaffected by other processes on the cores)")
     args = p.parse_args(argv)

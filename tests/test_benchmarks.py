@@ -200,3 +200,31 @@ def test_few_reference_benchmark_never_gives_a_model_its_complement_and_draws_it
         yardstick([r for r in rows if r["references"] < 64])
     figure([{"arch": "mlp", "part": 5000, "epochs": 50, "rows": rows}], tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 10_000
+
+
+def test_few_reference_benchmark_views_and_combination():
+    """The views are the image, its mirror and its shifts by two pixels (reflect-padded); the
+    combination averages label-free normal scores of the attacks' ranks."""
+    import numpy as np
+    import torch
+
+    from benchmarks.bench_few_refs import SHIFT, VIEWS, combined_scores, view_logits, within_target_ranks
+
+    class Pixels(torch.nn.Module):  # "logits": the first channel's pixels, row by row
+        def forward(self, x):
+            return x[:, 0].flatten(1)
+
+    images = np.arange(2 * 3 * 8 * 8, dtype=np.float32).reshape(2, 3, 8, 8)
+    out = view_logits(Pixels(), lambda x: x, images)
+    assert out.shape == (2, len(VIEWS), 64)
+    grid = {v: out[0, i].reshape(8, 8) for i, v in enumerate(VIEWS)}
+    plain = images[0, 0]
+    np.testing.assert_array_equal(grid["plain"], plain)
+    np.testing.assert_array_equal(grid["mirror"], plain[:, ::-1])
+    np.testing.assert_array_equal(grid["up"][SHIFT:], plain[:-SHIFT])  # content moved down by the pad above
+    np.testing.assert_array_equal(grid["right"][:, :-SHIFT], plain[:, SHIFT:])
+    s = np.array([3.0, 1.0, 2.0, 10.0])
+    z = within_target_ranks(s)
+    assert np.all(np.argsort(z) == np.argsort(s)) and z.mean() == pytest.approx(0.0)
+    both = combined_scores({"a": s, "b": -s}, ("a", "b"))
+    np.testing.assert_allclose(both, 0.0, atol=1e-12)  # opposite rankings cancel

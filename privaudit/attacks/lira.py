@@ -464,3 +464,191 @@ def lira_shrunk_scores(
     mu_in, sc_in, dof_in, n_in = _predictive(moments_in, prior_in)
     llr = (_log_t_pdf(t, mu_in, sc_in, dof_in) - _log_t_pdf(t, mu_out, sc_out, dof_out)).mean(axis=1)
     return np.where((n_in > 0) & (n_out > 0), llr, scores)
+
+
+# ---------------------------------------------------------------------------------------
+# Few-reference LiRA with shrunk means and a difficulty prior (docs/methods.md D.7)
+# ---------------------------------------------------------------------------------------
+
+#: samples per difficulty bin of :func:`lira_bayes_scores` (at most :data:`BAYES_MAX_BINS` bins)
+BAYES_BIN_SAMPLES = 500
+BAYES_MAX_BINS = 20
+
+
+def difficulty_bins(difficulty: np.ndarray, per_bin: int = BAYES_BIN_SAMPLES,
+                    max_bins: int = BAYES_MAX_BINS) -> np.ndarray:
+    """Bin index (n,) of each sample by the quantiles of ``difficulty`` (n,): min(max_bins,
+    n // per_bin) bins (at least one) of about equal size, bin 0 the hardest (lowest)."""
+    n = len(difficulty)
+    bins = int(max(1, min(max_bins, n // per_bin)))
+    order = np.argsort(difficulty, kind="stable")
+    out = np.empty(n, dtype=np.int64)
+    out[order] = np.arange(n) * bins // max(n, 1)
+    return out
+
+
+def _binned_prior(sq: np.ndarray, count: np.ndarray, bins: np.ndarray, fallback: Prior) -> Prior:
+    """Per-sample variance prior (ν0 (n, A), σ0² (n, A)) of one side: one shape ν0 for all
+    samples, a scale σ0² per difficulty bin (the variance of φ grows with difficulty; its
+    spread around the scale is alike across bins).
+
+    As :func:`estimate_prior`, on the samples with at least two models on that side, with
+    e_i = log s_i² − ψ(d_i/2) + log(d_i/2): the spread of e_i around its bin's mean, pooled
+    over bins (each bin losing one d.o.f. to its mean), less the mean ψ'(d_i/2), is ψ'(ν0/2);
+    then σ0²_b = exp(mean_b e + ψ(ν0/2) − log(ν0/2)). Pooling the shape over every bin keeps
+    it as steady as one prior's with a single model pair per side (d_i = 1, where log s_i²
+    spreads by ψ'(½) ≈ 4.9 on its own). A bin with fewer than three such samples takes
+    ``fallback``'s scale (the side's prior over all samples)."""
+    n, queries = sq.shape
+    nu0 = np.broadcast_to(fallback[0], (n, queries)).copy()
+    var0 = np.broadcast_to(fallback[1], (n, queries)).copy()
+    usable = count >= 2
+    labels = np.unique(bins[usable])
+    sizes = np.array([np.sum(usable & (bins == b)) for b in labels])
+    labels = labels[sizes >= 3]
+    if labels.size == 0:
+        return nu0, var0
+    in_bins = usable & np.isin(bins, labels)
+    d = count[in_bins] - 1.0
+    half = d / 2.0
+    for a in range(queries):
+        s2 = sq[in_bins, a] / d
+        typical = np.median(s2)
+        if typical <= 0:
+            continue
+        e = np.log(np.maximum(s2, 1e-5 * typical)) - digamma(half) + np.log(half)
+        b_of = bins[in_bins]
+        means = {b: e[b_of == b].mean() for b in labels}
+        resid = e - np.array([means[b] for b in b_of])
+        excess = resid @ resid / (e.size - labels.size) - polygamma(1, half).mean() if e.size > labels.size else 0.0
+        shape = float(2.0 * _trigamma_inverse(float(excess))) if excess > 0 else float("inf")
+        shift = 0.0 if np.isinf(shape) else float(digamma(shape / 2.0) - np.log(shape / 2.0))
+        nu0[:, a] = shape
+        for b in labels:
+            var0[bins == b, a] = np.exp(means[b] + shift)
+    return nu0, var0
+
+
+def _posterior_variance(sq: np.ndarray, count: np.ndarray, prior: Prior) -> tuple[np.ndarray, np.ndarray]:
+    """σ̃² = (ν0 σ0² + SS)/(ν0 + n − 1) and its d.o.f. ν0 + n − 1 per sample and query (σ0²
+    and ∞ d.o.f. where ν0 = ∞; σ0² with ν0 d.o.f. for a side with no model)."""
+    nu0, var0 = prior
+    var0 = np.maximum(var0, _SHRUNK_MIN_STD**2)
+    d = np.maximum(count - 1.0, 0.0)[:, None]
+    infinite = np.isinf(nu0)
+    nu = np.where(infinite, 1.0, nu0)
+    post = np.where(infinite, var0, (nu * var0 + sq) / (nu + d))
+    return np.maximum(post, _SHRUNK_MIN_STD**2), np.where(infinite, np.inf, nu + d)
+
+
+def joint_mean_posterior(x_mean: np.ndarray, v_out: np.ndarray, y_mean: np.ndarray, v_in: np.ndarray,
+                         gap: np.ndarray, tau2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Posterior of one sample's OUT and IN means (μ_out, μ_in), elementwise.
+
+    Model: the OUT models' mean φ̄_out ~ N(μ_out, v_out), the IN models' mean
+    φ̄_in ~ N(μ_in, v_in), a flat prior on μ_out and μ_in − μ_out ~ N(gap, τ²) (the
+    membership gap of samples of the same difficulty). ``v_* = inf`` means the side has no
+    model (its mean is then a placeholder). In (μ_out, D = μ_in − μ_out) the posterior
+    precision is
+
+        P = [[1/v_out + 1/v_in, 1/v_in], [1/v_in, 1/v_in + 1/τ²]],
+        P·m = [φ̄_out/v_out + φ̄_in/v_in, φ̄_in/v_in + gap/τ²],
+
+    so with a side missing the other side and the gap still give both means (one IN model:
+    μ_out ≈ φ̄_in − gap). Returns the posterior means and variances of μ_out and μ_in
+    (m_out, var_out, m_in, var_in), var_in = var(μ_out + D).
+    """
+    p_out = np.where(np.isinf(v_out), 0.0, 1.0 / v_out)
+    p_in = np.where(np.isinf(v_in), 0.0, 1.0 / v_in)
+    p_gap = 1.0 / tau2
+    a11, a12, a22 = p_out + p_in, p_in, p_in + p_gap
+    b1 = np.where(p_out > 0, x_mean, 0.0) * p_out + np.where(p_in > 0, y_mean, 0.0) * p_in
+    b2 = np.where(p_in > 0, y_mean, 0.0) * p_in + gap * p_gap
+    det = a11 * a22 - a12 * a12
+    m_out = (a22 * b1 - a12 * b2) / det
+    m_d = (a11 * b2 - a12 * b1) / det
+    var_out, var_d, cov = a22 / det, a11 / det, -a12 / det
+    return m_out, var_out, m_out + m_d, var_out + var_d + 2.0 * cov
+
+
+def lira_bayes_scores(
+    target_stats: np.ndarray,
+    ref_stats: np.ndarray,
+    ref_keep: np.ndarray,
+    *,
+    online: bool = True,
+    per_bin: int = BAYES_BIN_SAMPLES,
+) -> np.ndarray:
+    """Few-reference LiRA with shrunk means and variances under a difficulty prior, shape (n,).
+
+    :func:`lira_shrunk_scores` shrinks each sample's variances towards one prior; this
+    function also shrinks its *means* (the normal–inverse-gamma treatment of BaVarIA,
+    Brännvall, arXiv:2603.11799, with priors learned from the references per difficulty;
+    docs/methods.md D.7). With two IN and two OUT models per sample, the mean of either side
+    is as uncertain as a quarter of its spread, while the gap μ_in − μ_out is much alike
+    among samples of one difficulty. So:
+
+    1. **Difficulty**: each sample's OUT mean φ̄_out (the IN mean less the average gap where
+       no reference left it out), cut into quantile bins of about ``per_bin`` samples
+       (:func:`difficulty_bins`).
+    2. **Variances**: per bin, side and query, the empirical-Bayes prior (ν0, σ0²) of
+       :func:`estimate_prior`, and each sample's posterior σ̃² with ν0 + n − 1 d.o.f., as
+       :func:`lira_shrunk_scores` does with one prior for all samples.
+    3. **Means**: per bin and query, the gap prior D ~ N(gap, τ²) with gap the bin's mean of
+       φ̄_in − φ̄_out and τ² its variance less the sampling variance σ̃_in²/n_in +
+       σ̃_out²/n_out (floored at 1 % of the variance), and the joint posterior of
+       (μ_out, μ_in) of :func:`joint_mean_posterior`.
+    4. **Score**: the predictive of each side is Student t, location the posterior mean,
+       scale² = σ̃² + the mean's posterior variance; online, mean over queries of
+       log t_in(φ) − log t_out(φ); offline, the one-sided log T((φ − m_out)/scale_out) of
+       :func:`lira_scores`, its m_out informed by the IN models through the gap.
+
+    Limits: a wide gap prior (τ² → ∞) gives each side its own sample mean (predictive
+    scale σ̃² (1 + 1/n), as :func:`lira_shrunk_scores` with a per-bin prior); one bin gives
+    its single variance prior. Where no sample has two models on either side (one reference,
+    or one complementary pair) there is no spread to learn variances from and the scores
+    are :func:`lira_shrunk_scores`'.
+
+    Shapes and conventions as :func:`lira_scores`. float64 throughout.
+    """
+    t, r, keep = _check_lira_inputs(target_stats, ref_stats, ref_keep)
+    w_in = keep[:, :, None].astype(np.float64)
+    w_out = 1.0 - w_in
+    mu_o, sq_o, n_o = _moments(r, w_out)
+    mu_i, sq_i, n_i = _moments(r, w_in)
+    if not ((n_o >= 2).any() and (n_i >= 2).any()):
+        return lira_shrunk_scores(target_stats, ref_stats, ref_keep, online=online)
+    both = (n_o > 0) & (n_i > 0)
+    if not both.any():
+        return lira_shrunk_scores(target_stats, ref_stats, ref_keep, online=online)
+    gap_all = (mu_i[both] - mu_o[both]).mean(axis=0)  # (A,)
+    bins = difficulty_bins(np.where(n_o > 0, mu_o.mean(axis=1), (mu_i - gap_all).mean(axis=1)), per_bin)
+    priors = {}
+    for side, sq, count in (("out", sq_o, n_o), ("in", sq_i, n_i)):
+        fallback, _ = _side_prior(r, w_out if side == "out" else w_in, None)
+        assert fallback is not None  # some sample has two models on each side (checked above)
+        priors[side] = _posterior_variance(sq, count, _binned_prior(sq, count, bins, fallback))
+    (var_o, dof_o), (var_i, dof_i) = priors["out"], priors["in"]
+    with np.errstate(divide="ignore"):
+        v_o = np.where(n_o[:, None] > 0, var_o / np.maximum(n_o, 1.0)[:, None], np.inf)
+        v_i = np.where(n_i[:, None] > 0, var_i / np.maximum(n_i, 1.0)[:, None], np.inf)
+    gap = np.broadcast_to(gap_all, mu_o.shape).copy()
+    tau2 = np.empty_like(mu_o)
+    for b in np.unique(bins):
+        in_bin = bins == b
+        sel = in_bin & both
+        if sel.sum() < 3:
+            sel = both
+        diff = mu_i[sel] - mu_o[sel]
+        spread = diff.var(axis=0, ddof=1) if sel.sum() >= 2 else np.ones(diff.shape[1])
+        noise = (v_i[sel] + v_o[sel]).mean(axis=0)
+        gap[in_bin] = diff.mean(axis=0)
+        tau2[in_bin] = np.maximum(spread - noise, 0.01 * spread + _SHRUNK_MIN_STD**2)
+    m_o, pv_o, m_i, pv_i = joint_mean_posterior(mu_o, v_o, mu_i, v_i, gap, tau2)
+    scale_o = np.sqrt(var_o + pv_o)
+    offline: np.ndarray = _log_t_cdf((t - m_o) / scale_o, dof_o).mean(axis=1)
+    if not online:
+        return offline
+    scale_i = np.sqrt(var_i + pv_i)
+    llr: np.ndarray = (_log_t_pdf(t, m_i, scale_i, dof_i) - _log_t_pdf(t, m_o, scale_o, dof_o)).mean(axis=1)
+    return llr

@@ -110,6 +110,7 @@ def rmia_scores(
     gamma: float = 1.0,
     ref_keep_x: np.ndarray | None = None,
     ref_keep_z: np.ndarray | None = None,
+    interpolate: bool = False,
 ) -> np.ndarray:
     """Offline RMIA scores, shape (n,), in [0, 1]; higher = more likely a member.
 
@@ -125,6 +126,13 @@ def rmia_scores(
     Cost: sorting the Z population ratios once and one ``np.searchsorted`` per audited
     sample, O((n + Z) log Z) time and O(M·(n + Z)) memory for the inputs, O(n + Z) extra;
     no n × Z matrix.
+
+    ``interpolate``: the count without its ties (:func:`interpolated_count`). For one target
+    the count is a step function of LR(x), so every x whose LR exceeds the largest LR(z)
+    scores 1: with Z = 5,000 population samples, the members above that share one score
+    and the ROC below FPR 1/Z is a straight line. Interpolating log LR between neighbouring
+    population values keeps the count's scale (comparable across targets) and ranks x by
+    LR(x) within each step: the ROC on one target is then LR(x)'s own.
     """
     if not 0.0 <= a <= 1.0:
         raise ValueError(f"a must lie in [0, 1], got {a}")
@@ -139,8 +147,33 @@ def rmia_scores(
     lr_x = rmia_likelihood_ratios(p_target_x, _out_mean(p_ref_x, ref_keep_x, "ref_keep_x"), a)
     lr_z = rmia_likelihood_ratios(p_target_z, _out_mean(p_ref_z, ref_keep_z, "ref_keep_z"), a)
     sorted_z = np.sort(lr_z)
+    if interpolate:
+        return interpolated_count(sorted_z, lr_x / gamma)
     counts = np.searchsorted(sorted_z, lr_x / gamma, side="right")
     return counts / sorted_z.size
+
+
+def interpolated_count(sorted_z: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """#{z ≤ v}/Z made continuous and strictly increasing in v (shape of ``v``).
+
+    With L = log of the values, for v between the sorted population values z₍c₎ ≤ v < z₍c+1₎
+    (c of them at or below v): (c − 1 + (L(v) − L(z₍c₎))/(L(z₍c+1₎) − L(z₍c₎)))/Z, which runs
+    from (c − 1)/Z to c/Z; above the largest, (Z − 1 + 1 − e^{−(L(v) − L(z₍Z₎))})/Z < 1; below
+    the smallest, −(1 − e^{−(L(z₍1₎) − L(v))})/Z > −1/Z. Values are floored at 1e-300 before
+    the log.
+    """
+    z = np.log(np.maximum(np.asarray(sorted_z, dtype=np.float64), 1e-300))
+    lv = np.log(np.maximum(np.asarray(v, dtype=np.float64), 1e-300))
+    size = z.size
+    c = np.searchsorted(z, lv, side="right")
+    lo = z[np.clip(c - 1, 0, size - 1)]
+    hi = z[np.clip(c, 0, size - 1)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        inner = np.where(hi > lo, (lv - lo) / (hi - lo), 0.0)
+    frac = np.where(c >= size, 1.0 - np.exp(-(lv - z[-1])), inner)
+    below = -(1.0 - np.exp(-(z[0] - lv)))
+    scores: np.ndarray = np.where(c == 0, below, c - 1 + frac) / size
+    return scores
 
 
 def calibrate_a(
@@ -226,3 +259,43 @@ def calibrate_a(
     if used == 0:
         raise ValueError("no pseudo-target has both members and non-members among usable samples")
     return float(grid[int(np.argmax(auc_sum))])
+
+
+#: the soft-margin Taylor softmax of RMIA's published CIFAR-10 runs (ml_privacy_meter's
+#: configuration: margin m = 0.6, expansion order n = 4, temperature T = 2)
+TAYLOR_MARGIN, TAYLOR_ORDER, TAYLOR_TEMPERATURE = 0.6, 4, 2.0
+
+
+def taylor_soft_margin(logits: np.ndarray, labels: np.ndarray, *, margin: float = TAYLOR_MARGIN,
+                       order: int = TAYLOR_ORDER, temperature: float = TAYLOR_TEMPERATURE) -> np.ndarray:
+    """RMIA's published signal: the soft-margin Taylor softmax of the true label, shape
+    ``logits.shape[:-1]``.
+
+    With u = z/T and the exponential replaced by its Taylor polynomial
+    e_n(u) = Σ_{i≤n} uⁱ/i!, the true label's share is
+
+        e_n(u_y − m) / (e_n(u_y − m) + Σ_{j≠y} e_n(u_j)).
+
+    The order must be even: an even-order e_n is positive everywhere (its minimum, at its
+    only critical point u₀, is u₀ⁿ/n! > 0), an odd one goes negative for negative logits.
+    Zarifzadeh, Liu, Shokri, *Low-Cost High-Power Membership Inference Attacks* (ICML 2024);
+    the margin m penalises the true label as a soft-margin loss does. ``logits`` (..., C);
+    ``labels`` broadcast against ``logits.shape[:-1]`` (e.g. (n, 1) for (M, n, A, C)... as
+    :func:`privaudit.attacks.lira.logit_scaled_confidence`).
+    """
+    if order < 2 or order % 2:
+        raise ValueError(f"the Taylor order must be even and at least 2, got {order}")
+    u = np.asarray(logits, dtype=np.float64) / temperature
+    y = np.broadcast_to(np.asarray(labels, dtype=np.int64), u.shape[:-1])[..., None]
+
+    def taylor(v: np.ndarray) -> np.ndarray:
+        total, power = np.ones_like(v), np.ones_like(v)
+        for i in range(1, order + 1):
+            power = power * v / i
+            total = total + power
+        return total
+
+    true = taylor(np.take_along_axis(u, y, axis=-1)[..., 0] - margin)
+    others = taylor(u).sum(axis=-1) - taylor(np.take_along_axis(u, y, axis=-1)[..., 0])
+    share: np.ndarray = true / (true + others)
+    return share
