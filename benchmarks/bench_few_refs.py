@@ -17,10 +17,10 @@ few-reference candidates, each kept in the audit only where it helps (docs/perfo
 LiRA with shrunk means under a difficulty prior (``lira-bayes-*``,
 :func:`privaudit.attacks.lira.lira_bayes_scores`); the same and shrunk LiRA on six views of
 each image (``+views``: the image, its mirror, shifts by two pixels; the pools train without
-augmentation, so this measures what views do for such models); RMIA without ties at the top
-of its score (``rmia-untied``) and with its published soft-margin Taylor signal
-(``rmia-taylor``); and the mean of label-free normal scores of two attacks' ranks
-(``combined``: :func:`combined_scores`). The loss-trace ranking (LT-IQR) is
+augmentation, so this measures what views do for such models); RMIA with the paper's count,
+ties at the top of its score included (``rmia-tied``; the audit's ``rmia`` counts without
+them) and with its published soft-margin Taylor signal (``rmia-taylor``); and the mean of
+label-free normal scores of two attacks' ranks (``combined``: :func:`combined_scores`). The loss-trace ranking (LT-IQR) is
 scored as the share of an attacked model's top 1 % members by trace IQR that are among its top
 1 % members by LiRA online with the whole pool.
 
@@ -49,7 +49,7 @@ POOL = 64
 REFERENCES = (0, 1, 2, 4, 8, 16, 32)
 FPR = 0.001
 FEW_REFERENCE_ATTACKS = ("lira-online", "lira-online-global", "lira-offline-global", "lira-shrunk-online",
-                         "lira-shrunk-offline", "rmia")
+                         "lira-shrunk-offline", "lira-bayes-online", "lira-bayes-offline", "rmia")
 
 
 def recipe(arch: str, part: int, epochs: int | None) -> RunConfig:
@@ -101,7 +101,7 @@ def reference_candidates(t: int, m: int) -> np.ndarray:
 SHIFT = 2
 VIEWS = ("plain", "mirror", "up", "down", "left", "right")
 #: the attacks combined by :func:`combined_scores` (their within-target ranks)
-COMBINED = ("lira-bayes-online", "rmia-untied")
+COMBINED = ("lira-bayes-online", "rmia")
 
 
 def view_logits(model, normaliser, images: np.ndarray) -> np.ndarray:
@@ -186,14 +186,12 @@ def few_reference_scores(t: int, refs: np.ndarray, sig: Signals) -> dict[str, np
     # with one reference a sample is IN or OUT of it: online LiRA falls back to offline
     out = scores_from_features(feats[t], pop_feats[t], sig.logits[t][:, 0], sig.labels, feats[refs], pop_feats[refs],
                                keep[refs], attacks=FEW_REFERENCE_ATTACKS)
-    phi, ref_phi, ref_keep = feats.phi[t], feats.phi[refs], keep[refs]
-    for side in ("online", "offline"):
-        out[f"lira-bayes-{side}"] = lira_bayes_scores(phi, ref_phi, ref_keep, online=side == "online")
+    ref_keep = keep[refs]
     out["lira-bayes-online+views"] = lira_bayes_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
     out["lira-shrunk-online+views"] = lira_shrunk_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
     a = _calibrate_rmia_a(feats.p_y[refs], ref_keep, pop_feats.p_y[refs], 1.0)
-    out["rmia-untied"] = rmia_scores(feats.p_y[t], feats.p_y[refs], pop_feats.p_y[t], pop_feats.p_y[refs], a=a,
-                                     ref_keep_x=ref_keep, interpolate=True)
+    out["rmia-tied"] = rmia_scores(feats.p_y[t], feats.p_y[refs], pop_feats.p_y[t], pop_feats.p_y[refs], a=a,
+                                   ref_keep_x=ref_keep)  # the paper's count, as the audit ran it before
     a = _calibrate_rmia_a(sig.taylor[refs], ref_keep, sig.pop_taylor[refs], 1.0)
     out["rmia-taylor"] = rmia_scores(sig.taylor[t], sig.taylor[refs], sig.pop_taylor[t], sig.pop_taylor[refs], a=a,
                                      ref_keep_x=ref_keep, interpolate=True)

@@ -52,7 +52,8 @@ def test_attack_choices():
     plan = AttackPlan.from_choices(["all"], 4)
     assert plan.shadow and plan.one_run and plan.pool_size == 4
     assert set(plan.pool_attacks) == {"lira-online", "lira-online-global", "lira-offline", "lira-offline-global",
-                                      "lira-shrunk-online", "lira-shrunk-offline", "rmia", "quantile", "shadow-pool"}
+                                      "lira-shrunk-online", "lira-shrunk-offline", "lira-bayes-online",
+                                      "lira-bayes-offline", "rmia", "quantile", "shadow-pool"}
     assert AttackPlan.from_choices(["shadow", "loss"]).pool_attacks == ()
     assert AttackPlan.from_choices(["rmia"], 4).pool_attacks == ("rmia",)
     assert AttackPlan.from_choices(["quantile"], 4).pool_attacks == ("quantile",)
@@ -93,7 +94,8 @@ def test_pool_outputs_are_saved_once_and_match_the_models(pooled, data_cache):
 def test_every_attack_and_the_leave_one_out_summary(pooled):
     ws, cfg, target, result = pooled
     expected = {"shadow", "loss", "confidence", "data-free", "lira-online", "lira-online-global", "lira-offline",
-                "lira-offline-global", "lira-shrunk-online", "lira-shrunk-offline", "rmia", "quantile", "shadow-pool"}
+                "lira-offline-global", "lira-shrunk-online", "lira-shrunk-offline", "lira-bayes-online",
+                "lira-bayes-offline", "rmia", "quantile", "shadow-pool"}
     assert set(result.metrics) == expected
     for name, m in result.metrics.items():
         assert 0 <= m["auc"] <= 1 and m["eps_lower_bound"] >= 0 and m["gdp_mu"] >= 0 and m["gdp_epsilon"] >= 0

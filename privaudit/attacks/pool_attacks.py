@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from privaudit.attacks.features import Features, compute_features
-from privaudit.attacks.lira import lira_scores, lira_shrunk_scores
+from privaudit.attacks.lira import lira_bayes_scores, lira_scores, lira_shrunk_scores
 from privaudit.attacks.rmia import calibrate_a, rmia_scores
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
@@ -25,7 +25,7 @@ from privaudit.analysis.operating import tpr_at_low_fprs
 from privaudit.analysis.metrics import advantage_threshold, attack_metrics, auc_score, low_fpr_tprs, roc
 
 POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "lira-shrunk-online",
-                "lira-shrunk-offline", "rmia", "shadow-pool")
+                "lira-shrunk-offline", "lira-bayes-online", "lira-bayes-offline", "rmia", "shadow-pool")
 #: how an attack's ε thresholds and operating points were chosen: on other models' scores
 #: with their known membership (the shadow model, or another pool model), never on the target's
 CALIBRATED = "calibration: chosen on another model's scores"
@@ -40,7 +40,7 @@ BASELINE_ATTACKS = ("loss", "confidence")
 #: little without one pair for their plain pair means to understate the spread
 #: (benchmarks/bench_pool_replicates.py measures both)
 PER_SAMPLE_REFERENCES = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global",
-                         "lira-shrunk-online", "lira-shrunk-offline", "rmia")
+                         "lira-shrunk-online", "lira-shrunk-offline", "lira-bayes-online", "lira-bayes-offline", "rmia")
 #: what each pool model, attacked with the others as references, contributes as a replicate of
 #: its setting (docs/methods.md E): the measures the verdicts compare, and μ's ε
 REPLICATED = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "gdp_mu", "gdp_epsilon", "eps_lower_bound")
@@ -85,10 +85,14 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
                          rmia_a: float | None = None) -> dict[str, np.ndarray]:
     """Scores (n,) of each attack from precomputed statistics (:mod:`privaudit.attacks.features`).
 
-    LiRA uses the logit-scaled confidence of every query (the plain image; also its mirror
-    with ``--augment flip``) and averages the per-query scores; RMIA uses p_y averaged over queries, its ``a`` calibrated on the
-    reference models alone; the many-shadow attack fits the ML-Leaks logistic regression on
-    every reference model's members vs non-members; loss and confidence use the target's
+    LiRA (per-sample, global, shrunk-variance and shrunk-mean variants) uses the
+    logit-scaled confidence of every query (the plain image; also its mirror with
+    ``--augment flip``) and averages the per-query scores; RMIA uses p_y averaged over
+    queries, its ``a`` calibrated on the reference models alone, and counts without ties
+    (:func:`~privaudit.attacks.rmia.interpolated_count`: the plain count gives every sample
+    above the population's largest ratio the score 1); the many-shadow attack fits the
+    ML-Leaks logistic regression on every reference model's members vs non-members; loss
+    and confidence use the target's
     plain-query logits ``target_plain_logits`` (n, C).
 
     ``ref_pop_keep`` (M, z) bool: which reference models trained on each population sample,
@@ -103,14 +107,16 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
     for name in attacks:
         if name.startswith("lira-shrunk"):
             out[name] = lira_shrunk_scores(target.phi, refs.phi, ref_keep, online="online" in name)
+        elif name.startswith("lira-bayes"):
+            out[name] = lira_bayes_scores(target.phi, refs.phi, ref_keep, online="online" in name)
         elif name.startswith("lira"):
             out[name] = lira_scores(target.phi, refs.phi, ref_keep, online="online" in name,
                                     global_variance=name.endswith("global"))
     if "rmia" in attacks:
         a = rmia_a if rmia_a is not None else _calibrate_rmia_a(
             refs.p_y, ref_keep, None if ref_pop_keep is not None else ref_pop.p_y, gamma)
-        out["rmia"] = rmia_scores(target.p_y, refs.p_y, target_pop.p_y, ref_pop.p_y,
-                                  a=a, gamma=gamma, ref_keep_x=ref_keep, ref_keep_z=ref_pop_keep)
+        out["rmia"] = rmia_scores(target.p_y, refs.p_y, target_pop.p_y, ref_pop.p_y, a=a, gamma=gamma,
+                                  ref_keep_x=ref_keep, ref_keep_z=ref_pop_keep, interpolate=True)
     if "shadow-pool" in attacks:
         members, nonmembers = (_at_most(refs.top3[sel], SHADOW_POOL_FIT_ROWS) for sel in (ref_keep, ~ref_keep))
         out["shadow-pool"] = ShadowAttack().fit_features(members, nonmembers).scores_features(target.top3)

@@ -19,18 +19,20 @@ _TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "can
 _NUMERIC_COLUMNS = [c for c in COLUMNS if c not in _TEXT_COLUMNS and c != "dp"]
 #: Attacks that need a reference pool (LiRA, RMIA, the many-shadow attack).
 POOL_ATTACKS = ("shadow-pool", "lira-online", "lira-online-global", "lira-offline",
-                "lira-offline-global", "lira-shrunk-online", "lira-shrunk-offline", "rmia", "quantile")
+                "lira-offline-global", "lira-shrunk-online", "lira-shrunk-offline", "lira-bayes-online",
+                "lira-bayes-offline", "rmia", "quantile")
 #: the page's order of the attacks (others after them, by name)
 ATTACK_ORDER = {"shadow": 0, "shadow-pool": 1, "lira-online": 2, "lira-online-global": 3,
                 "lira-offline": 4, "lira-offline-global": 5, "lira-shrunk-online": 6, "lira-shrunk-offline": 7,
-                "rmia": 8, "quantile": 9, "loss": 10, "confidence": 11, "augmentation": 12, "gap": 13}
+                "lira-bayes-online": 8, "lira-bayes-offline": 9, "rmia": 10, "quantile": 11, "loss": 12,
+                "confidence": 13, "augmentation": 14, "gap": 15}
 VERDICT_CSS = {"MG noise leaks less": "mg", "DP-SGD leaks less": "dp", "no significant difference at 95 %": "tie"}
 FAMILY_CSS = {"baseline": "fam0", "MG noise": "fam1", "DP-SGD": "fam2", "MG + DP-SGD": "fam3"}
 OTHER_CSS = "fam4"  # every other defence of privaudit.defenses
 
 
 def attack_key(a: str) -> tuple[int, str]:
-    return ATTACK_ORDER.get(a, 9), a
+    return ATTACK_ORDER.get(a, ATTACK_ORDER["quantile"]), a
 
 
 def prepare(table: pd.DataFrame | None) -> pd.DataFrame:

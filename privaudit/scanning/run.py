@@ -63,6 +63,10 @@ DESCRIPTIONS = {
     "lira-online-global": "LiRA online, one variance for all samples",
     "lira-offline": "LiRA, OUT references only, per-sample variance",
     "lira-offline-global": "LiRA offline, one variance for all samples",
+    "lira-shrunk-online": "LiRA online, variances shrunk to a prior (few references)",
+    "lira-shrunk-offline": "LiRA offline, variances shrunk to a prior (few references)",
+    "lira-bayes-online": "LiRA online, means and variances shrunk to a difficulty prior",
+    "lira-bayes-offline": "LiRA offline, means and variances shrunk to a difficulty prior",
     "rmia": "RMIA, offline (Zarifzadeh et al. 2024)",
     "shadow-pool": "ML-Leaks attack with every reference model as a shadow",
 }
