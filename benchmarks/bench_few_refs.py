@@ -52,14 +52,14 @@ FEW_REFERENCE_ATTACKS = ("lira-online", "lira-online-global", "lira-offline-glob
                          "lira-shrunk-offline", "lira-bayes-online", "lira-bayes-offline", "rmia")
 
 
-def recipe(arch: str, part: int, epochs: int | None) -> RunConfig:
-    return make_config(model=arch, dataset="cifar10", part_size=part, epochs=epochs)
+def recipe(arch: str, part: int, epochs: int | None, augment: str = "none") -> RunConfig:
+    return make_config(model=arch, dataset="cifar10", part_size=part, epochs=epochs, augment=augment)
 
 
 def train(args) -> None:
     ws = Workspace(args.workspace)
     data = DataCache(args.data_dir)
-    cfg = recipe(args.arch, args.part, args.epochs)
+    cfg = recipe(args.arch, args.part, args.epochs, args.augment)
     device = torch.device("cpu")
     t0 = time.perf_counter()
     done = [0]
@@ -207,7 +207,7 @@ def evaluate(args) -> None:
 
     ws = Workspace(args.workspace)
     data = DataCache(args.data_dir)
-    cfg = recipe(args.arch, args.part, args.epochs)
+    cfg = recipe(args.arch, args.part, args.epochs, args.augment)
     device = torch.device("cpu")
     pool = ensure_pool(cfg, args.pool, ws, data, device)
     images = data.images(cfg)
@@ -268,7 +268,8 @@ def evaluate(args) -> None:
                       "auc": auc[0], "auc_lo": auc[1], "auc_hi": auc[2]})
     best = yardstick(table)
     lt = _interval(lt_prec) if lt_prec else None
-    result = {"arch": args.arch, "part": args.part, "epochs": cfg.train.epochs, "models": m, "fpr": FPR,
+    result = {"arch": args.arch, "augment": args.augment, "part": args.part, "epochs": cfg.train.epochs, "models": m,
+              "fpr": FPR,
               "yardstick": best["attack"],
               "rows": sorted(table, key=lambda r: (r["references"], r["attack"])),
               "lt_iqr_precision_top1pct": None if lt is None else {"mean": lt[0], "lo": lt[1], "hi": lt[2],
@@ -294,6 +295,31 @@ def yardstick(rows: list[dict]) -> dict:
     for r in rows:
         r["share_of_best"] = r["tpr_at_0p1pct_fpr"] / base if base > 0 else None
     return best
+
+
+def markdown_table(result: dict) -> str:
+    """The evaluation as docs/performance.md shows it: one row per attack, one column per
+    budget (0 references for the attacks that need none, "all" for the whole pool), TPR at
+    0.1 % FPR in % with its 95 % interval, and each attack's share of the strongest whole-pool
+    attack's TPR at 8 references and with the whole pool."""
+    rows = result["rows"]
+    yardstick(rows)
+    budgets = sorted({r["references"] for r in rows})
+    cell = {(r["attack"], r["references"]): r for r in rows}
+    head = ["attack"] + ["all" if k == POOL else str(k) for k in budgets] + ["share at 8", "share, all"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for attack in sorted({r["attack"] for r in rows}, key=lambda a: -max(r["tpr_at_0p1pct_fpr"] for r in rows
+                                                                             if r["attack"] == a)):
+        out = [attack]
+        for k in budgets:
+            r = cell.get((attack, k))
+            out.append("" if r is None else f"{100 * r['tpr_at_0p1pct_fpr']:.1f} ({100 * r['tpr_lo']:.1f}–"
+                                            f"{100 * r['tpr_hi']:.1f})")
+        for k in (8, POOL):
+            r = cell.get((attack, k))
+            out.append("" if r is None or r["share_of_best"] is None else f"{100 * r['share_of_best']:.0f} %")
+        lines.append("| " + " | ".join(out) + " |")
+    return "\n".join(lines)
 
 
 def figure(results: list[dict], out: Path) -> None:
@@ -333,14 +359,16 @@ def figure(results: list[dict], out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bench_few_refs", description=__doc__.splitlines()[0])
-    p.add_argument("phase", choices=("train", "evaluate", "figure"))
-    p.add_argument("results", nargs="*", help="figure: the evaluate phase's JSON files")
+    p.add_argument("phase", choices=("train", "evaluate", "figure", "table"))
+    p.add_argument("results", nargs="*", help="figure, table: the evaluate phase's JSON files")
     p.add_argument("--data-dir")
     p.add_argument("--workspace")
     p.add_argument("--arch", default="mlp", choices=("mlp", "cnn"))
     p.add_argument("--part", type=int, default=5000)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--targets", type=int, default=65, help="how many of the 65 models to attack")
+    p.add_argument("--augment", default="none", choices=("none", "flip"),
+                   help="train the pool with random mirroring (its models then answer two queries)")
     p.add_argument("--from-end", action="store_true",
                    help="train: the pool's models from the last one back, beside a trainer run without it")
     p.add_argument("--pool", type=int, default=POOL, help="reference models in the pool (64: the benchmark's)")
@@ -350,6 +378,10 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     if args.phase == "figure":
         figure([json.loads(Path(f).read_text()) for f in args.results], Path(args.out or "few-refs.png"))
+        return
+    if args.phase == "table":
+        for f in args.results:
+            print(markdown_table(json.loads(Path(f).read_text())))
         return
     if not (args.data_dir and args.workspace):
         p.error("train and evaluate need --data-dir and --workspace")

@@ -177,7 +177,7 @@ def test_familywise_benchmark_counts_false_alarms_with_intervals(tmp_path):
 
 
 def test_few_reference_benchmark_never_gives_a_model_its_complement_and_draws_its_figure(tmp_path):
-    from benchmarks.bench_few_refs import _interval, figure, reference_candidates, yardstick
+    from benchmarks.bench_few_refs import _interval, figure, markdown_table, reference_candidates, yardstick
 
     m = 65
     for t in range(m):
@@ -198,6 +198,9 @@ def test_few_reference_benchmark_never_gives_a_model_its_complement_and_draws_it
     assert share[("lira-online", 64)] == pytest.approx(0.5 / 0.6) and share[("rmia", 4)] == pytest.approx(0.5 / 0.6)
     with pytest.raises(ValueError, match="whole pool"):
         yardstick([r for r in rows if r["references"] < 64])
+    table = markdown_table({"rows": rows}).splitlines()
+    assert table[0] == "| attack | 1 | 2 | 4 | all | share at 8 | share, all |"
+    assert table[2].startswith("| lira-shrunk-online | 20.0 (0.0–100.0) |") and table[2].endswith("| 100 % |")
     figure([{"arch": "mlp", "part": 5000, "epochs": 50, "rows": rows}], tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 10_000
 

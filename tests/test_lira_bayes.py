@@ -152,3 +152,32 @@ def test_taylor_soft_margin_matches_its_formula_and_tends_to_softmax():
                                soft[np.arange(6), y], rtol=1e-9)
     with pytest.raises(ValueError, match="even"):
         taylor_soft_margin(z, y, order=3)
+
+
+def test_the_pool_attacks_run_the_shrunk_means_and_rmia_without_ties():
+    """``pool_scores`` names the new LiRA variants, scores them as :func:`lira_bayes_scores`
+    does, and RMIA's scores on one target no longer tie at the top."""
+    from privaudit.attacks.pool_attacks import PER_SAMPLE_REFERENCES, POOL_ATTACKS, pool_scores
+
+    rng = np.random.default_rng(3)
+    m, n, z, c = 8, 400, 30, 5
+    labels, pop_labels = rng.integers(0, c, n), rng.integers(0, c, z)
+    keep = np.zeros((m, n), bool)
+    for j in range(0, m, 2):
+        keep[j] = rng.random(n) < 0.5
+        keep[j + 1] = ~keep[j]
+    boost = np.zeros((m, n, 1, c))
+    boost[np.arange(m)[:, None], np.arange(n)[None, :], 0, labels[None, :]] = 2.0 * keep
+    logits = rng.normal(size=(m, n, 1, c)) + boost
+    pop_logits = rng.normal(size=(m, z, 1, c))
+    target = rng.normal(size=(n, 1, c)) * 3.0
+    attacks = ("lira-bayes-online", "lira-bayes-offline", "rmia")
+    assert set(attacks) <= set(POOL_ATTACKS) and set(attacks) <= set(PER_SAMPLE_REFERENCES)
+    s = pool_scores(target, rng.normal(size=(z, 1, c)), labels, pop_labels, logits, pop_logits, keep, attacks=attacks)
+    from privaudit.attacks.lira import logit_scaled_confidence
+
+    phi = logit_scaled_confidence(logits, labels[None, :, None])
+    np.testing.assert_allclose(s["lira-bayes-online"],
+                               lira_bayes_scores(logit_scaled_confidence(target, labels[:, None]), phi, keep), rtol=1e-9)
+    top = s["rmia"] >= (z - 1) / z  # above the population's largest ratio
+    assert top.sum() > 5 and len(np.unique(s["rmia"][top])) == top.sum()
