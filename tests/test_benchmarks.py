@@ -231,3 +231,19 @@ def test_few_reference_benchmark_views_and_combination():
     assert np.all(np.argsort(z) == np.argsort(s)) and z.mean() == pytest.approx(0.0)
     both = combined_scores({"a": s, "b": -s}, ("a", "b"))
     np.testing.assert_allclose(both, 0.0, atol=1e-12)  # opposite rankings cancel
+
+
+def test_default_audit_benchmark_reads_the_strongest_attack_with_its_interval():
+    import pandas as pd
+
+    from benchmarks.bench_default_audit import strongest
+
+    table = pd.read_csv(Path(__file__).parent / "fixtures" / "regression" / "audit" / "reports" / "tradeoff.csv")
+    got = strongest(table)
+    base = table[table["defence"] == "none"]
+    for measure, s in got.items():
+        assert s["mean"] == pytest.approx(base[f"pool_{measure}"].max())
+        assert s["attack"] == base.loc[base[f"pool_{measure}"].idxmax(), "attack"]
+        se = float(base.loc[base[f"pool_{measure}"].idxmax(), f"pool_{measure}_se"])
+        assert (s["lo"], s["hi"]) == pytest.approx((s["mean"] - 1.96 * se, s["mean"] + 1.96 * se))
+        assert s["replicates"] == 16
