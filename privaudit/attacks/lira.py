@@ -20,6 +20,8 @@ All computations are in float64. Scores are "higher = more likely a member".
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from scipy.special import digamma, gammaln, log_ndtr, polygamma
 from scipy.stats import norm
@@ -339,7 +341,7 @@ def estimate_prior(sample_variances: np.ndarray, dof: np.ndarray,
     return nu0, float(np.exp(e.mean() + shift))
 
 
-def _by_value(f, x: np.ndarray) -> np.ndarray:
+def _by_value(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
     """``f(x)`` elementwise, evaluated once per distinct value of ``x`` (degrees of freedom
     take a few values; scipy's ψ and ψ' cost a microsecond per element)."""
     values, inverse = np.unique(x, return_inverse=True)
