@@ -3,8 +3,8 @@
 One pool per architecture, as LiRA's authors evaluate: the audited target and its 64
 reference models (privaudit's pool: complementary pairs of random halves of the pool samples,
 the target's members and non-members), 65 models in all, each trained once with loss traces
-recorded. Each model in turn is the attacked one; its references are a seeded random subset
-of k of the others (never its own complement, which would leak its membership through the
+recorded. Each model in turn is the attacked one; its references are a random subset of k
+of the others, seeded by (attacked model, k) (never its own complement, which would leak its membership through the
 reference set), so no model is trained for the comparison. Per attack and k ∈ {0, 1, 2, 4, 8, 16, 32},
 TPR at 0.1 % FPR and AUC (ROC on the attacked model's own labels, as the LiRA paper reports),
 with 95 % t-intervals over the attacked models. Every reference-based attack also runs with
@@ -229,7 +229,6 @@ def evaluate(args) -> None:
     m = len(names)
     position = {int(i): j for j, i in enumerate(pool.indices)}
     attacked = [m - 1] + list(range(min(args.targets, m) - 1))  # the target first, then pool models
-    rng = np.random.default_rng(0)
     rows: dict[tuple[str, int], dict[str, list[float]]] = {}
     lt_prec: list[float] = []
 
@@ -249,8 +248,9 @@ def evaluate(args) -> None:
         # public non-members: the population, which no model of the pool trained on
         q = QuantileAttack(seed=t).fit(images.x[pool.pop_indices], pool.pop_labels, sig.pop_feats[t].phi[:, 0])
         add("quantile", 0, y, q.scores(images.x[pool.indices], labels, sig.feats[t].phi[:, 0]))
-        for k in (k for k in REFERENCES[1:] if k <= len(others) // 2):
-            refs = np.sort(rng.choice(others, size=k, replace=False))
+        for k in (k for k in REFERENCES[1:] if k < len(others)):
+            # a draw per (attacked model, budget): the same whatever other budgets run
+            refs = np.sort(np.random.default_rng([t, k]).choice(others, size=k, replace=False))
             for attack, s in few_reference_scores(t, refs, sig).items():
                 add(attack, k, y, s)
         found = ws.read_loss_trace(names[t])
