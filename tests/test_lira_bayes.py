@@ -93,11 +93,13 @@ def test_bayes_with_many_references_is_per_sample_lira():
     assert rho > 0.98
 
 
-def test_bayes_falls_back_to_shrunk_without_spread():
-    target, ref, keep, _ = _gap_world(2, 2, n=1000)  # one complementary pair: one model per side
-    for online in (True, False):
-        np.testing.assert_array_equal(lira_bayes_scores(target, ref, keep, online=online),
-                                      lira_shrunk_scores(target, ref, keep, online=online))
+def test_bayes_falls_back_to_global_lira_without_spread():
+    for models in (1, 2):  # one reference; one complementary pair: one model per side
+        target, ref, keep, _ = _gap_world(2, 2, n=1000)
+        target, ref, keep = target, ref[:models], keep[:models]
+        for online in (True, False):
+            np.testing.assert_array_equal(lira_bayes_scores(target, ref, keep, online=online),
+                                          lira_scores(target, ref, keep, online=online, global_variance=True))
 
 
 def test_bayes_offline_uses_out_models_and_is_one_sided():

@@ -616,9 +616,10 @@ def lira_bayes_scores(
 
     Limits: a wide gap prior (τ² → ∞) gives each side its own sample mean (predictive
     scale σ̃² (1 + 1/n), as :func:`lira_shrunk_scores` with a per-bin prior); one bin gives
-    its single variance prior. Where no sample has two models on either side (one reference,
-    or one complementary pair) there is no spread to learn variances from and the scores
-    are :func:`lira_shrunk_scores`'.
+    its single variance prior. Where no sample has two models on a side (one reference, or
+    one complementary pair) there is no spread to learn a prior from and the scores are
+    global-variance LiRA's (:func:`lira_scores`; with one reference on the CIFAR-10 MLP pool
+    it finds 2.5 % of members at 0.1 % FPR, shrunk variances 0.8 %).
 
     Shapes and conventions as :func:`lira_scores`. float64 throughout.
     """
@@ -627,11 +628,10 @@ def lira_bayes_scores(
     w_out = 1.0 - w_in
     mu_o, sq_o, n_o = _moments(r, w_out)
     mu_i, sq_i, n_i = _moments(r, w_in)
-    if not ((n_o >= 2).any() and (n_i >= 2).any()):
-        return lira_shrunk_scores(target_stats, ref_stats, ref_keep, online=online)
+    if not ((n_o >= 2).any() and (n_i >= 2).any() and ((n_o > 0) & (n_i > 0)).any()):
+        # no spread to learn a prior from: global-variance LiRA, the strongest there
+        return lira_scores(target_stats, ref_stats, ref_keep, online=online, global_variance=True)
     both = (n_o > 0) & (n_i > 0)
-    if not both.any():
-        return lira_shrunk_scores(target_stats, ref_stats, ref_keep, online=online)
     gap_all = (mu_i[both] - mu_o[both]).mean(axis=0)  # (A,)
     bins = difficulty_bins(np.where(n_o > 0, mu_o.mean(axis=1), (mu_i - gap_all).mean(axis=1)), per_bin)
     priors = {}
