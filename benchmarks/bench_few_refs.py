@@ -183,13 +183,13 @@ def few_reference_scores(t: int, refs: np.ndarray, sig: Signals) -> dict[str, np
     from privaudit.attacks.rmia import rmia_scores
 
     feats, pop_feats, keep = sig.feats, sig.pop_feats, sig.keep
+    ref_keep = keep[refs]
+    a = _calibrate_rmia_a(feats.p_y[refs], ref_keep, pop_feats.p_y[refs], 1.0)  # RMIA's, tied or not
     # with one reference a sample is IN or OUT of it: online LiRA falls back to offline
     out = scores_from_features(feats[t], pop_feats[t], sig.logits[t][:, 0], sig.labels, feats[refs], pop_feats[refs],
-                               keep[refs], attacks=FEW_REFERENCE_ATTACKS)
-    ref_keep = keep[refs]
+                               ref_keep, attacks=FEW_REFERENCE_ATTACKS, rmia_a=a)
     out["lira-bayes-online+views"] = lira_bayes_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
     out["lira-shrunk-online+views"] = lira_shrunk_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
-    a = _calibrate_rmia_a(feats.p_y[refs], ref_keep, pop_feats.p_y[refs], 1.0)
     out["rmia-tied"] = rmia_scores(feats.p_y[t], feats.p_y[refs], pop_feats.p_y[t], pop_feats.p_y[refs], a=a,
                                    ref_keep_x=ref_keep)  # the paper's count, as the audit ran it before
     a = _calibrate_rmia_a(sig.taylor[refs], ref_keep, sig.pop_taylor[refs], 1.0)
