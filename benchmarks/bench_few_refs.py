@@ -68,11 +68,11 @@ def train(args) -> None:
         done[0] += 1
         print(f"[{time.perf_counter() - t0:7.0f} s] training {done[0]}: {getattr(c, 'run_name', c)}", flush=True)
 
-    ensure_model(cfg, ws, data, device, on_start=started)
-    if args.from_end:  # a second trainer beside the first: models from the last one back (each model is locked)
+    if args.from_end:  # a second trainer beside the first: references from the last one back (each model is locked)
         for c in reversed([cfg.recipe.as_reference(args.pool, i) for i in range(args.pool)]):
             ensure_model(c, ws, data, device, on_start=started)
         return
+    ensure_model(cfg, ws, data, device, on_start=started)
     ensure_pool(cfg, args.pool, ws, data, device, on_start=started)
     print(f"trained in {time.perf_counter() - t0:.0f} s", flush=True)
 
@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--augment", default="none", choices=("none", "flip"),
                    help="train the pool with random mirroring (its models then answer two queries)")
     p.add_argument("--from-end", action="store_true",
-                   help="train: the pool's models from the last one back, beside a trainer run without it")
+                   help="train: the reference models from the last one back (not the target), beside a trainer run without it")
     p.add_argument("--pool", type=int, default=POOL, help="reference models in the pool (64: the benchmark's)")
     p.add_argument("--out", default=None)
     p.add_argument("--threads", type=int, default=1, help="intra-op threads (1: unaffected by other processes on the cores)")

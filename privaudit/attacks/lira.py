@@ -361,14 +361,20 @@ def _check_prior_strength(prior_strength: float | None) -> float | None:
 def _side_prior(ref: np.ndarray, weight: np.ndarray, prior_strength: float | None) -> tuple[Prior | None, Moments]:
     """Per-query prior (ν0 (A,), σ0² (A,)) of one side, or None where no sample has two
     of its models (no within-sample spread to learn from). Also returns the side's moments."""
-    mu, sq, count = _moments(ref, weight)
+    moments = _moments(ref, weight)
+    return _prior_of(moments[1], moments[2], prior_strength), moments
+
+
+def _prior_of(sq: np.ndarray, count: np.ndarray, prior_strength: float | None) -> Prior | None:
+    """:func:`estimate_prior` per query on the samples with at least two models (SS (n, A),
+    count (n,)); None where there is none."""
     spread = count >= 2
     if not spread.any():
-        return None, (mu, sq, count)
+        return None
     d = count[spread] - 1.0
-    fits = [estimate_prior(sq[spread, a] / d, d, prior_strength) for a in range(ref.shape[2])]
+    fits = [estimate_prior(sq[spread, a] / d, d, prior_strength) for a in range(sq.shape[1])]
     nu0, var0 = (np.array(v, dtype=np.float64) for v in zip(*fits))
-    return (nu0, var0), (mu, sq, count)
+    return nu0, var0
 
 
 def _side_spread(ref: np.ndarray, weight: np.ndarray, prior_strength: float | None) -> Prior:
@@ -381,25 +387,15 @@ def _side_spread(ref: np.ndarray, weight: np.ndarray, prior_strength: float | No
 
 
 def _predictive(moments: Moments, prior: Prior) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Posterior-predictive Student t of one side for every sample and query.
-
-    With n_i models, mean φ̄_i, SS_i and prior (ν0, σ0²) per query:
-    σ̃² = (ν0 σ0² + SS_i)/(ν0 + n_i − 1), d.o.f. ν0 + n_i − 1, predictive
-    t(φ̄_i, σ̃² (1 + 1/n_i)); ν0 = ∞: σ̃² = σ0², Gaussian. Returns mean (n, A), scale (n, A),
-    d.o.f. (n, A), count (n,); entries with n_i = 0 are placeholders the caller masks out.
+    """Posterior-predictive Student t of one side for every sample and query: with n_i
+    models, mean φ̄_i and σ̃² (:func:`_posterior_variance`), t(φ̄_i, σ̃² (1 + 1/n_i)) with
+    ν0 + n_i − 1 d.o.f. (Gaussian where ν0 = ∞). Returns mean (n, A), scale (n, A), d.o.f.
+    (n, A), count (n,); entries with n_i = 0 are placeholders the caller masks out.
     """
     mu, sq, count = moments
-    nu0, var0 = prior
-    var0 = np.maximum(var0, _SHRUNK_MIN_STD**2)
-    d = np.maximum(count - 1.0, 0.0)[:, None]
-    infinite = np.isinf(nu0)
-    nu = np.where(infinite, 0.0, nu0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        post = np.where(infinite, var0, (nu * var0 + sq) / (nu + d))
-    post = np.where(np.isfinite(post), post, var0)  # ν0 → 0 with n_i ≤ 1: placeholders
-    dof = np.broadcast_to(np.where(infinite, np.inf, nu + d), mu.shape)
-    scale = np.sqrt(np.maximum(post, _SHRUNK_MIN_STD**2) * (1.0 + 1.0 / np.maximum(count, 1.0))[:, None])
-    return mu, scale, dof, count
+    post, dof = _posterior_variance(sq, count, prior)
+    scale = np.sqrt(post * (1.0 + 1.0 / np.maximum(count, 1.0))[:, None])
+    return mu, scale, np.broadcast_to(dof, mu.shape), count
 
 
 def lira_shrunk_scores(
@@ -497,7 +493,7 @@ def difficulty_bins(difficulty: np.ndarray, per_bin: int = BAYES_BIN_SAMPLES,
     return out
 
 
-def _binned_prior(sq: np.ndarray, count: np.ndarray, bins: np.ndarray, fallback: Prior) -> Prior:
+def _binned_prior(sq: np.ndarray, count: np.ndarray, bins: np.ndarray) -> Prior:
     """Per-sample variance prior (ν0 (n, A), σ0² (n, A)) of one side: one shape ν0 for all
     samples, a scale σ0² per difficulty bin (the variance of φ grows with difficulty; its
     spread around the scale is alike across bins).
@@ -508,16 +504,16 @@ def _binned_prior(sq: np.ndarray, count: np.ndarray, bins: np.ndarray, fallback:
     then σ0²_b = exp(mean_b e + ψ(ν0/2) − log(ν0/2)). Pooling the shape over every bin keeps
     it as steady as one prior's with a single model pair per side (d_i = 1, where log s_i²
     spreads by ψ'(½) ≈ 4.9 on its own). A bin with fewer than three such samples takes
-    ``fallback``'s scale (the side's prior over all samples)."""
+    the side's prior over all samples (:func:`_prior_of`), fitted only then."""
     n, queries = sq.shape
-    nu0 = np.broadcast_to(fallback[0], (n, queries)).copy()
-    var0 = np.broadcast_to(fallback[1], (n, queries)).copy()
+    nu0 = np.full((n, queries), np.nan)
+    var0 = np.full((n, queries), np.nan)
     usable = count >= 2
     labels = np.unique(bins[usable])
     sizes = np.array([np.sum(usable & (bins == b)) for b in labels])
     labels = labels[sizes >= 3]
     if labels.size == 0:
-        return nu0, var0
+        return _fill_missing((nu0, var0), sq, count)
     in_bins = usable & np.isin(bins, labels)
     d = count[in_bins] - 1.0
     half = d / 2.0
@@ -537,18 +533,35 @@ def _binned_prior(sq: np.ndarray, count: np.ndarray, bins: np.ndarray, fallback:
         nu0[:, a] = shape
         for b in labels:
             var0[bins == b, a] = np.exp(means[b] + shift)
+    return _fill_missing((nu0, var0), sq, count)
+
+
+def _fill_missing(prior: Prior, sq: np.ndarray, count: np.ndarray) -> Prior:
+    """``prior`` (ν0 (n, A), σ0² (n, A)) with its NaN entries taken from the side's prior over
+    all samples, fitted only where one is missing."""
+    nu0, var0 = prior
+    missing = np.isnan(nu0) | np.isnan(var0)
+    if missing.any():
+        whole = _prior_of(sq, count, None)
+        assert whole is not None  # the caller checked that some sample has two models here
+        for part, fill in ((nu0, whole[0]), (var0, whole[1])):
+            np.copyto(part, np.broadcast_to(fill, part.shape), where=np.isnan(part))
     return nu0, var0
 
 
 def _posterior_variance(sq: np.ndarray, count: np.ndarray, prior: Prior) -> tuple[np.ndarray, np.ndarray]:
-    """σ̃² = (ν0 σ0² + SS)/(ν0 + n − 1) and its d.o.f. ν0 + n − 1 per sample and query (σ0²
-    and ∞ d.o.f. where ν0 = ∞; σ0² with ν0 d.o.f. for a side with no model)."""
+    """σ̃² = (ν0 σ0² + SS)/(ν0 + n − 1) and its d.o.f. ν0 + n − 1 per sample and query, from
+    SS (n, A), count (n,) and the prior (ν0, σ0², each (A,) or (n, A)): σ0² with ∞ d.o.f.
+    where ν0 = ∞, σ0² where ν0 → 0 meets a single model (0/0); floored at the minimum
+    spread."""
     nu0, var0 = prior
     var0 = np.maximum(var0, _SHRUNK_MIN_STD**2)
     d = np.maximum(count - 1.0, 0.0)[:, None]
     infinite = np.isinf(nu0)
     nu = np.where(infinite, 1.0, nu0)
-    post = np.where(infinite, var0, (nu * var0 + sq) / (nu + d))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        post = np.where(infinite, var0, (nu * var0 + sq) / (nu + d))
+    post = np.where(np.isfinite(post), post, var0)
     return np.maximum(post, _SHRUNK_MIN_STD**2), np.where(infinite, np.inf, nu + d)
 
 
@@ -634,12 +647,8 @@ def lira_bayes_scores(
     both = (n_o > 0) & (n_i > 0)
     gap_all = (mu_i[both] - mu_o[both]).mean(axis=0)  # (A,)
     bins = difficulty_bins(np.where(n_o > 0, mu_o.mean(axis=1), (mu_i - gap_all).mean(axis=1)), per_bin)
-    priors = {}
-    for side, sq, count in (("out", sq_o, n_o), ("in", sq_i, n_i)):
-        fallback, _ = _side_prior(r, w_out if side == "out" else w_in, None)
-        assert fallback is not None  # some sample has two models on each side (checked above)
-        priors[side] = _posterior_variance(sq, count, _binned_prior(sq, count, bins, fallback))
-    (var_o, dof_o), (var_i, dof_i) = priors["out"], priors["in"]
+    (var_o, dof_o), (var_i, dof_i) = (_posterior_variance(sq, count, _binned_prior(sq, count, bins))
+                                      for sq, count in ((sq_o, n_o), (sq_i, n_i)))
     with np.errstate(divide="ignore"):
         v_o = np.where(n_o[:, None] > 0, var_o / np.maximum(n_o, 1.0)[:, None], np.inf)
         v_i = np.where(n_i[:, None] > 0, var_i / np.maximum(n_i, 1.0)[:, None], np.inf)
