@@ -22,8 +22,8 @@ from torch import nn
 
 from benchmarks.bench_training import privaudit_trainer
 from benchmarks.common import PeakMemory, sync
-from privaudit.data import Normaliser
 from privaudit.core.defaults import DEFAULT_WIDTHS
+from privaudit.data import Normaliser
 from privaudit.models import build_model
 
 

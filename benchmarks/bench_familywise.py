@@ -108,7 +108,7 @@ def _map(tasks: list[tuple], jobs: int) -> list[dict]:
 
 def markdown(doc: dict) -> str:
     s = doc["settings"]
-    lines = [f"# Family-wise scan headline: false alarms on data without a leak",
+    lines = ["# Family-wise scan headline: false alarms on data without a leak",
              "",
              f"{s['sets']:,} simulated sets of {s['n']:,} members + {s['n']:,} non-members whose logits come from "
              f"one distribution ({CLASSES} classes); the scan's five attacks (loss, confidence, entropy, modified "

@@ -18,8 +18,8 @@ import torch
 
 from benchmarks.bench_training import privaudit_trainer
 from benchmarks.common import sync
-from privaudit.data import Normaliser
 from privaudit.core.defaults import DEFAULT_WIDTHS
+from privaudit.data import Normaliser
 from privaudit.models import build_model
 from privaudit.training.results import predict_logits
 

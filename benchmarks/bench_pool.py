@@ -31,8 +31,7 @@ from privaudit.core.config import make_config
 from privaudit.data import ImageData, load_dataset
 from privaudit.pipeline.runs import DataCache, ensure_models
 from privaudit.pipeline.workspace import Workspace
-from privaudit.training import train_model
-from privaudit.training import stacked
+from privaudit.training import stacked, train_model
 
 
 class _GivenData(DataCache):

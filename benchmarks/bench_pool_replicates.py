@@ -97,9 +97,8 @@ def intervals(models: int, pools: int, records: int, seed: int) -> dict:
 
 def verdicts(worlds: int, seed: int) -> dict:
     """Question 2 (module docstring), on the worlds of tests/test_replicates.py."""
-    from tests.test_replicates import _world
-
     from privaudit.reporting.summary import VERDICT_DP, VERDICT_MG, compare
+    from tests.test_replicates import _world
 
     rng = np.random.default_rng(seed)
     null = [compare(_world(rng, 0.0), "gdp_mu", seed=w) for w in range(worlds)]

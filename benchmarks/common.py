@@ -99,7 +99,7 @@ class PeakMemory:
     sampler costs the measured code a few per cent; allocations shorter than 10 ms can be
     missed, which for the whole-dataset buffers that matter here they are not.)"""
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         self.start = rss_mb()
         self.peak = self.start
         self._stop = threading.Event()
@@ -131,9 +131,9 @@ def train_step_flops(model: nn.Module, input_shape: tuple[int, ...], batch: int 
     """FLOPs of one training step (forward + backward) per sample, counted by PyTorch's
     ``FlopCounterMode`` on a plain copy of the model: what actually executes (no input
     gradient for the first layer), not a 3×-forward rule of thumb."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     import copy
+
+    from torch.utils.flop_counter import FlopCounterMode
     m = copy.deepcopy(model).cpu().train()
     x = torch.randn(batch, *input_shape)
     y = torch.randint(0, 10, (batch,))

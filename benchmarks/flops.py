@@ -22,7 +22,7 @@ CIFAR = (3, 32, 32)
 DIGITS = (1, 8, 8)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sample_flops(model: str, shape: tuple[int, ...] = CIFAR, width: int | None = None,
                  forward_only: bool = False) -> float:
     """FLOPs a sample of one training step (:func:`benchmarks.common.train_step_flops`) or of

@@ -14,11 +14,23 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
-
-from benchmarks import (bench_audit, bench_commands, bench_convex, bench_digits, bench_dpsgd, bench_executor, bench_inference, bench_pool,
-                        bench_estimate, bench_precision, bench_protocol, bench_scoring, bench_speed, bench_startup,
-                        bench_training)
+from benchmarks import (
+    bench_audit,
+    bench_commands,
+    bench_convex,
+    bench_digits,
+    bench_dpsgd,
+    bench_estimate,
+    bench_executor,
+    bench_inference,
+    bench_pool,
+    bench_precision,
+    bench_protocol,
+    bench_scoring,
+    bench_speed,
+    bench_startup,
+    bench_training,
+)
 from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from benchmarks.flops import annotate, columns
 from privaudit.files.atomic import write_json, write_text

@@ -19,8 +19,6 @@ Points with the same accuracy are averaged before interpolating.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 

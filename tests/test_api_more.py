@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pytest
 import torch
+from cli_helpers import one_error_line, run_cli
 
 import privaudit
-from cli_helpers import one_error_line, run_cli
 from privaudit.errors import ArtifactError, ConfigError, DataError
 from privaudit.files.atomic import dumps_json
 from privaudit.pipeline.runs import ensure_model

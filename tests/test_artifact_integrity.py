@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_helpers import run_cli_joined as _run_cli
 
 import privaudit.files.integrity as integrity
 from privaudit.errors import ArtifactError, DamagedArtifactError
@@ -23,8 +24,6 @@ from privaudit.files.integrity import MANIFEST, verify_folder
 from privaudit.pipeline.pools import ensure_pool
 from privaudit.pipeline.runs import ensure_model
 from privaudit.pipeline.workspace import Workspace
-
-from cli_helpers import run_cli_joined as _run_cli
 
 CPU = torch.device("cpu")
 TRAIN = ("train", "--dataset", "digits", "--epochs", "2")

@@ -12,8 +12,8 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from privaudit.attacks import ShadowAttack, confidence_scores, loss_scores, softmax, top_k_posteriors
-from privaudit.pipeline.attacking import attack_target, model_outputs, run_attacks
 from privaudit.core.config import make_config
+from privaudit.pipeline.attacking import attack_target, model_outputs, run_attacks
 from privaudit.pipeline.runs import ensure_model
 from privaudit.pipeline.workspace import Workspace
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from privaudit.core.config import make_config
+from privaudit.core.seeding import generator
 from privaudit.data import ImageData
 from privaudit.errors import ConfigError
 from privaudit.pipeline.pools import augmentations, pool_name
-from privaudit.core.seeding import generator
 from privaudit.training import loop, trainer
 from privaudit.training.augment import random_flip
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from privaudit.files.locks import LOCK_FOLDER
 from privaudit.cli import app
+from privaudit.files.locks import LOCK_FOLDER
 
 runner = CliRunner()
 SMALL = ["--dataset", "digits", "--part-size", "120", "--epochs", "12", "--width", "64", "--device", "cpu"]

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import typer.main
+from cli_helpers import one_dp_target, one_error_line, run_cli
 from rich.console import Console
 
-from cli_helpers import one_dp_target, one_error_line, run_cli
 from privaudit.cli import app
 from privaudit.core.formatting import lower_bound, sig3, upper_bound, upper_sig3
 from privaudit.errors import ConfigError

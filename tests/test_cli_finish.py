@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 import typer.main
+from cli_helpers import run_cli
 
-import privaudit.pipeline.attacking
 import privaudit.executor.auditing
+import privaudit.pipeline.attacking
 import privaudit.pipeline.runs
 from privaudit.cli import app
-from cli_helpers import run_cli
 from privaudit.cli.progress import PlainProgress
 from privaudit.core.config import MODELS, make_config
 from privaudit.core.formatting import lower_bound, sig3

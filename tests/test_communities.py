@@ -11,8 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privaudit.data.communities import (COLUMNS, NON_PREDICTIVE, TARGET, load_communities, load_npz,
-                                        load_regression, locate, subset)
+from privaudit.data.communities import (
+    COLUMNS,
+    NON_PREDICTIVE,
+    TARGET,
+    load_communities,
+    load_npz,
+    load_regression,
+    locate,
+    subset,
+)
 from privaudit.errors import ConfigError, DataError
 
 ROOT = Path(__file__).resolve().parents[1]

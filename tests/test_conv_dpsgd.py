@@ -18,8 +18,14 @@ from torch.nn import functional as F
 
 from privaudit.models import build_model
 from privaudit.training import train_model
-from privaudit.training.dp_engine import (GROUPED_FROM_CHANNELS, GaussianNoise, GhostDPSGD, conv_weight_per_sample,
-                                          supports_ghost, supports_ghost_dense)
+from privaudit.training.dp_engine import (
+    GROUPED_FROM_CHANNELS,
+    GaussianNoise,
+    GhostDPSGD,
+    conv_weight_per_sample,
+    supports_ghost,
+    supports_ghost_dense,
+)
 
 CPU = torch.device("cpu")
 

@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 import torch
+from cli_helpers import one_error_line, run_cli, run_cli_joined
 from torch import nn
 
-from cli_helpers import one_error_line, run_cli, run_cli_joined
 from privaudit.core.config import make_config
 from privaudit.errors import ConfigError
 from privaudit.models import build_model

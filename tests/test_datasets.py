@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_helpers import one_error_line, run_cli, run_cli_joined
+
 from privaudit.core.config import dataset_tag, make_config
 from privaudit.data import load_dataset
 from privaudit.data.formats import parse_idx

@@ -11,14 +11,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from cli_helpers import one_error_line, run_cli
 from scipy import stats
 
-from cli_helpers import one_error_line, run_cli
 from privaudit.core.config import make_config
 from privaudit.data.loaders import load_digits
 from privaudit.defences import DEFENCES, FIELD_DEFENCES, TrainingContext, get, parse
 from privaudit.defences.base import FLOOR
-from privaudit.defences.hooks import cross_entropy
 from privaudit.defences.confidence_penalty import entropy
 from privaudit.errors import ConfigError
 from privaudit.models import build_model

@@ -22,8 +22,8 @@ from torch import nn
 from privaudit.defences import DEFENCES, TrainingContext, get
 from privaudit.defences.advreg import INFERENCE_STEPS
 from privaudit.defences.base import TRAINING
-from privaudit.defences.hooks import cross_entropy
 from privaudit.defences.distillation import TEACHERS, teacher_labels
+from privaudit.defences.hooks import cross_entropy
 from privaudit.errors import ConfigError
 
 D, K = 12, 5  # input features, classes

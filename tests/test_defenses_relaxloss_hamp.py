@@ -14,9 +14,14 @@ import torch.nn.functional as F
 
 from privaudit.defences import DEFENCES, get
 from privaudit.defences.base import OUTPUT, TRAINING
+from privaudit.defences.hamp import (
+    ENTROPY_WEIGHT,
+    label_entropy,
+    reference_log_scores,
+    soft_labels,
+    true_class_probability,
+)
 from privaudit.defences.hooks import TrainingHooks
-from privaudit.defences.hamp import (ENTROPY_WEIGHT, label_entropy, reference_log_scores, soft_labels,
-                                     true_class_probability)
 from privaudit.defences.relaxloss import ASCEND, DESCEND, FLATTEN, branch, flattened_targets
 from privaudit.errors import ConfigError
 

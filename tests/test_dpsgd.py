@@ -6,10 +6,10 @@ import pytest
 from opacus.accountants import PRVAccountant, RDPAccountant
 
 import privaudit.analysis.accounting as dpsgd
+from privaudit.analysis.accounting import calibrate_noise_multiplier, dpsgd_epsilon, epsilon_from_history
 from privaudit.core.config import make_config
 from privaudit.errors import ConfigError
 from privaudit.training import train_model
-from privaudit.analysis.accounting import calibrate_noise_multiplier, dpsgd_epsilon, epsilon_from_history
 
 
 def _opacus_epsilon(acc_cls, sigma, q, steps, delta):

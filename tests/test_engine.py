@@ -16,12 +16,12 @@ from torch import nn
 from torch.nn import functional as F
 
 from privaudit.errors import ConfigError
+from privaudit.models import build_model
+from privaudit.models.fast_linear import FastLinear, fast_layers, linear, onednn_enabled
 from privaudit.training import train_model
 from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, poisson_batch, supports_ghost_dense
-from privaudit.models.fast_linear import FastLinear, fast_layers, linear, onednn_enabled
-from privaudit.models import build_model
-from privaudit.training.stacked import can_stack, stack_groups, train_stacked
 from privaudit.training.results import resolve_engine
+from privaudit.training.stacked import can_stack, stack_groups, train_stacked
 
 CPU = torch.device("cpu")
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from cli_helpers import run_cli
 
 import privaudit
 from privaudit.core.config import make_config
@@ -17,8 +18,6 @@ from privaudit.executor.plan import Job, epochs_job, train_job
 from privaudit.executor.preview import Remaining, RunPlan, duration, size
 from privaudit.pipeline.runs import ensure_model
 from privaudit.pipeline.workspace import Workspace
-
-from cli_helpers import run_cli
 
 CPU = torch.device("cpu")
 SMALL = dict(dataset="digits", kappas="0.5", sigmas="none", epochs=2, width=16, part_size=60, attacks="shadow")

@@ -11,15 +11,15 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from privaudit.pipeline.attacking import AttackPlan
-from privaudit.executor.auditing import AuditHooks, audit_plan, run_audit
 from privaudit.cli import app
 from privaudit.core.config import make_config
 from privaudit.errors import ArtifactError, ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs, make_executor
+from privaudit.executor.auditing import AuditHooks, audit_plan, run_audit
 from privaudit.executor.bundle import pack, unpack
 from privaudit.executor.jobs import FAULT_ENV, is_done
 from privaudit.files.integrity import write_manifest
+from privaudit.pipeline.attacking import AttackPlan
 from privaudit.pipeline.runs import DataCache
 from privaudit.pipeline.workspace import Workspace
 

@@ -12,8 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privaudit.pipeline.exposed import (FILE, exposure_attack, members_digest, most_exposed, npz_bytes, read_exposed,
-                                        top_count, top_order)
+from privaudit.pipeline.exposed import (
+    FILE,
+    exposure_attack,
+    members_digest,
+    most_exposed,
+    npz_bytes,
+    read_exposed,
+    top_count,
+    top_order,
+)
 from privaudit.reporting.page_exposure import choose_settings, exposure_groups, exposure_section, grid_png, jaccard
 
 

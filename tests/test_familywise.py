@@ -22,7 +22,7 @@ from scipy import stats
 
 from privaudit.analysis import familywise
 from privaudit.analysis.empirical import clopper_pearson
-from privaudit.analysis.familywise import (auc_pvalue, family_test, fold_test, holm, max_statistic_test)
+from privaudit.analysis.familywise import auc_pvalue, family_test, fold_test, holm, max_statistic_test
 from privaudit.analysis.metrics import auc_interval, auc_score
 from privaudit.attacks.crossval import fold_ids, sorted_posteriors
 from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores

@@ -15,7 +15,6 @@ from privaudit.analysis.metrics import auc_score
 from privaudit.attacks.lira import estimate_prior, lira_scores, lira_shrunk_scores
 from privaudit.attacks.quantile import QuantileAttack
 
-
 # ------------------------------------------------------------------ simulated LiRA worlds
 
 def _world(seed, n_models, *, n=4000, hetero=False, balanced=True, n_queries=1):

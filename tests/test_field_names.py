@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
+from cli_helpers import one_error_line, run_cli
 
 import privaudit
-from cli_helpers import one_error_line, run_cli
 from privaudit.api.params import as_options, flag, options_named
 from privaudit.core.config import make_config
 from privaudit.errors import FIELD, ConfigError, DamagedArtifactError

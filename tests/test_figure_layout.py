@@ -15,14 +15,14 @@ import math
 import numpy as np
 import pytest
 from matplotlib.text import Annotation
+from test_report_html import make_extras, make_pool_rocs, make_pool_table
+from test_summary import table
 
 from privaudit.reporting import figures, plots
 from privaudit.reporting.html import render_report
 from privaudit.reporting.page_exposure import grid_figure
 from privaudit.reporting.plots import line_plot, renderer_of
 from privaudit.reporting.summary import summarise
-from test_report_html import make_extras, make_pool_rocs, make_pool_table
-from test_summary import table
 
 #: a user's digits audit (issue 42): κ=0.25 and κ=0.5 almost on one point, σ=1 and σ=1.1 close
 CROWDED = [("base", 0.0, math.nan, 0.882), ("k0.25", 0.25, math.nan, 0.882), ("k0.5", 0.5, math.nan, 0.878),

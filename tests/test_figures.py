@@ -8,11 +8,11 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pandas as pd
 import pytest
+from test_summary import table
 
 from privaudit.reporting.figures import _errors, group_figures
 from privaudit.reporting.html import render_report
 from privaudit.reporting.summary import summarise
-from test_summary import table
 
 
 def test_error_bars_are_the_intervals():

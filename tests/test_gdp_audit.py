@@ -17,12 +17,26 @@ import pytest
 from scipy.stats import beta, binom, norm
 
 from privaudit.analysis import empirical, hidden_state
-from privaudit.analysis.empirical import (_epsilon_from_counts, best_threshold, epsilon_lower_bound,
-                                          epsilon_lower_bound_bonferroni, one_run_epsilon_lower_bound)
-from privaudit.analysis.gdp import (BONFERRONI_CANDIDATES, bonferroni_thresholds, fdp_one_run_epsilon_lower_bound,
-                                    fdp_one_run_mu_lower_bound, fdp_one_run_p_value, gdp_delta, gdp_epsilon,
-                                    gdp_lower_bound, gdp_lower_bound_bonferroni, gdp_mu_for_epsilon,
-                                    mu_from_counts)
+from privaudit.analysis.empirical import (
+    _epsilon_from_counts,
+    best_threshold,
+    epsilon_lower_bound,
+    epsilon_lower_bound_bonferroni,
+    one_run_epsilon_lower_bound,
+)
+from privaudit.analysis.gdp import (
+    BONFERRONI_CANDIDATES,
+    bonferroni_thresholds,
+    fdp_one_run_epsilon_lower_bound,
+    fdp_one_run_mu_lower_bound,
+    fdp_one_run_p_value,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_lower_bound,
+    gdp_lower_bound_bonferroni,
+    gdp_mu_for_epsilon,
+    mu_from_counts,
+)
 
 N_SIDE = 5_000            # members and non-members per simulated set
 LABELS = np.repeat([1, 0], N_SIDE)

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import test_data
 
 pytestmark = pytest.mark.slow

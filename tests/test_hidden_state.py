@@ -11,10 +11,17 @@ from scipy import integrate
 from scipy.stats import norm
 from typer.testing import CliRunner
 
+from privaudit.analysis.hidden_state import (
+    contraction,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu_for_epsilon,
+    noisycgd_epsilon,
+    noisycgd_mu,
+    noisycgd_noise_for_epsilon,
+)
 from privaudit.cli import app
 from privaudit.errors import ConfigError
-from privaudit.analysis.hidden_state import (contraction, gdp_delta, gdp_epsilon, gdp_mu_for_epsilon, noisycgd_epsilon,
-                                    noisycgd_mu, noisycgd_noise_for_epsilon)
 
 PAPER = dict(dataset_size=60_000, batch_size=1_000, epochs=400, delta=1e-5)
 

@@ -11,10 +11,20 @@ from sklearn.datasets import load_digits
 from sklearn.metrics import roc_auc_score, roc_curve
 
 from privaudit.analysis.metrics import advantage, auc_interval, auc_score
-from privaudit.attacks.label_only import (Augmentation, AugmentationSpec, augment_images, augmentation_correctness,
-                                          augmentation_count, augmentation_list, augmentation_scores,
-                                          gap_attack_metrics, gap_scores, infer_membership, label_predictor,
-                                          reference_threshold)
+from privaudit.attacks.label_only import (
+    Augmentation,
+    AugmentationSpec,
+    augment_images,
+    augmentation_correctness,
+    augmentation_count,
+    augmentation_list,
+    augmentation_scores,
+    gap_attack_metrics,
+    gap_scores,
+    infer_membership,
+    label_predictor,
+    reference_threshold,
+)
 
 
 def slow_view(x: torch.Tensor, a: Augmentation) -> torch.Tensor:

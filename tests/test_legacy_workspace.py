@@ -10,13 +10,12 @@ import shutil
 
 import pandas as pd
 import pytest
+from cli_helpers import one_error_line, run_cli_joined
 
 import privaudit
 from privaudit.errors import ArtifactError, DamagedArtifactError
 from privaudit.files.integrity import MANIFEST
 from privaudit.pipeline.workspace import LEGACY_FOLDER, Workspace
-
-from cli_helpers import one_error_line, run_cli_joined
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 
 from privaudit.analysis.metrics import tpr_at_fpr
-from privaudit.attacks.lira import (difficulty_bins, joint_mean_posterior, lira_bayes_scores, lira_scores,
-                                    lira_shrunk_scores)
+from privaudit.attacks.lira import (
+    difficulty_bins,
+    joint_mean_posterior,
+    lira_bayes_scores,
+    lira_scores,
+    lira_shrunk_scores,
+)
 from privaudit.attacks.rmia import interpolated_count, rmia_scores, taylor_soft_margin
 
 

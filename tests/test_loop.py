@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
+from privaudit.core.seeding import derive_seed, generator
 from privaudit.models import build_model
 from privaudit.models.fast_linear import fast_layers
-from privaudit.core.seeding import derive_seed, generator
 from privaudit.training import loop, train_model
 from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, poisson_batch
 from privaudit.training.mg_noise import mg_mask

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_helpers import one_error_line, run_cli, run_cli_joined
+
 from privaudit.analysis.matching import match_kappa, round_kappa
 
 

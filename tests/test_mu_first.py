@@ -10,8 +10,8 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-from rich.console import Console
 from cli_helpers import one_dp_target
+from rich.console import Console
 from test_replicates import MODELS, _world
 
 from privaudit.core.formatting import bounds, detectable, lower_bound

@@ -7,8 +7,14 @@ import torch
 from torch.nn import functional as F
 
 from privaudit.models.convex_relu import ConvexReLU
-from privaudit.training.noisycgd import (clipped_mean_gradient, from_working, logits_and_gates,
-                                         per_sample_gradient_norms, to_working, train_noisycgd)
+from privaudit.training.noisycgd import (
+    clipped_mean_gradient,
+    from_working,
+    logits_and_gates,
+    per_sample_gradient_norms,
+    to_working,
+    train_noisycgd,
+)
 
 
 def _problem(n=40, d=12, classes=4, gates=6, seed=0):
@@ -121,9 +127,9 @@ def test_batches_are_fixed_disjoint_and_cyclic():
 
 # -- wired into configs, training, the command line and reports -----------------------------
 
+from privaudit.analysis.hidden_state import noisycgd_epsilon  # noqa: E402
 from privaudit.core.config import make_config  # noqa: E402
 from privaudit.errors import ConfigError  # noqa: E402
-from privaudit.analysis.hidden_state import noisycgd_epsilon  # noqa: E402
 from privaudit.training import train_model  # noqa: E402
 
 

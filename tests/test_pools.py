@@ -9,11 +9,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from privaudit.pipeline.attacking import AttackPlan, attack_target
 from privaudit.cli import app
 from privaudit.data import split_parts
 from privaudit.data.splits import member_indices, pool_keep
 from privaudit.errors import ConfigError
+from privaudit.pipeline.attacking import AttackPlan, attack_target
 from privaudit.pipeline.pools import ensure_pool, model_logits
 from privaudit.pipeline.runs import ensure_model
 from privaudit.pipeline.workspace import Workspace

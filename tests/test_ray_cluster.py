@@ -9,16 +9,15 @@ import os
 from pathlib import Path
 
 import pytest
+from test_executor import ATTACKS, DIGITS_SHAPES, _audit, _plan
 
-from privaudit.executor.auditing import AuditHooks
 from privaudit.executor import LocalExecutor, audit_jobs
+from privaudit.executor.auditing import AuditHooks
 from privaudit.executor.jobs import FAULT_ENV
-from privaudit.files.atomic import folder_owner, owner_tag
 from privaudit.executor.ray_backend import PRIVATE_PREFIX, private_workspace
+from privaudit.files.atomic import folder_owner, owner_tag
 from privaudit.files.integrity import verify_folder
 from privaudit.pipeline.workspace import Workspace
-
-from test_executor import ATTACKS, DIGITS_SHAPES, _audit, _plan
 
 pytestmark = pytest.mark.slow
 

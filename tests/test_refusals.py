@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_helpers import one_error_line, run_cli
-from privaudit.files.atomic import check_output_file, check_output_folder
+
 from privaudit.errors import ConfigError, DataError
+from privaudit.files.atomic import check_output_file, check_output_folder
 from privaudit.files.npfiles import OBJECTS, ids_problem, load_npy, npz_problem, open_npz, what_is
 from privaudit.scanning import FILES
 from privaudit.scanning.inputs import check, load

@@ -23,7 +23,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "regression"))
 from runs import QUICK, RTOL, RUNS, VERSIONS, numeric_versions, record  # noqa: E402
 
-
 FIXTURES = Path(__file__).parent / "fixtures" / "regression"
 
 

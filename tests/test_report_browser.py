@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from typer.testing import CliRunner
 
 from privaudit.cli import app
 from privaudit.theorems import experiments
-from typer.testing import CliRunner
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.slow,

@@ -57,9 +57,9 @@ def test_epsilons_of_different_adjacency_are_not_mixed():
 
 
 def test_replace_one_epsilon_of_dpsgd_exact_and_the_papers_half_sigma_comparator():
+    from privaudit.analysis.accounting import replace_one_epsilon
     from privaudit.core.config import make_config
     from privaudit.reporting.build import _replace_one_epsilon
-    from privaudit.analysis.accounting import replace_one_epsilon
 
     d = make_config(dp=True, noise_multiplier=1.8425).defence
     saved = {"noise_multiplier": 1.8425, "sample_rate": 1 / 106, "steps": 5300}

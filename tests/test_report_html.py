@@ -13,9 +13,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pandas as pd
 import pytest
+from reference_iso import iso_accuracy, iso_summary
 
 from privaudit.reporting.html import TABLE_COLUMNS, render_report, setting_label
-from reference_iso import iso_accuracy, iso_summary
 from privaudit.reporting.plots import line_plot
 
 PLOTS_PER_GROUP = 7  # acc-vs-kappa, auc-vs-kappa, precision/recall/auc-vs-acc, 2 ROC
@@ -832,7 +832,8 @@ def test_a_long_table_past_its_page_limit_shows_the_rows_a_reader_compares():
     """Past PAGE_ROWS rows the page's long table keeps, per target run, the paper's attack,
     the group's strongest and the run's own strongest (exactly those rows, by the rule every
     view uses), and says how many of how many it shows; below the limit it shows every row."""
-    from privaudit.analysis.metrics import STRONGEST_KEY, strongest_attack as strongest_of
+    from privaudit.analysis.metrics import STRONGEST_KEY
+    from privaudit.analysis.metrics import strongest_attack as strongest_of
     from privaudit.reporting.page_tables import PAGE_ROWS
     from privaudit.reporting.summary import group_strongest
 

@@ -9,16 +9,28 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import linregress, t as student_t
+from scipy.stats import linregress
+from scipy.stats import t as student_t
 from typer.testing import CliRunner
 
-from privaudit.executor.auditing import audit_plan
 from privaudit.cli import app
 from privaudit.core.config import make_config
 from privaudit.errors import ConfigError
+from privaudit.executor.auditing import audit_plan
 from privaudit.reproduction import protocol
-from privaudit.reproduction.claims import (AGREES, DISAGREES, UNDECIDED, Estimate, accuracy_claims, epoch_claims,
-                                        leakage_claims, paired_difference, reading, tradeoff_claims, trend)
+from privaudit.reproduction.claims import (
+    AGREES,
+    DISAGREES,
+    UNDECIDED,
+    Estimate,
+    accuracy_claims,
+    epoch_claims,
+    leakage_claims,
+    paired_difference,
+    reading,
+    tradeoff_claims,
+    trend,
+)
 
 runner = CliRunner()
 
@@ -247,8 +259,8 @@ def test_trend_uses_only_seeds_that_give_a_slope():
 
 def _claim_of(values, boundary=0.0, sign=-1):
     """A claim whose value is the mean of per-seed ``values`` with its t interval over seeds."""
-    from privaudit.reproduction.claims import Estimate, _claim, reading
     from privaudit.reporting.summary import t_interval
+    from privaudit.reproduction.claims import Estimate, _claim, reading
 
     mean, lo, hi, n = t_interval(values)
     est = Estimate(mean, lo, hi, n, "slope per seed, t over seeds", n - 1)

@@ -19,8 +19,14 @@ from privaudit.models.convex_relu import ConvexReLU
 from privaudit.reproduction import hidden_state_report
 from privaudit.reproduction.claims import AGREES, DISAGREES, UNDECIDED
 from privaudit.reproduction.hidden_state import AuditSetting, hidden_state_protocol
-from privaudit.reproduction.hidden_state_claims import (NOT_CHECKED, _script_epsilon, accounting_claims, audit_claims,
-                                                        published, table_claims)
+from privaudit.reproduction.hidden_state_claims import (
+    NOT_CHECKED,
+    _script_epsilon,
+    accounting_claims,
+    audit_claims,
+    published,
+    table_claims,
+)
 from privaudit.reproduction.hidden_state_methods import convex_smoothness, ssp_fit
 from privaudit.training.noisycgd import train_convex_dpsgd
 

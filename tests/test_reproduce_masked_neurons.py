@@ -8,16 +8,21 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from test_communities import write_communities
 
 from privaudit.errors import ConfigError
 from privaudit.reproduction import masked_neurons as mn
 from privaudit.reproduction.claims import AGREES, DISAGREES, UNDECIDED
 from privaudit.reproduction.masked_neurons_claims import grid_claims, trajectory_claims
-from privaudit.theorems.masked_neurons import (PreactivationNet, cell_rng, keep_probability, masked_round,
-                                             sample_masks, train_masked)
+from privaudit.theorems.masked_neurons import (
+    PreactivationNet,
+    cell_rng,
+    keep_probability,
+    masked_round,
+    sample_masks,
+    train_masked,
+)
 from privaudit.theorems.twolayer import make_problem, predict
-
-from test_communities import write_communities
 
 
 @pytest.fixture(autouse=True)

@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import typer.main
+from cli_helpers import run_cli_joined as _run_cli
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import privaudit.files.atomic as atomic_mod
-from cli_helpers import run_cli_joined as _run_cli
 from privaudit.cli import app
 
 AUDIT = ["--dataset", "digits", "--kappas", "0.5", "--sigmas", "1", "--epochs", "6", "--attacks", "shadow,lira",
@@ -314,8 +314,8 @@ def command_lines(draw):
 def test_fuzzed_command_lines_never_trace_back(argv, tmp_path_factory, monkeypatch):
     work = tmp_path_factory.mktemp("fuzz")
     monkeypatch.chdir(work)
-    import privaudit.pipeline.attacking
     import privaudit.executor.auditing
+    import privaudit.pipeline.attacking
     import privaudit.pipeline.runs
     from privaudit.theorems import experiments
     # the commands import the library when they run: stub it where they look it up

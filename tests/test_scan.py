@@ -9,20 +9,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import one_error_line, run_cli, run_cli_joined
 from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
-from cli_helpers import one_error_line, run_cli, run_cli_joined
 from privaudit.analysis.empirical import bonferroni_thresholds
-from privaudit.pipeline.attacking import AttackPlan, attack_target
 from privaudit.attacks.crossval import fold_ids, threshold_decisions
 from privaudit.attacks.scores import modified_entropy_scores, softmax
 from privaudit.errors import DataError
+from privaudit.pipeline.attacking import AttackPlan, attack_target
 from privaudit.pipeline.runs import ensure_model
+from privaudit.pipeline.workspace import Workspace
 from privaudit.scanning.export import export_arrays
 from privaudit.scanning.inputs import check, load
 from privaudit.scanning.run import scan
-from privaudit.pipeline.workspace import Workspace
 
 CPU = __import__("torch").device("cpu")
 C = 10

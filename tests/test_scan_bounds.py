@@ -38,7 +38,7 @@ def _allowed(sets: int) -> int:
     return int(binom.ppf(0.95, sets, 0.05))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bounds(n: int, mu: float, sets: int) -> tuple[np.ndarray, np.ndarray]:
     """(μ bounds, ε bounds) of ``sets`` seeded sets of n + n μ-GDP scores, by scan's function."""
     rng = np.random.default_rng(int(1000 * mu) + n)

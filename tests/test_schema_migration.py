@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 from privaudit.core.config import RunConfig, make_config
+from privaudit.pipeline.workspace import Workspace
 from privaudit.reporting.summary import with_every_knob
 from privaudit.reporting.table import POOL_COLUMNS
-from privaudit.pipeline.workspace import Workspace
 
 FIXTURE = Path(__file__).parent / "fixtures" / "workspace-schema1"
 RECIPE = dict(dataset="digits", part_size=40, epochs=2, width=16)

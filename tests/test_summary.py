@@ -12,14 +12,28 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from reference_iso import iso_accuracy
 from scipy import stats
 
-from privaudit.analysis.metrics import auc_interval
-from reference_iso import iso_accuracy
 import privaudit.reporting.summary as summary_module
-from privaudit.reporting.summary import (VERDICT_DP, VERDICT_MG, VERDICT_TIE, binomial_interval, compare, comparisons,
-                                      iso_gap, iso_gaps, overview, read_verdict, settings, strongest_attack, summarise,
-                                      t_interval, verdicts)
+from privaudit.analysis.metrics import auc_interval
+from privaudit.reporting.summary import (
+    VERDICT_DP,
+    VERDICT_MG,
+    VERDICT_TIE,
+    binomial_interval,
+    compare,
+    comparisons,
+    iso_gap,
+    iso_gaps,
+    overview,
+    read_verdict,
+    settings,
+    strongest_attack,
+    summarise,
+    t_interval,
+    verdicts,
+)
 
 # (setting, kappa, sigma, test accuracy): MG noise and DP-SGD with overlapping accuracy ranges
 SETTINGS = [("base", 0.0, math.nan, 0.80), ("k1", 1.0, math.nan, 0.74), ("k2", 2.0, math.nan, 0.66),

@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from privaudit.theorems.masked_neurons import (cell_rng, final_error, masked_neurons_experiment, masked_round,
-                                             masked_training, sample_masks)
+from privaudit.theorems.masked_neurons import (
+    cell_rng,
+    final_error,
+    masked_neurons_experiment,
+    masked_round,
+    masked_training,
+    sample_masks,
+)
 from privaudit.theorems.twolayer import make_problem
 
 

@@ -10,8 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from privaudit.cli import app
-from privaudit.theorems.smoothing import (expected_relu, monte_carlo_relu, neuron_input, proxy_relu,
-                                        smoothing_experiment)
+from privaudit.theorems.smoothing import expected_relu, monte_carlo_relu, neuron_input, proxy_relu, smoothing_experiment
 
 
 def test_closed_form_within_three_standard_errors_of_monte_carlo():

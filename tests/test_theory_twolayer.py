@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 
 from privaudit.theorems.smoothing import proxy_relu
-from privaudit.theorems.twolayer import (gradient, least_eigenvalue, make_problem, mask_inputs,
-                                       masked_loss_decomposition, ntk_gram, predict, smoothed_predict)
+from privaudit.theorems.twolayer import (
+    gradient,
+    least_eigenvalue,
+    make_problem,
+    mask_inputs,
+    masked_loss_decomposition,
+    ntk_gram,
+    predict,
+    smoothed_predict,
+)
 
 
 @pytest.fixture(scope="module")

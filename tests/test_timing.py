@@ -36,7 +36,6 @@ def test_every_command_json_says_where_the_time_went(tmp_path):
     import time
 
     import numpy as np
-
     from cli_helpers import run_cli
 
     t0 = time.perf_counter()

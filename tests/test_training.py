@@ -13,8 +13,8 @@ from privaudit.core.config import MODELS
 from privaudit.errors import ConfigError
 from privaudit.models import build_model
 from privaudit.pipeline.runs import ensure_model
-from privaudit.training import resolve_device, train_model
 from privaudit.pipeline.workspace import Workspace
+from privaudit.training import resolve_device, train_model
 
 CPU = torch.device("cpu")
 TIMING_KEYS = {"train_seconds", "fit_seconds", "epoch_seconds"}

@@ -73,7 +73,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from tutorial_runner import SERVER_ENV, SETTINGS_ENV, small_args
 
 RUNNER = Path(__file__).with_name("tutorial_runner.py")

@@ -14,12 +14,12 @@ import pytest
 import torch
 
 import privaudit.pipeline.workspace as workspace_mod
-from privaudit.files import atomic
-from privaudit.files.locks import LOCK_FOLDER
-from privaudit.files.atomic import owner_tag, read_json, write_bytes, write_json, write_text
 from privaudit.errors import ArtifactError
-from privaudit.training.results import predict_logits, role_data
+from privaudit.files import atomic
+from privaudit.files.atomic import owner_tag, read_json, write_bytes, write_json, write_text
+from privaudit.files.locks import LOCK_FOLDER
 from privaudit.pipeline.workspace import Workspace, load_weights
+from privaudit.training.results import predict_logits, role_data
 
 CPU = torch.device("cpu")
 
@@ -67,8 +67,8 @@ def test_save_then_load_gives_identical_logits(trained_mg, digits, tmp_path):
 @pytest.mark.parametrize("model", ["cnn-improved", "cnn"])
 def test_save_load_round_trip_with_buffers(model, digits, tiny, tmp_path):
     """BatchNorm running statistics (buffers) and integer counters survive the round trip."""
-    from privaudit.models import build_model
     from privaudit.data import Normaliser
+    from privaudit.models import build_model
 
     torch.manual_seed(0)
     cfg = tiny(model=model)

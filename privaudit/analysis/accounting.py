@@ -16,11 +16,12 @@ other trains instead of before any training starts.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-import contextlib
 import warnings
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from privaudit.errors import ConfigError
 

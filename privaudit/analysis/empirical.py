@@ -33,7 +33,8 @@ import numpy.typing as npt
 from scipy.special import betaincinv, expit, ndtr, ndtri
 from scipy.stats import binom
 
-from privaudit.analysis.metrics import check_scores as _check, roc_points
+from privaudit.analysis.metrics import check_scores as _check
+from privaudit.analysis.metrics import roc_points
 
 #: default number of label-free candidate thresholds of the Bonferroni bounds
 #: (:func:`epsilon_lower_bound_bonferroni`, :func:`privaudit.analysis.gdp.gdp_lower_bound_bonferroni`)

@@ -129,13 +129,19 @@ import numpy.typing as npt
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr, ndtri
 
-from privaudit.analysis.empirical import (_check_confidence, _counts, _cp_upper, _errors_at, _last_argmax, _split,
-                                          candidate_counts)
 # the label-free candidates, shared with the Clopper–Pearson ε bound, live in empirical.py
 from privaudit.analysis.empirical import BONFERRONI_CANDIDATES as BONFERRONI_CANDIDATES
+from privaudit.analysis.empirical import (
+    _check_confidence,
+    _counts,
+    _cp_upper,
+    _errors_at,
+    _last_argmax,
+    _split,
+    candidate_counts,
+)
 from privaudit.analysis.empirical import bonferroni_thresholds as bonferroni_thresholds
 from privaudit.analysis.metrics import check_scores
-
 
 # ---------------------------------------------------------------- μ ↔ (ε, δ)
 

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from privaudit.analysis.gdp import gdp_delta, gdp_epsilon, gdp_mu_for_epsilon  # noqa: F401 (re-exported)
 from privaudit.errors import ConfigError
 
-
 # Without a known smoothness β the bound takes c = 1 − ηλ, which holds only for a loss that
 # is β-smooth with β ≤ 2/η − λ. β ≥ λ always, and the data term of a loss on privaudit's
 # unit-scale (normalised) inputs adds curvature of order one or more, so a step whose ceiling

@@ -23,8 +23,9 @@ and tables and so that reruns land on the same cached models.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 DEFAULT_TOLERANCE = 0.01
 MAX_KAPPA = 64.0

@@ -14,7 +14,8 @@ input validation costs several times the arithmetic (docs/performance.md).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt

@@ -62,8 +62,9 @@ exactly (:func:`expected_jaccard`). With one common pool of N (m_i = m_j = c = N
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, overload
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt

@@ -26,7 +26,8 @@ seeds). Its coverage on simulated pools with a known per-setting truth is measur
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -4,9 +4,10 @@ pools and canary models as needed); ``privaudit attack`` prints what it returns.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from privaudit.api import params
 from privaudit.api.repair import computes_damage_again_with_targets
@@ -32,16 +33,16 @@ class AttackResults(ShortRepr):
     """The attacks of one ``attack`` call: a row per target and attack asked for
     (:attr:`metrics`), each target's attack folder, and the reports rebuilt afterwards."""
 
-    metrics: "pd.DataFrame"          #: target, attack, and the attack's AUC, TPR at low FPR, ε lower bound, …
+    metrics: pd.DataFrame          #: target, attack, and the attack's AUC, TPR at low FPR, ε lower bound, …
     workdir: Path
     report_path: Path | None = None  #: the rebuilt HTML report (None with ``report=False``)
     csv_path: Path | None = None     #: the rebuilt trade-off table
     results: list[AttackResult] = field(repr=False, default_factory=list)  #: privaudit.pipeline.attacking.AttackResult each
     plan: Any = field(repr=False, default=None)              #: privaudit.pipeline.attacking.AttackPlan
     report: Any = field(repr=False, default=None)            #: privaudit.api.report.WorkspaceReport
-    rows: "list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]]" = field(repr=False, default_factory=list)
+    rows: list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]] = field(repr=False, default_factory=list)
 
-    def summary_rows(self) -> "list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]]":
+    def summary_rows(self) -> list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]]:
         """Per target: (its config, its model's metrics, the metrics of the attacks asked for,
         the attacks' extras), what the command line's summary table prints."""
         return list(self.rows)
@@ -67,8 +68,8 @@ class AttackResults(ShortRepr):
                 f"(first 40 of {len(self.metrics)} rows)</h3>{table}{link}</div>")
 
 
-def summary_rows(workspace: Any, results: "Sequence[tuple[str, dict[str, Any], dict[str, Any]]]"
-                 ) -> "list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]]":
+def summary_rows(workspace: Any, results: Sequence[tuple[str, dict[str, Any], dict[str, Any]]]
+                 ) -> list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]]:
     """(config, model metrics, attack metrics, extras) of each (target, attack metrics, extras)
     of ``results``, the config and model metrics read from ``workspace``; a target whose folder
     cannot be read is left out."""
@@ -83,7 +84,7 @@ def summary_rows(workspace: Any, results: "Sequence[tuple[str, dict[str, Any], d
     return rows
 
 
-def _metrics_frame(results: list[AttackResult], plan: AttackPlan) -> "pd.DataFrame":
+def _metrics_frame(results: list[AttackResult], plan: AttackPlan) -> pd.DataFrame:
     """A row per target and asked-for attack, with the attack's numbers (its scalar metrics)."""
     import pandas as pd
 
@@ -100,7 +101,7 @@ def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int 
            data_dir: str | Path | None = None, download: bool = False, device: str = "auto",
            workdir: str | Path = ".", report: bool = True, dry_run: bool = False, hooks: AuditHooks | None = None,
            on_start: Callable[[RunConfig], None] | None = None, on_epoch: EpochCallback | None = None,
-           log: Callable[[str], None] | None = None) -> "AttackResults | RunPlan":
+           log: Callable[[str], None] | None = None) -> AttackResults | RunPlan:
     """Attack ``target`` (one target's run name, or an architecture: every trained target of
     it, limited to those trained on ``dataset`` and with a root seed in ``seeds`` when given)
     in the workspace ``workdir``; its shadow model, reference pool and canary model share its
@@ -169,8 +170,8 @@ def attack(target: str, *, attacks: str | Sequence[str] = "all", pool_size: int 
                          rows=summary_rows(ws, [(r.target, plan.asked(r.metrics), r.extras) for r in results]))
 
 
-def target_plans(configs: "Sequence[RunConfig]", attacks: str | Sequence[str], pool_size: int | None,
-                 shadow_dataset: str | None, workspace: Any) -> "dict[str, AttackPlan]":
+def target_plans(configs: Sequence[RunConfig], attacks: str | Sequence[str], pool_size: int | None,
+                 shadow_dataset: str | None, workspace: Any) -> dict[str, AttackPlan]:
     """Each target's attack plan, by run name: ``attacks`` with the pool ``pool_size`` or,
     when it is None, the largest pool of the target's recipe saved in ``workspace``
     (:func:`~privaudit.pipeline.pools.saved_pool_sizes`; none saved: the default size)."""
@@ -186,7 +187,7 @@ def target_plans(configs: "Sequence[RunConfig]", attacks: str | Sequence[str], p
     return out
 
 
-def attack_graph(configs: "Sequence[RunConfig]", plans: "dict[str, AttackPlan]", data: Any) -> "list[Job]":
+def attack_graph(configs: Sequence[RunConfig], plans: dict[str, AttackPlan], data: Any) -> list[Job]:
     """The jobs that attack ``configs`` with their ``plans``: the audit's job graph
     (:func:`~privaudit.executor.auditing.audit_graph`) of each group of targets that share a
     plan, without its report job (the targets' own training jobs find them trained)."""

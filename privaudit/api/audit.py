@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from privaudit.core.config import either_spelling
 from privaudit.api import params
 from privaudit.api.grids import AuditGrids, GridRequest, resolve_grids
 from privaudit.api.recipe import Recipe
 from privaudit.api.repair import computes_damage_again
 from privaudit.api.results import ShortRepr
+from privaudit.core.config import either_spelling
 from privaudit.core.defaults import DEFAULT_POOL_SIZE
-from privaudit.errors import ConfigError
-from privaudit.core.timing import CLOCK, importing
-
 from privaudit.core.hooks import AuditHooks
+from privaudit.core.timing import CLOCK, importing
+from privaudit.errors import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,8 +43,8 @@ class AuditReport(ShortRepr):
     per-sample scores on demand. A notebook cell that ends with it shows the first screen of
     the report (:meth:`_repr_html_`)."""
 
-    table: "pd.DataFrame"            #: the trade-off table (``reports/tradeoff.csv``): a row per target and attack
-    verdicts: "pd.DataFrame"         #: "which defence leaks less?" at equal accuracy, with intervals
+    table: pd.DataFrame            #: the trade-off table (``reports/tradeoff.csv``): a row per target and attack
+    verdicts: pd.DataFrame         #: "which defence leaks less?" at equal accuracy, with intervals
     report_path: Path                #: the self-contained HTML report
     csv_path: Path                   #: the trade-off table as CSV
     workdir: Path
@@ -61,7 +61,7 @@ class AuditReport(ShortRepr):
     target_matches: list[TargetMatch] = field(repr=False, default_factory=list)  #: privaudit.executor.auditing.TargetMatch
     attack_plan: Any = field(repr=False, default=None)
 
-    def scores(self, target: str | None = None) -> "pd.DataFrame":
+    def scores(self, target: str | None = None) -> pd.DataFrame:
         """Per-sample membership scores of every attack on ``target`` (a run name; default:
         the first target, the undefended baseline): one row per sample, ``member`` (1 for a
         training member) and a column per attack (higher: more likely a member)."""
@@ -134,7 +134,7 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
           match_tolerance: float = 0.01, device: str = "auto", executor: str = "local",
           ray_address: str | None = None, cpus_per_job: int | None = None, workdir: str | Path = ".",
           hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
-          dry_run: bool = False, **overrides: Any) -> "AuditReport | RunPlan":
+          dry_run: bool = False, **overrides: Any) -> AuditReport | RunPlan:
     """Train the undefended baseline, an MG-noise target per κ and a DP-SGD target per σ (or
     target ε), and with ``defenses`` (``"all"`` or names of :mod:`privaudit.defences`) a target
     per knob value of each defence named (its default grid, or ``knobs``: ``"mixup=0.2,0.5"``
@@ -173,7 +173,8 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     bases = [recipe.config(seed=s, dataset_kwargs=dataset_kwargs) for s in seed_list]  # validated
 
     with importing():
-        from privaudit.executor.auditing import audit_plan, match_accuracy as match_kappas, replicate, run_audit
+        from privaudit.executor.auditing import audit_plan, replicate, run_audit
+        from privaudit.executor.auditing import match_accuracy as match_kappas
 
     plans = [audit_plan(b, k_grid, s_grid, eps_grid, other_grids) for b in bases]
     attack_plan = params.attacks(attacks, pool_size, shadow_dataset)
@@ -181,8 +182,8 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     with importing():
         from privaudit.executor import make_executor
         from privaudit.pipeline.runs import DataCache
-        from privaudit.training import resolve_device
         from privaudit.pipeline.workspace import Workspace
+        from privaudit.training import resolve_device
 
     say = log or (lambda line: None)
     hooks = hooks or AuditHooks()
@@ -238,9 +239,9 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
                        attack_plan=attack_plan)
 
 
-def _search_targets(bases: "list[RunConfig]", plans: "list[list[RunConfig]]", grids: AuditGrids, ws: "Workspace",
-                    data: "DataCache", dev: Any, tolerance: float, hooks: AuditHooks,
-                    say: Callable[[str], None]) -> "tuple[list[list[RunConfig]], list[TargetMatch]]":
+def _search_targets(bases: list[RunConfig], plans: list[list[RunConfig]], grids: AuditGrids, ws: Workspace,
+                    data: DataCache, dev: Any, tolerance: float, hooks: AuditHooks,
+                    say: Callable[[str], None]) -> tuple[list[list[RunConfig]], list[TargetMatch]]:
     """``--target-accuracies``: each searched defence's knob found on the first seed for each
     target accuracy, and each seed's plan with the settings found (reached, or the strongest
     setting tried when even that stays above the target)."""
@@ -260,8 +261,8 @@ def _search_targets(bases: "list[RunConfig]", plans: "list[list[RunConfig]]", gr
     return [list({c.validated().run_name: c for c in p}.values()) for p in plans], reached
 
 
-def _preview(bases: "list[RunConfig]", plans: "list[list[RunConfig]]", grids: AuditGrids, attack_plan: Any,
-             ws: "Workspace", data: "DataCache", dev: Any, runner: Any, say: Callable[[str], None]) -> "RunPlan":
+def _preview(bases: list[RunConfig], plans: list[list[RunConfig]], grids: AuditGrids, attack_plan: Any,
+             ws: Workspace, data: DataCache, dev: Any, runner: Any, say: Callable[[str], None]) -> RunPlan:
     """``--dry-run``: the run's plan priced, training nothing; the accuracy search of
     ``--target-accuracies`` (or of ``--match-accuracy``, its case) counted at its budget, by
     stand-in settings (which it trains depends on the accuracies)."""

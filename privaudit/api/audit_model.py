@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from privaudit.api import params
 from privaudit.api.recipe import Recipe
@@ -116,7 +117,8 @@ def audit_model(*, weights: str | Path, members: str, model: str = "mlp",
         dataset_kwargs, data = params.dataset_config(dataset, data_dir, download)
         from privaudit.pipeline.runs import DataCache
         from privaudit.pipeline.workspace import Workspace
-        from privaudit.scanning.external import audit_model as run_audit_model, parse_ids
+        from privaudit.scanning.external import audit_model as run_audit_model
+        from privaudit.scanning.external import parse_ids
         from privaudit.scanning.report import write
         from privaudit.training import resolve_device
 

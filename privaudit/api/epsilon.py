@@ -7,9 +7,9 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-from privaudit.core.config import either_spelling
 from privaudit.api import params
 from privaudit.api.results import ShortRepr
+from privaudit.core.config import either_spelling
 from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
 from privaudit.errors import ConfigError
 

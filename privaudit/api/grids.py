@@ -8,8 +8,9 @@ the rules are tested as a table (tests/test_grids.py) and ``--dry-run`` and the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any
 
 from privaudit.api import params
 from privaudit.core.defaults import CIFAR10_KAPPAS, DEFAULT_KAPPAS, DEFAULT_SIGMAS

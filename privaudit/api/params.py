@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union, cast, overload
-
-from privaudit.core.defaults import MAX_SEED
-from privaudit.errors import FIELD, ArtifactError, ConfigError, DataError, PrivauditError
+from typing import TYPE_CHECKING, Any, TypeVar, Union, cast, overload
 
 from privaudit.api.recipe import model_args as model_args  # the --model-arg pairs, parsed where the recipe is
+from privaudit.core.defaults import MAX_SEED
+from privaudit.errors import FIELD, ArtifactError, ConfigError, DataError, PrivauditError
 
 if TYPE_CHECKING:
     from privaudit.api.recipe import Recipe
@@ -84,7 +84,7 @@ def flag(name: str) -> str:
 
 
 def as_options(message: str) -> str:
-    """``message`` with each setting it names as the library below the API names it, by its
+    r"""``message`` with each setting it names as the library below the API names it, by its
     field in backticks (:data:`privaudit.errors.FIELD`: ``\`batch_size\` must be >= 1``), named
     as the command line's option instead (``--batch-size must be >= 1``, :func:`flag`)."""
     return FIELD.sub(lambda m: flag(m.group(1)), message)
@@ -355,7 +355,7 @@ def dataset_config(dataset: str, data_dir: str | Path | None,
     return data.config_kwargs(dataset), data
 
 
-def recipe(given: "Recipe | None", overrides: dict[str, Any]) -> "Recipe":
+def recipe(given: Recipe | None, overrides: dict[str, Any]) -> Recipe:
     """The API's ``recipe=`` (default: :class:`~privaudit.api.recipe.Recipe`'s defaults) with
     its keyword ``overrides``, the dataset's name normalised (:func:`dataset_name`)."""
     from dataclasses import replace

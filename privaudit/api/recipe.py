@@ -11,8 +11,9 @@ field here, a row of the command line's option table, and where the config holds
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from privaudit.api.results import ShortRepr
 from privaudit.errors import ConfigError
@@ -54,7 +55,7 @@ class Recipe(ShortRepr):
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
 
-    def with_overrides(self, overrides: Mapping[str, Any]) -> "Recipe":
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Recipe:
         """This recipe with ``overrides`` (field name → value) replacing its fields; an unknown
         name is a one-line :class:`ConfigError` listing the fields."""
         unknown = sorted(set(overrides) - set(self.field_names()))

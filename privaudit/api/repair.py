@@ -21,8 +21,9 @@ a model, attack or pool folder of this workspace (a data cache, the user's own f
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from privaudit.errors import ArtifactError, DamagedArtifactError
 

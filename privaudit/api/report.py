@@ -4,9 +4,10 @@ workspace; ``privaudit report`` prints what it returns."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from privaudit.api import params
 from privaudit.api.results import ShortRepr
@@ -25,8 +26,8 @@ class WorkspaceReport(ShortRepr):
     ``reports/tradeoff.csv`` and ``reports/index.html``, and the attack folders skipped as
     damaged (with a line each saying why)."""
 
-    table: "pd.DataFrame"            #: the trade-off table: a row per target and attack
-    verdicts: "pd.DataFrame"         #: "which defence leaks less?" at equal accuracy, with intervals
+    table: pd.DataFrame            #: the trade-off table: a row per target and attack
+    verdicts: pd.DataFrame         #: "which defence leaks less?" at equal accuracy, with intervals
     report_path: Path                #: the self-contained HTML report
     csv_path: Path                   #: the trade-off table as CSV
     skipped: list[str] = field(default_factory=list)    #: attack folders left out (damaged)
@@ -46,7 +47,7 @@ class WorkspaceReport(ShortRepr):
                 f"{html.escape(str(self.report_path))}</a> · table: {html.escape(str(self.csv_path))}</p></div>")
 
     @classmethod
-    def of(cls, rep: ReportResult) -> "WorkspaceReport":
+    def of(cls, rep: ReportResult) -> WorkspaceReport:
         """From :class:`privaudit.reporting.build.ReportResult`."""
         import pandas as pd
 

@@ -6,17 +6,18 @@ returns. Every reproduction writes ``reports/reproduce/<paper>/`` and refreshes
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from privaudit.api import params
 from privaudit.api.repair import computes_damage_again
 from privaudit.api.results import ShortRepr
 from privaudit.core.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES
-from privaudit.errors import ConfigError
 from privaudit.core.hooks import AuditHooks
 from privaudit.core.timing import importing
+from privaudit.errors import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +36,7 @@ class Reproduction(ShortRepr):
     """A reproduction's outcome: each of the paper's statements beside the measured number,
     its interval and a reading (:attr:`claims`), the counts, the page and its tables."""
 
-    claims: "pd.DataFrame"         #: figure, model, statement, value, lo, hi, verdict (agrees / disagrees / …)
+    claims: pd.DataFrame         #: figure, model, statement, value, lo, hi, verdict (agrees / disagrees / …)
     counts: dict[str, Any]         #: agrees, disagrees, other: family-wise (summary["familywise"]: the correction and the one-by-one counts)
     report_path: Path              #: the page (index.html)
     folder: Path                   #: reports/reproduce/<paper>: the figures, the CSVs, summary.json
@@ -46,7 +47,7 @@ class Reproduction(ShortRepr):
         return dict(self.summary)
 
     @classmethod
-    def from_summary(cls, summary: dict[str, Any]) -> "Reproduction":
+    def from_summary(cls, summary: dict[str, Any]) -> Reproduction:
         import pandas as pd
 
         return cls(claims=pd.DataFrame(summary["claims"]), counts=summary["counts"],
@@ -79,7 +80,7 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
               experiments: str | Sequence[str] | None = None, seeds: params.Seeds = None, device: str = "auto",
               executor: str = "local", ray_address: str | None = None, cpus_per_job: int | None = None,
               workdir: str | Path = ".", hooks: AuditHooks | None = None, log: Callable[[str], None] | None = None,
-              command: str = "", dry_run: bool = False) -> "Reproduction | RunPlan | dict[str, Any]":
+              command: str = "", dry_run: bool = False) -> Reproduction | RunPlan | dict[str, Any]:
     """Reproduce ``paper``'s results at ``scale`` (``reduced`` or ``full``) over ``seeds``,
     limited to ``experiments``; writes ``workdir``/reports/reproduce/<paper>/ and resumes from
     (and reuses) every model already in the workspace. Keyword arguments are ``privaudit
@@ -122,11 +123,11 @@ def reproduce(paper: str = "mg-noise", *, scale: str = "reduced", dataset: str =
 
     with importing():
         from privaudit.executor import make_executor
+        from privaudit.pipeline.runs import DataCache
+        from privaudit.pipeline.workspace import Workspace
         from privaudit.reproduction.page import write_outputs
         from privaudit.reproduction.run import run_reproduction
-        from privaudit.pipeline.runs import DataCache
         from privaudit.training import resolve_device
-        from privaudit.pipeline.workspace import Workspace
 
     hooks = hooks or AuditHooks()
     runner = make_executor(executor, address=ray_address, cpus_per_job=cpus_per_job)
@@ -169,16 +170,16 @@ def _local_only(executor: str, paper: str) -> None:
 def _hidden_state(*, scale: str, dataset: str, data_dir: str | Path | None, download: bool,
                   experiments: str | Sequence[str] | None, seeds: params.Seeds, executor: str, ray_address: str | None,
                   cpus_per_job: int | None, workdir: str | Path, log: Callable[[str], None] | None, command: str,
-                  dry_run: bool, t0: float) -> "Reproduction | dict[str, Any]":
+                  dry_run: bool, t0: float) -> Reproduction | dict[str, Any]:
     """``reproduce("hidden-state")``: :func:`privaudit.reproduction.hidden_state_report.hidden_state_reproduction`."""
     params.one_of(dataset, "--dataset", *DATASETS["hidden-state"])
     _executor_options(executor, ray_address, cpus_per_job)
     seed_list = params.seeds(seeds) if seeds is not None else None
     with importing():
+        from privaudit.pipeline.workspace import Workspace
         from privaudit.reproduction.hidden_state import EXPERIMENTS
         from privaudit.reproduction.hidden_state_report import hidden_state_reproduction
         from privaudit.reproduction.outputs import Outcome, write_outputs
-        from privaudit.pipeline.workspace import Workspace
     chosen = _words(experiments, "--experiments", EXPERIMENTS)
     runner = None
     if executor == "ray" and not dry_run:
@@ -198,14 +199,14 @@ def _hidden_state(*, scale: str, dataset: str, data_dir: str | Path | None, down
 
 def _masked_neurons(*, scale: str, data_dir: str | Path | None, experiments: str | Sequence[str] | None,
                     seeds: params.Seeds, executor: str, workdir: str | Path, log: Callable[[str], None] | None,
-                    command: str, dry_run: bool, t0: float) -> "Reproduction | dict[str, Any]":
+                    command: str, dry_run: bool, t0: float) -> Reproduction | dict[str, Any]:
     """``reproduce("masked-neurons")``: :func:`privaudit.reproduction.masked_neurons.masked_neurons_reproduction`."""
     _local_only(executor, "masked-neurons")
     seed_list = params.seeds(seeds) if seeds is not None else None
     with importing():
+        from privaudit.pipeline.workspace import Workspace
         from privaudit.reproduction import masked_neurons as mn
         from privaudit.reproduction.outputs import Outcome, write_outputs
-        from privaudit.pipeline.workspace import Workspace
     chosen = _words(experiments, "--experiments", mn.EXPERIMENTS)
     if dry_run:
         return mn.masked_neurons_plan(scale, seed_list, chosen, data=data_dir, workdir=workdir)

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from privaudit.api import params
 from privaudit.api.results import ShortRepr
-from privaudit.files.atomic import check_output_folder
 from privaudit.core.defaults import MAX_SEED
-from privaudit.errors import ConfigError
-from privaudit.scanning import FILES, require_input
 from privaudit.core.timing import importing, phase
+from privaudit.errors import ConfigError
+from privaudit.files.atomic import check_output_folder
+from privaudit.scanning import FILES, require_input
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,8 +30,8 @@ class ScanReport(ShortRepr):
     """What a scan found: a row per attack with its intervals (:attr:`table`), per class and
     slice (:attr:`groups`), the headline and the files written under :attr:`folder`."""
 
-    table: "pd.DataFrame"          #: one row per attack: AUC, TPR at low FPR, precision, recall, ε lower bound
-    groups: "pd.DataFrame"         #: the strongest attack per class and per slice
+    table: pd.DataFrame          #: one row per attack: AUC, TPR at low FPR, precision, recall, ε lower bound
+    groups: pd.DataFrame         #: the strongest attack per class and per slice
     headline: dict[str, Any]       #: ``verdict``, ``leaks``, ``familywise`` (the test behind them) and ``strongest``
     folder: Path
     report_path: Path              #: the self-contained index.html
@@ -48,7 +48,7 @@ class ScanReport(ShortRepr):
     def strongest(self) -> str | None:
         return self.headline.get("strongest")
 
-    def scores(self) -> "pd.DataFrame":
+    def scores(self) -> pd.DataFrame:
         """Per-sample scores of every attack: ``member`` (1 for a member; members first) and a
         column per attack (higher: more likely a member)."""
         import pandas as pd

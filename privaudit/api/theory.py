@@ -5,9 +5,10 @@ returns."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from privaudit.api import params
 from privaudit.api.results import ShortRepr

@@ -4,17 +4,18 @@ workspace or reused from it; ``privaudit train`` prints what it returns."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from privaudit.core.config import either_spelling
 from privaudit.api import params
 from privaudit.api.recipe import Recipe
 from privaudit.api.repair import computes_damage_again
 from privaudit.api.results import ShortRepr
-from privaudit.errors import ConfigError
+from privaudit.core.config import either_spelling
 from privaudit.core.timing import importing
+from privaudit.errors import ConfigError
 
 if TYPE_CHECKING:
     from privaudit.core.config import RunConfig
@@ -69,8 +70,8 @@ def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, d
           noise_multiplier: float | None = None, target_epsilon: float | None = None,
           seed: int = 0, seeds: params.Seeds = None, device: str = "auto", workdir: str | Path = ".",
           on_start: Callable[[RunConfig], None] | None = None, on_epoch: EpochCallback | None = None,
-          dry_run: bool = False, on_estimate: Callable[["RunPlan"], None] | None = None,
-          log: Callable[[str], None] | None = None, **overrides: Any) -> "TrainedModels | RunPlan":
+          dry_run: bool = False, on_estimate: Callable[[RunPlan], None] | None = None,
+          log: Callable[[str], None] | None = None, **overrides: Any) -> TrainedModels | RunPlan:
     """Train one target model (one per seed of ``seeds``) of ``recipe`` (a
     :class:`~privaudit.api.recipe.Recipe`; its fields may also be given, or overridden, as
     keyword arguments: ``model=``, ``dataset=``, ``epochs=``, ...) with MG noise ``kappa`` and/or
@@ -96,8 +97,8 @@ def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, d
 
     with importing():
         from privaudit.pipeline import runs
-        from privaudit.training import resolve_device
         from privaudit.pipeline.workspace import Workspace
+        from privaudit.training import resolve_device
 
     dev = resolve_device(device)
     data = data or runs.DataCache(data_dir, download)

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.attacks.scores import softmax
 from privaudit.analysis.metrics import advantage_threshold
+from privaudit.attacks.scores import softmax
 
 DEFAULT_FOLDS = 5
 INNER_FOLDS = 3

@@ -34,7 +34,7 @@ class Features:
     p_y: np.ndarray     # (..., n) float64, mean over queries
     top3: np.ndarray    # (..., n, 3) float64, plain query
 
-    def __getitem__(self, index: int | slice | np.ndarray) -> "Features":
+    def __getitem__(self, index: int | slice | np.ndarray) -> Features:
         return Features(self.phi[index], self.p_y[index], self.top3[index])
 
 

@@ -62,8 +62,9 @@ Scores are float64, "higher = more likely a member".
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence, Union
+from typing import Union
 
 import numpy as np
 import numpy.typing as npt
@@ -74,7 +75,7 @@ from privaudit.analysis.metrics import advantage_threshold, check_scores
 SHAPES = ("ball", "ring")
 DEFAULT_MAX_QUERIES = 4096  # images per call of ``predict`` (a chunk of samples × all views)
 # the attack's model: a batch of images in, its predicted labels (or scores) out
-Predict = Callable[[torch.Tensor], Union[torch.Tensor, np.ndarray]]
+Predict = Callable[[torch.Tensor], torch.Tensor | np.ndarray]
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,15 @@ from typing import Any
 
 import numpy as np
 
+from privaudit.analysis.empirical import best_threshold, epsilon_lower_bound, tpr_at_fpr_with_ci
+from privaudit.analysis.gdp import gdp_lower_bound, mu_from_counts
+from privaudit.analysis.metrics import advantage_threshold, attack_metrics, auc_score, low_fpr_tprs, roc
+from privaudit.analysis.operating import tpr_at_low_fprs
 from privaudit.attacks.features import Features, compute_features
 from privaudit.attacks.lira import lira_bayes_scores, lira_scores, lira_shrunk_scores
 from privaudit.attacks.rmia import calibrate_a, rmia_scores
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
-from privaudit.analysis.empirical import best_threshold, epsilon_lower_bound, tpr_at_fpr_with_ci
-from privaudit.analysis.gdp import gdp_lower_bound, mu_from_counts
-from privaudit.analysis.operating import tpr_at_low_fprs
-from privaudit.analysis.metrics import advantage_threshold, attack_metrics, auc_score, low_fpr_tprs, roc
 
 POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "lira-shrunk-online",
                 "lira-shrunk-offline", "lira-bayes-online", "lira-bayes-offline", "rmia", "shadow-pool")

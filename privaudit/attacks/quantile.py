@@ -41,8 +41,8 @@ samples it is asked to judge.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -174,12 +174,12 @@ class QuantileAttack:
 
     # -- API ----------------------------------------------------------------------------
 
-    def fit(self, x_public: npt.ArrayLike, y_public: npt.ArrayLike, scores_public: npt.ArrayLike) -> "QuantileAttack":
+    def fit(self, x_public: npt.ArrayLike, y_public: npt.ArrayLike, scores_public: npt.ArrayLike) -> QuantileAttack:
         """Fit μ̂ and σ̂ on public non-members; returns ``self``."""
         with self._torch_threads():
             return self._fit(x_public, y_public, scores_public)
 
-    def _fit(self, x_public: npt.ArrayLike, y_public: npt.ArrayLike, scores_public: npt.ArrayLike) -> "QuantileAttack":
+    def _fit(self, x_public: npt.ArrayLike, y_public: npt.ArrayLike, scores_public: npt.ArrayLike) -> QuantileAttack:
         flat = _images(x_public, "x_public")
         n = flat.shape[0]
         y = _labels(y_public, n, "y_public")

@@ -30,12 +30,12 @@ class ShadowAttack:
     threshold: float = 0.5
     model: Pipeline | None = None
 
-    def fit(self, member_logits: np.ndarray, nonmember_logits: np.ndarray) -> "ShadowAttack":
+    def fit(self, member_logits: np.ndarray, nonmember_logits: np.ndarray) -> ShadowAttack:
         """Fit on the shadow model's logits for its members and non-members."""
         return self.fit_features(top_k_posteriors(member_logits, self.k),
                                  top_k_posteriors(nonmember_logits, self.k))
 
-    def fit_features(self, members: np.ndarray, nonmembers: np.ndarray) -> "ShadowAttack":
+    def fit_features(self, members: np.ndarray, nonmembers: np.ndarray) -> ShadowAttack:
         """Fit on precomputed top-k sorted posteriors, (N_in, k) and (N_out, k)."""
         x = np.concatenate([members, nonmembers])
         y = np.concatenate([np.ones(len(members)), np.zeros(len(nonmembers))])

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from privaudit.cli.callbacks import dataset_option, number
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, DataDirOpt, DeviceOpt, DownloadOpt, DryRunOpt, JsonOpt,
-                                   ShadowDatasetOpt, WorkdirOpt, option)
+from privaudit.cli.options import (
+    DEFAULT_ATTACKS,
+    AttacksOpt,
+    DataDirOpt,
+    DeviceOpt,
+    DownloadOpt,
+    DryRunOpt,
+    JsonOpt,
+    ShadowDatasetOpt,
+    WorkdirOpt,
+    option,
+)
 from privaudit.cli.output import emit_json, info_console, show_plan, warn
 from privaudit.cli.progress import training_progress
 from privaudit.core.config import DATASETS, MODELS
@@ -17,18 +27,18 @@ from privaudit.core.defaults import DEFAULT_POOL_SIZE, MAX_POOL_SIZE, MAX_SEED
 
 TargetOpt = Annotated[str, typer.Option(
     "--target", help=f"An architecture ({', '.join(MODELS)}: every trained target of it) or one target's run name.")]
-DatasetFilterOpt = Annotated[Optional[str], option(
+DatasetFilterOpt = Annotated[str | None, option(
     "dataset", callback=dataset_option,
     help=f"Attack only the targets trained on this dataset ({', '.join(DATASETS)}, npz:PATH or folder:PATH); "
          "default: every dataset.")]
-PoolSizeFilterOpt = Annotated[Optional[int], option(
+PoolSizeFilterOpt = Annotated[int | None, option(
     "pool-size", callback=number(4, MAX_POOL_SIZE),
     help="Reference models of each target's pool for lira, rmia and the many-shadow attack (even, >= 4); default: the "
          f"largest pool the workspace holds for the target's recipe (an audit's), else {DEFAULT_POOL_SIZE}.")]
-SeedFilterOpt = Annotated[Optional[int], option(
+SeedFilterOpt = Annotated[int | None, option(
     "seed", callback=number(0, MAX_SEED),
     help="Attack only the targets trained with this root seed; default: every seed.")]
-SeedsFilterOpt = Annotated[Optional[str], option(
+SeedsFilterOpt = Annotated[str | None, option(
     "seeds", help="Attack only the targets trained with these comma-separated root seeds (replaces --seed); "
                   "default: every seed.")]
 

@@ -3,17 +3,36 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
+from privaudit.api.recipe import Recipe
 from privaudit.cli.callbacks import number
 from privaudit.cli.failures import handle_errors
-from privaudit.api.recipe import Recipe
-from privaudit.cli.options import (DEFAULT_ATTACKS, AttacksOpt, CpusPerJobOpt, DataDirOpt, DefencesOpt, DeviceOpt,
-                                   DownloadOpt, DryRunOpt, ExecutorOpt, JsonOpt, KappasOpt, KnobsOpt, PoolSizeOpt,
-                                   RayAddressOpt, SeedOpt, SeedsOpt, ShadowDatasetOpt, SigmasOpt, TargetEpsilonsOpt,
-                                   WorkdirOpt, recipe_options)
+from privaudit.cli.options import (
+    DEFAULT_ATTACKS,
+    AttacksOpt,
+    CpusPerJobOpt,
+    DataDirOpt,
+    DefencesOpt,
+    DeviceOpt,
+    DownloadOpt,
+    DryRunOpt,
+    ExecutorOpt,
+    JsonOpt,
+    KappasOpt,
+    KnobsOpt,
+    PoolSizeOpt,
+    RayAddressOpt,
+    SeedOpt,
+    SeedsOpt,
+    ShadowDatasetOpt,
+    SigmasOpt,
+    TargetEpsilonsOpt,
+    WorkdirOpt,
+    recipe_options,
+)
 from privaudit.cli.output import emit_json, err, info_console, show_plan
 from privaudit.cli.progress import training_progress
 from privaudit.core.defaults import DEFAULT_POOL_SIZE
@@ -36,7 +55,7 @@ def audit_cmd(
     seed: SeedOpt = 0,
     seeds: SeedsOpt = None,
     match_accuracy: Annotated[bool, typer.Option("--match-accuracy", help="For each DP-SGD setting, search the kappa at which MG noise reaches the same test accuracy (bracketing search on the first seed, each step a cached training run) and audit it besides the grid.")] = False,
-    target_accuracies: Annotated[Optional[str], typer.Option("--target-accuracies", help="Comma-separated test accuracies (e.g. 0.55,0.6): search each defence's knob (--defences; default mg,dpsgd) to each, on the first seed (at most 8 trainings per defence and target, within --match-tolerance), audit the settings found on every seed, and say which defence leaks least at each accuracy, or that a defence cannot reach it.")] = None,
+    target_accuracies: Annotated[str | None, typer.Option("--target-accuracies", help="Comma-separated test accuracies (e.g. 0.55,0.6): search each defence's knob (--defences; default mg,dpsgd) to each, on the first seed (at most 8 trainings per defence and target, within --match-tolerance), audit the settings found on every seed, and say which defence leaks least at each accuracy, or that a defence cannot reach it.")] = None,
     match_tolerance: Annotated[float, typer.Option("--match-tolerance", callback=number(0, 1, low_open=True), help="How close (absolute test accuracy) --match-accuracy's kappa must come to the DP-SGD target's accuracy.")] = 0.01,
     device: DeviceOpt = "auto",
     executor: ExecutorOpt = "local",

@@ -3,12 +3,12 @@ without training anything."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from privaudit.api.epsilon import DEFENCES
 from privaudit.analysis.accounting import REPLACE_ONE_MAX_BOUND
+from privaudit.api.epsilon import DEFENCES
 from privaudit.cli.callbacks import number, one_of
 from privaudit.cli.failures import handle_errors
 from privaudit.cli.options import DeltaOpt, JsonOpt, SigmaOpt, TargetEpsilonOpt, option
@@ -24,9 +24,9 @@ def epsilon_cmd(
     epochs: Annotated[int, option("epochs", callback=number(1, MAX_EPOCHS), help="Training epochs E.")],
     noise_multiplier: SigmaOpt = None,
     target_epsilon: TargetEpsilonOpt = None,
-    lr: Annotated[Optional[float], option("lr", callback=number(0, 100, low_open=True), help="NoisyCGD step size eta (noisycgd only).")] = None,
-    l2: Annotated[Optional[float], option("weight-decay", callback=number(0, 1e6, low_open=True), help="NoisyCGD L2 coefficient λ > 0 (noisycgd only).")] = None,
-    smoothness: Annotated[Optional[float], typer.Option("--smoothness", callback=number(0, 1e12, low_open=True), help="Smoothness beta of the loss, if known: the contraction becomes max(|1-eta*lambda|, |1-eta*beta|). Without it the bound assumes beta <= 2/lr - weight-decay, and steps for which that cannot hold are refused (noisycgd only).")] = None,
+    lr: Annotated[float | None, option("lr", callback=number(0, 100, low_open=True), help="NoisyCGD step size eta (noisycgd only).")] = None,
+    l2: Annotated[float | None, option("weight-decay", callback=number(0, 1e6, low_open=True), help="NoisyCGD L2 coefficient λ > 0 (noisycgd only).")] = None,
+    smoothness: Annotated[float | None, typer.Option("--smoothness", callback=number(0, 1e12, low_open=True), help="Smoothness beta of the loss, if known: the contraction becomes max(|1-eta*lambda|, |1-eta*beta|). Without it the bound assumes beta <= 2/lr - weight-decay, and steps for which that cannot hold are refused (noisycgd only).")] = None,
     delta: DeltaOpt = 1e-5,
     as_json: JsonOpt = False,
 ) -> None:

@@ -12,7 +12,6 @@ from privaudit.api.params import as_options
 from privaudit.cli.output import err
 from privaudit.errors import PrivauditError, plain
 
-
 #: what an interrupted command says (Ctrl-C or SIGTERM), with exit status 130
 INTERRUPTED_LINE = "interrupted; finished artifacts are kept and rerunning the same command resumes from them"
 

@@ -14,16 +14,29 @@ outside it, NaN or ±inf is a usage error that names the option, before anything
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from privaudit.api.params import grid_text
 from privaudit.cli.callbacks import canaries_option, dataset_option, model_option, number, one_of, path_option
 from privaudit.core.config import AUGMENTS, PRECISIONS
-from privaudit.defences import ALIASES as DEFENCE_ALIASES, DEFENCES, help_text as defence_help
-from privaudit.core.defaults import (ATTACK_CHOICES, CIFAR10_KAPPAS, DATA_DIR_ENV, DEFAULT_KAPPAS, DEFAULT_SIGMAS,
-                                     MAX_BATCH_SIZE, MAX_EPOCHS, MAX_PART_SIZE, MAX_POOL_SIZE, MAX_SEED, MAX_WIDTH)
+from privaudit.core.defaults import (
+    ATTACK_CHOICES,
+    CIFAR10_KAPPAS,
+    DATA_DIR_ENV,
+    DEFAULT_KAPPAS,
+    DEFAULT_SIGMAS,
+    MAX_BATCH_SIZE,
+    MAX_EPOCHS,
+    MAX_PART_SIZE,
+    MAX_POOL_SIZE,
+    MAX_SEED,
+    MAX_WIDTH,
+)
+from privaudit.defences import ALIASES as DEFENCE_ALIASES
+from privaudit.defences import DEFENCES
+from privaudit.defences import help_text as defence_help
 
 
 @dataclass(frozen=True)
@@ -148,48 +161,48 @@ def option(key: str, *, help: str | None = None, **settings):
 
 
 WorkdirOpt = Annotated[str, option("workdir", callback=path_option)]
-DataDirOpt = Annotated[Optional[str], option("data-dir", envvar=DATA_DIR_ENV, callback=path_option)]
+DataDirOpt = Annotated[str | None, option("data-dir", envvar=DATA_DIR_ENV, callback=path_option)]
 DownloadOpt = Annotated[bool, option("download")]
 DeviceOpt = Annotated[str, option("device", callback=one_of("auto", "cpu", "cuda"))]
 JsonOpt = Annotated[bool, option("json")]
 DryRunOpt = Annotated[bool, option("dry-run")]
 ExecutorOpt = Annotated[str, option("executor", callback=one_of("local", "ray"))]
-RayAddressOpt = Annotated[Optional[str], option("ray-address")]
-CpusPerJobOpt = Annotated[Optional[int], option("cpus-per-job", callback=number(1, 4096))]
+RayAddressOpt = Annotated[str | None, option("ray-address")]
+CpusPerJobOpt = Annotated[int | None, option("cpus-per-job", callback=number(1, 4096))]
 PoolSizeOpt = Annotated[int, option("pool-size", callback=number(4, MAX_POOL_SIZE))]
 SeedOpt = Annotated[int, option("seed", callback=number(0, MAX_SEED))]
-SeedsOpt = Annotated[Optional[str], option("seeds")]
+SeedsOpt = Annotated[str | None, option("seeds")]
 AttacksOpt = Annotated[list[str], option("attacks")]
 DEFAULT_ATTACKS = ["all"]
-ShadowDatasetOpt = Annotated[Optional[str], option("shadow-dataset", callback=dataset_option)]
+ShadowDatasetOpt = Annotated[str | None, option("shadow-dataset", callback=dataset_option)]
 
 # -- the training recipe
 ModelOpt = Annotated[str, option("model", callback=model_option)]
-ModelArgOpt = Annotated[Optional[list[str]], option("model-arg")]
+ModelArgOpt = Annotated[list[str] | None, option("model-arg")]
 DatasetOpt = Annotated[str, option("dataset", callback=dataset_option)]
-WidthOpt = Annotated[Optional[int], option("width", callback=number(1, MAX_WIDTH))]
-PartSizeOpt = Annotated[Optional[int], option("part-size", callback=number(2, MAX_PART_SIZE))]
+WidthOpt = Annotated[int | None, option("width", callback=number(1, MAX_WIDTH))]
+PartSizeOpt = Annotated[int | None, option("part-size", callback=number(2, MAX_PART_SIZE))]
 MaxGradNormOpt = Annotated[float, option("max-grad-norm", callback=number(0, 1e6, low_open=True))]
 DeltaOpt = Annotated[float, option("delta", callback=number(0, 1, low_open=True))]
-EpochsOpt = Annotated[Optional[int], option("epochs", callback=number(1, MAX_EPOCHS))]
-BatchSizeOpt = Annotated[Optional[int], option("batch-size", callback=number(1, MAX_BATCH_SIZE))]
-LrOpt = Annotated[Optional[float], option("lr", callback=number(0, 100, low_open=True))]
-WeightDecayOpt = Annotated[Optional[float], option("weight-decay", callback=number(0, 1e6))]
-DefenceOpt = Annotated[Optional[str], option("defence", callback=one_of(*DEFENCE_NAMES, hidden=tuple(DEFENCE_ALIASES)))]
-CanariesOpt = Annotated[Optional[str], option("canaries", callback=canaries_option)]
-KnobOpt = Annotated[Optional[float], option("knob", callback=number(-1e9, 1e9))]
+EpochsOpt = Annotated[int | None, option("epochs", callback=number(1, MAX_EPOCHS))]
+BatchSizeOpt = Annotated[int | None, option("batch-size", callback=number(1, MAX_BATCH_SIZE))]
+LrOpt = Annotated[float | None, option("lr", callback=number(0, 100, low_open=True))]
+WeightDecayOpt = Annotated[float | None, option("weight-decay", callback=number(0, 1e6))]
+DefenceOpt = Annotated[str | None, option("defence", callback=one_of(*DEFENCE_NAMES, hidden=tuple(DEFENCE_ALIASES)))]
+CanariesOpt = Annotated[str | None, option("canaries", callback=canaries_option)]
+KnobOpt = Annotated[float | None, option("knob", callback=number(-1e9, 1e9))]
 KappaOpt = Annotated[float, option("kappa", callback=number(0, 100))]
 PrecisionOpt = Annotated[str, option("precision", callback=one_of(*PRECISIONS))]
-SigmaOpt = Annotated[Optional[float], option("sigma", callback=number(0, 1e6, low_open=True))]
-TargetEpsilonOpt = Annotated[Optional[float], option("target-epsilon", callback=number(0, 1e4, low_open=True))]
+SigmaOpt = Annotated[float | None, option("sigma", callback=number(0, 1e6, low_open=True))]
+TargetEpsilonOpt = Annotated[float | None, option("target-epsilon", callback=number(0, 1e4, low_open=True))]
 AugmentOpt = Annotated[str, option("augment", callback=one_of(*AUGMENTS))]
 
 # -- audit's grids
-KappasOpt = Annotated[Optional[str], option("kappas")]
-SigmasOpt = Annotated[Optional[str], option("sigmas")]
-TargetEpsilonsOpt = Annotated[Optional[str], option("target-epsilons")]
-DefencesOpt = Annotated[Optional[str], option("defences")]
-KnobsOpt = Annotated[Optional[list[str]], option("knobs")]
+KappasOpt = Annotated[str | None, option("kappas")]
+SigmasOpt = Annotated[str | None, option("sigmas")]
+TargetEpsilonsOpt = Annotated[str | None, option("target-epsilons")]
+DefencesOpt = Annotated[str | None, option("defences")]
+KnobsOpt = Annotated[list[str] | None, option("knobs")]
 
 
 # -- the training recipe, one option group -------------------------------------------------

@@ -26,8 +26,8 @@ def emit_json(document: dict) -> None:
     """Print one JSON document on stdout (for ``--json``), with ``phase_seconds``: where
     the command's wall time went so far (import, data, train, evaluate, attack, report;
     :mod:`privaudit.core.timing`)."""
-    from privaudit.files.atomic import dumps_json
     from privaudit.core.timing import CLOCK
+    from privaudit.files.atomic import dumps_json
 
     if isinstance(document, dict) and "phase_seconds" not in document:
         document = {**document, "phase_seconds": CLOCK.snapshot()}

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from privaudit.cli.output import err
 
+
 @contextmanager
-def training_progress(enabled: bool = True) -> Iterator["TrainingBars | PlainProgress"]:
+def training_progress(enabled: bool = True) -> Iterator[TrainingBars | PlainProgress]:
     """Rich bars on a terminal; plain lines (one per model, and one a minute while a model
     trains) when stderr is a file or a pipe, so a long run is never silent."""
     if not enabled:

@@ -6,15 +6,25 @@ import math
 import shlex
 import sys
 import time
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from privaudit.cli.callbacks import one_of, refused
 from privaudit.cli.command import Command, Group
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (CpusPerJobOpt, DataDirOpt, DeviceOpt, DownloadOpt, DryRunOpt, ExecutorOpt, JsonOpt,
-                                   RayAddressOpt, WorkdirOpt, option)
+from privaudit.cli.options import (
+    CpusPerJobOpt,
+    DataDirOpt,
+    DeviceOpt,
+    DownloadOpt,
+    DryRunOpt,
+    ExecutorOpt,
+    JsonOpt,
+    RayAddressOpt,
+    WorkdirOpt,
+    option,
+)
 from privaudit.cli.output import emit_json, err, info_console, show_plan
 from privaudit.cli.progress import training_progress
 from privaudit.core.defaults import REPRODUCE_FAMILIES, REPRODUCE_SCALES
@@ -30,9 +40,9 @@ def mg_noise_cmd(
     dataset: Annotated[str, option("dataset", callback=one_of("cifar10", "digits"), help="cifar10 (the paper's data; see --data-dir), or the bundled digits for a quick run anywhere.")] = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    models: Annotated[Optional[str], typer.Option("--models", help=f"Comma-separated architectures to reproduce ({', '.join(REPRODUCE_FAMILIES)}; cnn-improved covers both of the paper's variants); default all.")] = None,
-    experiments: Annotated[Optional[str], typer.Option("--experiments", help="Comma-separated experiments: accuracy (Figure 4), sweep (Figures 5-7 and 9-10), epochs (the epoch sweep); default all.")] = None,
-    seeds: Annotated[Optional[str], option("seeds", help="Comma-separated seeds, each a full replicate (data split, initialisation, masks, noise); default 0,1,2 as in the paper.")] = None,
+    models: Annotated[str | None, typer.Option("--models", help=f"Comma-separated architectures to reproduce ({', '.join(REPRODUCE_FAMILIES)}; cnn-improved covers both of the paper's variants); default all.")] = None,
+    experiments: Annotated[str | None, typer.Option("--experiments", help="Comma-separated experiments: accuracy (Figure 4), sweep (Figures 5-7 and 9-10), epochs (the epoch sweep); default all.")] = None,
+    seeds: Annotated[str | None, option("seeds", help="Comma-separated seeds, each a full replicate (data split, initialisation, masks, noise); default 0,1,2 as in the paper.")] = None,
     device: DeviceOpt = "auto",
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
@@ -111,8 +121,8 @@ def hidden_state_cmd(
     dataset: Annotated[str, option("dataset", callback=one_of("cifar10", "mnist", "fashion-mnist", "digits"), help="cifar10 or mnist (the paper's), fashion-mnist (torchvision layout under --data-dir, or the flat folder of Debian's dataset-fashion-mnist package), or the bundled digits for a run anywhere.")] = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    experiments: Annotated[Optional[str], typer.Option("--experiments", help="Comma-separated: table1 (Table 1), figure3 (Figure 3's curves), audit (the released models attacked); default all. The privacy accounting is always checked.")] = None,
-    seeds: Annotated[Optional[str], option("seeds", help="Comma-separated seeds (restarts); default five at full scale, three at reduced.")] = None,
+    experiments: Annotated[str | None, typer.Option("--experiments", help="Comma-separated: table1 (Table 1), figure3 (Figure 3's curves), audit (the released models attacked); default all. The privacy accounting is always checked.")] = None,
+    seeds: Annotated[str | None, option("seeds", help="Comma-separated seeds (restarts); default five at full scale, three at reduced.")] = None,
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
     cpus_per_job: CpusPerJobOpt = None,
@@ -142,18 +152,18 @@ def _not_taken(name: str):
     return typer.Option(name, hidden=True, callback=refused(IN_PROCESS), show_default=False)
 
 
-NoDeviceOpt = Annotated[Optional[str], _not_taken("--device")]
-NoRayAddressOpt = Annotated[Optional[str], _not_taken("--ray-address")]
-NoCpusPerJobOpt = Annotated[Optional[str], _not_taken("--cpus-per-job")]
+NoDeviceOpt = Annotated[str | None, _not_taken("--device")]
+NoRayAddressOpt = Annotated[str | None, _not_taken("--ray-address")]
+NoCpusPerJobOpt = Annotated[str | None, _not_taken("--cpus-per-job")]
 
 
 @app.command("masked-neurons", cls=Command)
 @handle_errors
 def masked_neurons_cmd(
     scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES), help="full: the paper's Figure 2 (4,000 neurons, 200 rounds, two 10 x 10 grids); reduced: smaller grids and networks, a minute or two.")] = "reduced",
-    data_dir: Annotated[Optional[str], typer.Option("--data-dir", help="The folder holding UCI Communities and Crime (communities.data, communities.names), a folder containing communities-and-crime/, or an .npz of X, y (any regression set, e.g. the TMLR version's ResNet-50 features).")] = None,
-    experiments: Annotated[Optional[str], typer.Option("--experiments", help="Comma-separated: trajectories (Figure 2a), bernoulli (2b), categorical (2c); default all.")] = None,
-    seeds: Annotated[Optional[str], option("seeds", help="Comma-separated seeds (mask draws and initialisation).")] = None,
+    data_dir: Annotated[str | None, typer.Option("--data-dir", help="The folder holding UCI Communities and Crime (communities.data, communities.names), a folder containing communities-and-crime/, or an .npz of X, y (any regression set, e.g. the TMLR version's ResNet-50 features).")] = None,
+    experiments: Annotated[str | None, typer.Option("--experiments", help="Comma-separated: trajectories (Figure 2a), bernoulli (2b), categorical (2c); default all.")] = None,
+    seeds: Annotated[str | None, option("seeds", help="Comma-separated seeds (mask draws and initialisation).")] = None,
     executor: ExecutorOpt = "local",
     device: NoDeviceOpt = None,
     ray_address: NoRayAddressOpt = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,8 +12,21 @@ from privaudit.api.audit_model import BOUNDS
 from privaudit.api.export_logits import BOUNDS as EXPORT_BOUNDS
 from privaudit.cli.callbacks import number, path_option
 from privaudit.cli.failures import handle_errors
-from privaudit.cli.options import (AugmentOpt, DataDirOpt, DatasetOpt, DeltaOpt, DeviceOpt, DownloadOpt, JsonOpt,
-                                   ModelArgOpt, ModelOpt, WeightDecayOpt, WidthOpt, WorkdirOpt, option)
+from privaudit.cli.options import (
+    AugmentOpt,
+    DataDirOpt,
+    DatasetOpt,
+    DeltaOpt,
+    DeviceOpt,
+    DownloadOpt,
+    JsonOpt,
+    ModelArgOpt,
+    ModelOpt,
+    WeightDecayOpt,
+    WidthOpt,
+    WorkdirOpt,
+    option,
+)
 from privaudit.cli.output import emit_json, err, info_console
 from privaudit.cli.progress import training_progress
 from privaudit.core.defaults import MAX_SEED
@@ -28,7 +41,7 @@ InputArg = Annotated[str, typer.Argument(
 @handle_errors
 def scan_cmd(
     input_path: InputArg,
-    out: Annotated[Optional[str], typer.Option("--out", callback=path_option, help="Folder for the results; default reports/scan/<input name>/ under the current folder.")] = None,
+    out: Annotated[str | None, typer.Option("--out", callback=path_option, help="Folder for the results; default reports/scan/<input name>/ under the current folder.")] = None,
     delta: DeltaOpt = 1e-5,
     folds: Annotated[int, typer.Option("--folds", callback=number(2, 100), help="Folds of the cross-validation that trains the attack classifier and chooses thresholds when no shadow or reference model is given.")] = 5,
     seed: Annotated[int, option("seed", callback=number(0, MAX_SEED), help="Seed of the cross-validation folds and the attack classifier.")] = 0,
@@ -68,7 +81,7 @@ def _print_scan(report, between=None) -> None:
 def export_cmd(
     target: Annotated[str, typer.Argument(show_default=False, help="A trained target's run name (see models/).")],
     out: Annotated[str, typer.Option("--out", callback=path_option, help="The .npz file to write.")],
-    pool_size: Annotated[Optional[int], option("pool-size", callback=number(*EXPORT_BOUNDS["pool_size"]), help="Add the reference pool of this size (trained earlier by attack or audit) and its population.")] = None,
+    pool_size: Annotated[int | None, option("pool-size", callback=number(*EXPORT_BOUNDS["pool_size"]), help="Add the reference pool of this size (trained earlier by attack or audit) and its population.")] = None,
     data_dir: DataDirOpt = None,
     device: DeviceOpt = "auto",
     workdir: WorkdirOpt = ".",
@@ -94,7 +107,7 @@ def audit_model_cmd(
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    non_members: Annotated[Optional[str], typer.Option("--non-members", help="Samples it did not train on (same forms as --members); default: as many, drawn from the rest of the dataset.")] = None,
+    non_members: Annotated[str | None, typer.Option("--non-members", help="Samples it did not train on (same forms as --members); default: as many, drawn from the rest of the dataset.")] = None,
     references: Annotated[int, option("pool-size", callback=number(*BOUNDS["references"]), help="Reference models to train with the stated recipe, none on an audited sample (even).")] = 8,
     epochs: Annotated[int, option("epochs", callback=number(*BOUNDS["epochs"]), help="The target's training epochs (the references train the same way).")] = 10,
     batch_size: Annotated[int, option("batch-size", callback=number(*BOUNDS["batch_size"]), help="The target's batch size.")] = 128,
@@ -102,13 +115,13 @@ def audit_model_cmd(
     weight_decay: WeightDecayOpt = None,
     augment: AugmentOpt = "none",
     kappa: Annotated[float, option("kappa", callback=number(*BOUNDS["kappa"]), help="MG noise the target trained with (0: none).")] = 0.0,
-    mean: Annotated[Optional[str], typer.Option("--mean", help="Per-channel mean of the target's input normalisation after pixel/255 (torchvision's Normalize), e.g. 0.4914,0.4822,0.4465; default 0.")] = None,
-    std: Annotated[Optional[str], typer.Option("--std", help="Per-channel std of the target's input normalisation after pixel/255; default 1.")] = None,
+    mean: Annotated[str | None, typer.Option("--mean", help="Per-channel mean of the target's input normalisation after pixel/255 (torchvision's Normalize), e.g. 0.4914,0.4822,0.4465; default 0.")] = None,
+    std: Annotated[str | None, typer.Option("--std", help="Per-channel std of the target's input normalisation after pixel/255; default 1.")] = None,
     seed: Annotated[int, option("seed", callback=number(*BOUNDS["seed"]), help="Seed of the non-member draw, the references (data and training) and the cross-validation.")] = 0,
     delta: DeltaOpt = 1e-5,
     device: DeviceOpt = "auto",
     workdir: WorkdirOpt = ".",
-    out: Annotated[Optional[str], typer.Option("--out", callback=path_option, help="Folder for the results; default reports/audit-model/<weights name>/ in the workspace.")] = None,
+    out: Annotated[str | None, typer.Option("--out", callback=path_option, help="Folder for the results; default reports/audit-model/<weights name>/ in the workspace.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Audit a model trained elsewhere: load its weights safely, train reference models with its recipe on data it did not see, run every attack (offline LiRA and RMIA included) with intervals, and say how well the references match it."""

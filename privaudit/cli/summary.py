@@ -14,8 +14,17 @@ from rich import box
 from rich.console import Group
 from rich.table import Table
 
-from privaudit.core.formatting import bounds, detectable, difference, fixed, lower_bound, number, upper_bound, upper_sig3
 from privaudit.analysis.metrics import rank_attacks, strongest_attack
+from privaudit.core.formatting import (
+    bounds,
+    detectable,
+    difference,
+    fixed,
+    lower_bound,
+    number,
+    upper_bound,
+    upper_sig3,
+)
 from privaudit.reporting.at_accuracy import MEASURES, MU, TPR
 from privaudit.reporting.summary import setting_label
 

@@ -6,10 +6,24 @@ from typing import Annotated
 
 import typer
 
-from privaudit.cli.failures import handle_errors
 from privaudit.api.recipe import Recipe
-from privaudit.cli.options import (DataDirOpt, DefenceOpt, DeviceOpt, DownloadOpt, DryRunOpt, JsonOpt, KappaOpt, KnobOpt,
-                                   SeedOpt, SeedsOpt, SigmaOpt, TargetEpsilonOpt, WorkdirOpt, recipe_options)
+from privaudit.cli.failures import handle_errors
+from privaudit.cli.options import (
+    DataDirOpt,
+    DefenceOpt,
+    DeviceOpt,
+    DownloadOpt,
+    DryRunOpt,
+    JsonOpt,
+    KappaOpt,
+    KnobOpt,
+    SeedOpt,
+    SeedsOpt,
+    SigmaOpt,
+    TargetEpsilonOpt,
+    WorkdirOpt,
+    recipe_options,
+)
 from privaudit.cli.output import emit_json, err, fmt, info_console, show_plan
 from privaudit.cli.progress import training_progress
 

@@ -18,8 +18,9 @@ import functools
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from privaudit.core.defaults import CUSTOM_DATASET_PREFIXES, CUSTOM_MODEL_PREFIXES, DEFAULT_WIDTHS, NAMED_DATASETS
 from privaudit.errors import ConfigError
@@ -228,7 +229,7 @@ class DefenceConfig:
 
     # -- building ---------------------------------------------------------------------------
     def with_setting(self, name: str, knob: float = 0.0, *, target_epsilon: float | None = None,
-                     kappa: float = 0.0) -> "DefenceConfig":
+                     kappa: float = 0.0) -> DefenceConfig:
         """Another defence with the same recipe parameters (C, δ, mechanism): ``name`` at
         ``knob`` (a DP defence: σ, or 0 with ``target_epsilon``; ``mg+dpsgd``: σ, with MG
         noise's ``kappa``)."""
@@ -238,14 +239,14 @@ class DefenceConfig:
                                             kappa=float(kappa)))
 
     @property
-    def undefended(self) -> "DefenceConfig":
+    def undefended(self) -> DefenceConfig:
         """No defence, the same recipe parameters."""
         return self.with_setting("none")
 
     @classmethod
     def from_fields(cls, *, kappa: float = 0.0, dp: bool = False, noise_multiplier: float | None = None,
                     target_epsilon: float | None = None, max_grad_norm: float = 1.0, delta: float = 1e-5,
-                    mechanism: str = "dpsgd", method: str = "", knob: float = 0.0) -> "DefenceConfig":
+                    mechanism: str = "dpsgd", method: str = "", knob: float = 0.0) -> DefenceConfig:
         """The defence of schema 1's fields (MG noise and DP as fields of their own, every
         other defence as ``method`` and ``knob``): the migration of configs written before
         schema 2. Settings that schema 1 could write but never validated (σ without DP) are
@@ -353,7 +354,7 @@ class RunConfig:
         return raw
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> "RunConfig":
+    def from_dict(cls, raw: dict[str, Any]) -> RunConfig:
         """Rebuild a config saved by :meth:`to_dict` (schema 2) or by a release before it
         (schema 1, migrated by :meth:`DefenceConfig.from_fields`); unknown or missing keys are
         an error."""
@@ -389,31 +390,31 @@ class RunConfig:
         return (f"{self.role}-{model_tag(self.model.name)}-{dataset_tag(self.data.dataset)}-"
                 f"{self.defence.label}{pool}-{self.config_hash}")
 
-    def with_epochs(self, epochs: int) -> "RunConfig":
+    def with_epochs(self, epochs: int) -> RunConfig:
         """The same recipe trained for ``epochs`` (early stopping's knob follows: it is the
         epochs)."""
         defence = replace(self.defence, knob=float(epochs)) if self.defence.name == "early-stopping" else self.defence
         return replace(self, train=replace(self.train, epochs=epochs), defence=defence)
 
-    def as_shadow(self) -> "RunConfig":
+    def as_shadow(self) -> RunConfig:
         """The shadow model's config: the identical recipe, defence included."""
         return replace(self, role="shadow")
 
-    def as_reference(self, pool_size: int, index: int) -> "RunConfig":
+    def as_reference(self, pool_size: int, index: int) -> RunConfig:
         """Reference model ``index`` of a pool of ``pool_size`` with the identical recipe."""
         return replace(self, role="reference", data=replace(self.data, pool_size=pool_size, pool_index=index))
 
-    def as_canary(self) -> "RunConfig":
+    def as_canary(self) -> RunConfig:
         """The one-run audit's canary model with the identical recipe."""
         return replace(self, role="canary")
 
     @property
-    def recipe(self) -> "RunConfig":
+    def recipe(self) -> RunConfig:
         """The recipe without the role-specific data placement (a target's config)."""
         return replace(self, role="target", data=replace(self.data, pool_size=0, pool_index=0))
 
     @property
-    def trained_as(self) -> "RunConfig":
+    def trained_as(self) -> RunConfig:
         """The config whose training gives this model's weights: itself, or, for an
         output-side defence (top-k, rounding, label only), the same config undefended. Such a
         defence changes only what a query returns and the training seeds never depend on the
@@ -428,7 +429,7 @@ class RunConfig:
         return replace(self, defence=self.defence.undefended)
 
     # -- validation -----------------------------------------------------------------------
-    def validated(self) -> "RunConfig":
+    def validated(self) -> RunConfig:
         """Return self, or raise :class:`ConfigError` naming the first bad setting."""
         d, m, f, t = self.data, self.model, self.defence, self.train
         if self.role not in ROLES:

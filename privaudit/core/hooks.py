@@ -3,8 +3,9 @@ light module, so that a caller builds them before the library loads."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass

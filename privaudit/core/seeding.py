@@ -31,7 +31,7 @@ def generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
 STREAMS = ("train", "mask", "dp-noise", "augment", "defense")
 
 
-def model_seed(cfg: "RunConfig", stream: str) -> int:
+def model_seed(cfg: RunConfig, stream: str) -> int:
     """The seed of ``cfg``'s model's ``stream`` (:data:`STREAMS`), the one place every engine
     takes it from, so that a model trained alone and beside others draws the same numbers: from
     the root seed and the role, and a reference model also from its index in the pool."""

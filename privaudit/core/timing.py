@@ -15,8 +15,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 PHASES = ("import", "data", "train", "evaluate", "attack", "report")
 

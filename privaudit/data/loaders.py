@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.core.defaults import CUSTOM_DATASET_PREFIXES, DATA_DIR_ENV, NAMED_DATASETS
-from privaudit.errors import DataError, brief
 from privaudit.data.images import ImageData, _read_batch  # noqa: F401  (re-exported)
+from privaudit.errors import DataError, brief
 
 CIFAR_FOLDER = "cifar-10-batches-py"
 CIFAR_TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))

@@ -26,7 +26,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from privaudit.core.config import CANARY_KINDS as KINDS, parse_canaries as parse
+from privaudit.core.config import CANARY_KINDS as KINDS
+from privaudit.core.config import parse_canaries as parse
 from privaudit.data.images import ImageData
 from privaudit.data.splits import split_parts
 from privaudit.errors import ConfigError

@@ -129,7 +129,7 @@ class Normaliser:
     std: np.ndarray
 
     @classmethod
-    def fit(cls, x_raw: np.ndarray) -> "Normaliser":
+    def fit(cls, x_raw: np.ndarray) -> Normaliser:
         x = x_raw.astype(np.float64)
         return cls(x.mean(axis=0).astype(np.float32), np.maximum(x.std(axis=0), 1.0).astype(np.float32))
 
@@ -140,7 +140,7 @@ class Normaliser:
         return x
 
 
-def model_members(cfg: "RunConfig", n: int, split: Split | None = None) -> tuple[np.ndarray, np.ndarray]:
+def model_members(cfg: RunConfig, n: int, split: Split | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(members, non-members) of ``cfg``'s model among the ``n`` pooled samples: the one place
     that chooses them for every engine and attack (``split``: ``cfg``'s split when already cut)."""
     split = split if split is not None else split_parts(n, cfg.data.part_size, cfg.data.seed)

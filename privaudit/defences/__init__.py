@@ -11,9 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from privaudit.defences import (confidence_penalty, dpsgd, dropout, early_stopping, hamp, input_noise, label_smoothing,
-                                mg_noise, mixup, output, relaxloss, weight_decay)
-from privaudit.defences import advreg, distillation
+from privaudit.defences import (
+    advreg,
+    confidence_penalty,
+    distillation,
+    dpsgd,
+    dropout,
+    early_stopping,
+    hamp,
+    input_noise,
+    label_smoothing,
+    mg_noise,
+    mixup,
+    output,
+    relaxloss,
+    weight_decay,
+)
 from privaudit.defences.base import OUTPUT, TRAINING, Defence, Knob
 from privaudit.defences.hooks import TrainingContext, TrainingHooks
 from privaudit.errors import ConfigError

@@ -24,8 +24,9 @@ heavy import); hooks import torch when they are built.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from privaudit.defences.hooks import TrainingHooks
 from privaudit.errors import ConfigError
@@ -84,19 +85,19 @@ class Knob:
         return f"{self.symbol}={int(value) if self.integer else f'{value:g}'}"
 
 
-def entropy(logits: "torch.Tensor") -> "torch.Tensor":
+def entropy(logits: torch.Tensor) -> torch.Tensor:
     """H(softmax(z)) over the last axis, in nats."""
     import torch
 
     return entropy_of(torch.log_softmax(logits, dim=-1))
 
 
-def entropy_of(log_p: "torch.Tensor") -> "torch.Tensor":
+def entropy_of(log_p: torch.Tensor) -> torch.Tensor:
     """H = −Σ p log p over the last axis of log-probabilities ``log_p``, in nats."""
     return -(log_p.exp() * log_p).sum(-1)
 
 
-def knobs(values: tuple[float, ...], like: "torch.Tensor") -> "torch.Tensor":
+def knobs(values: tuple[float, ...], like: torch.Tensor) -> torch.Tensor:
     """Per-model knob values as a tensor shaped to broadcast against ``like`` (K, …)."""
     import torch
 
@@ -210,24 +211,24 @@ class Defence:
         return (type(self).hooks is Defence.hooks and not self.needs_reference and not self.needs_submodels
                 and not self.model_kwargs(knob))
 
-    def soft_targets(self, t: "torch.Tensor", values: tuple[float, ...]) -> "torch.Tensor":
+    def soft_targets(self, t: torch.Tensor, values: tuple[float, ...]) -> torch.Tensor:
         """K models' training targets (K, N, C) from one-hot labels ``t``, model k's knob
         ``values[k]``."""
         return t
 
-    def draw(self, value: float, x: "torch.Tensor", draws: Any) -> Any:
+    def draw(self, value: float, x: torch.Tensor, draws: Any) -> Any:
         """One model's random draws for its batch ``x`` (B, …), from its generators ``draws``
         (:class:`privaudit.defences.terms.Draws`), as :meth:`view` uses them."""
         return None
 
-    def view(self, x: "torch.Tensor", t: "torch.Tensor | None", values: tuple[float, ...],
-             drawn: list) -> "tuple[torch.Tensor, torch.Tensor | None]":
+    def view(self, x: torch.Tensor, t: torch.Tensor | None, values: tuple[float, ...],
+             drawn: list) -> tuple[torch.Tensor, torch.Tensor | None]:
         """K models' batches (inputs (K, B, …), soft targets (K, B, C) or None) as their steps
         train on them, from each model's draws ``drawn[k]``."""
         return x, t
 
-    def objective(self, log_p: "torch.Tensor", ce: "torch.Tensor", y: "torch.Tensor | None",
-                  values: tuple[float, ...], epoch: int) -> "torch.Tensor":
+    def objective(self, log_p: torch.Tensor, ce: torch.Tensor, y: torch.Tensor | None,
+                  values: tuple[float, ...], epoch: int) -> torch.Tensor:
         """K models' objectives to descend (K,), from their log-probabilities ``log_p``
         (K, B, C, the logits' log-softmax), batch-mean cross-entropies ``ce`` (K,)
         against their targets and labels ``y`` (K, B) (None for soft targets), in ``epoch``
@@ -239,13 +240,13 @@ class Defence:
         """Whether queries see :meth:`release`'s transform (the defence overrides it)."""
         return type(self).release is not Defence.release
 
-    def release(self, logits: "torch.Tensor", value: float) -> "torch.Tensor":
+    def release(self, logits: torch.Tensor, value: float) -> torch.Tensor:
         """What a query returns, as logits (output-side defences; the others return them
         unchanged)."""
         return logits
 
 
-def released_logits(probs: "torch.Tensor") -> "torch.Tensor":
+def released_logits(probs: torch.Tensor) -> torch.Tensor:
     """Released scores (rows of non-negative numbers) as the logits every attack reads:
     log(max(p, FLOOR)). A score the defence zeroes becomes log(FLOOR) = -69, far below any
     real score, so no attack statistic divides by zero."""

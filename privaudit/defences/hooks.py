@@ -7,8 +7,9 @@ No torch at import time (:mod:`privaudit.defences.base`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
@@ -25,14 +26,14 @@ class TrainingContext:
     teachers)."""
 
     model: Any
-    x: "torch.Tensor"
-    y: "torch.Tensor"
+    x: torch.Tensor
+    y: torch.Tensor
     num_classes: int
-    generator: "torch.Generator"
+    generator: torch.Generator
     rng: Any
     epochs: int
-    reference: "tuple[torch.Tensor, torch.Tensor] | None" = None
-    train_submodel: "Callable[[torch.Tensor, torch.Tensor, int], Any] | None" = None
+    reference: tuple[torch.Tensor, torch.Tensor] | None = None
+    train_submodel: Callable[[torch.Tensor, torch.Tensor, int], Any] | None = None
 
 
 class TrainingHooks:
@@ -43,25 +44,25 @@ class TrainingHooks:
     def setup(self, ctx: TrainingContext) -> None:
         """Called once before the first epoch."""
 
-    def targets(self, x: "torch.Tensor", y: "torch.Tensor") -> "torch.Tensor":
+    def targets(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Each member's training target, indexed with the members: the labels (N,), or a
         soft label per member (N, classes)."""
         return y
 
-    def view(self, x: "torch.Tensor", t: "torch.Tensor") -> "tuple[torch.Tensor, torch.Tensor]":
+    def view(self, x: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One batch as the step trains on it (after the flip and the MG mask)."""
         return x, t
 
-    def loss(self, logits: "torch.Tensor", t: "torch.Tensor", epoch: int) -> "tuple[torch.Tensor, torch.Tensor]":
+    def loss(self, logits: torch.Tensor, t: torch.Tensor, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(objective to descend, mean cross-entropy to report) of one batch."""
         ce = cross_entropy(logits, t)
         return ce, ce.detach()
 
-    def after_step(self, model: Any, x: "torch.Tensor", t: "torch.Tensor") -> None:
+    def after_step(self, model: Any, x: torch.Tensor, t: torch.Tensor) -> None:
         """Called after each update of the model."""
 
 
-def cross_entropy(logits: "torch.Tensor", t: "torch.Tensor") -> "torch.Tensor":
+def cross_entropy(logits: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy against labels (N,) or soft targets (N, classes)."""
     import torch.nn.functional as F
 

@@ -25,8 +25,9 @@ targets, ``−Σ_c t_c log softmax(z)_c`` per row, in every case.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import torch

@@ -12,26 +12,25 @@ resumes where it stopped.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
 
 import torch
 
-from privaudit.pipeline.attacking import AttackPlan, AttackResult
-from privaudit.analysis.matching import ABOVE_TARGET
+from privaudit.analysis.matching import ABOVE_TARGET, DEFAULT_TOLERANCE, match_strength
 from privaudit.core.config import DP_NAMES, RunConfig
-from privaudit.defences import OUTPUT, get as get_defence
+from privaudit.core.hooks import AuditHooks
+from privaudit.defences import OUTPUT
+from privaudit.defences import get as get_defence
 from privaudit.errors import ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.executor.preview import estimated
-from privaudit.core.hooks import AuditHooks
-from privaudit.analysis.matching import DEFAULT_TOLERANCE, match_strength
-from privaudit.reporting.build import ReportResult
+from privaudit.pipeline.attacking import AttackPlan, AttackResult
 from privaudit.pipeline.runs import DataCache, RunResult
-from privaudit.training.loop import EpochCallback
 from privaudit.pipeline.workspace import Workspace
-
+from privaudit.reporting.build import ReportResult
+from privaudit.training.loop import EpochCallback
 
 
 def audit_plan(base: RunConfig, kappas: Sequence[float], sigmas: Sequence[float] = (),

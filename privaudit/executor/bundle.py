@@ -9,11 +9,11 @@ the job's outputs, and the driver writes those into its workspace, each folder a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import Iterable
 
-from privaudit.files.atomic import write_bytes
 from privaudit.errors import ArtifactError
+from privaudit.files.atomic import write_bytes
 from privaudit.pipeline.workspace import Workspace
 
 Bundle = dict[str, dict[str, bytes]]

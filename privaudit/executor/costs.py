@@ -61,16 +61,17 @@ import math
 import os
 import statistics
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
-from privaudit.files.atomic import write_json
 from privaudit.core.config import RunConfig
 from privaudit.executor.plan import Job
+from privaudit.files.atomic import write_json
 
 #: environment variable naming the folder of the cost cache (default: the user cache folder)
 CACHE_ENV = "PRIVAUDIT_CACHE_DIR"
@@ -336,9 +337,9 @@ class CostModel:
         """(seconds per member and epoch, seconds per epoch at any size, set-up seconds), each
         per model, of training ``group``: one model, or a stacked run of ``len(group)`` models,
         on ``threads`` intra-op threads (default: the process's), as the run will train it."""
-        from privaudit.training.results import resolve_engine
-
         import torch
+
+        from privaudit.training.results import resolve_engine
 
         threads = threads or torch.get_num_threads()
         cfg = group[0]
@@ -455,9 +456,16 @@ class CostModel:
                f"shadow={shadow}|replicates")  # named: a rate timed without the jackknife is timed again
 
         def measure() -> float:
+            from privaudit.attacks.pool_attacks import (
+                PER_SAMPLE_REFERENCES,
+                QUANTILE_ATTACK,
+                evaluate_scores,
+                leave_one_out,
+                pair_jackknife,
+                pool_scores,
+                quantile_scores,
+            )
             from privaudit.pipeline.attacking import BASELINE_ATTACKS, run_attacks
-            from privaudit.attacks.pool_attacks import (PER_SAMPLE_REFERENCES, QUANTILE_ATTACK, evaluate_scores,
-                                                        leave_one_out, pair_jackknife, pool_scores, quantile_scores)
 
             rng = np.random.default_rng(0)
             n, c = ATTACK_SLICE, images.num_classes

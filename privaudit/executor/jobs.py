@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 import torch
 
-from privaudit.pipeline.attacking import attack_target
 from privaudit.executor.plan import Job
 from privaudit.files.integrity import verify_folder
+from privaudit.pipeline.attacking import attack_target
 from privaudit.pipeline.pools import ensure_pool
-from privaudit.reporting.build import build_reports
 from privaudit.pipeline.runs import DataCache, ensure_epochs, ensure_model, ensure_models
-from privaudit.training.loop import EpochCallback
 from privaudit.pipeline.workspace import Workspace
+from privaudit.reporting.build import build_reports
+from privaudit.training.loop import EpochCallback
 
 #: Fault injection for the executor's tests: ``<text>@<marker file>`` makes the first job
 #: whose id contains <text> kill its own process (SIGKILL) after its first epoch, once (the

@@ -12,18 +12,19 @@ the process's threads: a model trained alone uses torch's global generator throu
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
+from privaudit.core.timing import phase
 from privaudit.executor.jobs import is_done, run_job
 from privaudit.executor.plan import Job
 from privaudit.pipeline.runs import DataCache
-from privaudit.core.timing import phase
-from privaudit.training.loop import EpochCallback
 from privaudit.pipeline.workspace import Workspace
+from privaudit.training.loop import EpochCallback
 
 JobDone = Callable[[Job, bool], None]  # (job, whether it was already done)
 

@@ -21,13 +21,14 @@ filesystem can ship them (:mod:`privaudit.executor.bundle`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
-from privaudit.pipeline.attacking import AttackPlan
 from privaudit.core.config import RunConfig
+from privaudit.pipeline.attacking import AttackPlan
 from privaudit.pipeline.pools import POOLS_FOLDER, pool_name
 from privaudit.training.stacked import stack_groups
+
 
 @dataclass(frozen=True)
 class Job:

@@ -12,10 +12,10 @@ import json
 import os
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
 
 from privaudit.executor.costs import BUSY, CostModel, JobCost, estimate_jobs, other_cores
 from privaudit.executor.plan import Job
@@ -149,7 +149,7 @@ class Lanes:
     slowdown: float = 1.0
 
     @classmethod
-    def of(cls, executor, jobs: Sequence[Job], workspace, device) -> "Lanes":
+    def of(cls, executor, jobs: Sequence[Job], workspace, device) -> Lanes:
         """The lanes of ``executor`` (a name or an executor) running ``jobs``."""
         from privaudit.executor.local import LocalExecutor
 
@@ -174,7 +174,7 @@ class Lanes:
         return alone + schedule_seconds([by_id[i] * self.slowdown for i in self.side_by_side if i in by_id],
                                         self.workers)
 
-    def priced(self, model: CostModel, jobs: Sequence[Job]) -> "Lanes":
+    def priced(self, model: CostModel, jobs: Sequence[Job]) -> Lanes:
         """These lanes with the side-by-side slowdown measured on the runs that start
         together (the first ``workers`` of the order)."""
         if not self.side_by_side or not self.threads:

@@ -25,21 +25,22 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import socket
 import sys
-import shutil
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 
-from privaudit.files.atomic import owner_tag, remove_orphans
 from privaudit.errors import ConfigError, PrivauditError, brief
 from privaudit.executor.bundle import pack, unpack
 from privaudit.executor.jobs import is_done, run_job
 from privaudit.executor.plan import Job
+from privaudit.files.atomic import owner_tag, remove_orphans
 from privaudit.pipeline.runs import DataCache
 from privaudit.pipeline.workspace import Workspace
 

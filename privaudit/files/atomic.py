@@ -16,8 +16,9 @@ import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from privaudit.errors import ArtifactError, ConfigError, write_error
 

@@ -31,11 +31,11 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
-from privaudit.files.atomic import read_json, write_json
 from privaudit.errors import ArtifactError, DamagedArtifactError
+from privaudit.files.atomic import read_json, write_json
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = 1

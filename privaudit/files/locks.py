@@ -17,9 +17,9 @@ the locks do nothing; on network filesystems they are as good as the filesystem'
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 try:
     import fcntl

@@ -28,8 +28,8 @@ import importlib
 import inspect
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import torch
 from torch import nn

@@ -20,35 +20,49 @@ from __future__ import annotations
 import io
 import math
 import zipfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 import torch
 
-from privaudit.files.atomic import read_json, write_bytes, write_json
-from privaudit.attacks.pool_attacks import (BASELINE_ATTACKS, POOL_ATTACKS, QUANTILE_ATTACK, empirical_privacy,
-                                            evaluate_scores, quantile_scores,
-                                            PER_SAMPLE_REFERENCES, REPLICATED, exposure, leave_one_out, pair_jackknife, pool_scores, summarise,
-                                            tpr_intervals)
+from privaudit.analysis.empirical import epsilon_lower_bound
+from privaudit.analysis.gdp import gdp_at_threshold
+from privaudit.analysis.metrics import attack_metrics, strongest_attack
+from privaudit.attacks.pool_attacks import (
+    BASELINE_ATTACKS,
+    PER_SAMPLE_REFERENCES,
+    POOL_ATTACKS,
+    QUANTILE_ATTACK,
+    REPLICATED,
+    empirical_privacy,
+    evaluate_scores,
+    exposure,
+    leave_one_out,
+    pair_jackknife,
+    pool_scores,
+    quantile_scores,
+    summarise,
+    tpr_intervals,
+)
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.core.config import RunConfig
 from privaudit.core.defaults import ATTACK_CHOICES, DEFAULT_POOL_SIZE
-from privaudit.analysis.empirical import epsilon_lower_bound
-from privaudit.analysis.gdp import gdp_at_threshold
+from privaudit.core.provenance import provenance
+from privaudit.core.timing import timed
 from privaudit.errors import ArtifactError, ConfigError
+from privaudit.files.atomic import read_json, write_bytes, write_json
 from privaudit.files.integrity import verify_folder
 from privaudit.files.locks import artifact_lock
-from privaudit.analysis.metrics import attack_metrics, strongest_attack
-from privaudit.core.provenance import provenance
-from privaudit.pipeline.exposed import FILE as EXPOSED_FILE, most_exposed, npz_bytes, read_exposed
+from privaudit.pipeline.exposed import FILE as EXPOSED_FILE
+from privaudit.pipeline.exposed import most_exposed, npz_bytes, read_exposed
 from privaudit.pipeline.runs import DataCache, ensure_model
+from privaudit.pipeline.workspace import Workspace
 from privaudit.training.loop import EpochCallback
 from privaudit.training.results import predict_logits, role_data
-from privaudit.core.timing import timed
-from privaudit.pipeline.workspace import Workspace
 
 ATTACK_SCHEMA = 4  # 3: AUC intervals (metrics.auc_interval) in every attack's metrics; 4: GDP μ, calibrated operating points, PPV
 SHADOW_ATTACKS = ("shadow", "loss", "confidence", "data-free")
@@ -86,7 +100,7 @@ class AttackPlan:
 
     @classmethod
     def from_choices(cls, choices: Iterable[str], pool_size: int = DEFAULT_POOL_SIZE,
-                     shadow_dataset: str | None = None) -> "AttackPlan":
+                     shadow_dataset: str | None = None) -> AttackPlan:
         """``shadow`` (the paper's attack; plus the many-shadow one with a pool), ``loss``
         (loss, confidence and data-free baselines), ``lira`` (online/offline,
         per-sample/global variance), ``rmia``, ``one-run`` (canary audit), ``all``;

@@ -13,21 +13,21 @@ tried on a small grid of fractions of m; the confidence is split evenly over the
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
+from privaudit.analysis.empirical import one_run_epsilon_lower_bound, one_run_guesses
+from privaudit.analysis.gdp import fdp_one_run_mu_lower_bound, gdp_epsilon
 from privaudit.attacks.scores import loss_scores
 from privaudit.core.config import RunConfig
 from privaudit.data import split_parts
 from privaudit.data.splits import canary_inclusion, canary_seed
-from privaudit.analysis.empirical import one_run_epsilon_lower_bound, one_run_guesses
-from privaudit.analysis.gdp import fdp_one_run_mu_lower_bound, gdp_epsilon
 from privaudit.pipeline.pools import model_logits
 from privaudit.pipeline.runs import DataCache, ensure_model
-from privaudit.training.loop import EpochCallback
 from privaudit.pipeline.workspace import Workspace
+from privaudit.training.loop import EpochCallback
 
 GUESS_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2)
 

@@ -24,9 +24,9 @@ import hashlib
 import io
 import math
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 

@@ -24,25 +24,25 @@ from __future__ import annotations
 import hashlib
 import io
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 
-from privaudit.files.atomic import read_json, write_bytes, write_json
 from privaudit.core.config import RunConfig, dataset_tag, model_tag
 from privaudit.data import ImageData, split_parts
 from privaudit.data.splits import pool_keep, pool_seed
 from privaudit.errors import ArtifactError
+from privaudit.files.atomic import read_json, write_bytes, write_json
 from privaudit.files.integrity import verify_folder
 from privaudit.files.locks import artifact_lock
 from privaudit.pipeline.runs import DataCache, ensure_models
+from privaudit.pipeline.workspace import Workspace
 from privaudit.training.augment import query_views
 from privaudit.training.loop import EpochCallback
 from privaudit.training.results import predict_logits
-from privaudit.pipeline.workspace import Workspace
 
 # 2: the views queried follow the recipe's --augment (schema 1 queried CIFAR-10's mirror
 # whatever the models trained on), so earlier pools are recomputed, not reused

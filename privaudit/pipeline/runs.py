@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 from privaudit.core.config import RunConfig, is_custom_dataset
+from privaudit.core.provenance import provenance
+from privaudit.core.timing import phase
 from privaudit.data import ImageData, load_dataset
 from privaudit.errors import DataError
 from privaudit.files.locks import artifact_lock
-from privaudit.core.provenance import provenance
-from privaudit.core.timing import phase
+from privaudit.pipeline.workspace import Workspace
 from privaudit.training import train_model
-from privaudit.training.stacked import stack_groups, train_stacked
 from privaudit.training.loop import EpochCallback
 from privaudit.training.results import TrainResult
-from privaudit.pipeline.workspace import Workspace
+from privaudit.training.stacked import stack_groups, train_stacked
 
 
 class DataCache:

@@ -31,19 +31,27 @@ import shutil
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 from torch import nn
 
-from privaudit.files.atomic import owner_tag, read_json, remove_orphans, shared_mode, write_bytes, write_json
 from privaudit.core.config import MODELS, RunConfig, is_custom_model, model_tag
 from privaudit.data import Normaliser
 from privaudit.errors import ArtifactError, ConfigError, DamagedArtifactError, write_error
-from privaudit.files.integrity import MANIFEST, check_incoming, damaged, settled, stat_key, verify_folder, write_manifest
+from privaudit.files.atomic import owner_tag, read_json, remove_orphans, shared_mode, write_bytes, write_json
+from privaudit.files.integrity import (
+    MANIFEST,
+    check_incoming,
+    damaged,
+    settled,
+    stat_key,
+    verify_folder,
+    write_manifest,
+)
 from privaudit.files.locks import artifact_lock
 from privaudit.models import build_model
 from privaudit.models.released import released
@@ -159,7 +167,7 @@ class Workspace:
         self.reports = self.root / "reports"
 
     # -- writing --------------------------------------------------------------------------
-    def ensure_writable(self, log: Callable[[str], None] | None = None) -> "Workspace":
+    def ensure_writable(self, log: Callable[[str], None] | None = None) -> Workspace:
         """Create the three folders, check files can be written there, and bring folders that
         an earlier privaudit wrote before checksummed manifests under this version's checks
         (:meth:`migrate_legacy`; ``log`` gets its notes)."""

@@ -33,13 +33,14 @@ bracketed intervals stay 95 % intervals of each row on its own.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from privaudit.analysis.matching import ABOVE_TARGET
 from privaudit.analysis.familywise import ALPHA, HOLM, difference_pvalue, holm, interval_se
+from privaudit.analysis.matching import ABOVE_TARGET
 from privaudit.defences import other as other_defence
 
 WEAK_ATTACK = "shadow"

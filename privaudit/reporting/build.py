@@ -16,16 +16,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from privaudit.files.atomic import read_json, write_bytes, write_text
-from privaudit.errors import ArtifactError, DamagedArtifactError
-from privaudit.files.integrity import verify_folder
 from privaudit.analysis.metrics import roc
 from privaudit.analysis.replicates import pool_columns
 from privaudit.attacks.pool_attacks import REPLICATED
+from privaudit.core.timing import timed
+from privaudit.errors import ArtifactError, DamagedArtifactError
+from privaudit.files.atomic import read_json, write_bytes, write_text
+from privaudit.files.integrity import verify_folder
+from privaudit.pipeline.workspace import Workspace
 from privaudit.reporting.summary import Summary, summarise
 from privaudit.reporting.table import COLUMNS
-from privaudit.core.timing import timed
-from privaudit.pipeline.workspace import Workspace
 
 LOO_KEYS = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "eps_lower_bound", "gdp_mu")
 EXTRAS = ("loo", "exposure", "one_run")

@@ -21,8 +21,8 @@ import pandas as pd
 
 from privaudit.core.formatting import slug as _slug
 from privaudit.reporting.plots import error_bars, fit_legend, renderer_of
-from privaudit.reporting.svg import svg_element
 from privaudit.reporting.summary import PAPER_ATTACK, Summary
+from privaudit.reporting.svg import svg_element
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType

@@ -29,13 +29,14 @@ to anything outside the page (only ``#`` anchors).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
 from privaudit.core.formatting import slug
-from privaudit.reporting.page_data import name_dp, prepare, with_one_run
 from privaudit.reporting.page_at_accuracy import at_accuracy_section
+from privaudit.reporting.page_data import name_dp, prepare, with_one_run
 from privaudit.reporting.page_exposure import exposure_groups, exposure_section
 from privaudit.reporting.page_findings import group_view, key_findings
 from privaudit.reporting.page_first_screen import first_screen

@@ -6,6 +6,8 @@ audit holds: the strongest attack's TPR at 0.1 % FPR against test accuracy, with
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from privaudit.core.formatting import bounds, slug
@@ -13,8 +15,6 @@ from privaudit.reporting.at_accuracy import MEASURES, MU, other_defences_audited
 from privaudit.reporting.page_data import figure
 from privaudit.reporting.page_numbers import DASH, f3, finite, integer, interval, lb, pct
 from privaudit.reporting.plots import line_plot
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from privaudit.reporting.summary import Summary
@@ -38,7 +38,7 @@ def _mu_cell(r) -> dict:
             "over": f"over {integer(r['n_models'])} models"}
 
 
-def at_accuracy_section(summary: "Summary") -> str:
+def at_accuracy_section(summary: Summary) -> str:
     """The section's HTML, or "" when the audit has neither accuracy targets nor any defence
     beside the baseline, MG noise and DP."""
     from privaudit.reporting.templates import render

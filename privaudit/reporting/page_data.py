@@ -4,15 +4,16 @@ the summary, and how a group names its DP mechanism."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from privaudit.reporting.page_numbers import num, plain
-from privaudit.reporting.table import COLUMNS, as_bool
-from privaudit.reporting.summary import other_defence
 from privaudit.defences import DEFENCES
+from privaudit.reporting.page_numbers import num, plain
+from privaudit.reporting.summary import other_defence
+from privaudit.reporting.table import COLUMNS, as_bool
 
 _TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "canaries", "accountant", "attack",
                  "source"]

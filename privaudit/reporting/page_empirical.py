@@ -7,19 +7,41 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from privaudit.core.formatting import slug
 from privaudit.reporting.curves import EXACT_FPR
-from privaudit.reporting.page_data import (FAMILY_CSS, OTHER_CSS, attack_key, attack_rows, extras_of, figure, fpr_floor,
-                                           has_empirical, setting_name)
-from privaudit.reporting.page_numbers import DASH, f3, finite, integer, interval, lb, num, pct, plain, short, sig3, upper_sig3
+from privaudit.reporting.page_data import (
+    FAMILY_CSS,
+    OTHER_CSS,
+    attack_key,
+    attack_rows,
+    extras_of,
+    figure,
+    fpr_floor,
+    has_empirical,
+    setting_name,
+)
+from privaudit.reporting.page_numbers import (
+    DASH,
+    f3,
+    finite,
+    integer,
+    interval,
+    lb,
+    num,
+    pct,
+    plain,
+    short,
+    sig3,
+    upper_sig3,
+)
 from privaudit.reporting.page_tables import eps_tip
 from privaudit.reporting.plots import line_plot
-
 
 _CLASS_NAMES = {
     "cifar10": ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",

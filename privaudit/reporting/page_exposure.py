@@ -38,8 +38,9 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -48,8 +49,6 @@ from privaudit.core.formatting import slug
 from privaudit.reporting.page_data import FAMILY_CSS, OTHER_CSS, extras_of, setting_name
 from privaudit.reporting.page_empirical import _class_name  # one list of class names for the page
 from privaudit.reporting.page_numbers import DASH, integer, num, plain, sig3
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from privaudit.reporting.summary import Summary
@@ -228,7 +227,7 @@ def _seeds(table: pd.DataFrame | None) -> dict[str, float]:
     return {str(r): float(s) for r, s in zip(table["target_run"], seeds) if isinstance(r, str)}
 
 
-def exposure_groups(summary: "Summary", table: pd.DataFrame | None, extras: Any,
+def exposure_groups(summary: Summary, table: pd.DataFrame | None, extras: Any,
                     exposed: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> list[Group]:
     """The section's groups, each family's grid drawn from ``exposed`` (``{run: arrays of
     exposed.npz}``; a run without them gets no picture)."""

@@ -10,11 +10,18 @@ from typing import Any
 
 import pandas as pd
 
-from privaudit.core.formatting import slug
-from privaudit.reporting.page_data import (FAMILY_CSS, attack_rows, dp_family, has_empirical, name_dp,
-                                           primary_attack, setting_name)
-from privaudit.reporting.page_numbers import f3, finite, lb, lb3, pct, upper_sig3
 from privaudit.analysis.familywise import p_text
+from privaudit.core.formatting import slug
+from privaudit.reporting.page_data import (
+    FAMILY_CSS,
+    attack_rows,
+    dp_family,
+    has_empirical,
+    name_dp,
+    primary_attack,
+    setting_name,
+)
+from privaudit.reporting.page_numbers import f3, finite, lb, lb3, pct, upper_sig3
 from privaudit.reporting.summary import ABOVE, NO_TEST, VERDICT_DP, VERDICT_MG, Summary, reference_setting
 
 # "DP-SGD" with a non-breaking hyphen: looks the same, and name_dp leaves it alone where a

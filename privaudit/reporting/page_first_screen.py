@@ -4,7 +4,8 @@ inline SVG) and one row per defence setting."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 

@@ -6,7 +6,8 @@ iso-accuracy comparison per attack and the ROC curves."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd

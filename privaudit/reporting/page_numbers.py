@@ -6,7 +6,8 @@ up) and 3 significant digits follow the terminal's rounding rules
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 

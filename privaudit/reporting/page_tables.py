@@ -4,7 +4,8 @@ comparison (templates/defences.html.j2, from :mod:`privaudit.reporting.defences`
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -165,7 +166,8 @@ def condensed(g: pd.DataFrame) -> pd.DataFrame:
     attack, the group's strongest attack (the one every view names,
     :func:`privaudit.reporting.summary.strongest_attack`) and the target's own strongest
     (an output-side defence's may be a label-only attack)."""
-    from privaudit.analysis.metrics import STRONGEST_KEY, strongest_attack as strongest_of
+    from privaudit.analysis.metrics import STRONGEST_KEY
+    from privaudit.analysis.metrics import strongest_attack as strongest_of
     from privaudit.reporting.summary import PAPER_ATTACK, strongest_attack
 
     group_best = strongest_attack(g)

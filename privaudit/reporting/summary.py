@@ -53,20 +53,29 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm, t as student_t
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from privaudit.analysis.empirical import clopper_pearson
-from privaudit.analysis.familywise import (ALPHA, HOLM, detectable_difference, excess_pvalue, holm, interval_se,
-                                           two_sided_pvalue)
-from privaudit.core.formatting import number as _num
-from privaudit.core.formatting import upper_sig3
+from privaudit.analysis.familywise import (
+    ALPHA,
+    HOLM,
+    detectable_difference,
+    excess_pvalue,
+    holm,
+    interval_se,
+    two_sided_pvalue,
+)
 from privaudit.analysis.metrics import STRONGEST_KEY
 from privaudit.analysis.metrics import strongest_attack as strongest_of
+from privaudit.core.formatting import number as _num
+from privaudit.core.formatting import upper_sig3
 from privaudit.reporting.table import POOL_COLUMNS, POOL_MEASURES, as_bool
 
 CONFIDENCE = 0.95

@@ -38,7 +38,8 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm, t as student_t
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from privaudit.analysis.familywise import HOLM, holm, interval_se, two_sided_pvalue
 from privaudit.reporting.summary import CONFIDENCE, VERDICT_DP, VERDICT_MG, VERDICT_TIE, comparisons, t_interval

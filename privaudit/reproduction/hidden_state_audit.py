@@ -23,15 +23,15 @@ atomically), so a rerun attacks again without training.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from privaudit.files.atomic import write_bytes
-from privaudit.reproduction.hidden_state import (CACHE, EPSILONS, HiddenStateProtocol, Split, recipe_hash)
+from privaudit.reproduction.hidden_state import CACHE, EPSILONS, HiddenStateProtocol, Split, recipe_hash
 
 AUDIT_ATTACKS = ("lira-online", "lira-shrunk-online", "rmia", "loss")
 CANARY_SHARE = 0.05

@@ -30,8 +30,17 @@ import pandas as pd
 from privaudit.analysis.accounting import replace_one_epsilon_sigma_half
 from privaudit.analysis.hidden_state import noisycgd_epsilon
 from privaudit.reporting.summary import t_interval
-from privaudit.reproduction.claims import (AGREES, DISAGREES, NOT_CHECKED, UNDECIDED, Claim, Estimate, _claim,
-                                          paired_difference, reading)
+from privaudit.reproduction.claims import (
+    AGREES,
+    DISAGREES,
+    NOT_CHECKED,
+    UNDECIDED,
+    Claim,
+    Estimate,
+    _claim,
+    paired_difference,
+    reading,
+)
 from privaudit.reproduction.hidden_state_methods import ITERATIVE, METHOD_NAMES
 
 #: two test sets' worth of accuracy (2 percentage points): within it, "on par" and "agrees"

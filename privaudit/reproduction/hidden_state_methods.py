@@ -25,15 +25,18 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
 from torch import nn
 
-from privaudit.analysis.accounting import (calibrate_noise_multiplier, replace_one_epsilon,
-                                           replace_one_epsilon_sigma_half)
+from privaudit.analysis.accounting import (
+    calibrate_noise_multiplier,
+    replace_one_epsilon,
+    replace_one_epsilon_sigma_half,
+)
 from privaudit.analysis.gdp import gdp_mu_for_epsilon
 from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
 from privaudit.models.convex_relu import ConvexReLU, logits_and_gates

@@ -5,24 +5,38 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from privaudit.analysis.hidden_state import noisycgd_epsilon
 from privaudit.analysis.accounting import replace_one_epsilon_sigma_half
+from privaudit.analysis.hidden_state import noisycgd_epsilon
 from privaudit.reporting.plots import line_plot
 from privaudit.reporting.summary import t_interval
-from privaudit.reproduction.hidden_state import (EPSILONS, FIGURE_METHODS, HiddenStateProtocol, Split, cached_cells,
-                                                 curves, hidden_state_protocol, load_split, missing_cells,
-                                                 run_cells)
-from privaudit.reproduction.hidden_state_methods import Recipe
-from privaudit.reproduction.hidden_state_claims import (ACCOUNTING_FIGURE, PAPER_SETTING, accounting_claims,
-                                                        audit_claims, published, table_claims)
-from privaudit.reproduction.hidden_state_methods import METHOD_NAMES, METHODS, convex_smoothness
+from privaudit.reproduction.hidden_state import (
+    EPSILONS,
+    FIGURE_METHODS,
+    HiddenStateProtocol,
+    Split,
+    cached_cells,
+    curves,
+    hidden_state_protocol,
+    load_split,
+    missing_cells,
+    run_cells,
+)
+from privaudit.reproduction.hidden_state_claims import (
+    ACCOUNTING_FIGURE,
+    PAPER_SETTING,
+    accounting_claims,
+    audit_claims,
+    published,
+    table_claims,
+)
+from privaudit.reproduction.hidden_state_methods import METHOD_NAMES, METHODS, Recipe, convex_smoothness
 from privaudit.reproduction.outputs import Figure, Outcome, plan_headline
 
 KEY = "hidden-state"

@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -94,7 +94,7 @@ class MaskedNeuronsProtocol:
         """Rounds enough for the first ``trajectory_steps`` points (τ + 1 per round)."""
         return math.ceil(self.trajectory_steps / (self.trajectory_tau + 1))
 
-    def runs(self) -> list["Run"]:
+    def runs(self) -> list[Run]:
         """Every run of the protocol, in order."""
         out: list[Run] = []
         for seed in self.seeds:

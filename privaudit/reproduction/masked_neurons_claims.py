@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from privaudit.reporting.plots import heatmap, line_plot
+from privaudit.reporting.summary import t_interval
 from privaudit.reproduction.claims import Claim, Estimate, _claim, paired_difference, reading, trend
 from privaudit.reproduction.outputs import Figure
-from privaudit.reporting.summary import t_interval
 
 SECTIONS = ("Figure 2(a)", "Figure 2(b)", "Figure 2(c)")
 PAPER_RANGES = {"bernoulli": (0.017, 0.055), "categorical": (0.007, 0.021)}

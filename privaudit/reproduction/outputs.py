@@ -21,9 +21,9 @@ import base64
 import datetime as _dt
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 

@@ -19,9 +19,16 @@ import pandas as pd
 
 from privaudit.reporting.plots import line_plot
 from privaudit.reporting.summary import t_interval
-from privaudit.reproduction.claims import (MODEL_NAMES, Claim, accuracy_claims, epoch_claims, leakage_claims,
-                                          tradeoff_claims)
-from privaudit.reproduction.outputs import Figure, Outcome, write_outputs as write
+from privaudit.reproduction.claims import (
+    MODEL_NAMES,
+    Claim,
+    accuracy_claims,
+    epoch_claims,
+    leakage_claims,
+    tradeoff_claims,
+)
+from privaudit.reproduction.outputs import Figure, Outcome
+from privaudit.reproduction.outputs import write_outputs as write
 from privaudit.reproduction.protocol import Protocol
 from privaudit.reproduction.run import Frames
 

@@ -21,8 +21,8 @@ improved CNNs);
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 from privaudit.core.config import RunConfig, make_config
 from privaudit.core.defaults import REPRODUCE_EXPERIMENTS, REPRODUCE_FAMILIES, REPRODUCE_SCALES

@@ -10,22 +10,22 @@ trained with the same recipe are reused.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 import pandas as pd
 import torch
 
-from privaudit.pipeline.attacking import AttackPlan
 from privaudit.core.config import RunConfig
 from privaudit.executor import Job, LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.executor.plan import epochs_job, train_job
 from privaudit.executor.preview import estimated
-from privaudit.reporting.build import attack_rows
-from privaudit.reproduction.protocol import Protocol
+from privaudit.pipeline.attacking import AttackPlan
 from privaudit.pipeline.runs import DataCache
 from privaudit.pipeline.workspace import Workspace
+from privaudit.reporting.build import attack_rows
+from privaudit.reproduction.protocol import Protocol
 
 PAPER_ATTACK = "shadow"
 ACCURACY_COLUMNS = ["run", "model", "kappa", "seed", "epochs", "batch_size", "part_size", "train_accuracy",

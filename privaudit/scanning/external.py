@@ -33,29 +33,29 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
-from privaudit.files.atomic import write_bytes, write_json
 from privaudit.attacks.lira import logit_scaled_confidence
 from privaudit.core.config import RunConfig
+from privaudit.core.timing import phase
 from privaudit.data import Normaliser
 from privaudit.errors import ConfigError, DataError, brief
+from privaudit.files.atomic import write_bytes, write_json
+from privaudit.files.npfiles import ids_problem, load_npy
 from privaudit.models import build_model
 from privaudit.models.weights_file import load_into, read_state_dict
-from privaudit.files.npfiles import ids_problem, load_npy
 from privaudit.pipeline.runs import DataCache
+from privaudit.pipeline.workspace import Workspace
 from privaudit.scanning.inputs import Outputs, References, ScanInput
 from privaudit.scanning.run import ScanResult, scan
-from privaudit.core.timing import phase
 from privaudit.training import train_model
 from privaudit.training.loop import EpochCallback
 from privaudit.training.results import RoleData, predict_logits
-from privaudit.pipeline.workspace import Workspace
 
 ACCURACY_GAP_WARN = 0.05
 KS_WARN = 0.2

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.files.atomic import write_bytes, write_json, write_text
-from privaudit.errors import write_error
 from privaudit.analysis.familywise import p_text
 from privaudit.analysis.metrics import roc
+from privaudit.errors import write_error
+from privaudit.files.atomic import write_bytes, write_json, write_text
 from privaudit.reporting.curves import EXACT_FPR
 from privaudit.reporting.plots import line_plot
 from privaudit.reporting.templates import render, stylesheet

@@ -39,17 +39,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.attacks.crossval import (DEFAULT_FOLDS, Decisions, classifier_decisions, fold_ids,
-                                        sorted_posteriors, threshold_decisions)
-from privaudit.attacks.pool_attacks import (POOL_ATTACKS, evaluate_scores, leave_one_out, scores_from_features,
-                                            tpr_intervals)
-from privaudit.attacks.features import compute_features
-from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
 from privaudit.analysis.empirical import EpsilonBound, epsilon_lower_bound_bonferroni
-from privaudit.analysis.gdp import GDPBound, gdp_lower_bound_bonferroni
 from privaudit.analysis.familywise import PERMUTATIONS, family_test
-from privaudit.errors import DataError, brief
+from privaudit.analysis.gdp import GDPBound, gdp_lower_bound_bonferroni
 from privaudit.analysis.metrics import attack_metrics, auc_interval, rank_attacks, strongest_attack
+from privaudit.attacks.crossval import (
+    DEFAULT_FOLDS,
+    Decisions,
+    classifier_decisions,
+    fold_ids,
+    sorted_posteriors,
+    threshold_decisions,
+)
+from privaudit.attacks.features import compute_features
+from privaudit.attacks.pool_attacks import (
+    POOL_ATTACKS,
+    evaluate_scores,
+    leave_one_out,
+    scores_from_features,
+    tpr_intervals,
+)
+from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
+from privaudit.errors import DataError, brief
 from privaudit.scanning.inputs import ScanInput
 
 DESCRIPTIONS = {

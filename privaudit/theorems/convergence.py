@@ -31,8 +31,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privaudit.theorems.twolayer import (Problem, clean_loss, gradient, least_eigenvalue, mask_inputs,
-                                      masked_loss_decomposition)
+from privaudit.theorems.twolayer import (
+    Problem,
+    clean_loss,
+    gradient,
+    least_eigenvalue,
+    mask_inputs,
+    masked_loss_decomposition,
+)
 
 KAPPAS = (0.0, 0.05, 0.2, 0.4, 0.6, 1.0, 2.0)
 

@@ -8,19 +8,24 @@ parameters and the paths written). The CLI is a thin layer over these, and
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from privaudit.reporting.plots import heatmap
-from privaudit.reporting.plots import line_plot
+from privaudit.reporting.plots import heatmap, line_plot
 from privaudit.theorems.convergence import KAPPAS, convergence_experiment
 from privaudit.theorems.federated import federated_gd
-from privaudit.theorems.masked_neurons import (BERNOULLI_PS, BERNOULLI_XIS, CATEGORICAL_PS, CATEGORICAL_STEPS,
-                                             masked_neurons_experiment)
+from privaudit.theorems.masked_neurons import (
+    BERNOULLI_PS,
+    BERNOULLI_XIS,
+    CATEGORICAL_PS,
+    CATEGORICAL_STEPS,
+    masked_neurons_experiment,
+)
 from privaudit.theorems.page import save_experiment, theory_dir
 from privaudit.theorems.smoothing import smoothing_experiment
 from privaudit.theorems.twolayer import least_eigenvalue, make_problem

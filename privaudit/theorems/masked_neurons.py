@@ -102,7 +102,7 @@ class PreactivationNet:
         self.m, self.n = self.P0.shape
 
     @classmethod
-    def from_problem(cls, problem: Problem, dtype=None) -> "PreactivationNet":
+    def from_problem(cls, problem: Problem, dtype=None) -> PreactivationNet:
         return cls(problem.X, problem.y, problem.W0, problem.a, dtype)
 
     def error(self, P, scale: float) -> float:

@@ -42,8 +42,9 @@ per-sample-gradient reference and against Opacus.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Generic, Iterator, TypeGuard, TypeVar
+from typing import Any, Generic, TypeGuard, TypeVar
 
 import torch
 from torch import nn

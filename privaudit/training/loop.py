@@ -27,8 +27,8 @@ with the masks exactly as they always did (same seed, same batches, same masks).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Iterator
 
 import torch
 

@@ -21,15 +21,15 @@ a dense layer's weight, so both products run through oneDNN on x86 CPUs.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch.nn import functional as F
 
 from privaudit.models.convex_relu import ConvexReLU, logits_and_gates, to_working
+from privaudit.models.fast_linear import matmul_tn
 from privaudit.training.dp_engine import GaussianNoise, dp_compute_threads
 from privaudit.training.loop import Batch, cyclic, poisson, run_epochs
-from privaudit.models.fast_linear import matmul_tn
 
 Iterate = Callable[[int, torch.Tensor], None]  # (epoch, W in the working layout)
 

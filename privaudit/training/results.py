@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping
 
 import numpy as np
 import torch
@@ -25,7 +25,6 @@ from privaudit.data.splits import model_members
 from privaudit.errors import ConfigError
 from privaudit.models.fast_linear import fast_layers
 from privaudit.training.loop import EpochCallback
-
 
 ENGINES = ("fast", "reference")
 

@@ -44,25 +44,34 @@ import functools
 import math
 import threading
 import time
-from typing import Any, Callable, Iterator, Mapping, Sequence, cast
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 import torch
 from torch import nn
 
 from privaudit.core.config import RunConfig
-from privaudit.defences import Defence, get as get_defence
-from privaudit.defences.terms import Draws, StepTerms
+from privaudit.core.seeding import generator, model_seed
 from privaudit.data import ImageData, Normaliser, split_parts
 from privaudit.data.splits import model_members
+from privaudit.defences import Defence
+from privaudit.defences import get as get_defence
+from privaudit.defences.terms import Draws, StepTerms
 from privaudit.models import build_model
-from privaudit.core.seeding import generator, model_seed
 from privaudit.training.dp_engine import DrawAhead, GhostDPSGD, clip_factors, noise_std, poisson_batch
-from privaudit.training.loop import Batch, run_epochs, training_view
+from privaudit.training.loop import Batch, EpochCallback, run_epochs, training_view
+from privaudit.training.results import (
+    TrainResult,
+    dp_metrics,
+    dp_schedule,
+    epoch_clock,
+    evaluate,
+    resolve_engine,
+    role_data,
+    snapshot_hook,
+)
 from privaudit.training.trace import LossTrace, traceable
-from privaudit.training.loop import EpochCallback
-from privaudit.training.results import (TrainResult, dp_metrics, dp_schedule, epoch_clock, evaluate, resolve_engine,
-                                        role_data, snapshot_hook)
 
 # Stack only small inputs (the digits' 64 pixels, not CIFAR-10's 3,072): stacking speeds up
 # small MLPs, while a large input's dense products already run through oneDNN near the

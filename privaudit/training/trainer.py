@@ -36,8 +36,9 @@ import copy
 import math
 import time
 import warnings
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,24 +46,30 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
+from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
 from privaudit.core.config import RunConfig
+from privaudit.core.seeding import derive_seed, generator, model_seed
 from privaudit.data import ImageData, split_parts
 from privaudit.defences import Defence, TrainingContext, TrainingHooks, of_config
 from privaudit.errors import ConfigError
-from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon
 from privaudit.models import build_model
 from privaudit.models.convex_relu import ConvexReLU
-from privaudit.core.seeding import derive_seed, generator, model_seed
-from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, supports_ghost
 from privaudit.models.fast_linear import fast_layers
-from privaudit.training.loop import (Batch, EpochCallback, from_loader, poisson, run_epochs, shuffled,
-                                     training_view)
+from privaudit.training.dp_engine import GaussianNoise, GhostDPSGD, dp_compute_threads, supports_ghost
+from privaudit.training.loop import Batch, EpochCallback, from_loader, poisson, run_epochs, shuffled, training_view
 from privaudit.training.noisycgd import train_noisycgd
+from privaudit.training.results import (
+    RoleData,
+    TrainResult,
+    dp_metrics,
+    dp_schedule,
+    epoch_clock,
+    evaluate,
+    resolve_engine,
+    role_data,
+    snapshot_hook,
+)
 from privaudit.training.trace import LossTrace, traceable
-from privaudit.training.results import (RoleData, TrainResult, dp_metrics, dp_schedule, epoch_clock, evaluate,
-                                        resolve_engine, role_data, snapshot_hook)
-
-
 
 
 def make_optimizer(model: nn.Module, cfg: RunConfig, engine: str) -> torch.optim.Optimizer:
