@@ -68,19 +68,21 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out", type=Path, default=Path("audit-before-after.json"))
     args = p.parse_args(argv)
-    sides = {"before": (args.before, shlex.split(args.before_args)), "after": (args.after, shlex.split(args.after_args))}
+    sides = {"before": (args.before, shlex.split(args.before_args)),
+             "after": (args.after, shlex.split(args.after_args))}
     runs: dict[str, list[dict]] = {k: [] for k in sides}
     for r in range(args.rounds):
         for name, (source, extra) in sides.items():
             runs[name].append(run_side(source, extra))
             print(f"round {r + 1} {name}: {runs[name][-1]['wall_seconds']:.1f} s", flush=True)
     doc = {"rounds": args.rounds, "sides": {}}
-    for name, (source, extra) in sides.items():
+    for name, (_source, extra) in sides.items():
         best = min(runs[name], key=lambda d: d["wall_seconds"])
         doc["sides"][name] = {"args": extra, "best_wall_seconds": best["wall_seconds"],
                               "wall_seconds": [d["wall_seconds"] for d in runs[name]], "models": best["models"],
                               "strongest": best["strongest"]}
-    doc["wall_ratio_after_to_before"] = doc["sides"]["after"]["best_wall_seconds"] / doc["sides"]["before"]["best_wall_seconds"]
+    doc["wall_ratio_after_to_before"] = (doc["sides"]["after"]["best_wall_seconds"]
+                                         / doc["sides"]["before"]["best_wall_seconds"])
     args.out.write_text(json.dumps(doc, indent=1))
     for name, side in doc["sides"].items():
         s = side["strongest"]

@@ -20,8 +20,8 @@ each image (``+views``: the image, its mirror, shifts by two pixels; the pools t
 augmentation, so this measures what views do for such models); RMIA with the paper's count,
 ties at the top of its score included (``rmia-tied``; the audit's ``rmia`` counts without
 them) and with its published soft-margin Taylor signal (``rmia-taylor``); and the mean of
-label-free normal scores of two attacks' ranks (``combined``: :func:`combined_scores`). The loss-trace ranking (LT-IQR) is
-scored as the share of an attacked model's top 1 % members by trace IQR that are among its top
+label-free normal scores of two attacks' ranks (``combined``: :func:`combined_scores`). The loss-trace ranking (LT-IQR)
+is scored as the share of an attacked model's top 1 % members by trace IQR that are among its top
 1 % members by LiRA online with the whole pool.
 
 Two phases, resumable (the workspace keeps every trained model and the pool's outputs):
@@ -372,10 +372,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--augment", default="none", choices=("none", "flip"),
                    help="train the pool with random mirroring (its models then answer two queries)")
     p.add_argument("--from-end", action="store_true",
-                   help="train: the reference models from the last one back (not the target), beside a trainer run without it")
+                   help="train: the reference models from the last one back (not the target), beside a trainer run "
+                        "without it")
     p.add_argument("--pool", type=int, default=POOL, help="reference models in the pool (64: the benchmark's)")
     p.add_argument("--out", default=None)
-    p.add_argument("--threads", type=int, default=1, help="intra-op threads (1: unaffected by other processes on the cores)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="intra-op threads (1: unaffected by other processes on the cores)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.phase == "figure":

@@ -48,8 +48,8 @@ def run(data, source: str, device: torch.device, quick: bool = False, repeats: i
         model = build_model(name, data.input_shape, data.num_classes, width=DEFAULT_WIDTHS[name]).to(device)
         ours = plain = train = 0.0
         for _ in range(1 if quick else repeats):
-            ours = max(ours, _rate(lambda: predict_logits(model, x), n))
-            plain = max(plain, _rate(lambda: _plain(model, x), n))
+            ours = max(ours, _rate(lambda model=model: predict_logits(model, x), n))
+            plain = max(plain, _rate(lambda model=model: _plain(model, x), n))
             train = max(train, privaudit_trainer(name, data, n, 2 if quick else 3, 128, device)[0])
         with torch.no_grad():
             diff = float((predict_logits(model, x[:512]) - _plain(model, x[:512]).cpu()).abs().max())

@@ -99,9 +99,9 @@ def run(cifar, source: str, device: torch.device, quick: bool = False) -> list[d
         for k in sizes:
             cfgs = [base.as_reference(k, i).validated() for i in range(k)]
             with tempfile.TemporaryDirectory(prefix="privaudit-bench-pool-") as root:
-                (ws, runs), t_pool, mem_pool = _timed(lambda: _pool(cfgs, data, device, root))
+                (ws, runs), t_pool, mem_pool = _timed(lambda cfgs=cfgs, data=data: _pool(cfgs, data, device, root))
                 pool = [ws.load_model(r.name, data.input_shape, data.num_classes).model for r in runs]
-            seq, t_seq, mem_seq = _timed(lambda: [train_model(c, data, device) for c in cfgs])
+            seq, t_seq, mem_seq = _timed(lambda cfgs=cfgs, data=data: [train_model(c, data, device) for c in cfgs])
             row = {
                 "benchmark": "pool", "recipe": label, "data": source if data is cifar else "digits",
                 "models": k, "epochs": base.train.epochs, "members_per_model": base.data.part_size,
@@ -115,7 +115,7 @@ def run(cifar, source: str, device: torch.device, quick: bool = False) -> list[d
             }
             if not row["stacked"]:
                 with _limits_lifted():
-                    _, t_forced, _ = _timed(lambda: stacked.train_stacked(cfgs, data, device))
+                    _, t_forced, _ = _timed(lambda cfgs=cfgs, data=data: stacked.train_stacked(cfgs, data, device))
                 row["stacked_forced_seconds"] = t_forced
                 row["stacked_forced_speedup"] = t_seq / t_forced
             rows.append(row)

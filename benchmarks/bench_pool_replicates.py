@@ -88,7 +88,8 @@ def intervals(models: int, pools: int, records: int, seed: int) -> dict:
             mean, jk, plain = (np.array([r[a][k][i] for r in runs]) for i in range(3))
             truth = (mean.sum() - mean) / (pools - 1)  # each pool against the others' mean
             rows.append({"attack": a, "measure": k, "truth": float(mean.mean()), "spread": float(mean.std(ddof=1)),
-                         "jackknife_se": float(np.sqrt(np.mean(jk ** 2))), "pair_se": float(np.sqrt(np.mean(plain ** 2))),
+                         "jackknife_se": float(np.sqrt(np.mean(jk ** 2))),
+                         "pair_se": float(np.sqrt(np.mean(plain ** 2))),
                          "coverage_jackknife": float(np.mean(np.abs(mean - truth) <= q * jk)),
                          "coverage_pairs": float(np.mean(np.abs(mean - truth) <= q * plain)),
                          "recomputed": a in PER_SAMPLE_REFERENCES})

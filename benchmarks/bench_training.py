@@ -113,7 +113,8 @@ def run(data, source: str, root: Path, device: torch.device, peak: float, quick:
             row_peak = max(row_peak, matmul_peak(device)["peak"])
         rows.append({
             "benchmark": "training", "model": name, "data": source, "images": n, "epochs": epochs,
-            "batch": batch, "repeats": 1 if quick else repeats, "privaudit_samples_per_s": ours, "dataloader_loop_samples_per_s": loop,
+            "batch": batch, "repeats": 1 if quick else repeats, "privaudit_samples_per_s": ours,
+            "dataloader_loop_samples_per_s": loop,
             "speedup": ours / loop, "train_flops_per_sample": flops,
             "peak_gflops": row_peak,
             "privaudit_gflops": ours * flops / 1e9, "privaudit_fraction_of_peak": ours * flops / 1e9 / row_peak,

@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> None:
         done = subprocess.run(cmd, capture_output=True, text=True)
         audit_s = time.perf_counter() - t1
     if done.returncode != 0:
-        sys.exit(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"audit-model failed ({done.returncode})")
+        sys.exit(done.stderr.strip().splitlines()[-1] if done.stderr.strip()
+                 else f"audit-model failed ({done.returncode})")
     doc = json.loads(done.stdout)
     ref = doc["references"]
     print(json.dumps({"members": args.members, "epochs": args.epochs, "references": args.references,

@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> None:
     model.eval()
     with torch.no_grad():
         for part in (train, test):
-            hits = sum(int((model(x).argmax(1) == y).sum()) for x, y in torch.utils.data.DataLoader(part, batch_size=1000))
+            hits = sum(int((model(x).argmax(1) == y).sum())
+                       for x, y in torch.utils.data.DataLoader(part, batch_size=1000))
             print(f"accuracy {hits / len(part):.4f}")
 
 

@@ -35,8 +35,8 @@ from benchmarks.common import cifar_data, cifar_folder, machine, matmul_peak
 from benchmarks.flops import annotate, columns
 from privaudit.files.atomic import write_json, write_text
 
-BENCHMARKS = ("startup", "commands", "digits", "training", "inference", "dpsgd", "convex", "pool", "audit", "scoring", "precision",
-              "executor", "speed", "protocol", "estimate")
+BENCHMARKS = ("startup", "commands", "digits", "training", "inference", "dpsgd", "convex", "pool", "audit", "scoring",
+              "precision", "executor", "speed", "protocol", "estimate")
 
 
 def targets(rows: list[dict]) -> list[dict]:
@@ -154,7 +154,8 @@ def table(result: dict) -> str:
     lines += _md_table(
         ["reproduce mg-noise (projected)", "models (attacked)", "train h", "evaluation h", "total h",
          "families: samples/s × training samples"],
-        [[f"--scale {r['scale']} --seeds {','.join(map(str, r['seeds']))} ({r['dataset']}, parts of {r['part_size']:,})",
+        [[f"--scale {r['scale']} --seeds {','.join(map(str, r['seeds']))} "
+          f"({r['dataset']}, parts of {r['part_size']:,})",
           f"{r['models']} ({r['attacked_targets']})", _f(r["projected_train_s"] / 3600),
           _f(r["projected_evaluation_s"] / 3600), _f(r["projected_total_s"] / 3600),
           "; ".join(f"{f['model']}{' DP' if f['dp'] else ''}{' MG' if f['mg_noise'] else ''} b{f['batch']}: "
@@ -197,8 +198,9 @@ def table(result: dict) -> str:
                       f"~{r['naive_lira_online_seconds_estimated']:.0f} s, {r['speedup_vs_naive_lira']:.0f}× slower); "
                       f"peak RSS {r['privaudit_memory']['peak_rss_mb']:.0f} MB.", ""]
         if r["benchmark"] == "executor":
-            lines += [f"Executors (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, κ 0.5, σ 1, "
-                      f"shadow + LiRA with a pool of {r['pool_size']}, {r['jobs']} jobs): local {r['local_seconds']:.1f} s, "
+            lines += [f"Executors (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "
+                      f"κ 0.5, σ 1, shadow + LiRA with a pool of {r['pool_size']}, {r['jobs']} jobs): "
+                      f"local {r['local_seconds']:.1f} s, "
                       f"Ray {r['ray_seconds']:.1f} s (start-up {r['ray_start_seconds']:.1f} s; "
                       f"{r['overhead_per_job_seconds']:.2f} s per job), Ray with 1 CPU per job "
                       f"{r['ray_1cpu_per_job_seconds']:.1f} s; identical tables: "
@@ -209,8 +211,8 @@ def table(result: dict) -> str:
             same = ("" if diff is None else "; table against the baseline's, largest |difference|: "
                     + ", ".join(f"{k} {v:.2g}" for k, v in diff.items()))
             options = f" {r['options']}" if r.get("options") else ""
-            lines += [f"`privaudit audit --dataset digits{options}` ({r['side']}, {r['revision']}, best of {r['rounds']}): "
-                      f"{r['wall_seconds']:.1f} s wall — {phases}{same}.", ""]
+            lines += [f"`privaudit audit --dataset digits{options}` ({r['side']}, {r['revision']}, "
+                      f"best of {r['rounds']}): {r['wall_seconds']:.1f} s wall — {phases}{same}.", ""]
         if r["benchmark"] == "audit":
             shares = ", ".join(f"{k} {100 * v:.0f} %" for k, v in r["phase_shares"].items())
             lines += [f"Audit end to end (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "

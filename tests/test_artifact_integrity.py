@@ -154,7 +154,8 @@ def _set_aside(root: Path, name: str) -> Path:
 
 def _note(out: str, folder: Path) -> str:
     """The one note line saying ``folder`` was set aside."""
-    notes = [line for line in out.splitlines() if line.startswith(f"note: {folder_kind(folder)} folder {folder} is damaged")]
+    notes = [line for line in out.splitlines()
+             if line.startswith(f"note: {folder_kind(folder)} folder {folder} is damaged")]
     assert len(notes) == 1, out
     return notes[0]
 

@@ -53,7 +53,8 @@ def test_early_stopping_strength_maps_to_epochs():
     assert cfg.train.epochs == 12 and cfg.with_epochs(3).defence.knob == 3.0
 
 
-@pytest.mark.parametrize("target,rng,status", [(0.9, (0.85, 0.95), "not reached"), (0.99, (0.85, 0.95), "cannot reach: above"),
+@pytest.mark.parametrize("target,rng,status", [(0.9, (0.85, 0.95), "not reached"),
+                                               (0.99, (0.85, 0.95), "cannot reach: above"),
                                                (0.5, (0.85, 0.95), "cannot reach: below")])
 def test_status_says_why_a_target_was_missed(target, rng, status):
     assert TargetMatch("mixup", target, None, 0.9, False, 0.01, rng).status == status

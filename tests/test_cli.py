@@ -48,7 +48,8 @@ def test_help_explains_every_option():
 def audited(tmp_path_factory):
     """One small audit, run once for the tests below."""
     ws = tmp_path_factory.mktemp("audit")
-    result = invoke("audit", *SMALL, "--kappas", "1,4", "--sigmas", "1", "--attacks", "shadow,loss", "--workdir", str(ws), "--json")
+    result = invoke("audit", *SMALL, "--kappas", "1,4", "--sigmas", "1", "--attacks", "shadow,loss",
+                    "--workdir", str(ws), "--json")
     assert result.exit_code == 0, result.output
     return ws, json.loads(result.stdout)
 
@@ -91,7 +92,8 @@ def test_audit_rerun_reuses_everything_and_gives_the_same_table(audited):
     ws, doc = audited
     before = snapshot(ws / "models")
     csv_before = (ws / "reports" / "tradeoff.csv").read_text()
-    result = invoke("audit", *SMALL, "--kappas", "1,4", "--sigmas", "1", "--attacks", "shadow,loss", "--workdir", str(ws), "--json")
+    result = invoke("audit", *SMALL, "--kappas", "1,4", "--sigmas", "1", "--attacks", "shadow,loss",
+                    "--workdir", str(ws), "--json")
     assert result.exit_code == 0
     again = json.loads(result.stdout)
     assert all(t["reused"] for t in again["targets"])
@@ -211,7 +213,8 @@ def test_damaged_target_weights_are_set_aside_and_the_target_trained_again(tmp_p
 
 
 def test_console_script_usage_errors_are_one_line(tmp_path):
-    for args in (["train", "--epochs", "abc"], ["train", "--bogus"], ["audit", "--kappas", "a,b", "--dataset", "digits"]):
+    for args in (["train", "--epochs", "abc"], ["train", "--bogus"],
+                 ["audit", "--kappas", "a,b", "--dataset", "digits"]):
         proc = subprocess.run([sys.executable, "-m", "privaudit", *args, "--workdir", str(tmp_path)],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2, proc.stderr

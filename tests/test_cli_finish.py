@@ -54,7 +54,8 @@ def test_importing_the_cli_loads_no_heavy_library():
 def test_opacus_loads_only_when_an_epsilon_is_asked_for():
     """The library an audit runs on loads without Opacus (its import costs ~1.2 s); the first ε
     loads it, on whichever thread asks."""
-    assert "opacus" not in _modules_after("import privaudit.executor.auditing, privaudit.reporting.build, privaudit.executor")
+    assert "opacus" not in _modules_after("import privaudit.executor.auditing, privaudit.reporting.build, "
+                                          "privaudit.executor")
     assert "opacus" in _modules_after("from privaudit.analysis.accounting import dpsgd_epsilon\n"
                                       "assert dpsgd_epsilon(1.0, 0.01, 100, 1e-5)[0] > 0")
 
@@ -95,7 +96,8 @@ def _numeric_options():
     for name, cmd in root.commands.items():
         for sub, subcmd in (getattr(cmd, "commands", None) or {None: cmd}).items():
             for p in subcmd.params:
-                annotation = repr(getattr(getattr(p, "type_descriptor", None), "annotation", "")) + str(getattr(p, "type", ""))
+                annotation = (repr(getattr(getattr(p, "type_descriptor", None), "annotation", ""))
+                              + str(getattr(p, "type", "")))
                 kind = "int" if "int" in annotation.lower() else "float" if "float" in annotation.lower() else None
                 if kind and getattr(p, "opts", None) and not getattr(p, "is_flag", False):
                     yield [name] + ([sub] if sub else []), p.opts[0], kind
@@ -471,7 +473,8 @@ def test_terminal_tables_never_split_an_attack_name_at_80_columns(tmp_path):
     (["audit", "--dataset", "digits", "--kappas", "0.5,0.5"], "--kappas lists 0.5 twice"),
     (["audit", "--dataset", "digits", "--sigmas", "1,1.0"], "--sigmas lists 1 twice"),
     (["audit", "--dataset", "digits", "--target-epsilons", "4,2,4"], "--target-epsilons lists 4 twice"),
-    (["audit", "--dataset", "digits", "--defenses", "mixup", "--knobs", "mixup=0.2,0.2"], "--knobs mixup lists 0.2 twice"),
+    (["audit", "--dataset", "digits", "--defenses", "mixup", "--knobs", "mixup=0.2,0.2"],
+     "--knobs mixup lists 0.2 twice"),
     (["audit", "--dataset", "digits", "--seeds", "0,0"], "--seeds lists 0 twice"),
     (["theory", "smoothing", "--kappas", "1,1"], "--kappas lists 1 twice"),
 ])

@@ -141,9 +141,12 @@ def test_round_trip_to_dict_from_dict(kwargs):
 
 @pytest.mark.parametrize("kwargs, name, knob", [
     ({}, "none", 0.0), ({"kappa": 0.7}, "mg", 0.7), ({"dp": True, "noise_multiplier": 2.0}, "dpsgd", 2.0),
-    ({"dp": True, "target_epsilon": 4.0}, "dpsgd", 0.0), ({"kappa": 0.2, "dp": True, "noise_multiplier": 1.0}, "mg+dpsgd", 1.0),
-    ({"defense": "mixup", "knob": 0.5}, "mixup", 0.5), ({"defense": "early-stopping", "knob": 7}, "early-stopping", 7.0),
-    ({"model": "convex-relu"}, "none", 0.0), ({"model": "convex-relu", "defense": "noisycgd", "knob": 3.0}, "noisycgd", 3.0),
+    ({"dp": True, "target_epsilon": 4.0}, "dpsgd", 0.0),
+    ({"kappa": 0.2, "dp": True, "noise_multiplier": 1.0}, "mg+dpsgd", 1.0),
+    ({"defense": "mixup", "knob": 0.5}, "mixup", 0.5),
+    ({"defense": "early-stopping", "knob": 7}, "early-stopping", 7.0),
+    ({"model": "convex-relu"}, "none", 0.0),
+    ({"model": "convex-relu", "defense": "noisycgd", "knob": 3.0}, "noisycgd", 3.0),
 ])
 def test_a_schema_1_config_migrates_to_one_defence_shape_with_its_hash(kwargs, name, knob):
     """Schema 1 wrote MG noise and DP as fields of their own (kappa, dp, noise_multiplier);

@@ -54,7 +54,8 @@ def test_torchvision_resnet_with_small_stem_on_grey_images():
     m = build_model("torchvision:resnet18", (1, 8, 8), 10, args='{"small_stem":true}')
     assert m(torch.zeros(3, 1, 8, 8)).shape == (3, 10)
     resnet = m[1]
-    assert resnet.conv1.kernel_size == (3, 3) and resnet.conv1.stride == (1, 1) and isinstance(resnet.maxpool, nn.Identity)
+    assert (resnet.conv1.kernel_size == (3, 3) and resnet.conv1.stride == (1, 1)
+            and isinstance(resnet.maxpool, nn.Identity))
     plain = build_model("torchvision:resnet18", (3, 32, 32), 100)
     assert plain.conv1.kernel_size == (7, 7) and plain.fc.out_features == 100
 

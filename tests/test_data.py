@@ -78,7 +78,7 @@ def cifar_root(tmp_path):
 
 def _expected() -> tuple[np.ndarray, np.ndarray]:
     parts = [_batch_content(i) for i in range(6)]
-    return np.concatenate([d for d, _ in parts]), np.concatenate([l for _, l in parts])
+    return np.concatenate([d for d, _ in parts]), np.concatenate([lab for _, lab in parts])
 
 
 def test_fixture_has_the_original_layout(cifar_root):

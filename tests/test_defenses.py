@@ -207,7 +207,8 @@ def test_an_output_defence_reuses_the_undefended_weights_and_trains_nothing(tmp_
     assert not run.reused and run.metrics["trained_as"] == plain.run_name
     base = ensure_model(plain, ws, data, cpu, on_start=started.append)
     assert base.reused and len(started) == 1
-    assert (ws.model_dir(run.name) / "weights.npz").read_bytes() == (ws.model_dir(base.name) / "weights.npz").read_bytes()
+    assert ((ws.model_dir(run.name) / "weights.npz").read_bytes()
+            == (ws.model_dir(base.name) / "weights.npz").read_bytes())
     assert run.metrics["test_accuracy"] == base.metrics["test_accuracy"]
     # the released outputs differ: one score per query against all of them
     x = torch.from_numpy(ws.load_model(base.name, digits.input_shape, digits.num_classes).normaliser(digits.x[:20]))
@@ -291,7 +292,7 @@ def test_the_defences_page_lists_every_defence_with_its_knob_range():
     from pathlib import Path
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "defences.md").read_text(encoding="utf-8")
-    for name, d in DEFENCES.items():
+    for name in DEFENCES:
         assert f"| `{name}` |" in page, name
 
 

@@ -144,7 +144,7 @@ def test_advreg_inference_model_steps_after_each_classifier_step_and_touches_onl
     hooks.setup(_ctx(model, xm, ym, reference=ref))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     model.train()
-    for step in range(3):
+    for _step in range(3):
         objective, _ = hooks.loss(model(xm[:8]), ym[:8], 0)
         opt.zero_grad()
         objective.backward()
@@ -234,7 +234,7 @@ def test_distillation_teachers_get_disjoint_parts_covering_the_members():
     hooks, x, y, teachers = _distilled(4.0)
     assert [i for _, _, i in teachers.calls] == list(range(TEACHERS))
     seen = []
-    for (tx, ty, i), part in zip(teachers.calls, hooks.parts):
+    for (tx, ty, _i), part in zip(teachers.calls, hooks.parts):
         # which members teacher i got, found by their (distinct, random) rows
         rows = [int(np.flatnonzero((x == r).all(1).numpy())[0]) for r in tx]
         assert sorted(rows) == sorted(part.tolist())

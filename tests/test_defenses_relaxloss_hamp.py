@@ -64,7 +64,7 @@ def test_relaxloss_descends_on_the_loss_above_alpha():
     ce = F.cross_entropy(z, y)
     assert float(ce) > 1.0
     for epoch in (0, 1):
-        objective, g = _grad(lambda v: hooks.loss(v, y, epoch)[0], z)
+        objective, g = _grad(lambda v, epoch=epoch: hooks.loss(v, y, epoch)[0], z)
         _, g_plain = _grad(lambda v: F.cross_entropy(v, y), z)
         assert float(objective) == pytest.approx(float(ce), rel=1e-6)
         torch.testing.assert_close(g, g_plain)
@@ -83,7 +83,7 @@ def test_relaxloss_ascends_below_alpha_on_even_epochs():
         objective, reported = hooks.loss(z, y, epoch)
         assert float(objective) == pytest.approx(-float(ce), rel=1e-6)
         assert float(reported) == pytest.approx(float(ce), rel=1e-6)   # the report is L, not −L
-        _, g = _grad(lambda v: hooks.loss(v, y, epoch)[0], z)
+        _, g = _grad(lambda v, epoch=epoch: hooks.loss(v, y, epoch)[0], z)
         _, g_plain = _grad(lambda v: F.cross_entropy(v, y), z)
         torch.testing.assert_close(g, -g_plain)
         assert branch(float(ce), 1.0, epoch) == ASCEND

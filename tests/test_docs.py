@@ -210,7 +210,8 @@ def test_the_tutorial_notebook_is_committed_without_outputs():
 def test_the_documentation_names_no_path_of_a_particular_machine(path):
     text = path.read_text(encoding="utf-8")
     for needle in ("/work/", "../shared", "/home/", "/root/", "/tmp/"):
-        assert needle not in text, f"{path.relative_to(ROOT)} names {needle!r}: write a placeholder (/path/to/data, DIR)"
+        assert needle not in text, (f"{path.relative_to(ROOT)} names {needle!r}: write a placeholder "
+                                    "(/path/to/data, DIR)")
 
 
 @pytest.mark.parametrize("text, expected", [

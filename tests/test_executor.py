@@ -76,7 +76,8 @@ def test_side_by_side_training_gives_the_one_by_one_models_bit_for_bit(tmp_path)
     for workers in (1, 2):
         root = tmp_path / f"w{workers}"
         done = []
-        _audit(root, LocalExecutor(workers=workers), hooks=AuditHooks(on_job_done=lambda j, r: done.append(j)))
+        _audit(root, LocalExecutor(workers=workers),
+               hooks=AuditHooks(on_job_done=lambda j, r, done=done: done.append(j)))
         assert sum(1 for j in done if j.kind == "train" and len(j.configs) > 1) >= 2
         tables.append((root / "reports" / "tradeoff.csv").read_bytes())
         weights.append({p.parent.name: p.read_bytes() for p in (root / "models").glob("[!.]*/weights.npz")})

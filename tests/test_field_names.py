@@ -114,7 +114,8 @@ def test_below_the_api_the_field_through_the_api_and_the_command_line_the_option
     with pytest.raises(ConfigError) as knob:
         make_config(dataset="digits", defence="mixup", knob=0)
     assert str(knob.value).startswith("`knob` for mixup is its alpha")
-    code, _, err = run_cli("train", "--dataset", "digits", "--defense", "mixup", "--knob", "0", "--workdir", str(tmp_path))
+    code, _, err = run_cli("train", "--dataset", "digits", "--defense", "mixup", "--knob", "0",
+                           "--workdir", str(tmp_path))
     assert code == 2 and one_error_line(err).startswith("error: --knob for mixup is its alpha")
 
 

@@ -38,9 +38,9 @@ def test_pinned_paper_values(sigma, epsilon):
     assert p.batches_per_epoch == 60
 
 
-def _naive_mu(sigma, l, epochs, c):
-    return 2 / sigma * math.sqrt(1 + c ** (2 * l - 2) * (1 - c * c) / (1 - c ** l) ** 2
-                                 * (1 - c ** (l * (epochs - 1))) / (1 + c ** (l * (epochs - 1))))
+def _naive_mu(sigma, batches, epochs, c):
+    return 2 / sigma * math.sqrt(1 + c ** (2 * batches - 2) * (1 - c * c) / (1 - c ** batches) ** 2
+                                 * (1 - c ** (batches * (epochs - 1))) / (1 + c ** (batches * (epochs - 1))))
 
 
 @pytest.mark.parametrize("eta_lambda", [1e-2, 1e-3, 5.4e-5])
@@ -70,7 +70,9 @@ def test_epsilon_decreases_with_eta_lambda():
 def test_gdp_delta_equals_the_hockey_stick_integral(mu):
     """δ(ε) of μ-GDP = E_P[(1 − e^{ε−L})₊], privacy loss L ~ N(μ²/2, μ²) under P."""
     for eps in (0.5, 2.0):
-        f = lambda l: max(0.0, 1 - math.exp(eps - l)) * norm.pdf(l, mu * mu / 2, mu)
+        def f(loss, eps=eps):
+            return max(0.0, 1 - math.exp(eps - loss)) * norm.pdf(loss, mu * mu / 2, mu)
+
         direct, _ = integrate.quad(f, eps, mu * mu / 2 + 12 * mu)
         assert gdp_delta(eps, mu) == pytest.approx(direct, rel=1e-6, abs=1e-12)
 
@@ -217,7 +219,8 @@ def test_replace_one_epsilon_of_a_cifar_recipe():
         acc.compose(dp_accounting.SelfComposedDpEvent(
             dp_accounting.PoissonSampledDpEvent(1 / 106, dp_accounting.GaussianDpEvent(sigma)), 5300))
         assert add_remove == pytest.approx(acc.get_epsilon(1e-5), rel=0.01)
-    assert replace_one_epsilon_sigma_half(1.0, 1 / 106, 5300, 1e-5)[0] / replace_one_epsilon(1.0, 1 / 106, 5300, 1e-5)[0] > 4
+    assert (replace_one_epsilon_sigma_half(1.0, 1 / 106, 5300, 1e-5)[0]
+            / replace_one_epsilon(1.0, 1 / 106, 5300, 1e-5)[0] > 4)
 
 
 def test_replace_one_falls_back_to_the_sigma_half_bound_past_prv_range():

@@ -59,8 +59,9 @@ def test_interrupts_under_load_end_cleanly_and_the_run_resumes(tmp_path):
     fresh = subprocess.run(args[:-1] + [str(tmp_path / "fresh")], capture_output=True, text=True, env=env,
                            timeout=600)
     assert fresh.returncode == 0, fresh.stderr[-2000:]
-    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "w" / "reports" / "tradeoff.csv").drop(columns="wall_seconds", errors="ignore"),
-                                  pd.read_csv(tmp_path / "fresh" / "reports" / "tradeoff.csv").drop(columns="wall_seconds", errors="ignore"))
+    pd.testing.assert_frame_equal(
+        pd.read_csv(tmp_path / "w" / "reports" / "tradeoff.csv").drop(columns="wall_seconds", errors="ignore"),
+        pd.read_csv(tmp_path / "fresh" / "reports" / "tradeoff.csv").drop(columns="wall_seconds", errors="ignore"))
 
 
 def _terminated_once(args: list[str], env: dict, ready) -> tuple[int, str]:

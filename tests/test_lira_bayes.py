@@ -185,6 +185,7 @@ def test_the_pool_attacks_run_the_shrunk_means_and_rmia_without_ties():
 
     phi = logit_scaled_confidence(logits, labels[None, :, None])
     np.testing.assert_allclose(s["lira-bayes-online"],
-                               lira_bayes_scores(logit_scaled_confidence(target, labels[:, None]), phi, keep), rtol=1e-9)
+                               lira_bayes_scores(logit_scaled_confidence(target, labels[:, None]), phi, keep),
+                               rtol=1e-9)
     top = s["rmia"] >= (z - 1) / z  # above the population's largest ratio
     assert top.sum() > 5 and len(np.unique(s["rmia"][top])) == top.sum()

@@ -60,7 +60,8 @@ def test_trace_is_saved_checksummed_and_changes_no_hash(tmp_path, digits):
     run = ensure_model(cfg, ws, DataCache(), "cpu")
     assert cfg.config_hash == hash_before and run.name == cfg.run_name
     trace, idx = ws.read_loss_trace(run.name)
-    assert trace.shape == (2, len(idx)) and (ws.model_dir(run.name) / FILE).stat().st_size < 2 * trace.size + 8 * len(idx) + 2000
+    assert trace.shape == (2, len(idx))
+    assert (ws.model_dir(run.name) / FILE).stat().st_size < 2 * trace.size + 8 * len(idx) + 2000
     manifest = (ws.model_dir(run.name) / "manifest.json").read_text()
     assert FILE in manifest
     (ws.model_dir(run.name) / FILE).write_bytes(b"not a trace")

@@ -232,7 +232,8 @@ def test_attacks_rank_by_the_strongest_rule_and_scan_lists_them_so():
     from privaudit.scanning.inputs import check
     from privaudit.scanning.run import scan
 
-    metrics = {"confidence": {"tpr_at_0p1pct_fpr": 0.0, "auc": 0.805}, "entropy": {"tpr_at_0p1pct_fpr": 0.0, "auc": 0.811},
+    metrics = {"confidence": {"tpr_at_0p1pct_fpr": 0.0, "auc": 0.805},
+               "entropy": {"tpr_at_0p1pct_fpr": 0.0, "auc": 0.811},
                "lira": {"tpr_at_0p1pct_fpr": 0.05, "auc": 0.7}, "none": {}}
     assert rank_attacks(metrics) == ["lira", "entropy", "confidence", "none"]
     rng = np.random.default_rng(3)

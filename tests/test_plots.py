@@ -66,13 +66,17 @@ def test_svg_element_strips_metadata_and_prefixes_ids():
 
 
 def test_compact_markup_keeps_the_drawing_and_writes_it_short():
-    svg = ('<g id="figure_1">\n  <g id="line2d_1">\n   <defs>\n    <path id="m5a1" d="M0 0V3.5" style="stroke: #000"/>\n'
-           '   </defs>\n' + "".join(f'   <use href="#m5a1" x="{x}.123456" y="2.5" style="fill: #0072b2; stroke: #0072b2"/>\n'
-                                  for x in range(3)) +
-           '  </g>\n  <g id="p-series-0"><path d="M1 1L2 2" style="fill: none"/></g>\n'
-           '  <text transform="rotate(-0 1 2)" style="font-family: \'DejaVu Sans\', \'Bitstream Vera Sans\', sans-serif">a</text>'
-           '  <g clip-path="url(#m5a1)">' + '<use href="#m5a1" x="1" y="2" style="fill: #0072b2; stroke: #0072b2"/>' * 2 +
-           '</g></g>')
+    svg = ('<g id="figure_1">\n  <g id="line2d_1">\n   <defs>\n'
+           '    <path id="m5a1" d="M0 0V3.5" style="stroke: #000"/>\n'
+           '   </defs>\n'
+           + "".join(f'   <use href="#m5a1" x="{x}.123456" y="2.5" style="fill: #0072b2; stroke: #0072b2"/>\n'
+                     for x in range(3))
+           + '  </g>\n  <g id="p-series-0"><path d="M1 1L2 2" style="fill: none"/></g>\n'
+           '  <text transform="rotate(-0 1 2)" '
+           'style="font-family: \'DejaVu Sans\', \'Bitstream Vera Sans\', sans-serif">a</text>'
+           '  <g clip-path="url(#m5a1)">'
+           + '<use href="#m5a1" x="1" y="2" style="fill: #0072b2; stroke: #0072b2"/>' * 2
+           + '</g></g>')
     out = compact_markup(svg, "p-")
     root = ET.fromstring(f"<svg>{out}</svg>")
     ids = [e.get("id") for e in root.iter() if e.get("id")]

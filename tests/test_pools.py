@@ -97,7 +97,7 @@ def test_every_attack_and_the_leave_one_out_summary(pooled):
                 "lira-offline-global", "lira-shrunk-online", "lira-shrunk-offline", "lira-bayes-online",
                 "lira-bayes-offline", "rmia", "quantile", "shadow-pool"}
     assert set(result.metrics) == expected
-    for name, m in result.metrics.items():
+    for m in result.metrics.values():
         assert 0 <= m["auc"] <= 1 and m["eps_lower_bound"] >= 0 and m["gdp_mu"] >= 0 and m["gdp_epsilon"] >= 0
         assert m["tpr_at_1pct_fpr_lo"] <= m["tpr_at_1pct_fpr"] <= m["tpr_at_1pct_fpr_hi"]
     # an overfit target: the strongest attacks clearly beat chance

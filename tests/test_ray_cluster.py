@@ -93,7 +93,8 @@ def _alive(pid: int) -> bool:
 
 def test_private_workspaces_of_dead_processes_on_this_host_are_removed(tmp_path):
     host = owner_tag().split("@", 1)[1]
-    dead, other_host = tmp_path / f"{PRIVATE_PREFIX}999999999@{host}-ab12", tmp_path / f"{PRIVATE_PREFIX}999999999@elsewhere-ab12"
+    dead = tmp_path / f"{PRIVATE_PREFIX}999999999@{host}-ab12"
+    other_host = tmp_path / f"{PRIVATE_PREFIX}999999999@elsewhere-ab12"
     live = tmp_path / f"{PRIVATE_PREFIX}{os.getppid()}@{host}-cd34"           # the parent process is alive
     for folder in (dead, other_host, live):
         folder.mkdir()

@@ -28,7 +28,8 @@ from privaudit.scanning.inputs import check, load
 NOT_BEFORE_A_REFUSAL = ("torch", "pandas", "sklearn", "scipy", "privaudit.scanning.run")
 #: the refusals that read no array: they answer without NumPy too
 WITHOUT_NUMPY = {"scan: missing input", "scan: --out an existing file", "scan: --out under a file",
-                 "scan: a result file is a folder", "export-logits: --out a folder", "export-logits: --out under a file",
+                 "scan: a result file is a folder", "export-logits: --out a folder",
+                 "export-logits: --out under a file",
                  "export-logits: no such target", "audit-model: missing weights", "audit-model: missing members file",
                  "audit-model: --out an existing file", "train: npz dataset missing", "train: npz dataset is text",
                  "attack: no such target", "audit: empty --kappas", "audit: bogus --canaries",
@@ -226,7 +227,8 @@ def test_output_path_checks(tmp_path):
     for call, message in [
         (lambda: check_output_folder(tmp_path / "f"), "`out` {p}/f is an existing file, not a folder"),
         (lambda: check_output_folder(tmp_path / "f" / "r"), "`out` {p}/f/r: {p}/f is a file, not a folder"),
-        (lambda: check_output_folder(tmp_path / "d", files=("attacks.csv",)), "`out` {p}/d: {p}/d/attacks.csv is a folder"),
+        (lambda: check_output_folder(tmp_path / "d", files=("attacks.csv",)),
+         "`out` {p}/d: {p}/d/attacks.csv is a folder"),
         (lambda: check_output_file(tmp_path / "d"), "`out` {p}/d is a folder; it must name the file to write"),
         (lambda: check_output_file(tmp_path / "f" / "x.npz", "--into"), "--into {p}/f/x.npz: {p}/f is a file"),
     ]:

@@ -34,7 +34,8 @@ def test_jackknife_se_of_a_mean_is_the_standard_error_of_the_unit_means():
 def test_detectable_difference_closed_form():
     # normal: (1.95996 + 0.84162) · se; two comparisons: the strictest Holm step, α/2
     assert detectable_difference(0.1) == pytest.approx(0.280158, abs=1e-5)
-    assert detectable_difference(0.1, tests=2) == pytest.approx(0.1 * (stats.norm.ppf(1 - 0.0125) + stats.norm.ppf(0.8)))
+    assert detectable_difference(0.1, tests=2) == pytest.approx(0.1 * (stats.norm.ppf(1 - 0.0125)
+                                                                       + stats.norm.ppf(0.8)))
     assert detectable_difference(1.0, df=4) == pytest.approx(stats.t.ppf(0.975, 4) + stats.t.ppf(0.8, 4))
     assert math.isnan(detectable_difference(math.nan))
 
@@ -147,7 +148,8 @@ def _world(rng: np.random.Generator, dp_excess: float) -> pd.DataFrame:
             se = sd / math.sqrt(MODELS)
             cols[f"pool_{key}"] = truth + se * rng.standard_normal()
             cols[f"pool_{key}_se"] = se * math.sqrt(rng.chisquare(pairs - 1) / (pairs - 1))
-        rows.append(dict(target_run=name, model="mlp", dataset="digits", defence="dpsgd" if dp else ("mg" if kappa else "none"),
+        rows.append(dict(target_run=name, model="mlp", dataset="digits",
+                         defence="dpsgd" if dp else ("mg" if kappa else "none"),
                          kappa=kappa, dp=dp, noise_multiplier=sigma, seed=0, attack="lira-shrunk-online",
                          test_accuracy=acc, gdp_mu=mu, **cols))
     return pd.DataFrame(rows)

@@ -62,8 +62,8 @@ def test_the_checker_sees_script_errors(tmp_path):
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
-    result = CliRunner().invoke(app, ["audit", "--dataset", "digits", "--kappas", "0.5", "--sigmas", "1", "--epochs", "3",
-                                      "--attacks", "all", "--pool-size", "4", "--workdir", str(root)])
+    result = CliRunner().invoke(app, ["audit", "--dataset", "digits", "--kappas", "0.5", "--sigmas", "1",
+                                      "--epochs", "3", "--attacks", "all", "--pool-size", "4", "--workdir", str(root)])
     assert result.exit_code == 0, result.output
     experiments.run_smoothing(root, kappas=(0.5,), draws=2000)
     experiments.run_convergence(root, kappas=(0.0, 1.0), iterations=80, n=60, m=30)
@@ -95,7 +95,8 @@ def test_report_loads_clean_with_every_section(workspace, tmp_path):
 
 # one κ and one σ: compared only where their accuracies meet (docs/methods.md E), else no
 # verdict ("not compared") and the reason, which names the defence that falls short
-VERDICT = r"MG noise leaks less|DP-SGD leaks less|no significant difference at 95 %|no interval: cannot decide|not compared"
+VERDICT = (r"MG noise leaks less|DP-SGD leaks less|no significant difference at 95 %|no interval: cannot decide"
+           r"|not compared")
 NO_SHARED_ACCURACY = r"No iso-accuracy comparison: no (DP-SGD|MG-noise) setting is as accurate as any"
 PROBE = """<script>addEventListener("load", () => {
   const v = document.getElementById("verdict").getBoundingClientRect();

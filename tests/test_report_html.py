@@ -36,7 +36,8 @@ def _row(run, model, dataset, *, kappa=0.0, sigma=float("nan"), eps=float("nan")
         noise_multiplier=sigma, epsilon=eps, delta=1e-5 if dp else np.nan,
         accountant="prv" if dp else np.nan, seed=0, part_size=10520, epochs=50,
         train_accuracy=min(1.0, test_acc + 0.2), test_accuracy=test_acc, attack=attack,
-        auc=auc, auc_lo=auc - 0.006, auc_hi=auc + 0.006, accuracy=0.5 + (auc - 0.5) * 0.8, precision=precision, recall=recall,
+        auc=auc, auc_lo=auc - 0.006, auc_hi=auc + 0.006, accuracy=0.5 + (auc - 0.5) * 0.8, precision=precision,
+        recall=recall,
         threshold=0.5, advantage=2 * (auc - 0.5), tpr_at_1pct_fpr=0.02 + (auc - 0.5) * 0.1,
         tpr_at_0p1pct_fpr=0.002, n_members=10520, n_nonmembers=10520)
     row.update(extra)
@@ -269,7 +270,8 @@ def test_report_has_all_sections_and_plots():
     # one table row per table row (plus one group-head row per model/dataset)
     table_html = doc[doc.index('id="table"'):doc.index('id="g-')]
     assert table_html.count("<tr") == len(table) + 2 + 1
-    # formatting: 3 decimals, the accountant's epsilon, an upper bound, with 3 significant digits rounded up (28.31 -> 28.4), dash for NaN
+    # formatting: 3 decimals, the accountant's epsilon, an upper bound, with 3 significant digits rounded up
+    # (28.31 -> 28.4), dash for NaN
     assert ">28.4<" in table_html and ">4.11<" in table_html
     assert ">0.700<" in table_html and ">—<" in table_html
     # findings: DP-SGD's AUC is higher at equal accuracy in the synthetic cnn data
@@ -617,7 +619,8 @@ def test_exposure_table_has_a_row_per_setting_and_a_column_per_class():
                      ("", "0.550")]
     k_cells = re.findall(r"<td class=\"num([^\"]*)\">([^<]*)</td>", k05)
     assert k_cells[2] == (" e2 top", "0.700") and k_cells[3] == (" missing", "—")  # NaN AUC
-    assert "4711 (cat), 12 (airplane)" in _plain(base) and '<span class="nw">4711 (cat)</span>' in base and 'title="4711 (cat): score 7.25; 12 (airplane): score 6.50"' in base
+    assert "4711 (cat), 12 (airplane)" in _plain(base) and '<span class="nw">4711 (cat)</span>' in base
+    assert 'title="4711 (cat): score 7.25; 12 (airplane): score 6.50"' in base
     assert "99 (horse)" in k05
     # digits: the digits themselves; unknown data sets: the class number
     dig = make_pool_table("mlp", "digits")
@@ -786,7 +789,8 @@ def digits_like(seed=0):
         for attack in DIGITS_ATTACKS:
             scores = rng.normal(labels * rng.uniform(0.1, 0.8), 1.0)
             rocs[run][attack] = roc(labels, scores)
-            auc, tpr, tpr1, in_pool = auc_score(labels, scores), rng.uniform(0, 0.05), rng.uniform(0, 0.1), attack in POOL
+            auc, tpr, tpr1, in_pool = (auc_score(labels, scores), rng.uniform(0, 0.05), rng.uniform(0, 0.1),
+                                       attack in POOL)
             loo = dict(loo_n_targets=8, loo_auc_mean=auc - 0.01, loo_auc_std=rng.uniform(0, 0.05),
                        loo_eps_lower_bound_mean=rng.uniform(0, 2), loo_eps_lower_bound_std=rng.uniform(0, 0.5))
             rows.append(_row(run, "mlp", "digits", attack=attack, auc=auc, test_acc=rng.uniform(0.85, 0.95),

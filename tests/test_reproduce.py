@@ -186,7 +186,8 @@ def test_epoch_claims_compare_slopes_by_seed():
     for seed in range(3):
         for kappa, rate in ((0.0, 0.10), (1.2, 0.04)):
             for e in (5, 10, 20):
-                rows.append({"seed": seed, "kappa": kappa, "epochs": e, "auc": 0.5 + rate * e / 100 + 0.001 * seed * e / 20})
+                rows.append({"seed": seed, "kappa": kappa, "epochs": e,
+                             "auc": 0.5 + rate * e / 100 + 0.001 * seed * e / 20})
     claims = epoch_claims(pd.DataFrame(rows))
     assert [c.verdict for c in claims] == [AGREES, AGREES, AGREES]
     assert claims[0].value == pytest.approx(0.105)   # per 100 epochs: 0.10 + the seeds' mean drift 0.005

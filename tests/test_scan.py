@@ -291,7 +291,8 @@ def attacked(tmp_path_factory, data_cache, tiny):
     ws = Workspace(tmp_path_factory.mktemp("scan-ws")).ensure_writable()
     cfg = tiny(part_size=80, width=96, epochs=25, batch_size=20, seed=6)
     target = ensure_model(cfg, ws, data_cache, CPU)
-    result = attack_target(ws, target.name, data_cache, CPU, AttackPlan.from_choices(["shadow", "loss", "lira", "rmia"], 4))
+    result = attack_target(ws, target.name, data_cache, CPU,
+                           AttackPlan.from_choices(["shadow", "loss", "lira", "rmia"], 4))
     return ws, target, result
 
 

@@ -309,9 +309,11 @@ MG_SHORT = [("base", 0.0, math.nan, 0.80), ("k1", 1.0, math.nan, 0.55), ("k2", 2
 
 
 @pytest.mark.parametrize("grid, says", [
-    (DP_SHORT, ["no DP-SGD setting is as accurate as any MG-noise setting (MG noise 0.308–0.321; best DP-SGD 0.292 at σ=0.5)",
+    (DP_SHORT, ["no DP-SGD setting is as accurate as any MG-noise setting (MG noise 0.308–0.321; best DP-SGD 0.292 at "
+                "σ=0.5)",
                 "add a smaller σ (--sigmas)"]),
-    (MG_SHORT, ["no MG-noise setting is as accurate as any DP-SGD setting (DP-SGD 0.620–0.720; best MG noise 0.550 at κ=1)",
+    (MG_SHORT, ["no MG-noise setting is as accurate as any DP-SGD setting (DP-SGD 0.620–0.720; best MG noise 0.550 at "
+                "κ=1)",
                 "add a smaller κ (--kappas"]),
 ])
 def test_no_verdict_where_one_defence_has_no_setting_as_accurate(grid, says):

@@ -50,8 +50,8 @@ def test_early_rate_does_not_depend_on_kappa(figure3a):
 def test_output_variance_is_what_holds_the_floor_up(figure3a):
     s = figure3a.summary.set_index("kappa")
     for kappa in (0.6, 1.0):
-        assert s.loc[kappa, "masked_loss"] == pytest.approx(s.loc[kappa, "smoothed_loss"] + s.loc[kappa, "output_variance"],
-                                                           rel=0.03)
+        assert s.loc[kappa, "masked_loss"] == pytest.approx(
+            s.loc[kappa, "smoothed_loss"] + s.loc[kappa, "output_variance"], rel=0.03)
     assert s.loc[0.0, "output_variance"] == 0.0
     assert s.loc[0.6, "output_variance"] < s.loc[1.0, "output_variance"]
 

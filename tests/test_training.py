@@ -34,13 +34,14 @@ def test_every_model_builds_for_digits_and_cifar_shapes(name, shape, dp):
 def test_mlp_width_and_cnn_layers():
     mlp = build_model("mlp", (3, 32, 32), 10, width=37)
     linears = [m for m in mlp.modules() if isinstance(m, nn.Linear)]
-    assert [(l.in_features, l.out_features) for l in linears] == [(3072, 37), (37, 10)]
+    assert [(lin.in_features, lin.out_features) for lin in linears] == [(3072, 37), (37, 10)]
     cnn = build_model("cnn", (3, 32, 32), 10, width=100)
     convs = [m for m in cnn.modules() if isinstance(m, nn.Conv2d)]
     assert [(c.out_channels, c.kernel_size, c.padding) for c in convs] == [(32, (5, 5), (2, 2)), (32, (5, 5), (0, 0))]
     assert any(isinstance(m, nn.Tanh) for m in cnn.modules())
     # the authors' shapes: 32 -> pool 16 -> unpadded 5x5: 12 -> pool 6, so 32 * 6 * 6 features, then n_hidden 100
-    assert [(l.in_features, l.out_features) for l in cnn.modules() if isinstance(l, nn.Linear)] == [(1152, 100), (100, 10)]
+    assert [(lin.in_features, lin.out_features)
+            for lin in cnn.modules() if isinstance(lin, nn.Linear)] == [(1152, 100), (100, 10)]
     # on 8x8 digits the second convolution is padded (4x4 would vanish): the documented deviation
     small = build_model("cnn", (1, 8, 8), 10, width=100)
     assert [c.padding for c in small.modules() if isinstance(c, nn.Conv2d)] == [(2, 2), (2, 2)]
@@ -61,13 +62,13 @@ def test_cnn_improved_uses_groupnorm_under_dp_and_batchnorm_otherwise():
     assert ModuleValidator.validate(plain, strict=False) != []
     # the attack and DP sweeps' variant: a third block of 128 filters, dropout 0.2, 0.3, 0.4, dense 256, dropout 0.5
     assert [m.p for m in plain.modules() if isinstance(m, nn.Dropout)] == [0.2, 0.3, 0.4, 0.5]
-    assert [(l.in_features, l.out_features) for l in plain.modules() if isinstance(l, nn.Linear)] == [(2048, 256),
-                                                                                                      (256, 10)]
+    assert [(lin.in_features, lin.out_features)
+            for lin in plain.modules() if isinstance(lin, nn.Linear)] == [(2048, 256), (256, 10)]
     # Figure 4's two-block variant: dense 100 after 64 filters at 8x8
     small = build_model("cnn-improved-small", (3, 32, 32), 10, width=100)
     assert [m.p for m in small.modules() if isinstance(m, nn.Dropout)] == [0.2, 0.3, 0.5]
-    assert [(l.in_features, l.out_features) for l in small.modules() if isinstance(l, nn.Linear)] == [(4096, 100),
-                                                                                                      (100, 10)]
+    assert [(lin.in_features, lin.out_features)
+            for lin in small.modules() if isinstance(lin, nn.Linear)] == [(4096, 100), (100, 10)]
 
 
 def test_default_widths_follow_the_paper():
@@ -140,7 +141,9 @@ def test_same_seed_same_metrics_and_weights_different_seed_different_weights(tmp
         runs.append((ws, ensure_model(cfg, ws, data_cache, CPU)))
     (ws_a, a), (ws_b, b) = runs
     assert not a.reused and not b.reused
-    strip = lambda m: {k: v for k, v in m.items() if k not in TIMING_KEYS}
+    def strip(m):
+        return {k: v for k, v in m.items() if k not in TIMING_KEYS}
+
     assert strip(a.metrics) == strip(b.metrics)
     assert a.metrics["loss_history"] == b.metrics["loss_history"]
     wa, wb = _weights(ws_a, a.name), _weights(ws_b, b.name)

@@ -78,15 +78,15 @@ def noisycgd_mu(noise_multiplier: float, dataset_size: int, batch_size: int, epo
     return 2.0 / noise_multiplier * math.sqrt(_growth(c, dataset_size // batch_size, epochs))
 
 
-def _growth(c: float, l: int, epochs: int) -> float:
-    """The factor under the square root of μ_E, with log1p/expm1 where ηλ is tiny."""
+def _growth(c: float, batches: int, epochs: int) -> float:
+    """The factor under the square root of μ_E (``batches`` is l), with log1p/expm1 where ηλ is tiny."""
     if c == 0.0:
         return 1.0
     log_c = math.log(c)
-    one_minus_cl = -math.expm1(l * log_c)                  # 1 − c^l
-    tail = math.exp(l * (epochs - 1) * log_c)              # c^{l(E−1)}
-    one_minus_c2 = -math.expm1(2 * log_c)                  # 1 − c²
-    return 1.0 + math.exp((2 * l - 2) * log_c) * one_minus_c2 / one_minus_cl ** 2 * (1 - tail) / (1 + tail)
+    one_minus_cl = -math.expm1(batches * log_c)                # 1 − c^l
+    tail = math.exp(batches * (epochs - 1) * log_c)            # c^{l(E−1)}
+    one_minus_c2 = -math.expm1(2 * log_c)                      # 1 − c²
+    return 1.0 + math.exp((2 * batches - 2) * log_c) * one_minus_c2 / one_minus_cl ** 2 * (1 - tail) / (1 + tail)
 
 
 def _check_schedule(noise_multiplier: float, dataset_size: int, batch_size: int, epochs: int) -> None:

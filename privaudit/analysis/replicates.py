@@ -47,8 +47,9 @@ def jackknife_se(leave_out: Sequence[float]) -> float:
     return float(math.sqrt((p - 1) / p * float(np.sum((v - v.mean()) ** 2))))
 
 
-def replicates(per_model: Mapping[str, Sequence[Mapping[str, Any]]], jackknife: Mapping[str, Sequence[Mapping[str, Any]]],
-               accuracies: Sequence[float], measures: Sequence[str], delta: float) -> dict[str, dict[str, Any]]:
+def replicates(per_model: Mapping[str, Sequence[Mapping[str, Any]]],
+               jackknife: Mapping[str, Sequence[Mapping[str, Any]]], accuracies: Sequence[float],
+               measures: Sequence[str], delta: float) -> dict[str, dict[str, Any]]:
     """What an attack folder keeps of its pool's replicates, per attack: ``models``, one dict
     per pool model (its ``test_accuracy`` and each of ``measures`` as the leave-one-out
     target), ``pairs``, one dict per left-out pair (the means of the pool without it,
@@ -75,8 +76,8 @@ def replicates(per_model: Mapping[str, Sequence[Mapping[str, Any]]], jackknife: 
 
 def pool_columns(kept: Mapping[str, Any], measures: Sequence[str]) -> dict[str, float]:
     """The trade-off table's pool columns of one attack's :func:`replicates`: ``pool_n`` (the
-    replicates), ``pool_delta`` (the δ of their ε), and for the test accuracy and each measure ``pool_<measure>`` (the mean over
-    the pool's models) and ``pool_<measure>_se`` (its jackknife standard error, NaN without
+    replicates), ``pool_delta`` (the δ of their ε), and for the test accuracy and each measure ``pool_<measure>`` (the
+    mean over the pool's models) and ``pool_<measure>_se`` (its jackknife standard error, NaN without
     pairs to leave out)."""
     models, pairs = kept.get("models", []), kept.get("pairs", [])
     out: dict[str, float] = {"pool_n": float(len(models)), "pool_delta": float(kept.get("delta", math.nan))}

@@ -37,10 +37,12 @@ class AttackResults(ShortRepr):
     workdir: Path
     report_path: Path | None = None  #: the rebuilt HTML report (None with ``report=False``)
     csv_path: Path | None = None     #: the rebuilt trade-off table
-    results: list[AttackResult] = field(repr=False, default_factory=list)  #: privaudit.pipeline.attacking.AttackResult each
+    #: privaudit.pipeline.attacking.AttackResult each
+    results: list[AttackResult] = field(repr=False, default_factory=list)
     plan: Any = field(repr=False, default=None)              #: privaudit.pipeline.attacking.AttackPlan
     report: Any = field(repr=False, default=None)            #: privaudit.api.report.WorkspaceReport
-    rows: list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]] = field(repr=False, default_factory=list)
+    rows: list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]] = field(
+        repr=False, default_factory=list)
 
     def summary_rows(self) -> list[tuple[RunConfig, dict[str, Any], dict[str, Any], dict[str, Any]]]:
         """Per target: (its config, its model's metrics, the metrics of the attacks asked for,

@@ -53,12 +53,16 @@ class AuditReport(ShortRepr):
     jobs: int
     wall_seconds: float
     phase_seconds: dict[str, float]
-    targets: list[RunResult] = field(repr=False, default_factory=list)   #: privaudit.pipeline.runs.RunResult, one per target
-    configs: list[RunConfig] = field(repr=False, default_factory=list)   #: each target's config, in the order of ``targets``
-    attacks: list[AttackResult] = field(repr=False, default_factory=list)   #: privaudit.pipeline.attacking.AttackResult, one per target
+    #: privaudit.pipeline.runs.RunResult, one per target
+    targets: list[RunResult] = field(repr=False, default_factory=list)
+    #: each target's config, in the order of ``targets``
+    configs: list[RunConfig] = field(repr=False, default_factory=list)
+    #: privaudit.pipeline.attacking.AttackResult, one per target
+    attacks: list[AttackResult] = field(repr=False, default_factory=list)
     summary: Any = field(repr=False, default=None)            #: privaudit.reporting.summary.Summary
     match_accuracy: list[tuple[RunConfig, TargetMatch]] = field(repr=False, default_factory=list)
-    target_matches: list[TargetMatch] = field(repr=False, default_factory=list)  #: privaudit.executor.auditing.TargetMatch
+    #: privaudit.executor.auditing.TargetMatch
+    target_matches: list[TargetMatch] = field(repr=False, default_factory=list)
     attack_plan: Any = field(repr=False, default=None)
 
     def scores(self, target: str | None = None) -> pd.DataFrame:
@@ -117,8 +121,8 @@ class AuditReport(ShortRepr):
         return (f"<div><h3>privaudit audit: {len(self.targets)} targets, {len(self.seeds)} seed"
                 f"{'s' if len(self.seeds) > 1 else ''}</h3><h4>At equal test accuracy, which defence leaks less?</h4>"
                 f"{verdicts}<h4>Trade-off table (first 20 of {len(self.table)} rows)</h4>{table}"
-                f"<p>Report: <a href=\"{html.escape(self.report_path.resolve().as_uri())}\">{html.escape(str(self.report_path))}"
-                f"</a></p></div>")
+                f"<p>Report: <a href=\"{html.escape(self.report_path.resolve().as_uri())}\">"
+                f"{html.escape(str(self.report_path))}</a></p></div>")
 
 
 @params.options_named
@@ -141,8 +145,8 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     entries or a mapping; MG noise and DP-SGD rows then come only when named or when
     ``kappas`` / ``sigmas`` are given); ``target_accuracies`` searches each defence's knob to
     each accuracy instead of a grid; ``canaries`` (``"mislabeled:N"``, ``"ood:N"``) plants
-    worst-case points and reports each attack's TPR on them; each with its shadow (and the reference pool the strongest attacks need),
-    attack every target, and write the trade-off table and the report under ``workdir``.
+    worst-case points and reports each attack's TPR on them; each with its shadow (and the reference pool the strongest
+    attacks need), attack every target, and write the trade-off table and the report under ``workdir``.
 
     ``recipe`` (a :class:`~privaudit.api.recipe.Recipe`) sets how every model trains; its fields
     may also be given, or overridden, as keyword arguments (``model=``, ``dataset=``,

@@ -33,7 +33,8 @@ class ModelAudit(ScanReport):
     per attack, per class and slice, the headline, the page) with how well the reference
     models match it (:attr:`references`)."""
 
-    references: dict[str, Any] = field(default_factory=dict)  #: accuracies, KS distance and warnings of the references' match
+    #: accuracies, KS distance and warnings of the references' match
+    references: dict[str, Any] = field(default_factory=dict)
     _command = "audit-model"
 
     @property
@@ -86,7 +87,8 @@ def _check_paths(weights: Path, members: str, non_members: str | None, workdir: 
 
 @params.options_named
 def audit_model(*, weights: str | Path, members: str, model: str = "mlp",
-                model_args: Sequence[str] | dict[str, Any] | None = None, width: int | None = None, dataset: str = "cifar10",
+                model_args: Sequence[str] | dict[str, Any] | None = None, width: int | None = None,
+                dataset: str = "cifar10",
                 data_dir: str | Path | None = None, download: bool = False, non_members: str | None = None,
                 references: int = 8, epochs: int = 10, batch_size: int = 128, lr: float = 1e-3,
                 weight_decay: float | None = None, augment: str = "none", kappa: float = 0.0,

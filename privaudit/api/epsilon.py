@@ -96,7 +96,8 @@ def epsilon(*, defence: str, batch_size: int, dataset_size: int, epochs: int, no
                  "epochs": epochs, "batches_per_epoch": per_epoch}
     if defence == "noisycgd":
         if lr is None or l2 is None:
-            raise ConfigError("--defence noisycgd needs --lr and --weight-decay (the bound depends on the contraction 1 - lr·λ)")
+            raise ConfigError("--defence noisycgd needs --lr and --weight-decay (the bound depends on the contraction "
+                              "1 - lr·λ)")
         from privaudit.analysis.accounting import replace_one_epsilon, replace_one_epsilon_sigma_half
         from privaudit.analysis.hidden_state import noisycgd_epsilon, noisycgd_noise_for_epsilon, smoothness_ceiling
 

@@ -14,7 +14,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, Union, cast, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from privaudit.api.recipe import model_args as model_args  # the --model-arg pairs, parsed where the recipe is
 from privaudit.core.defaults import MAX_SEED
@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from privaudit.pipeline.runs import DataCache
 
 #: a grid of numbers: "0.5,1", "none", or a sequence of numbers
-Grid = Union[str, Sequence[float], None]
+Grid = str | Sequence[float] | None
 #: seeds: "0,1,2", one integer, or a sequence of integers
-Seeds = Union[str, int, Sequence[int], None]
+Seeds = str | int | Sequence[int] | None
 
 
 def outside(value: float, low: float | None, high: float | None, low_open: bool) -> bool:

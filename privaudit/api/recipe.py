@@ -2,8 +2,8 @@
 
 A :class:`Recipe` holds what the user chooses about how the models are trained, before the
 defaults: the architecture, the data, the sizes and the optimisation (``None``: the default
-of :func:`privaudit.core.config.make_config`, which depends on the model and dataset). The command line builds one from its shared recipe options
-(:data:`privaudit.cli.options.RECIPE_OPTIONS`); the API takes it as ``recipe=`` or as keyword
+of :func:`privaudit.core.config.make_config`, which depends on the model and dataset). The command line builds one from
+its shared recipe options (:data:`privaudit.cli.options.RECIPE_OPTIONS`); the API takes it as ``recipe=`` or as keyword
 overrides (:meth:`Recipe.with_overrides`); :meth:`Recipe.config` turns it, with a defence and a
 seed, into a validated :class:`~privaudit.core.config.RunConfig`. A new recipe setting is a
 field here, a row of the command line's option table, and where the config holds it.

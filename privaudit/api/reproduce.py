@@ -37,7 +37,8 @@ class Reproduction(ShortRepr):
     its interval and a reading (:attr:`claims`), the counts, the page and its tables."""
 
     claims: pd.DataFrame         #: figure, model, statement, value, lo, hi, verdict (agrees / disagrees / …)
-    counts: dict[str, Any]         #: agrees, disagrees, other: family-wise (summary["familywise"]: the correction and the one-by-one counts)
+    #: agrees, disagrees, other: family-wise (summary["familywise"]: the correction and the one-by-one counts)
+    counts: dict[str, Any]
     report_path: Path              #: the page (index.html)
     folder: Path                   #: reports/reproduce/<paper>: the figures, the CSVs, summary.json
     summary: dict[str, Any] = field(repr=False, default_factory=dict)  #: what ``--json`` prints
@@ -58,8 +59,10 @@ class Reproduction(ShortRepr):
         table = self.claims[keep].to_html(index=False, border=0, float_format=lambda v: f"{v:+.3f}")
         n = self.counts
         return (f"<div><h3>The paper's statements, checked: {n.get('agrees', 0)} agree, {n.get('disagrees', 0)} "
-                f"disagree, {n.get('other', 0)} undecided or comparisons (family-wise: {html.escape(str(self.summary.get('familywise', {}).get('correction', '')))})</h3>{table}<p>Page: <a href=\""
-                f"{html.escape(self.report_path.resolve().as_uri())}\">{html.escape(str(self.report_path))}</a></p></div>")
+                f"disagree, {n.get('other', 0)} undecided or comparisons (family-wise: "
+                f"{html.escape(str(self.summary.get('familywise', {}).get('correction', '')))})</h3>{table}"
+                f"<p>Page: <a href=\"{html.escape(self.report_path.resolve().as_uri())}\">"
+                f"{html.escape(str(self.report_path))}</a></p></div>")
 
 
 def _words(value: str | Sequence[str] | None, option: str, allowed: Sequence[str]) -> list[str] | None:
@@ -215,7 +218,8 @@ def _masked_neurons(*, scale: str, data_dir: str | Path | None, experiments: str
     Workspace(workdir).ensure_writable(log=log)
     r = mn.masked_neurons_reproduction(scale, data=data_dir, seeds=seed_list, experiments=chosen, workdir=workdir,
                                        log=log)
-    outcome = Outcome(key="masked-neurons", paper=MASKED_NEURONS_PAPER, title="The masked-neurons paper's Figure 2, reproduced",
+    outcome = Outcome(key="masked-neurons", paper=MASKED_NEURONS_PAPER,
+                      title="The masked-neurons paper's Figure 2, reproduced",
                       methods="Protocol and checks: docs/methods.md C.1.", settings=r.settings, glance=list(r.notes),
                       claims=r.claims, figures=r.figures, tables=r.tables, section_order=r.section_order)
     summary = write_outputs(Workspace(workdir).reports, outcome, wall_seconds=time_since(t0), command=command)

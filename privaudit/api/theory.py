@@ -80,7 +80,8 @@ class TheoryResult(ShortRepr):
                 f"{html.escape(str(self.page_path))}</a></p></div>")
 
 
-def _floats(value: params.Grid, option: str, *, low: float = 0.0, allow_low: bool = True, high: float = 100.0) -> list[float]:
+def _floats(value: params.Grid, option: str, *, low: float = 0.0, allow_low: bool = True,
+            high: float = 100.0) -> list[float]:
     values = params.grid(value, option, low=low, low_open=not allow_low, high=high)
     if not values:
         raise ConfigError(f"{option} needs at least one value")

@@ -64,7 +64,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 import numpy.typing as npt
@@ -117,7 +116,7 @@ class AugmentationSpec:
         return augmentation_count(self.radius, flip=self.flip, shape=self.shape)
 
 
-AugmentationsLike = Union[AugmentationSpec, Sequence[Augmentation]]
+AugmentationsLike = AugmentationSpec | Sequence[Augmentation]
 
 
 def augmentation_count(radius: int, *, flip: bool = False, shape: str = "ball") -> int:

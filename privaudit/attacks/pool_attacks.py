@@ -317,7 +317,8 @@ def _features(logits: np.ndarray, pop_logits: np.ndarray | None, labels: np.ndar
 
 def pair_jackknife(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.ndarray, labels: np.ndarray,
                    pop_labels: np.ndarray | None, per_target: dict[str, list[dict[str, Any]]], *,
-                   attacks: tuple[str, ...], delta: float, confidence: float = 0.95) -> dict[str, list[dict[str, float]]]:
+                   attacks: tuple[str, ...], delta: float,
+                   confidence: float = 0.95) -> dict[str, list[dict[str, float]]]:
     """The delete-one-pair jackknife of the pool's leave-one-out means (docs/methods.md E).
 
     For each complementary pair j of the M pool models, the attacks' scores are computed

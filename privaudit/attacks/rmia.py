@@ -196,8 +196,8 @@ def calibrate_a(
       - ``p_ref_z_by_model`` (M, Z), all M models' probabilities on population samples that
         no model trained on, when given.
     Samples with no OUT model among the references are left out of that simulation. The
-    AUC (:func:`privaudit.analysis.metrics.auc_score`, scikit-learn's ``roc_auc_score``) of :func:`rmia_scores` with every candidate a is
-    averaged over pseudo-targets, and the a with the largest mean AUC is returned (the
+    AUC (:func:`privaudit.analysis.metrics.auc_score`, scikit-learn's ``roc_auc_score``) of :func:`rmia_scores` with
+    every candidate a is averaged over pseudo-targets, and the a with the largest mean AUC is returned (the
     smallest such a on ties).
 
     Where the authors' code differs: its ``tune_offline_a`` (ml_privacy_meter) attacks one

@@ -39,7 +39,8 @@ class ShadowAttack:
         """Fit on precomputed top-k sorted posteriors, (N_in, k) and (N_out, k)."""
         x = np.concatenate([members, nonmembers])
         y = np.concatenate([np.ones(len(members)), np.zeros(len(nonmembers))])
-        self.model = make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=1000)).fit(x, y)
+        self.model = make_pipeline(StandardScaler(),
+                                   LogisticRegression(class_weight="balanced", max_iter=1000)).fit(x, y)
         return self
 
     def scores(self, logits: np.ndarray) -> np.ndarray:

@@ -40,7 +40,8 @@ def _click_exceptions():
 _ABORT = getattr(typer, "Abort", None) or _click_exceptions().Abort
 # Click >= 8.2 raises this for a group called without arguments (no_args_is_help); older Click
 # prints the help itself.
-_NO_ARGS_IS_HELP: Any = getattr(_click_exceptions(), "NoArgsIsHelpError", None) or type("_NoSuchError", (Exception,), {})
+_NO_ARGS_IS_HELP: Any = (getattr(_click_exceptions(), "NoArgsIsHelpError", None)
+                         or type("_NoSuchError", (Exception,), {}))
 
 
 def run_one_line(invoke) -> int:
@@ -126,13 +127,21 @@ def _root(_version: Annotated[bool, typer.Option("--version", callback=_print_ve
 #: the commands: (name, function, the one line ``privaudit --help`` gives it)
 COMMANDS = (
     ("train", train.train_cmd, "Train one target model with a defence and save it to the workspace."),
-    ("attack", attack.attack_cmd, "Attack trained targets: the paper's shadow-model attack, the loss/confidence/data-free baselines, LiRA, RMIA, the quantile-regression attack, the label-only attacks and the one-run canary audit."),
+    ("attack", attack.attack_cmd, "Attack trained targets: the paper's shadow-model attack, the "
+                                  "loss/confidence/data-free baselines, LiRA, RMIA, the quantile-regression attack, "
+                                  "the label-only attacks and the one-run canary audit."),
     ("report", report.report_cmd, "Rebuild reports/tradeoff.csv and reports/index.html from the whole workspace."),
-    ("audit", audit.audit_cmd, "The main job: baseline, MG-noise grid and DP-SGD grid for one model: train, attack, report."),
-    ("scan", scan.scan_cmd, "Audit a model from its outputs alone: arrays of logits, probabilities or losses from any framework (.npz, .npy folder or CSV), with every attack they allow."),
-    ("export-logits", scan.export_cmd, "Write a trained target's outputs (with its shadow model's and a pool's) as an .npz that privaudit scan reads."),
-    ("audit-model", scan.audit_model_cmd, "Audit a model trained elsewhere from its weights file: references trained with its recipe on data it did not see, every attack, intervals, and how well the references match."),
-    ("epsilon", epsilon.epsilon_cmd, "The epsilon a NoisyCGD or DP-SGD setting will cost (or the noise for a target epsilon), without training."),
+    ("audit", audit.audit_cmd, "The main job: baseline, MG-noise grid and DP-SGD grid for one model: train, attack, "
+                               "report."),
+    ("scan", scan.scan_cmd, "Audit a model from its outputs alone: arrays of logits, probabilities or losses from any "
+                            "framework (.npz, .npy folder or CSV), with every attack they allow."),
+    ("export-logits", scan.export_cmd, "Write a trained target's outputs (with its shadow model's and a pool's) as an "
+                                       ".npz that privaudit scan reads."),
+    ("audit-model", scan.audit_model_cmd, "Audit a model trained elsewhere from its weights file: references trained "
+                                          "with its recipe on data it did not see, every attack, intervals, and how "
+                                          "well the references match."),
+    ("epsilon", epsilon.epsilon_cmd, "The epsilon a NoisyCGD or DP-SGD setting will cost (or the noise for a target "
+                                     "epsilon), without training."),
 )
 for _name, _function, _help in COMMANDS:
     app.command(_name, cls=Command, help=_help)(_function)

@@ -54,9 +54,22 @@ def audit_cmd(
     shadow_dataset: ShadowDatasetOpt = None,
     seed: SeedOpt = 0,
     seeds: SeedsOpt = None,
-    match_accuracy: Annotated[bool, typer.Option("--match-accuracy", help="For each DP-SGD setting, search the kappa at which MG noise reaches the same test accuracy (bracketing search on the first seed, each step a cached training run) and audit it besides the grid.")] = False,
-    target_accuracies: Annotated[str | None, typer.Option("--target-accuracies", help="Comma-separated test accuracies (e.g. 0.55,0.6): search each defence's knob (--defences; default mg,dpsgd) to each, on the first seed (at most 8 trainings per defence and target, within --match-tolerance), audit the settings found on every seed, and say which defence leaks least at each accuracy, or that a defence cannot reach it.")] = None,
-    match_tolerance: Annotated[float, typer.Option("--match-tolerance", callback=number(0, 1, low_open=True), help="How close (absolute test accuracy) --match-accuracy's kappa must come to the DP-SGD target's accuracy.")] = 0.01,
+    match_accuracy: Annotated[bool, typer.Option("--match-accuracy",
+                                                 help="For each DP-SGD setting, search the kappa at which MG noise "
+                                                      "reaches the same test accuracy (bracketing search on the first "
+                                                      "seed, each step a cached training run) and audit it besides the "
+                                                      "grid.")] = False,
+    target_accuracies: Annotated[str | None, typer.Option("--target-accuracies",
+                                                          help="Comma-separated test accuracies (e.g. 0.55,0.6): "
+                                                               "search each defence's knob (--defences; default "
+                                                               "mg,dpsgd) to each, on the first seed (at most 8 "
+                                                               "trainings per defence and target, within "
+                                                               "--match-tolerance), audit the settings found on every "
+                                                               "seed, and say which defence leaks least at each "
+                                                               "accuracy, or that a defence cannot reach it.")] = None,
+    match_tolerance: Annotated[float, typer.Option("--match-tolerance", callback=number(0, 1, low_open=True),
+                                                   help="How close (absolute test accuracy) --match-accuracy's kappa "
+                                                        "must come to the DP-SGD target's accuracy.")] = 0.01,
     device: DeviceOpt = "auto",
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
@@ -75,7 +88,8 @@ def audit_cmd(
                        target_epsilons=target_epsilons, defences=defences, knobs=knobs, attacks=attacks,
                        pool_size=pool_size, shadow_dataset=shadow_dataset, seed=seed, seeds=seeds,
                        match_accuracy=match_accuracy, match_tolerance=match_tolerance,
-                       target_accuracies=target_accuracies, device=device, executor=executor, ray_address=ray_address, cpus_per_job=cpus_per_job,
+                       target_accuracies=target_accuracies, device=device, executor=executor, ray_address=ray_address,
+                       cpus_per_job=cpus_per_job,
                        workdir=workdir, dry_run=dry_run,
                        hooks=AuditHooks(on_model_start=bars.start, on_epoch=bars.on_epoch, on_plan=bars.plan,
                                         on_job_done=bars.job_done, on_estimate=bars.estimate),

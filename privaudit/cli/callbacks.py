@@ -83,7 +83,8 @@ def canaries_option(ctx: typer.Context, param: typer.CallbackParam, value):
         return value
     from privaudit.core.config import canaries_problem
 
-    problem = canaries_problem(value) if value.strip() else "is empty: give KIND:N (e.g. mislabeled:50), or leave it out"
+    problem = (canaries_problem(value) if value.strip()
+               else "is empty: give KIND:N (e.g. mislabeled:50), or leave it out")
     if problem:
         raise typer.BadParameter(problem)
     return value

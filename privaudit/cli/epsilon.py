@@ -18,15 +18,26 @@ from privaudit.core.defaults import MAX_BATCH_SIZE, MAX_EPOCHS
 
 @handle_errors
 def epsilon_cmd(
-    defence: Annotated[str, option("defence", callback=one_of(*DEFENCES), help="noisycgd (hidden-state bound for the last iterate) or dpsgd (Opacus accountant).")],
-    batch_size: Annotated[int, option("batch-size", callback=number(1, MAX_BATCH_SIZE), help="NoisyCGD's fixed batch size b, or DP-SGD's expected Poisson batch size.")],
-    dataset_size: Annotated[int, typer.Option("--dataset-size", callback=number(1, 10**10), help="Training set size n.")],
+    defence: Annotated[str, option("defence", callback=one_of(*DEFENCES),
+                                   help="noisycgd (hidden-state bound for the last iterate) or dpsgd (Opacus "
+                                        "accountant).")],
+    batch_size: Annotated[int, option("batch-size", callback=number(1, MAX_BATCH_SIZE),
+                                      help="NoisyCGD's fixed batch size b, or DP-SGD's expected Poisson batch size.")],
+    dataset_size: Annotated[int, typer.Option("--dataset-size", callback=number(1, 10**10),
+                                              help="Training set size n.")],
     epochs: Annotated[int, option("epochs", callback=number(1, MAX_EPOCHS), help="Training epochs E.")],
     noise_multiplier: SigmaOpt = None,
     target_epsilon: TargetEpsilonOpt = None,
-    lr: Annotated[float | None, option("lr", callback=number(0, 100, low_open=True), help="NoisyCGD step size eta (noisycgd only).")] = None,
-    l2: Annotated[float | None, option("weight-decay", callback=number(0, 1e6, low_open=True), help="NoisyCGD L2 coefficient λ > 0 (noisycgd only).")] = None,
-    smoothness: Annotated[float | None, typer.Option("--smoothness", callback=number(0, 1e12, low_open=True), help="Smoothness beta of the loss, if known: the contraction becomes max(|1-eta*lambda|, |1-eta*beta|). Without it the bound assumes beta <= 2/lr - weight-decay, and steps for which that cannot hold are refused (noisycgd only).")] = None,
+    lr: Annotated[float | None, option("lr", callback=number(0, 100, low_open=True),
+                                       help="NoisyCGD step size eta (noisycgd only).")] = None,
+    l2: Annotated[float | None, option("weight-decay", callback=number(0, 1e6, low_open=True),
+                                       help="NoisyCGD L2 coefficient λ > 0 (noisycgd only).")] = None,
+    smoothness: Annotated[float | None, typer.Option("--smoothness", callback=number(0, 1e12, low_open=True),
+                                                     help="Smoothness beta of the loss, if known: the contraction "
+                                                          "becomes max(|1-eta*lambda|, |1-eta*beta|). Without it the "
+                                                          "bound assumes beta <= 2/lr - weight-decay, and steps for "
+                                                          "which that cannot hold are refused (noisycgd "
+                                                          "only).")] = None,
     delta: DeltaOpt = 1e-5,
     as_json: JsonOpt = False,
 ) -> None:

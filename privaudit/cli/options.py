@@ -67,9 +67,9 @@ ATTACKS_HELP = ("Comma-separated or repeated: " + ", ".join(
       "output-side defences' targets.")
 DEFENCE_NAMES = tuple(DEFENCES)
 DEFENCE_HELP = defence_help()
-DRY_RUN_HELP = ("Train nothing: print what would run (models per role and defence, what is already present and reused), "
-                "the disk it writes and the time it takes on this machine (measured here in a few seconds, cached), "
-                "then exit.")
+DRY_RUN_HELP = ("Train nothing: print what would run (models per role and defence, what is already present and "
+                "reused), the disk it writes and the time it takes on this machine (measured here in a few seconds, "
+                "cached), then exit.")
 
 #: every option several commands share, or that has an older spelling: key → its one spelling and help
 OPTIONS: dict[str, Spec] = {s.name.lstrip("-"): s for s in (

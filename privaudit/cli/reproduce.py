@@ -36,13 +36,27 @@ app = typer.Typer(help="The papers' published results, reproduced as one command
 @app.command("mg-noise", cls=Command)
 @handle_errors
 def mg_noise_cmd(
-    scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES), help="full: the paper's settings (parts of 10,520, 50-80 epochs, its κ and σ grids, 20-120 epochs in the epoch sweep); reduced: every figure and claim at a reduced size, about 1.5 hours on a 2-core CPU (the page says what it reduces).")] = "reduced",
-    dataset: Annotated[str, option("dataset", callback=one_of("cifar10", "digits"), help="cifar10 (the paper's data; see --data-dir), or the bundled digits for a quick run anywhere.")] = "cifar10",
+    scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES),
+                                       help="full: the paper's settings (parts of 10,520, 50-80 epochs, its κ and σ "
+                                            "grids, 20-120 epochs in the epoch sweep); reduced: every figure and claim "
+                                            "at a reduced size, about 1.5 hours on a 2-core CPU (the page says what it "
+                                            "reduces).")] = "reduced",
+    dataset: Annotated[str, option("dataset", callback=one_of("cifar10", "digits"),
+                                   help="cifar10 (the paper's data; see --data-dir), or the bundled digits for a quick "
+                                        "run anywhere.")] = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    models: Annotated[str | None, typer.Option("--models", help=f"Comma-separated architectures to reproduce ({', '.join(REPRODUCE_FAMILIES)}; cnn-improved covers both of the paper's variants); default all.")] = None,
-    experiments: Annotated[str | None, typer.Option("--experiments", help="Comma-separated experiments: accuracy (Figure 4), sweep (Figures 5-7 and 9-10), epochs (the epoch sweep); default all.")] = None,
-    seeds: Annotated[str | None, option("seeds", help="Comma-separated seeds, each a full replicate (data split, initialisation, masks, noise); default 0,1,2 as in the paper.")] = None,
+    models: Annotated[str | None, typer.Option("--models",
+                                               help="Comma-separated architectures to reproduce "
+                                                    f"({', '.join(REPRODUCE_FAMILIES)}; cnn-improved covers both of "
+                                                    "the paper's variants); default all.")] = None,
+    experiments: Annotated[str | None, typer.Option("--experiments",
+                                                    help="Comma-separated experiments: accuracy (Figure 4), sweep "
+                                                         "(Figures 5-7 and 9-10), epochs (the epoch sweep); default "
+                                                         "all.")] = None,
+    seeds: Annotated[str | None, option("seeds", help="Comma-separated seeds, each a full replicate (data split, "
+                                                      "initialisation, masks, noise); default 0,1,2 as in the "
+                                                      "paper.")] = None,
     device: DeviceOpt = "auto",
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
@@ -51,7 +65,10 @@ def mg_noise_cmd(
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The MG-noise paper's CIFAR-10 results: Figure 4 (accuracy vs κ), Figures 5-7 (attack AUC, precision, recall vs κ, and the epoch sweep), Figures 9-10 (MG noise vs DP-SGD at equal accuracy), each statement of the paper checked with a 95 % interval. Writes reports/reproduce/mg-noise/; resumes, and reuses what audit trained."""
+    # the command's help, one paragraph (hence concatenated, not wrapped)
+    ("The MG-noise paper's CIFAR-10 results: Figure 4 (accuracy vs κ), Figures 5-7 (attack AUC, precision, recall "
+     "vs κ, and the epoch sweep), Figures 9-10 (MG noise vs DP-SGD at equal accuracy), each statement of the paper "
+     "checked with a 95 % interval. Writes reports/reproduce/mg-noise/; resumes, and reuses what audit trained.")
     t0 = time.perf_counter()
     from privaudit.api.reproduce import reproduce
     from privaudit.core.hooks import AuditHooks
@@ -110,19 +127,30 @@ def show_result(result, wall: float, dry_run: bool, as_json: bool) -> None:
     console.print(table)
     n, fw = summary["counts"], summary.get("familywise", {})
     console.print(f"done in {wall:.1f} s: {n['agrees']} agree, {n['disagrees']} disagree, {n['other']} undecided or "
-                  f"comparisons, family-wise ({fw.get('correction', '')}; one by one, {fw.get('row_agrees', 0)} agree and "
-                  f"{fw.get('row_disagrees', 0)} disagree); page: {summary['html']}")
+                  f"comparisons, family-wise ({fw.get('correction', '')}; one by one, {fw.get('row_agrees', 0)} agree "
+                  f"and {fw.get('row_disagrees', 0)} disagree); page: {summary['html']}")
 
 
 @app.command("hidden-state", cls=Command)
 @handle_errors
 def hidden_state_cmd(
-    scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES), help="full: the paper's protocol (P = 100 gates, 400 epochs, batch 1,000, five seeds; hours on a CPU, see --dry-run); reduced: every method, ε and statement with P = 20 and 40 epochs, three seeds, about an hour on 2 cores (the page says what it reduces).")] = "reduced",
-    dataset: Annotated[str, option("dataset", callback=one_of("cifar10", "mnist", "fashion-mnist", "digits"), help="cifar10 or mnist (the paper's), fashion-mnist (torchvision layout under --data-dir, or the flat folder of Debian's dataset-fashion-mnist package), or the bundled digits for a run anywhere.")] = "cifar10",
+    scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES),
+                                       help="full: the paper's protocol (P = 100 gates, 400 epochs, batch 1,000, five "
+                                            "seeds; hours on a CPU, see --dry-run); reduced: every method, ε and "
+                                            "statement with P = 20 and 40 epochs, three seeds, about an hour on 2 "
+                                            "cores (the page says what it reduces).")] = "reduced",
+    dataset: Annotated[str, option("dataset", callback=one_of("cifar10", "mnist", "fashion-mnist", "digits"),
+                                   help="cifar10 or mnist (the paper's), fashion-mnist (torchvision layout under "
+                                        "--data-dir, or the flat folder of Debian's dataset-fashion-mnist package), or "
+                                        "the bundled digits for a run anywhere.")] = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    experiments: Annotated[str | None, typer.Option("--experiments", help="Comma-separated: table1 (Table 1), figure3 (Figure 3's curves), audit (the released models attacked); default all. The privacy accounting is always checked.")] = None,
-    seeds: Annotated[str | None, option("seeds", help="Comma-separated seeds (restarts); default five at full scale, three at reduced.")] = None,
+    experiments: Annotated[str | None, typer.Option("--experiments",
+                                                    help="Comma-separated: table1 (Table 1), figure3 (Figure 3's "
+                                                         "curves), audit (the released models attacked); default all. "
+                                                         "The privacy accounting is always checked.")] = None,
+    seeds: Annotated[str | None, option("seeds", help="Comma-separated seeds (restarts); default five at full scale, "
+                                                      "three at reduced.")] = None,
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
     cpus_per_job: CpusPerJobOpt = None,
@@ -130,7 +158,11 @@ def hidden_state_cmd(
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The hidden-state paper's results (Romijnders & Koskela, arXiv 2407.04884): Table 1 (NoisyCGD, DP-SGD and SSP at ε 1.33 and 4.76), Figure 3 (accuracy against the ε spent), its privacy accounting recomputed, and the first audit of a hidden-state guarantee, each statement checked with a 95 % interval. Writes reports/reproduce/hidden-state/; resumes."""
+    # the command's help, one paragraph (hence concatenated, not wrapped)
+    ("The hidden-state paper's results (Romijnders & Koskela, arXiv 2407.04884): Table 1 (NoisyCGD, DP-SGD and SSP "
+     "at ε 1.33 and 4.76), Figure 3 (accuracy against the ε spent), its privacy accounting recomputed, and the first "
+     "audit of a hidden-state guarantee, each statement checked with a 95 % interval. Writes "
+     "reports/reproduce/hidden-state/; resumes.")
     t0 = time.perf_counter()
     from privaudit.api.reproduce import reproduce
 
@@ -160,9 +192,18 @@ NoCpusPerJobOpt = Annotated[str | None, _not_taken("--cpus-per-job")]
 @app.command("masked-neurons", cls=Command)
 @handle_errors
 def masked_neurons_cmd(
-    scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES), help="full: the paper's Figure 2 (4,000 neurons, 200 rounds, two 10 x 10 grids); reduced: smaller grids and networks, a minute or two.")] = "reduced",
-    data_dir: Annotated[str | None, typer.Option("--data-dir", help="The folder holding UCI Communities and Crime (communities.data, communities.names), a folder containing communities-and-crime/, or an .npz of X, y (any regression set, e.g. the TMLR version's ResNet-50 features).")] = None,
-    experiments: Annotated[str | None, typer.Option("--experiments", help="Comma-separated: trajectories (Figure 2a), bernoulli (2b), categorical (2c); default all.")] = None,
+    scale: Annotated[str, typer.Option("--scale", callback=one_of(*REPRODUCE_SCALES),
+                                       help="full: the paper's Figure 2 (4,000 neurons, 200 rounds, two 10 x 10 "
+                                            "grids); reduced: smaller grids and networks, a minute or "
+                                            "two.")] = "reduced",
+    data_dir: Annotated[str | None, typer.Option("--data-dir",
+                                                 help="The folder holding UCI Communities and Crime (communities.data, "
+                                                      "communities.names), a folder containing communities-and-crime/, "
+                                                      "or an .npz of X, y (any regression set, e.g. the TMLR version's "
+                                                      "ResNet-50 features).")] = None,
+    experiments: Annotated[str | None, typer.Option("--experiments",
+                                                    help="Comma-separated: trajectories (Figure 2a), bernoulli (2b), "
+                                                         "categorical (2c); default all.")] = None,
     seeds: Annotated[str | None, option("seeds", help="Comma-separated seeds (mask draws and initialisation).")] = None,
     executor: ExecutorOpt = "local",
     device: NoDeviceOpt = None,
@@ -172,7 +213,11 @@ def masked_neurons_cmd(
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The masked-neurons paper's Figure 2 (Liao & Kyrillidis, arXiv 2112.02668): training error of a 4,000-neuron network under Bernoulli and categorical masks, each monotone statement checked with a trend test. Writes reports/reproduce/masked-neurons/; resumes. It runs in this process, on the CPU (the networks are small: 100 rows of data), so it takes no --device, --ray-address or --cpus-per-job."""
+    # the command's help, one paragraph (hence concatenated, not wrapped)
+    ("The masked-neurons paper's Figure 2 (Liao & Kyrillidis, arXiv 2112.02668): training error of a 4,000-neuron "
+     "network under Bernoulli and categorical masks, each monotone statement checked with a trend test. Writes "
+     "reports/reproduce/masked-neurons/; resumes. It runs in this process, on the CPU (the networks are small: 100 "
+     "rows of data), so it takes no --device, --ray-address or --cpus-per-job.")
     t0 = time.perf_counter()
     from privaudit.api.reproduce import reproduce
 

@@ -41,13 +41,21 @@ InputArg = Annotated[str, typer.Argument(
 @handle_errors
 def scan_cmd(
     input_path: InputArg,
-    out: Annotated[str | None, typer.Option("--out", callback=path_option, help="Folder for the results; default reports/scan/<input name>/ under the current folder.")] = None,
+    out: Annotated[str | None, typer.Option("--out", callback=path_option,
+                                            help="Folder for the results; default reports/scan/<input name>/ under the "
+                                                 "current folder.")] = None,
     delta: DeltaOpt = 1e-5,
-    folds: Annotated[int, typer.Option("--folds", callback=number(2, 100), help="Folds of the cross-validation that trains the attack classifier and chooses thresholds when no shadow or reference model is given.")] = 5,
-    seed: Annotated[int, option("seed", callback=number(0, MAX_SEED), help="Seed of the cross-validation folds and the attack classifier.")] = 0,
+    folds: Annotated[int, typer.Option("--folds", callback=number(2, 100),
+                                       help="Folds of the cross-validation that trains the attack classifier and "
+                                            "chooses thresholds when no shadow or reference model is given.")] = 5,
+    seed: Annotated[int, option("seed", callback=number(0, MAX_SEED),
+                                help="Seed of the cross-validation folds and the attack classifier.")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run every attack the arrays allow (loss, confidence, entropy, modified entropy, a cross-validated attack classifier; the shadow attack with a shadow model; LiRA, RMIA and the many-shadow attack with reference models), with intervals, per class and per slice; write attacks.csv, groups.csv, summary.json and a self-contained index.html. Nothing in the input is unpickled."""
+    """Run every attack the arrays allow (loss, confidence, entropy, modified entropy, a cross-validated attack
+    classifier; the shadow attack with a shadow model; LiRA, RMIA and the many-shadow attack with reference models),
+    with intervals, per class and per slice; write attacks.csv, groups.csv, summary.json and a self-contained
+    index.html. Nothing in the input is unpickled."""
     from privaudit.api.scan import scan
 
     report = scan(input_path, out=out, delta=delta, folds=folds, seed=seed, command=_command("scan"))
@@ -81,13 +89,16 @@ def _print_scan(report, between=None) -> None:
 def export_cmd(
     target: Annotated[str, typer.Argument(show_default=False, help="A trained target's run name (see models/).")],
     out: Annotated[str, typer.Option("--out", callback=path_option, help="The .npz file to write.")],
-    pool_size: Annotated[int | None, option("pool-size", callback=number(*EXPORT_BOUNDS["pool_size"]), help="Add the reference pool of this size (trained earlier by attack or audit) and its population.")] = None,
+    pool_size: Annotated[int | None, option("pool-size", callback=number(*EXPORT_BOUNDS["pool_size"]),
+                                            help="Add the reference pool of this size (trained earlier by attack or "
+                                                 "audit) and its population.")] = None,
     data_dir: DataDirOpt = None,
     device: DeviceOpt = "auto",
     workdir: WorkdirOpt = ".",
     as_json: JsonOpt = False,
 ) -> None:
-    """Write a trained target's outputs (and its shadow model's, and a pool's) in the format privaudit scan reads: the arrays attack computes from, for use in other tools or to check scan against attack."""
+    """Write a trained target's outputs (and its shadow model's, and a pool's) in the format privaudit scan reads:
+    the arrays attack computes from, for use in other tools or to check scan against attack."""
     from privaudit.api.export_logits import export_logits
 
     result = export_logits(target, out=out, pool_size=pool_size, data_dir=data_dir, device=device, workdir=workdir)
@@ -99,32 +110,54 @@ def export_cmd(
 
 @handle_errors
 def audit_model_cmd(
-    weights: Annotated[str, typer.Option("--weights", callback=path_option, help="The model's weights: a .safetensors file, or a state dict saved by torch.save (loaded with weights_only=True: a file that needs a full pickle is refused).")],
-    members: Annotated[str, typer.Option("--members", help="The samples the model trained on, as indices into the dataset's pooled samples (training then test images): a .npy or text file, a range a:b, or i,j,k.")],
+    weights: Annotated[str, typer.Option("--weights", callback=path_option,
+                                         help="The model's weights: a .safetensors file, or a state dict saved by "
+                                              "torch.save (loaded with weights_only=True: a file that needs a full "
+                                              "pickle is refused).")],
+    members: Annotated[str, typer.Option("--members", help="The samples the model trained on, as indices into the "
+                                                           "dataset's pooled samples (training then test images): a "
+                                                           ".npy or text file, a range a:b, or i,j,k.")],
     model: ModelOpt = "mlp",
     model_arg: ModelArgOpt = None,
     width: WidthOpt = None,
     dataset: DatasetOpt = "cifar10",
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
-    non_members: Annotated[str | None, typer.Option("--non-members", help="Samples it did not train on (same forms as --members); default: as many, drawn from the rest of the dataset.")] = None,
-    references: Annotated[int, option("pool-size", callback=number(*BOUNDS["references"]), help="Reference models to train with the stated recipe, none on an audited sample (even).")] = 8,
-    epochs: Annotated[int, option("epochs", callback=number(*BOUNDS["epochs"]), help="The target's training epochs (the references train the same way).")] = 10,
-    batch_size: Annotated[int, option("batch-size", callback=number(*BOUNDS["batch_size"]), help="The target's batch size.")] = 128,
+    non_members: Annotated[str | None, typer.Option("--non-members",
+                                                    help="Samples it did not train on (same forms as --members); "
+                                                         "default: as many, drawn from the rest of the "
+                                                         "dataset.")] = None,
+    references: Annotated[int, option("pool-size", callback=number(*BOUNDS["references"]),
+                                      help="Reference models to train with the stated recipe, none on an audited "
+                                           "sample (even).")] = 8,
+    epochs: Annotated[int, option("epochs", callback=number(*BOUNDS["epochs"]),
+                                  help="The target's training epochs (the references train the same way).")] = 10,
+    batch_size: Annotated[int, option("batch-size", callback=number(*BOUNDS["batch_size"]),
+                                      help="The target's batch size.")] = 128,
     lr: Annotated[float, option("lr", callback=number(*BOUNDS["lr"]), help="The target's Adam learning rate.")] = 1e-3,
     weight_decay: WeightDecayOpt = None,
     augment: AugmentOpt = "none",
-    kappa: Annotated[float, option("kappa", callback=number(*BOUNDS["kappa"]), help="MG noise the target trained with (0: none).")] = 0.0,
-    mean: Annotated[str | None, typer.Option("--mean", help="Per-channel mean of the target's input normalisation after pixel/255 (torchvision's Normalize), e.g. 0.4914,0.4822,0.4465; default 0.")] = None,
-    std: Annotated[str | None, typer.Option("--std", help="Per-channel std of the target's input normalisation after pixel/255; default 1.")] = None,
-    seed: Annotated[int, option("seed", callback=number(*BOUNDS["seed"]), help="Seed of the non-member draw, the references (data and training) and the cross-validation.")] = 0,
+    kappa: Annotated[float, option("kappa", callback=number(*BOUNDS["kappa"]),
+                                   help="MG noise the target trained with (0: none).")] = 0.0,
+    mean: Annotated[str | None, typer.Option("--mean", help="Per-channel mean of the target's input normalisation "
+                                                            "after pixel/255 (torchvision's Normalize), e.g. "
+                                                            "0.4914,0.4822,0.4465; default 0.")] = None,
+    std: Annotated[str | None, typer.Option("--std", help="Per-channel std of the target's input normalisation after "
+                                                          "pixel/255; default 1.")] = None,
+    seed: Annotated[int, option("seed", callback=number(*BOUNDS["seed"]),
+                                help="Seed of the non-member draw, the references (data and training) and the "
+                                     "cross-validation.")] = 0,
     delta: DeltaOpt = 1e-5,
     device: DeviceOpt = "auto",
     workdir: WorkdirOpt = ".",
-    out: Annotated[str | None, typer.Option("--out", callback=path_option, help="Folder for the results; default reports/audit-model/<weights name>/ in the workspace.")] = None,
+    out: Annotated[str | None, typer.Option("--out", callback=path_option,
+                                            help="Folder for the results; default reports/audit-model/<weights name>/ "
+                                                 "in the workspace.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Audit a model trained elsewhere: load its weights safely, train reference models with its recipe on data it did not see, run every attack (offline LiRA and RMIA included) with intervals, and say how well the references match it."""
+    """Audit a model trained elsewhere: load its weights safely, train reference models with its recipe on data it
+    did not see, run every attack (offline LiRA and RMIA included) with intervals, and say how well the references
+    match it."""
     from privaudit.api.audit_model import audit_model
 
     with training_progress() as bars:

@@ -108,10 +108,11 @@ def summary_table(rows: list[tuple], title: str = "Membership inference", summar
         mu = lower_bound(s.get("gdp_mu")) if not pools else "" if key in shown else _pool_mu(pools.get(key))
         shown.add(key)
         lead = ([cfg.model.name] if len(models) > 1 else []) + ([cfg.data.dataset] if len(datasets) > 1 else [])
-        table.add_row(*lead, setting_text(cfg, tm), *([str(cfg.seed)] if len(seeds) > 1 else []), upper_sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
+        table.add_row(*lead, setting_text(cfg, tm), *([str(cfg.seed)] if len(seeds) > 1 else []),
+                      upper_sig3(tm.get("epsilon")) if cfg.defence.dp else "—",
                       fixed(tm.get("test_accuracy")), fixed(metrics.get("shadow", {}).get("auc")),
-                      *([] if one else [strongest or "—"]), fixed(s.get("auc")), fixed(s.get("tpr_at_0p1pct_fpr")), lower_bound(eps),
-                      mu, lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
+                      *([] if one else [strongest or "—"]), fixed(s.get("auc")), fixed(s.get("tpr_at_0p1pct_fpr")),
+                      lower_bound(eps), mu, lower_bound(extras.get("one_run", {}).get("eps_lower_bound")))
     return table
 
 

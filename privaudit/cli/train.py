@@ -35,7 +35,8 @@ def train_cmd(
     data_dir: DataDirOpt = None,
     download: DownloadOpt = False,
     kappa: KappaOpt = 0.0,
-    dp: Annotated[bool, typer.Option("--dp", help="Train with differential privacy: DP-SGD (Poisson sampling, per-sample clipping), or NoisyCGD for convex-relu.")] = False,
+    dp: Annotated[bool, typer.Option("--dp", help="Train with differential privacy: DP-SGD (Poisson sampling, "
+                                                  "per-sample clipping), or NoisyCGD for convex-relu.")] = False,
     defence: DefenceOpt = None,
     knob: KnobOpt = None,
     noise_multiplier: SigmaOpt = None,

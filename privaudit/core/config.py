@@ -485,7 +485,8 @@ class RunConfig:
             raise ConfigError(f"unknown `augment` {t.augment!r}; expected one of {', '.join(AUGMENTS)}")
         if t.augment == "flip" and d.dataset not in FLIP_DATASETS and not is_custom_dataset(d.dataset):
             raise ConfigError(f"`augment` flip is for natural images (cifar10, cifar100, or your own): {d.dataset} "
-                              "holds digits or letters-like shapes, which are not mirror-symmetric (a mirrored 2 is no 2)")
+                              "holds digits or letters-like shapes, which are not mirror-symmetric "
+                              "(a mirrored 2 is no 2)")
         if t.augment == "flip" and m.name == "convex-relu":
             raise ConfigError("`augment` flip is for mlp and the CNNs: convex-relu trains by cyclic gradient descent "
                               "over fixed batches")
@@ -729,4 +730,5 @@ def _defence(params: DPParams, defence: str | None, knob: float | None, *, kappa
         raise ConfigError("`noise_multiplier` and `target_epsilon` need `dp`")
     value = 0.0 if dp_defence and knob is None and target_epsilon is not None else chosen.check_knob(knob)
     eps = None if target_epsilon is None else float(target_epsilon)
-    return DefenceConfig(params=params).with_setting(chosen.name, value, target_epsilon=eps), chosen.recipe_fields(value)
+    return (DefenceConfig(params=params).with_setting(chosen.name, value, target_epsilon=eps),
+            chosen.recipe_fields(value))

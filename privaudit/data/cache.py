@@ -112,7 +112,8 @@ def _write(folder: Path, data) -> None:
         shared_mode(tmp, folder=True)
         np.save(tmp / "x.npy", np.ascontiguousarray(data.x, dtype=np.uint8), allow_pickle=False)
         np.save(tmp / "y.npy", np.asarray(data.y, dtype=np.int64), allow_pickle=False)
-        meta = {"schema": SCHEMA, "name": data.name, "x_shape": list(data.x.shape), "num_classes": int(data.num_classes),
+        meta = {"schema": SCHEMA, "name": data.name, "x_shape": list(data.x.shape),
+                "num_classes": int(data.num_classes),
                 "x_sha256": _sha256(tmp / "x.npy"), "y_sha256": _sha256(tmp / "y.npy")}
         (tmp / "meta.json").write_text(json.dumps(meta))
         os.replace(tmp, folder)

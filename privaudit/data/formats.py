@@ -30,7 +30,8 @@ from privaudit.errors import DataError, brief
 # name → torchvision's dataset class (for --download)
 TORCHVISION_CLASSES = {"cifar100": "CIFAR100", "mnist": "MNIST", "fashion-mnist": "FashionMNIST", "svhn": "SVHN"}
 IDX_FOLDERS = {"mnist": "MNIST", "fashion-mnist": "FashionMNIST"}
-IDX_FILES = (("train-images-idx3-ubyte", "train-labels-idx1-ubyte"), ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"))
+IDX_FILES = (("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+             ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"))
 CIFAR100_FOLDER = "cifar-100-python"
 SVHN_FILES = ("train_32x32.mat", "test_32x32.mat")
 
@@ -182,7 +183,8 @@ def _svhn(name: str, root: Path):
             x, y = np.asarray(mat["X"]), np.asarray(mat["y"]).ravel().astype(np.int64)
         except Exception as exc:
             raise DataError(f"cannot read SVHN file {path}: {brief(exc)}") from exc
-        if x.ndim != 4 or x.shape[:3] != (32, 32, 3) or x.shape[3] != len(y) or (y.size and (y.min() < 1 or y.max() > 10)):
+        if (x.ndim != 4 or x.shape[:3] != (32, 32, 3) or x.shape[3] != len(y)
+                or (y.size and (y.min() < 1 or y.max() > 10))):
             raise DataError(f"SVHN file {path} has an unexpected layout {x.shape}")
         xs.append(np.transpose(x, (3, 2, 0, 1)).astype(np.uint8))  # (H, W, C, N) → (N, C, H, W)
         ys.append(np.where(y == 10, 0, y))  # SVHN writes the digit 0 as class 10

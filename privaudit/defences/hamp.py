@@ -5,8 +5,8 @@ Prediction*, NDSS 2024, arXiv 2307.01610; the authors' code is
 github.com/DependableSystemsLab/MIA_defense_HAMP, ``*/cifar-train-hamp.py`` for training and
 ``*/lira-inference-defense.py`` for the output modification).
 
-**Training** (its step terms, :mod:`privaudit.defences.terms`). Every member's target is a soft label whose entropy is the fraction
-γ of the largest entropy log K (K classes): the true class gets the probability p(γ), every
+**Training** (its step terms, :mod:`privaudit.defences.terms`). Every member's target is a soft label whose entropy is
+the fraction γ of the largest entropy log K (K classes): the true class gets the probability p(γ), every
 other class (1 − p(γ))/(K − 1), where p(γ) ∈ [1/K, 1) solves
 
     H(p) = −p·log p − (1 − p)·log((1 − p)/(K − 1)) = γ·log K

@@ -18,7 +18,8 @@ class MGNoise(Defence):
     title = "MG noise"
     knob = Knob("kappa", "κ", 0.0, 100.0, grid=(0.25, 0.5, 1.0, 2.0), low_open=True, search_max=64.0,
                 field="kappa")
-    paper = "Kolomvaki et al., Convergence Analysis of Two-Layer Neural Networks under Gaussian Input Masking (arXiv 2602.17423)"
+    paper = ("Kolomvaki et al., Convergence Analysis of Two-Layer Neural Networks under Gaussian Input Masking "
+             "(arXiv 2602.17423)")
     formula = "x ← x ⊙ c, c ~ N(1, κ²) per element and step"
 
 

@@ -23,7 +23,8 @@ class TopK(Defence):
     title = "top-k scores"
     side = OUTPUT
     knob = Knob("k", "k", 1, 1000, grid=(3.0, 1.0), integer=True, stronger="lower")
-    paper = "output truncation (Shokri et al., Membership Inference Attacks against Machine Learning Models, arXiv 1610.05820)"
+    paper = ("output truncation (Shokri et al., Membership Inference Attacks against Machine Learning Models, "
+             "arXiv 1610.05820)")
     formula = "release the k largest softmax scores, zero the rest"
 
     def release(self, logits, value):
@@ -41,7 +42,8 @@ class Rounding(Defence):
     title = "rounded scores"
     side = OUTPUT
     knob = Knob("decimals", "d", 0, 12, grid=(3.0, 2.0, 1.0), integer=True, stronger="lower")
-    paper = "output rounding (Shokri et al., Membership Inference Attacks against Machine Learning Models, arXiv 1610.05820)"
+    paper = ("output rounding (Shokri et al., Membership Inference Attacks against Machine Learning Models, "
+             "arXiv 1610.05820)")
     formula = "release each softmax score rounded to d decimals"
 
     def release(self, logits, value):

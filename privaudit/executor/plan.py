@@ -47,8 +47,9 @@ class Job:
         if self.kind == "train":
             c = self.configs[0]
             if self.epochs_series:
-                return (f"train {c.role} {c.model.name} {c.defence.label} to {max(x.train.epochs for x in self.configs)} "
-                        f"epochs, saved at {', '.join(str(x.train.epochs) for x in self.configs)}")
+                return (f"train {c.role} {c.model.name} {c.defence.label} to "
+                        f"{max(x.train.epochs for x in self.configs)} epochs, saved at "
+                        f"{', '.join(str(x.train.epochs) for x in self.configs)}")
             if len(self.configs) > 1:
                 settings = len({x.defence.label for x in self.configs})
                 if settings == 1 and len({x.role for x in self.configs}) == 1:

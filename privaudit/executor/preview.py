@@ -79,8 +79,8 @@ class RunPlan:
                 "estimated_job_seconds": self.job_seconds, "startup_seconds": self.startup_seconds,
                 "correction": self.correction, "corrected_by_runs": self.corrected_by,
                 "calibration_seconds": self.calibration_seconds, "notes": self.notes,
-                "job_estimates": [{"job": c.job.id, "kind": c.job.kind, "seconds": c.seconds, "disk_bytes": c.disk_bytes,
-                                   "reused": c.reused} for c in self.costs]}
+                "job_estimates": [{"job": c.job.id, "kind": c.job.kind, "seconds": c.seconds,
+                                   "disk_bytes": c.disk_bytes, "reused": c.reused} for c in self.costs]}
 
     def to_json(self, indent: int | None = None) -> str:
         """:meth:`to_dict` as JSON text (what a result's ``to_json()`` is)."""
@@ -94,8 +94,8 @@ class RunPlan:
         reused = sum(m["reused"] for m in self.models)
         how = (f", corrected ×{self.correction:.2f} by the last {self.corrected_by} run"
                f"{'s' if self.corrected_by > 1 else ''} of this recipe here" if self.corrected_by else "")
-        return (f"estimate: about {duration(self.seconds)} on this machine ({fresh} model{'s' if fresh != 1 else ''} to "
-                f"train, {reused} reused; "
+        return (f"estimate: about {duration(self.seconds)} on this machine ({fresh} model{'s' if fresh != 1 else ''} "
+                f"to train, {reused} reused; "
                 f"{self.jobs - self.reused_jobs} of {self.jobs} jobs to run; {size(self.disk_bytes)} to write{how})")
 
     def _repr_html_(self) -> str:
@@ -216,12 +216,14 @@ def preview(command: str, jobs: Sequence[Job], workspace, data, device, *, start
             g["seconds"] += cost.seconds / max(1, len(cost.job.configs))
     order = {"target": 0, "shadow": 1, "reference": 2, "canary": 3}
     models = [{"role": role, "model": name, "defence": label, "dataset": dataset, **g}
-              for (role, name, label, dataset), g in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0]))]
+              for (role, name, label, dataset), g in sorted(groups.items(),
+                                                             key=lambda kv: (order.get(kv[0][0], 9), kv[0]))]
     attacks: list[str] = []
     for job in jobs:
         if job.kind == "attack" and job.attacks is not None:
             plan = job.attacks
-            names = list(plan.shown) or (["shadow", "loss", "confidence"] if plan.shadow else []) + list(plan.pool_attacks)
+            names = (list(plan.shown)
+                     or (["shadow", "loss", "confidence"] if plan.shadow else []) + list(plan.pool_attacks))
             if plan.one_run:
                 names.append("one-run")
             attacks.extend(n for n in names if n not in attacks)

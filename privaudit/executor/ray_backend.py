@@ -174,7 +174,8 @@ class RayExecutor:
                 ray.init(address=self.address, runtime_env={"env_vars": env}, include_dashboard=False,
                          log_to_driver=False, configure_logging=False)
             except (ConnectionError, ValueError, RuntimeError) as exc:
-                raise ConfigError(f"cannot start or join Ray at {self.address or 'a local instance'}: {brief(exc)}") from None
+                raise ConfigError(f"cannot start or join Ray at {self.address or 'a local instance'}: "
+                                  f"{brief(exc)}") from None
         try:
             yield
         finally:

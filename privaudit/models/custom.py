@@ -161,7 +161,8 @@ def _opacus_fix(name: str, model: nn.Module) -> tuple[nn.Module, list[str]]:
     kinds: dict[tuple[str, str], int] = {}
     for _, old, new in changed:
         kinds[(old, new)] = kinds.get((old, new), 0) + 1
-    notes = [f"DP-SGD: {count} {old} → {new} (Opacus ModuleValidator.fix)" for (old, new), count in sorted(kinds.items())]
+    notes = [f"DP-SGD: {count} {old} → {new} (Opacus ModuleValidator.fix)"
+             for (old, new), count in sorted(kinds.items())]
     return fixed, notes
 
 

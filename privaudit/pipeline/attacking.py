@@ -64,7 +64,8 @@ from privaudit.pipeline.workspace import Workspace
 from privaudit.training.loop import EpochCallback
 from privaudit.training.results import predict_logits, role_data
 
-ATTACK_SCHEMA = 4  # 3: AUC intervals (metrics.auc_interval) in every attack's metrics; 4: GDP μ, calibrated operating points, PPV
+# 3: AUC intervals (metrics.auc_interval) in every attack's metrics; 4: GDP μ, calibrated operating points, PPV
+ATTACK_SCHEMA = 4
 SHADOW_ATTACKS = ("shadow", "loss", "confidence", "data-free")
 # label-only attacks (privaudit.attacks.label_only), thresholds from the shadow model too
 LABEL_ONLY_ATTACKS = ("gap", "augmentation")
@@ -91,7 +92,8 @@ class AttackPlan:
     shown: tuple[str, ...] = ()
     shadow_dataset: str | None = None  # ML-Leaks adversary 2: a shadow trained on other data
     label_only: bool = False  # the gap and augmentation attacks (also run on output-side defences)
-    quantile_asked: bool = False  # named in --attacks (not only through "all"): a quantile model that cannot fit is an error
+    # named in --attacks (not only through "all"): a quantile model that cannot fit is an error
+    quantile_asked: bool = False
 
     def asked(self, metrics: dict) -> dict:
         """``metrics`` restricted to the attacks that were asked for (and the label-only ones,
@@ -474,7 +476,8 @@ def _replicates(job: _Attacking, pool, per_target: dict, attacks: tuple[str, ...
     its test accuracy and its leave-one-out measures, and the delete-one-pair jackknife."""
     from privaudit.analysis.replicates import replicates
 
-    accuracies = pool.accuracies if pool.accuracies is not None else [_saved_accuracy(job, name) for name in pool.models]
+    accuracies = (pool.accuracies if pool.accuracies is not None
+                  else [_saved_accuracy(job, name) for name in pool.models])
     jack = pair_jackknife(pool.logits, pool.pop_logits, pool.keep, pool.labels, pool.pop_labels, per_target,
                           attacks=tuple(a for a in attacks if a in PER_SAMPLE_REFERENCES), delta=job.cfg.defence.delta)
     return replicates(per_target, jack, accuracies, REPLICATED, job.cfg.defence.delta)

@@ -62,4 +62,5 @@ def one_run_audit(recipe: RunConfig, workspace: Workspace, data: DataCache, devi
             fdp = {"fdp_mu": float(mu), "fdp_num_guesses": int(r), "fdp_num_correct": int(v)}
     fdp["fdp_eps_lower_bound"] = float(gdp_epsilon(fdp["fdp_mu"], cfg.defence.delta))
     return {"canary_run": run.name, "num_canaries": m, "num_included": int(included.sum()), "score": "loss",
-            "delta": cfg.defence.delta, "confidence": confidence, "guess_fractions": list(GUESS_FRACTIONS), **best, **fdp}
+            "delta": cfg.defence.delta, "confidence": confidence, "guess_fractions": list(GUESS_FRACTIONS),
+            **best, **fdp}

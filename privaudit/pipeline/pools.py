@@ -6,8 +6,8 @@ included, each on one half of the *pool samples* (the target's members and non-m
 every sample IN for exactly half of the models. The logits of every pool model on every
 pool sample and on the *population* (the shadow parts, which no pool model, target or
 canary model trains on) are computed once, for the views the models trained on (the plain
-input; with ``--augment flip`` also its horizontal mirror), and saved; every attack then works from these arrays (Carlini et al.'s
-LiRA staging: train → logits → scores). Any pool model can serve as the target (leave one
+input; with ``--augment flip`` also its horizontal mirror), and saved; every attack then works from these arrays
+(Carlini et al.'s LiRA staging: train → logits → scores). Any pool model can serve as the target (leave one
 out), and the ML-Leaks target itself has known membership on the pool samples.
 
 Files, under ``attacks/pools/<pool name>/``: ``pool.json`` (recipe, size, model names) and
@@ -92,7 +92,8 @@ class Pool:
 
 def pool_name(recipe: RunConfig, size: int) -> str:
     digest = hashlib.sha256(f"{recipe.recipe.config_hash}:{size}:{POOL_SCHEMA}".encode()).hexdigest()[:10]
-    return f"pool-{model_tag(recipe.model.name)}-{dataset_tag(recipe.data.dataset)}-{recipe.defence.label}-n{size}-{digest}"
+    return (f"pool-{model_tag(recipe.model.name)}-{dataset_tag(recipe.data.dataset)}-{recipe.defence.label}"
+            f"-n{size}-{digest}")
 
 
 def saved_pool_sizes(recipe: RunConfig, workspace: Workspace) -> list[int]:

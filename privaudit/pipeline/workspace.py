@@ -540,14 +540,16 @@ class Workspace:
                     configs[name] = cfg
             names = sorted(configs, key=lambda n: _setting_order(configs[n]))
             if not names:
-                raise ArtifactError(f"no trained {spec} target in {self.models}; run `privaudit train --model {spec}` first")
+                raise ArtifactError(f"no trained {spec} target in {self.models}; run `privaudit train --model {spec}` "
+                                    "first")
             return names
         if (self.model_dir(spec) / "config.json").is_file():
             cfg = self.read_model_config(spec)
             if cfg.role != "target":
                 raise ArtifactError(f"{spec} is a {cfg.role} model, not a target")
             return [spec]
-        raise ArtifactError(f"no target named {spec!r} in {self.models} (give a run name or one of {', '.join(MODELS)})")
+        raise ArtifactError(f"no target named {spec!r} in {self.models} "
+                            f"(give a run name or one of {', '.join(MODELS)})")
 
 
 def _architecture_of(run_name: str) -> str | None:

@@ -129,7 +129,8 @@ def group_figures(summary: Summary) -> list[Figure]:
                 continue
             v = vd[(vd["model"] == model) & (vd["dataset"] == dataset)] if len(vd) else vd
             strongest = next(iter(v["attack"][v["comparison"] == "strongest attack"]), None) if len(v) else None
-            paper = next(iter(v["attack"][v["comparison"] == "paper's attack"]), PAPER_ATTACK) if len(v) else PAPER_ATTACK
+            paper = (next(iter(v["attack"][v["comparison"] == "paper's attack"]), PAPER_ATTACK) if len(v)
+                     else PAPER_ATTACK)
             title, fig = verdict_figure(model, dataset, g, strongest, paper)
             svg = svg_element(_render(fig, "svg").decode(), title)
             out.append(Figure(_slug("verdict", model, dataset), title, svg, _render(fig, "pdf"), _render(fig, "png")))

@@ -104,7 +104,8 @@ def with_one_run(table: pd.DataFrame | None, extras: Mapping) -> pd.DataFrame | 
         return table
     out = table.copy()
     runs = out["target_run"] if "target_run" in out.columns else pd.Series(None, out.index)
-    for col, key in (("one_run_eps_lower_bound", "eps_lower_bound"), ("one_run_fdp_eps_lower_bound", "fdp_eps_lower_bound")):
+    for col, key in (("one_run_eps_lower_bound", "eps_lower_bound"),
+                     ("one_run_fdp_eps_lower_bound", "fdp_eps_lower_bound")):
         have = out[col] if col in out.columns else pd.Series(np.nan, out.index)
         found = runs.map(lambda r, key=key: num(extras_of(extras, r, "one_run").get(key)))
         out[col] = pd.to_numeric(have, errors="coerce").fillna(found)

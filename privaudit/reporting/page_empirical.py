@@ -293,17 +293,18 @@ def _exposure(ov: pd.DataFrame, extras: Any, dataset: str) -> dict:
         name = setting_name(o)
         trace = ex["loss_trace"] if isinstance(ex.get("loss_trace"), Mapping) else {}
         lt = (pct(trace.get("precision"), 0) if trace.get("available") else DASH)
-        lt_tip = (f"of its top {pct(trace.get('fraction'), 0)} members by LT-IQR (the spread of their training loss over "
-                  f"{integer(trace.get('epochs'))} epochs), the share among the attack's top {pct(trace.get('fraction'), 0)}"
-                  f" (chance {pct(trace.get('fraction'), 0)}); top by LT-IQR: "
+        lt_tip = (f"of its top {pct(trace.get('fraction'), 0)} members by LT-IQR (the spread of their training loss "
+                  f"over {integer(trace.get('epochs'))} epochs), the share among the attack's top "
+                  f"{pct(trace.get('fraction'), 0)} (chance {pct(trace.get('fraction'), 0)}); top by LT-IQR: "
                   + ", ".join(str(i) for i in trace.get("top") or []) if trace.get("available")
                   else plain(trace.get("reason")) if trace else "no loss trace saved with this attack")
         stable = extras_of(extras, run, "stability")
         rows.append({"lt": lt, "lt_tip": lt_tip,
                      "stable": f"{f3(stable.get('jaccard'))}" if stable else DASH,
                      "stable_tip": (f"mean pairwise Jaccard index of the top {pct(stable.get('fraction'), 0)} of each "
-                                    f"seed's members by {plain(stable.get('attack'))} over {integer(stable.get('seeds'))} "
-                                    f"seeds; two random sets of those sizes give {f3(stable.get('chance'))}")
+                                    f"seed's members by {plain(stable.get('attack'))} over "
+                                    f"{integer(stable.get('seeds'))} seeds; two random sets of those sizes give "
+                                    f"{f3(stable.get('chance'))}")
                      if stable else "one seed: nothing to compare",
                      "label": name if counts[name] == 1 else f"{name} [{run}]", "attack": plain(ex.get("attack")),
                      "cells": cells, "members": named[:EXPOSURE_MEMBERS], "more": len(named) > EXPOSURE_MEMBERS,

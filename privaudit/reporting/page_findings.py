@@ -153,8 +153,9 @@ def _empirical_sentence(g: pd.DataFrame, st: pd.DataFrame, ov: pd.DataFrame, ext
                        else f"{setting_name(o)}{note}: {bound}{one}")
     if clauses:
         attack = next((o["eps_attack"] for _, o in ov.iterrows() if o["eps_attack"]), None)
+        one_run = "; the one-run canary bound is the rigorous one, from a single training run" if with_one_run else ""
         lead = (f"Empirical ε lower bounds of {attack} (the strongest attack; a heuristic that treats the samples of "
-                f"the model as independent trials{'; the one-run canary bound is the rigorous one, from a single training run' if with_one_run else ''}): ")
+                f"the model as independent trials{one_run}): ")
         out["bounds"] = lead + "; ".join(clauses) + "."
     return out if out["strongest"] or out["bounds"] else None
 

@@ -22,7 +22,8 @@ _METHOD_NOTE = (
     "With one seed, a number's interval covers only the sampling of the audited records: DeLong for AUC, "
     "Clopper–Pearson for test accuracy and TPR, none for the ε lower bound (itself a one-sided 95 % "
     "bound). μ's interval is over the setting's reference-pool models, each attacked with the others as "
-    "references (a jackknife over the pool's pairs; with seeds, over seeds). The verdict compares DP-SGD with MG noise at equal test accuracy: both curves interpolated "
+    "references (a jackknife over the pool's pairs; with seeds, over seeds). The verdict compares DP-SGD "
+    "with MG noise at equal test accuracy: both curves interpolated "
     "over the accuracies where both defences have settings of their own on either side (the overlap of "
     "the ranges of their κ and σ settings; the undefended baseline is a point of both curves but never "
     "ends the range, so neither defence is stood in for by a line towards no defence; no verdict where "
@@ -97,7 +98,8 @@ def first_screen(summary: Summary, figures: list) -> str:
     for (model, dataset), g in st.groupby(["model", "dataset"], sort=True):
         v = vd[(vd["model"] == model) & (vd["dataset"] == dataset)] if len(vd) else vd
         strongest = next((a for a in v["attack"][v["comparison"] == "strongest attack"]), None) if len(v) else None
-        paper_attack = next((a for a in v["attack"][v["comparison"] == "paper's attack"]), PAPER_ATTACK) if len(v) else PAPER_ATTACK
+        paper_attack = (next((a for a in v["attack"][v["comparison"] == "paper's attack"]), PAPER_ATTACK) if len(v)
+                        else PAPER_ATTACK)
         o = ov[(ov["model"] == model) & (ov["dataset"] == dataset)].drop_duplicates("setting").set_index("setting")
         strongest = strongest or next((a for a in o["strongest"] if isinstance(a, str)), None)
         rows = []
@@ -115,7 +117,8 @@ def first_screen(summary: Summary, figures: list) -> str:
             mu = mu_cells(o.loc[name] if name in o.index else None, best.loc[name] if name in best.index else None)
             rows.append({"name": name, "css": FAMILY_CSS.get(s["family"], OTHER_CSS), "seeds": int(s["n_seeds"]),
                          "cells": [*mu, cell(per_setting, "test_accuracy"), cell(paper, "auc"),
-                                   cell(best, "tpr_at_0p1pct_fpr", lambda x: pct(x, 2)), cell(best, "eps_lower_bound", lb)],
+                                   cell(best, "tpr_at_0p1pct_fpr", lambda x: pct(x, 2)),
+                                   cell(best, "eps_lower_bound", lb)],
                          "epsilon": upper_sig3(s["epsilon"])})
         fig = svgs.get(slug("verdict", model, dataset))
         groups.append({"model": model, "dataset": dataset, "slug": slug("v", model, dataset),

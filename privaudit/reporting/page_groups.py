@@ -100,8 +100,8 @@ def _points(st: pd.DataFrame, attack: str) -> list[dict]:
                 lo, hi = p.get(f"{m}_lo", math.nan), p.get(f"{m}_hi", math.nan)
                 return {"value": fmt(p[m]), "ci": interval(lo, hi, fmt)}
             out.append({"curve": curve, "setting": p["setting"],
-                        "cells": [{"value": upper_sig3(p["epsilon"]), "ci": ""}, cell("test_accuracy"), cell("precision"),
-                                  cell("recall"), cell("auc")]})
+                        "cells": [{"value": upper_sig3(p["epsilon"]), "ci": ""}, cell("test_accuracy"),
+                                  cell("precision"), cell("recall"), cell("auc")]})
     return out
 
 

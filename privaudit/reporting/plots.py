@@ -9,8 +9,8 @@ plots can share one page. The first child of each ``<svg>`` is its ``<title>`` (
 accessible name). Points with a non-finite coordinate, or one ≤ 0 on a log axis, are
 dropped; a plain line (no markers, no error bars: a ROC curve) is drawn from the points its
 drawing needs (:func:`privaudit.reporting.curves.simplify`, in the axes as drawn: no point of the
-data lies farther than :data:`TOLERANCE` from the drawn line), its ``exact_below`` end kept whole. An empty plot says "no
-data". A legend sits below the axes in as many columns as fit the figure's width
+data lies farther than :data:`TOLERANCE` from the drawn line), its ``exact_below`` end kept whole. An empty plot says
+"no data". A legend sits below the axes in as many columns as fit the figure's width
 (:func:`fit_legend`). The SVG is written short by :mod:`privaudit.reporting.svg`.
 """
 

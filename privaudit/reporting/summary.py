@@ -31,10 +31,10 @@ row per target, defence setting, seed and attack). It computes, once:
   of every attack on that setting (the attacks the strongest is picked from), each read
   back from its row's interval (:func:`strongest_claims`).
 
-The iso-accuracy gap of one seed follows the linear interpolation of both curves on a common accuracy grid (tests/reference_iso.py holds the slow reference): the MG curve (baseline
-and MG-noise settings) and the DP curve (baseline and DP-SGD settings) are interpolated
-linearly on 25 accuracies spanning the compared range, and the gap is the mean of DP − MG
-over that grid. The compared range is where *both defences have defended settings on either
+The iso-accuracy gap of one seed follows the linear interpolation of both curves on a common accuracy grid
+(tests/reference_iso.py holds the slow reference): the MG curve (baseline and MG-noise settings) and the DP curve
+(baseline and DP-SGD settings) are interpolated linearly on 25 accuracies spanning the compared range, and the gap is
+the mean of DP − MG over that grid. The compared range is where *both defences have defended settings on either
 side*: the overlap [max(a_MG, a_DP), min(b_MG, b_DP)] of [a_MG, b_MG], the test accuracies of
 that seed's MG-noise settings (κ > 0), and [a_DP, b_DP], its DP-SGD settings'. The baseline
 stays a point of both curves (where it lies inside a range, the curves pass through it) but
@@ -87,8 +87,8 @@ SUMMARISED = ("test_accuracy", "train_accuracy", "auc", "precision", "recall", "
               "canary_tpr_at_0p1pct_fpr")
 #: averaged over seeds without an interval: the setting's δ, the one-run bound (itself a 95 %
 #: bound) and the leave-one-out statistics of the reference pool (already a spread over models)
-AVERAGED = ("delta", "one_run_eps_lower_bound", "one_run_fdp_eps_lower_bound", "loo_n_targets", "loo_auc_mean", "loo_auc_std",
-            "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std")
+AVERAGED = ("delta", "one_run_eps_lower_bound", "one_run_fdp_eps_lower_bound", "loo_n_targets", "loo_auc_mean",
+            "loo_auc_std", "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std")
 #: the leakage measures compared at equal accuracy (higher = more leakage)
 COMPARED = ("auc", "precision", "recall", "tpr_at_0p1pct_fpr", "eps_lower_bound", "gdp_mu")
 #: the columns that make a setting: the recipe and the defence (the seed replicates it)
@@ -159,8 +159,8 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     """The table with the setting columns present and typed, plus ``setting`` (its label)
     and ``family`` (baseline, MG noise, DP-SGD, MG + DP-SGD)."""
     df = pd.DataFrame() if table is None else table.copy().reset_index(drop=True)
-    numeric = ("kappa", "knob", "noise_multiplier", "seed", "n_members", "n_nonmembers", "epsilon", *SUMMARISED, *AVERAGED,
-               "auc_lo", "auc_hi", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo",
+    numeric = ("kappa", "knob", "noise_multiplier", "seed", "n_members", "n_nonmembers", "epsilon", *SUMMARISED,
+               *AVERAGED, "auc_lo", "auc_hi", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi", "tpr_at_0p1pct_fpr_lo",
                "tpr_at_0p1pct_fpr_hi", "canary_tpr_at_1pct_fpr_lo", "canary_tpr_at_1pct_fpr_hi",
                "canary_tpr_at_0p1pct_fpr_lo", "canary_tpr_at_0p1pct_fpr_hi", *POOL_COLUMNS)
     for c in (*SETTING_KEYS, "attack", "target_run", *numeric):
@@ -218,7 +218,8 @@ def settings(table: pd.DataFrame | None, confidence: float = CONFIDENCE) -> pd.D
         row["setting_id"] = ids.setdefault(key[:-1], len(ids))
         row.update(attack=first["attack"], setting=first["setting"], family=first["family"],
                    other_defence=bool(first["other_defence"]),
-                   n_seeds=int(g["seed"].nunique()), seeds=",".join(str(int(s)) for s in sorted(g["seed"].dropna().unique())),
+                   n_seeds=int(g["seed"].nunique()),
+                   seeds=",".join(str(int(s)) for s in sorted(g["seed"].dropna().unique())),
                    epsilon=float(g["epsilon"].mean()) if g["epsilon"].notna().any() else math.nan,
                    runs=list(dict.fromkeys(r for r in g["target_run"] if isinstance(r, str))))
         for m in AVERAGED:
@@ -332,10 +333,10 @@ def overview(setting_rows: pd.DataFrame, strongest: Mapping[tuple[str, str], str
     the same attack's μ over the setting's pool models with its interval, μ's ε and the
     number of models (:data:`OVERVIEW_POOL`; NaN without pools), and the canary audit's
     f-DP one-run bound (``one_run_fdp_eps_lower_bound``)."""
-    cols = [*SETTING_KEYS, "setting_id", "setting", "family", "other_defence", "n_seeds", "runs", "epsilon", "delta", "test_accuracy",
-            "test_accuracy_lo", "test_accuracy_hi", "train_accuracy", "train_accuracy_lo", "train_accuracy_hi",
-            "interval", "one_run_eps_lower_bound", "one_run_fdp_eps_lower_bound", "strongest", "row_strongest",
-            "eps_strongest", "eps_attack", "gdp_mu_strongest", "gdp_eps_strongest", *OVERVIEW_POOL]
+    cols = [*SETTING_KEYS, "setting_id", "setting", "family", "other_defence", "n_seeds", "runs", "epsilon", "delta",
+            "test_accuracy", "test_accuracy_lo", "test_accuracy_hi", "train_accuracy", "train_accuracy_lo",
+            "train_accuracy_hi", "interval", "one_run_eps_lower_bound", "one_run_fdp_eps_lower_bound", "strongest",
+            "row_strongest", "eps_strongest", "eps_attack", "gdp_mu_strongest", "gdp_eps_strongest", *OVERVIEW_POOL]
     if setting_rows.empty:
         return pd.DataFrame(columns=cols)
     out = []

@@ -56,7 +56,8 @@ def compact_markup(svg: str, prefix: str) -> str:
                  else m.group(0) if m.group(1).startswith(f"{prefix}{KEPT_ID}") else "", svg)
     svg = re.sub(r'(href="#|url\(#)([^")]+)', lambda m: m.group(1) + short.get(m.group(2), m.group(2)), svg)
     svg = re.sub(r">\s+<", "><", svg).strip()
-    svg = _ATTR_NUMBER.sub(lambda m: m.group(1) + (f"{float(m.group(2)):.2f}".rstrip("0").rstrip(".") or "0") + '"', svg)
+    svg = _ATTR_NUMBER.sub(lambda m: m.group(1) + (f"{float(m.group(2)):.2f}".rstrip("0").rstrip(".") or "0") + '"',
+                           svg)
     svg = re.sub(r'\stransform="rotate\(-?0 [^)]*\)"', "", svg)
     svg = svg.replace("<defs></defs>", "")
     svg = _FONT_FAMILY.sub("font-family: 'DejaVu Sans', Arial, sans-serif", svg)

@@ -28,8 +28,8 @@ COLUMNS = [
     "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std", "one_run_eps_lower_bound",
     # ε from the whole trade-off curve (docs/methods.md D.6) and the FPR each bound's threshold,
     # chosen on other models, reached on this target; the f-DP one-run bound of the canary audit
-    "threshold_strategy", "eps_fpr", "gdp_mu", "gdp_epsilon", "gdp_fpr", "loo_gdp_mu_mean", "loo_gdp_mu_std", "one_run_fdp_mu",
-    "one_run_fdp_eps_lower_bound",
+    "threshold_strategy", "eps_fpr", "gdp_mu", "gdp_epsilon", "gdp_fpr", "loo_gdp_mu_mean", "loo_gdp_mu_std",
+    "one_run_fdp_mu", "one_run_fdp_eps_lower_bound",
     # operating points whose thresholds other models set (D.9): TPR and the FPR reached; PPV at
     # membership priors of 1 % and 10 % at the calibrated 1 % point
     "tpr_at_1pct_fpr_cal", "fpr_at_1pct_cal", "tpr_at_0p1pct_fpr_cal", "fpr_at_0p1pct_cal",

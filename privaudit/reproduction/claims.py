@@ -217,8 +217,9 @@ def leakage_claims(sweep: pd.DataFrame) -> list[Claim]:
             continue
         for metric, fig in (("auc", "Figure 5"), ("precision", "Figure 6"), ("recall", "Figure 7")):
             est = trend(g, "kappa", metric)
-            out.append(_claim(fig, model, f"{metric if metric != 'auc' else 'AUC'} slope on κ", f"Leakage falls as κ grows: the {METRIC_NAMES[metric]} against the "
-                                          f"{MODEL_NAMES.get(model, model)} decreases with κ.",
+            out.append(_claim(fig, model, f"{metric if metric != 'auc' else 'AUC'} slope on κ",
+                              f"Leakage falls as κ grows: the {METRIC_NAMES[metric]} against the "
+                              f"{MODEL_NAMES.get(model, model)} decreases with κ.",
                               f"slope of the {METRIC_NAMES[metric]} against κ (per unit κ)", est, reading(est, -1),
                               _monotone_note(g, "kappa", metric)))
     return out

@@ -146,8 +146,8 @@ def train_method(method: str, x: torch.Tensor, y: torch.Tensor, x_test: torch.Te
                  query: torch.Tensor | None = None, curve: bool = False,
                  on_epoch: Callable[[int, int, float], None] | None = None) -> Trained:
     """Train ``method`` on (x, y) (prepared, flattened) at ``target_epsilon`` (∞: the same
-    recipe without noise, the convex methods only); evaluate on the test set; with ``curve`` record Figure 3's points every ``recipe.eval_every`` epochs;
-    with ``query`` keep its logits (the audit's samples)."""
+    recipe without noise, the convex methods only); evaluate on the test set; with ``curve`` record Figure 3's points
+    every ``recipe.eval_every`` epochs; with ``query`` keep its logits (the audit's samples)."""
     import time
 
     if method not in METHODS:

@@ -138,7 +138,8 @@ def smoothness(split: Split, recipe, seed: int) -> tuple[float, float]:
     used = convex_smoothness(split.x, torch.randn(recipe.gates, d, generator=g))
     raw = split.raw_train.reshape(len(split.raw_train), -1)  # memory-mapped: copied a block at a time
     u = torch.randn(100, d, generator=g)
-    return used, max(convex_smoothness(torch.from_numpy(np.array(raw[i:i + 8192])), u) for i in range(0, len(raw), 8192))
+    return used, max(convex_smoothness(torch.from_numpy(np.array(raw[i:i + 8192])), u)
+                     for i in range(0, len(raw), 8192))
 
 
 @dataclass(frozen=True)

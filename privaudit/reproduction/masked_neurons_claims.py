@@ -226,7 +226,7 @@ def figures(tables: dict[str, pd.DataFrame], proto) -> list[Figure]:
         if g.empty:
             continue
         grid = g.groupby([axis, "p"])["final_error"].mean().unstack("p").sort_index()
-        kind = "Bernoulli masks (τ = %d)" % proto.bernoulli_tau if axis == "xi" else "categorical masks (ξ = 1/p)"
+        kind = f"Bernoulli masks (τ = {proto.bernoulli_tau})" if axis == "xi" else "categorical masks (ξ = 1/p)"
         out.append(Figure(fig, f"{section}: final error over p and {ylabel.split()[-1]}, {kind}",
                           heatmap(grid.to_numpy(), x_labels=[str(p) for p in grid.columns],
                                   y_labels=[f"{v:g}" for v in grid.index],

@@ -169,7 +169,8 @@ def read_arrays(path: str | Path) -> dict[str, np.ndarray]:
         raise DataError(f"{p} is a single .npy file; give an .npz, a folder of .npy files (one per key) or a CSV")
     if suffix in (".csv", ".tsv", ".txt"):
         return _read_csv(p)
-    raise DataError(f"{p}: unknown scan input format {suffix or '(no suffix)'!r}; expected .npz, .csv or a folder of .npy")
+    raise DataError(f"{p}: unknown scan input format {suffix or '(no suffix)'!r}; expected .npz, .csv or a folder of "
+                    ".npy")
 
 
 def _load_npy(path: Path, key: str) -> np.ndarray:
@@ -205,7 +206,8 @@ def _read_csv(path: Path) -> dict[str, np.ndarray]:
         if cols:
             idx = sorted(cols, key=lambda c: _column_index(c, prefix, path.name))
             if [_column_index(c, prefix, path.name) for c in idx] != list(range(len(idx))):
-                raise DataError(f"{kind}: columns {prefix}0 … {prefix}{len(idx) - 1} must all be present in {path.name}")
+                raise DataError(f"{kind}: columns {prefix}0 … {prefix}{len(idx) - 1} must all be present in "
+                                f"{path.name}")
             values = frame[idx].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
             out[f"{kind}_in"], out[f"{kind}_out"] = values[member], values[~member]
     if "loss" in frame:
@@ -285,7 +287,8 @@ def _labels(key: str, a: np.ndarray, n: int, classes: int | None) -> np.ndarray:
     if n and a.min() < 0:
         raise DataError(f"{key}: class labels must be ≥ 0 (found {a.min()})")
     if classes is not None and n and a.max() >= classes:
-        raise DataError(f"{key}: class labels must be < {classes}, the number of classes in the outputs (found {a.max()})")
+        raise DataError(f"{key}: class labels must be < {classes}, the number of classes in the outputs (found "
+                        f"{a.max()})")
     return a
 
 

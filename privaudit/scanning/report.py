@@ -134,7 +134,8 @@ def write(result: ScanResult, folder: Path, *, command: str = "", references: di
                   | {"eps": _fmt(head.get("eps_lower_bound"), 2)},
                   rows=rows, groups=group_rows, skipped=result.skipped, command=command,
                   references=None if references is None else
-                  {**references, **{k: _fmt(references.get(k)) for k in ("target_train_accuracy", "target_test_accuracy",
+                  {**references, **{k: _fmt(references.get(k)) for k in ("target_train_accuracy",
+                                                                         "target_test_accuracy",
                                                                          "reference_test_accuracy", "accuracy_gap",
                                                                          "ks_distance")}},
                   roc=base64.b64encode(svg.encode("utf-8")).decode("ascii"),

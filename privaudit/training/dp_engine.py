@@ -256,7 +256,8 @@ class LayerRule(Generic[_Layer]):
             sq += gb.pow(2).sum(1)
 
     def clipped_sum(self, m: _Layer, a: torch.Tensor, b: torch.Tensor, factor: torch.Tensor,
-                    formed: tuple[torch.Tensor, torch.Tensor | None] | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+                    formed: tuple[torch.Tensor, torch.Tensor | None] | None
+                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Σ_i c_i g_i as (weight gradient, bias gradient): the c-weighted sum of the formed ones."""
         assert formed is not None
         assert isinstance(m.weight, torch.Tensor)  # a parametrised layer's weight (torch types it Tensor | Module)
@@ -282,7 +283,8 @@ class DenseRule(LayerRule[nn.Linear]):
             sq += b_sq
 
     def clipped_sum(self, m: nn.Linear, a: torch.Tensor, b: torch.Tensor, factor: torch.Tensor,
-                    formed: tuple[torch.Tensor, torch.Tensor | None] | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+                    formed: tuple[torch.Tensor, torch.Tensor | None] | None
+                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         cb = b * factor[:, None]
         return matmul_tn(cb, a), (cb.sum(0) if m.bias is not None else None)
 

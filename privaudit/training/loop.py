@@ -52,7 +52,8 @@ class Batch:
 
 
 Batches = Callable[[], Iterable[Batch]]  # one epoch's batches
-Step = Callable[[Batch, int], "tuple[torch.Tensor | float, int | torch.Tensor]"]  # (batch, epoch from 0) -> (summed loss, samples it covers)
+# (batch, epoch from 0) -> (summed loss, samples it covers)
+Step = Callable[[Batch, int], "tuple[torch.Tensor | float, int | torch.Tensor]"]
 
 
 def shuffled(x: torch.Tensor, y: torch.Tensor, batch_size: int, generator: torch.Generator) -> Batches:
@@ -121,8 +122,8 @@ def training_view(x: torch.Tensor, kappa: float, generator: torch.Generator,
 def run_epochs(epochs: int, batches: Batches, step: Step, *, view: Callable[[torch.Tensor], torch.Tensor] | None = None,
                on_epoch: EpochCallback | None = None, before_epoch: Callable[[], None] | None = None) -> list:
     """Run ``epochs`` epochs, each batch through ``step(batch, epoch)`` (epochs counted from
-    0); returns each epoch's mean training loss (the step's summed loss over the samples it covered; for a step that trains K models at once, a list of K
-    means per epoch, and ``on_epoch`` gets their mean)."""
+    0); returns each epoch's mean training loss (the step's summed loss over the samples it covered; for a step that
+    trains K models at once, a list of K means per epoch, and ``on_epoch`` gets their mean)."""
     history: list = []
     for epoch in range(epochs):
         if before_epoch is not None:

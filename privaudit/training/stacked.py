@@ -287,7 +287,8 @@ class _Stack:
                 target.copy_(value)
         trace = None
         if self.trace is not None:
-            trace = np.ascontiguousarray(self.trace.array(epochs).reshape(-1, len(self.members), len(self.members[k]))[:, k])
+            trace = np.ascontiguousarray(
+                self.trace.array(epochs).reshape(-1, len(self.members), len(self.members[k]))[:, k])
         out = {**evaluate(model.to(device), role_data(cfg, data, device, normaliser=self.norms[k])), **metrics}
         return TrainResult(model.cpu(), self.norms[k], out, list(history), trace, self.members[k].cpu().numpy())
 
@@ -440,7 +441,8 @@ def _train_plain(cfgs: Sequence[RunConfig], st: _Stack, device: torch.device,
             st.trace.record(batch.index, losses.reshape(-1))
         return losses.detach().sum(1), batch.size
 
-    per_epoch = run_epochs(c0.train.epochs, batches, step, view=_views(cfgs, st, device), on_epoch=on_epoch)  # [epoch][K]
+    per_epoch = run_epochs(c0.train.epochs, batches, step, view=_views(cfgs, st, device),
+                           on_epoch=on_epoch)  # [epoch][K]
     return [[float(epoch[k]) for epoch in per_epoch] for k in range(k_models)], [{} for _ in cfgs]
 
 
