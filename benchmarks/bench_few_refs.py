@@ -199,15 +199,9 @@ def few_reference_scores(t: int, refs: np.ndarray, sig: Signals) -> dict[str, np
     return out
 
 
-def evaluate(args) -> None:
-    from privaudit.analysis.metrics import auc_score, tpr_at_fpr
-    from privaudit.attacks.loss_trace import lt_iqr, top_precision
-    from privaudit.attacks.quantile import QuantileAttack
-    from privaudit.attacks.scores import loss_scores
-
-    ws = Workspace(args.workspace)
-    data = DataCache(args.data_dir)
-    cfg = recipe(args.arch, args.part, args.epochs, args.augment)
+def load_signals(args, cfg: RunConfig, ws: Workspace, data: DataCache):
+    """The pool (trained if missing), its images and :class:`Signals` for every model, the
+    target last; each model's six views are cached in the workspace."""
     device = torch.device("cpu")
     pool = ensure_pool(cfg, args.pool, ws, data, device)
     images = data.images(cfg)
@@ -219,40 +213,73 @@ def evaluate(args) -> None:
     pop_logits = np.concatenate([pool.pop_logits, t_pop[None]]).astype(np.float64)
     part = len(pool.indices) // 2
     keep = np.concatenate([pool.keep, (np.arange(len(pool.indices)) < part)[None]])
-    labels = pool.labels
     t0 = time.perf_counter()
     views, pop_views = all_view_logits(ws, names, images, pool.indices, pool.pop_indices,
                                        Path(args.workspace) / f"views-{args.arch}.npz")
     print(f"[{time.perf_counter() - t0:6.0f} s] views of {len(names)} models", flush=True)
-    sig = Signals(logits, pop_logits, views.astype(np.float64), pop_views.astype(np.float64), labels,
+    sig = Signals(logits, pop_logits, views.astype(np.float64), pop_views.astype(np.float64), pool.labels,
                   pool.pop_labels, keep)
+    return pool, images, names, sig
+
+
+def attack_model(t: int, sig: Signals, pool, images, add) -> np.ndarray:
+    """Every attack against model ``t``: each reference-based one with the whole pool (63
+    references for a pool model, its complement left out; 64 for the target) and with k of
+    them for every budget k, the loss and quantile attacks with none; each result goes to
+    ``add(attack, k, scores)``. Returns LiRA online's whole-pool scores."""
+    from privaudit.attacks.quantile import QuantileAttack
+    from privaudit.attacks.scores import loss_scores
+
+    others = reference_candidates(t, len(sig.keep))
+    whole = few_reference_scores(t, others, sig)
+    for attack, s in whole.items():
+        add(attack, POOL, s)
+    add("loss", 0, loss_scores(sig.logits[t][:, 0], sig.labels))
+    # public non-members: the population, which no model of the pool trained on
+    q = QuantileAttack(seed=t).fit(images.x[pool.pop_indices], pool.pop_labels, sig.pop_feats[t].phi[:, 0])
+    add("quantile", 0, q.scores(images.x[pool.indices], sig.labels, sig.feats[t].phi[:, 0]))
+    for k in (k for k in REFERENCES[1:] if k < len(others)):
+        # a draw per (attacked model, budget): the same whatever other budgets run
+        refs = np.sort(np.random.default_rng([t, k]).choice(others, size=k, replace=False))
+        for attack, s in few_reference_scores(t, refs, sig).items():
+            add(attack, k, s)
+    return whole["lira-online"]
+
+
+def summary_rows(arch: str, rows: dict[tuple[str, int], dict[str, list[float]]]) -> list[dict]:
+    """One row per (attack, references): mean TPR at 0.1 % FPR and AUC over the attacked
+    models with their 95 % t-intervals, sorted by budget then attack."""
+    table = []
+    for (attack, k), r in rows.items():
+        tpr, auc = _interval(r["tpr"]), _interval(r["auc"])
+        table.append({"arch": arch, "attack": attack, "references": k, "n_attacked": len(r["tpr"]),
+                      "tpr_at_0p1pct_fpr": tpr[0], "tpr_lo": tpr[1], "tpr_hi": tpr[2],
+                      "auc": auc[0], "auc_lo": auc[1], "auc_hi": auc[2]})
+    return sorted(table, key=lambda r: (r["references"], r["attack"]))
+
+
+def evaluate(args) -> None:
+    from privaudit.analysis.metrics import auc_score, tpr_at_fpr
+    from privaudit.attacks.loss_trace import lt_iqr, top_precision
+
+    ws = Workspace(args.workspace)
+    cfg = recipe(args.arch, args.part, args.epochs, args.augment)
+    t0 = time.perf_counter()
+    pool, images, names, sig = load_signals(args, cfg, ws, DataCache(args.data_dir))
     m = len(names)
     position = {int(i): j for j, i in enumerate(pool.indices)}
     attacked = [m - 1] + list(range(min(args.targets, m) - 1))  # the target first, then pool models
     rows: dict[tuple[str, int], dict[str, list[float]]] = {}
     lt_prec: list[float] = []
-
-    def add(attack: str, k: int, y: np.ndarray, s: np.ndarray) -> None:
-        r = rows.setdefault((attack, k), {"tpr": [], "auc": []})
-        r["tpr"].append(tpr_at_fpr(y, s, FPR))
-        r["auc"].append(auc_score(y, s))
-
     for done, t in enumerate(attacked):
-        y = keep[t].astype(int)
-        others = reference_candidates(t, m)
-        whole = few_reference_scores(t, others, sig)
-        for attack, s in whole.items():  # 63 references for a pool model (its complement left out), 64 for the target
-            add(attack, POOL, y, s)
-        yard = whole["lira-online"]
-        add("loss", 0, y, loss_scores(logits[t][:, 0], labels))
-        # public non-members: the population, which no model of the pool trained on
-        q = QuantileAttack(seed=t).fit(images.x[pool.pop_indices], pool.pop_labels, sig.pop_feats[t].phi[:, 0])
-        add("quantile", 0, y, q.scores(images.x[pool.indices], labels, sig.feats[t].phi[:, 0]))
-        for k in (k for k in REFERENCES[1:] if k < len(others)):
-            # a draw per (attacked model, budget): the same whatever other budgets run
-            refs = np.sort(np.random.default_rng([t, k]).choice(others, size=k, replace=False))
-            for attack, s in few_reference_scores(t, refs, sig).items():
-                add(attack, k, y, s)
+        y = sig.keep[t].astype(int)
+
+        def add(attack: str, k: int, s: np.ndarray, y: np.ndarray = y) -> None:
+            r = rows.setdefault((attack, k), {"tpr": [], "auc": []})
+            r["tpr"].append(tpr_at_fpr(y, s, FPR))
+            r["auc"].append(auc_score(y, s))
+
+        yard = attack_model(t, sig, pool, images, add)
         found = ws.read_loss_trace(names[t])
         if found is not None:
             trace, idx = found
@@ -260,18 +287,11 @@ def evaluate(args) -> None:
             lt_prec.append(top_precision(lt_iqr(trace), yard[cols], 0.01))
         print(f"[{time.perf_counter() - t0:6.0f} s] attacked {done + 1}/{len(attacked)}", flush=True)
 
-    table = []
-    for (attack, k), r in rows.items():
-        tpr, auc = _interval(r["tpr"]), _interval(r["auc"])
-        table.append({"arch": args.arch, "attack": attack, "references": k, "n_attacked": len(r["tpr"]),
-                      "tpr_at_0p1pct_fpr": tpr[0], "tpr_lo": tpr[1], "tpr_hi": tpr[2],
-                      "auc": auc[0], "auc_lo": auc[1], "auc_hi": auc[2]})
+    table = summary_rows(args.arch, rows)
     best = yardstick(table)
     lt = _interval(lt_prec) if lt_prec else None
     result = {"arch": args.arch, "augment": args.augment, "part": args.part, "epochs": cfg.train.epochs, "models": m,
-              "fpr": FPR,
-              "yardstick": best["attack"],
-              "rows": sorted(table, key=lambda r: (r["references"], r["attack"])),
+              "fpr": FPR, "yardstick": best["attack"], "rows": table,
               "lt_iqr_precision_top1pct": None if lt is None else {"mean": lt[0], "lo": lt[1], "hi": lt[2],
                                                                     "n": len(lt_prec), "chance": 0.01},
               "seconds": time.perf_counter() - t0}
