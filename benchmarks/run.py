@@ -117,29 +117,47 @@ def _md_table(header: list[str], body: list[list[str]]) -> list[str]:
 
 def table(result: dict) -> str:
     """Markdown tables of the headline figures."""
-    lines = [f"Machine: {result['machine']['cpu']}, {result['machine']['cores']} cores, torch "
-             f"{result['machine']['torch']}, device {result['device']}. fp32 matmul peak "
-             f"{result['peak']['peak']:.0f} GFLOP/s ({result['peak']['peak_library']}; "
-             + ", ".join(f"{k} {v:.0f}" for k, v in result["peak"].items()
-                         if isinstance(v, float) and k != "peak") + "). Data: " + result["data"] + ".", ""]
     rows = result["rows"]
+    lines = _machine(result)
+    lines += _training_tables(rows)
+    lines += _kernel_tables(rows)
+    for r in rows:
+        lines += _sentence(r)
+    lines += _startup_and_precision_tables(rows)
+    lines += _targets_table(result["targets"])
+    return "\n".join(lines).rstrip("\n") + "\n"
 
-    def of(kind: str) -> list[dict]:
-        return [r for r in rows if r["benchmark"] == kind]
 
-    lines += _md_table(
+def _of(rows: list[dict], kind: str) -> list[dict]:
+    """The rows of one benchmark, in their order."""
+    return [r for r in rows if r["benchmark"] == kind]
+
+
+def _machine(result: dict) -> list[str]:
+    """The line naming the machine, its fp32 matmul peak and the data, and a blank line."""
+    return [f"Machine: {result['machine']['cpu']}, {result['machine']['cores']} cores, torch "
+            f"{result['machine']['torch']}, device {result['device']}. fp32 matmul peak "
+            f"{result['peak']['peak']:.0f} GFLOP/s ({result['peak']['peak_library']}; "
+            + ", ".join(f"{k} {v:.0f}" for k, v in result["peak"].items()
+                        if isinstance(v, float) and k != "peak") + "). Data: " + result["data"] + ".", ""]
+
+
+def _training_tables(rows: list[dict]) -> list[str]:
+    """The tables of training speed: in process against a DataLoader loop, by command, one
+    model's steady epoch, and the projected time of the mg-noise reproduction."""
+    lines = _md_table(
         ["training (batch 128)", "privaudit samples/s", "DataLoader loop samples/s", "speedup", "privaudit GFLOP/s",
          "% of peak (peak GFLOP/s)", "loop % of peak", "GFLOP/epoch", "privaudit peak RSS MB"],
         [[r["model"], _f(r["privaudit_samples_per_s"], 0), _f(r["dataloader_loop_samples_per_s"], 0),
           f"{_f(r['speedup'])}×", _f(r["privaudit_gflops"], 0),
           f"{100 * r['privaudit_fraction_of_peak']:.0f} % ({_f(r['peak_gflops'], 0)})",
           f"{100 * r['loop_fraction_of_peak']:.0f} %", columns(r, ())[0], _f(r["privaudit_memory"]["peak_rss_mb"], 0)]
-         for r in of("training")])
+         for r in _of(rows, "training")])
     lines += _md_table(
         ["command (fresh process, wall)", "side", "per epoch s", "fixed s", "wall s (fewer / more epochs)",
          "GFLOP/epoch", "% of peak (per epoch)"],
         [[r["model"], r["side"], _f(r["per_epoch_seconds"]), _f(r["fixed_seconds"]),
-          " / ".join(_f(w, 1) for w in r["wall_seconds"]), *columns(r, ("side",))] for r in of("commands")])
+          " / ".join(_f(w, 1) for w in r["wall_seconds"]), *columns(r, ("side",))] for r in _of(rows, "commands")])
     lines += _md_table(
         ["one speed (a model's steady epoch)", "side", "samples/s", "s an epoch", "vs in process", "GFLOP/epoch",
          "GFLOP/s", "% of peak (peak GFLOP/s)", "once a process: import / set-up / first epoch extra s", "wall s"],
@@ -150,7 +168,7 @@ def table(result: dict) -> str:
           "" if r.get("wall_s") is None else " / ".join(_f(r.get(k)) for k in ("import_s", "set_up_s",
                                                                                 "first_epoch_extra_s")),
           _f(r.get("wall_s"), 1)]
-         for r in of("speed")])
+         for r in _of(rows, "speed")])
     lines += _md_table(
         ["reproduce mg-noise (projected)", "models (attacked)", "train h", "evaluation h", "total h",
          "families: samples/s × training samples"],
@@ -160,13 +178,19 @@ def table(result: dict) -> str:
           _f(r["projected_evaluation_s"] / 3600), _f(r["projected_total_s"] / 3600),
           "; ".join(f"{f['model']}{' DP' if f['dp'] else ''}{' MG' if f['mg_noise'] else ''} b{f['batch']}: "
                     f"{f['samples_per_s']:,.0f} × {f['train_samples'] / 1e6:.2f} M" for f in r["families"])]
-         for r in of("protocol")])
-    lines += _md_table(
+         for r in _of(rows, "protocol")])
+    return lines
+
+
+def _kernel_tables(rows: list[dict]) -> list[str]:
+    """The tables of the heavy kernels against their plain counterparts: inference, DP-SGD,
+    the convex approximation's epoch and the stacked reference pool."""
+    lines = _md_table(
         ["inference", "privaudit samples/s", "plain no_grad NCHW 2,048 samples/s", "speedup", "training samples/s",
          "inference / training", "max logit difference", "forward GFLOP/epoch", "% of peak (privaudit / plain)"],
         [[r["model"], _f(r["privaudit_samples_per_s"], 0), _f(r["plain_samples_per_s"], 0),
           f"{_f(r['speedup_vs_plain'])}×", _f(r["train_samples_per_s"], 0), f"{_f(r['inference_vs_training'])}×",
-          f"{r['max_logit_difference']:.1e}", *columns(r, ("privaudit", "plain"))] for r in of("inference")])
+          f"{r['max_logit_difference']:.1e}", *columns(r, ("privaudit", "plain"))] for r in _of(rows, "inference")])
     lines += _md_table(
         ["DP-SGD (σ 1, batch 128)", "privaudit samples/s", "non-private", "Opacus defaults", "Opacus ghost",
          "DP / non-private", "vs Opacus defaults", "vs Opacus ghost", "GFLOP/epoch",
@@ -175,12 +199,12 @@ def table(result: dict) -> str:
           _f(r["opacus_default_samples_per_s"], 0), _f(r["opacus_ghost_samples_per_s"], 0),
           f"{_f(r['dp_vs_non_private'])}×", f"{_f(r['speedup_vs_opacus_default'], 1)}×",
           f"{_f(r['speedup_vs_opacus_ghost'], 2)}×",
-          *columns(r, ("privaudit_dp", "non_private", "opacus_default", "opacus_ghost"))] for r in of("dpsgd")])
+          *columns(r, ("privaudit_dp", "non_private", "opacus_default", "opacus_ghost"))] for r in _of(rows, "dpsgd")])
     lines += _md_table(
         ["convex approximation, one epoch (batch 1,000)", "P", "images", "s", "samples/s", "GFLOP/s",
          "% of peak"],
         [[r["algorithm"], str(r["gates"]), f"{r['images']:,}", _f(r["epoch_seconds"]), _f(r["samples_per_s"], 0),
-          _f(r["gflops"], 0), f"{100 * r['fraction_of_peak']:.0f} %"] for r in of("convex")])
+          _f(r["gflops"], 0), f"{100 * r['fraction_of_peak']:.0f} %"] for r in _of(rows, "convex")])
     lines += _md_table(
         ["pool", "K", "privaudit s", "one by one s", "speedup", "stacked", "max weight diff",
          "peak RSS MB (privaudit / one by one)", "GFLOP/epoch (K models)", "% of peak (privaudit / one by one)"],
@@ -189,45 +213,60 @@ def table(result: dict) -> str:
                                    if "stacked_forced_speedup" in r else ""),
           "yes" if r["stacked"] else "no", f"{r['max_weight_difference']:.1e}",
           f"{_f(r['privaudit_memory']['peak_rss_mb'], 0)} / {_f(r['one_by_one_memory']['peak_rss_mb'], 0)}",
-          *columns(r, ("privaudit", "one_by_one"))] for r in of("pool")])
-    for r in rows:
-        if r["benchmark"] == "scoring":
-            lines += [f"Scoring {r['samples']:,} samples × {r['models']} models ({r['logits_mb']:.0f} MB of logits), "
-                      f"all {len(r['attacks'])} attacks: {r['privaudit_seconds_all_attacks']:.2f} s "
-                      f"(statistics {r['statistics_seconds']:.2f} s; a per-sample LiRA loop: "
-                      f"~{r['naive_lira_online_seconds_estimated']:.0f} s, {r['speedup_vs_naive_lira']:.0f}× slower); "
-                      f"peak RSS {r['privaudit_memory']['peak_rss_mb']:.0f} MB.", ""]
-        if r["benchmark"] == "executor":
-            lines += [f"Executors (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "
-                      f"κ 0.5, σ 1, shadow + LiRA with a pool of {r['pool_size']}, {r['jobs']} jobs): "
-                      f"local {r['local_seconds']:.1f} s, "
-                      f"Ray {r['ray_seconds']:.1f} s (start-up {r['ray_start_seconds']:.1f} s; "
-                      f"{r['overhead_per_job_seconds']:.2f} s per job), Ray with 1 CPU per job "
-                      f"{r['ray_1cpu_per_job_seconds']:.1f} s; identical tables: "
-                      f"{'yes' if r['identical_tables'] else 'NO'}.", ""]
-        if r["benchmark"] == "digits":
-            phases = ", ".join(f"{k} {v:.1f} s" for k, v in r["phase_seconds"].items())
-            diff = r.get("differences_from_baseline")
-            same = ("" if diff is None else "; table against the baseline's, largest |difference|: "
-                    + ", ".join(f"{k} {v:.2g}" for k, v in diff.items()))
-            options = f" {r['options']}" if r.get("options") else ""
-            lines += [f"`privaudit audit --dataset digits{options}` ({r['side']}, {r['revision']}, "
-                      f"best of {r['rounds']}): {r['wall_seconds']:.1f} s wall — {phases}{same}.", ""]
-        if r["benchmark"] == "audit":
-            shares = ", ".join(f"{k} {100 * v:.0f} %" for k, v in r["phase_shares"].items())
-            lines += [f"Audit end to end (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "
-                      f"κ 0.5, σ 1, pool {r['pool_size']}, all attacks, {r['models_trained']} models): "
-                      f"{r['wall_seconds']:.1f} s — {shares}.", ""]
-    lines += _md_table(
+          *columns(r, ("privaudit", "one_by_one"))] for r in _of(rows, "pool")])
+    return lines
+
+
+def _sentence(r: dict) -> list[str]:
+    """A sentence and a blank line for a scoring, executor, digits or end-to-end audit row;
+    none for the others (they have tables)."""
+    if r["benchmark"] == "scoring":
+        return [f"Scoring {r['samples']:,} samples × {r['models']} models ({r['logits_mb']:.0f} MB of logits), "
+                f"all {len(r['attacks'])} attacks: {r['privaudit_seconds_all_attacks']:.2f} s "
+                f"(statistics {r['statistics_seconds']:.2f} s; a per-sample LiRA loop: "
+                f"~{r['naive_lira_online_seconds_estimated']:.0f} s, {r['speedup_vs_naive_lira']:.0f}× slower); "
+                f"peak RSS {r['privaudit_memory']['peak_rss_mb']:.0f} MB.", ""]
+    if r["benchmark"] == "executor":
+        return [f"Executors (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "
+                f"κ 0.5, σ 1, shadow + LiRA with a pool of {r['pool_size']}, {r['jobs']} jobs): "
+                f"local {r['local_seconds']:.1f} s, "
+                f"Ray {r['ray_seconds']:.1f} s (start-up {r['ray_start_seconds']:.1f} s; "
+                f"{r['overhead_per_job_seconds']:.2f} s per job), Ray with 1 CPU per job "
+                f"{r['ray_1cpu_per_job_seconds']:.1f} s; identical tables: "
+                f"{'yes' if r['identical_tables'] else 'NO'}.", ""]
+    if r["benchmark"] == "digits":
+        phases = ", ".join(f"{k} {v:.1f} s" for k, v in r["phase_seconds"].items())
+        diff = r.get("differences_from_baseline")
+        same = ("" if diff is None else "; table against the baseline's, largest |difference|: "
+                + ", ".join(f"{k} {v:.2g}" for k, v in diff.items()))
+        options = f" {r['options']}" if r.get("options") else ""
+        return [f"`privaudit audit --dataset digits{options}` ({r['side']}, {r['revision']}, "
+                f"best of {r['rounds']}): {r['wall_seconds']:.1f} s wall — {phases}{same}.", ""]
+    if r["benchmark"] == "audit":
+        shares = ", ".join(f"{k} {100 * v:.0f} %" for k, v in r["phase_shares"].items())
+        return [f"Audit end to end (CIFAR-10 {r['data']}, parts of {r['part_size']:,}, {r['epochs']} epochs, "
+                f"κ 0.5, σ 1, pool {r['pool_size']}, all attacks, {r['models_trained']} models): "
+                f"{r['wall_seconds']:.1f} s — {shares}.", ""]
+    return []
+
+
+def _startup_and_precision_tables(rows: list[dict]) -> list[str]:
+    """The tables of a fresh process's start-up and of bf16 mixed precision against fp32."""
+    lines = _md_table(
         ["start-up (fresh process, wall)", "best s", "median s", "best − bare python s"],
         [[r["case"], f"{r['best_seconds']:.3f}", f"{r['median_seconds']:.3f}",
-          f"{r['best_minus_bare_python_seconds']:.3f}"] for r in of("startup")])
+          f"{r['best_minus_bare_python_seconds']:.3f}"] for r in _of(rows, "startup")])
     lines += _md_table(
         ["mixed precision", "fp32 samples/s", "bf16 samples/s", "bf16 speedup", "fp32 test acc.", "bf16 test acc.",
          "GFLOP/epoch", "% of fp32 peak (fp32 / bf16)"],
         [[f"{r['model']} ({r['epochs']} epochs)", _f(r["fp32_samples_per_s"], 0), _f(r["bf16_samples_per_s"], 0),
           f"{_f(r['bf16_speedup'])}×", f"{r['fp32_test_accuracy']:.3f}", f"{r['bf16_test_accuracy']:.3f}",
-          *columns(r, ("fp32", "bf16"))] for r in of("precision")])
+          *columns(r, ("fp32", "bf16"))] for r in _of(rows, "precision")])
+    return lines
+
+
+def _targets_table(targets: list[dict]) -> list[str]:
+    """The table of the targets: each measured figure, its goal and whether it is met."""
 
     def shown(x: dict) -> str:
         v = x["measured"]
@@ -235,9 +274,8 @@ def table(result: dict) -> str:
                 f"{v:.2f} s" if "scoring" in x["target"] or "wall" in x["target"] or "fixed cost" in x["target"]
                 else f"{v:.2f} h" if "hours" in x["target"] else f"{v:.2f}×")
 
-    lines += _md_table(["target", "measured", "goal", "met"],
-                       [[x["target"], shown(x), x["goal"], "yes" if x["met"] else "no"] for x in result["targets"]])
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return _md_table(["target", "measured", "goal", "met"],
+                     [[x["target"], shown(x), x["goal"], "yes" if x["met"] else "no"] for x in targets])
 
 
 def main(argv: list[str] | None = None) -> None:

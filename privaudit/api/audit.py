@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from privaudit.core.config import RunConfig
-    from privaudit.executor.auditing import TargetMatch
+    from privaudit.executor.auditing import AuditResult, TargetMatch
     from privaudit.executor.plan import Job
     from privaudit.executor.preview import RunPlan
     from privaudit.pipeline.attacking import AttackResult
@@ -165,8 +165,6 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     grids = resolve_grids(GridRequest(model=model, dataset=dataset, kappas=kappas, sigmas=sigmas,
                                       target_epsilons=target_epsilons, defences=defences, knobs=knobs,
                                       target_accuracies=target_accuracies, match_accuracy=match_accuracy))
-    k_grid, s_grid, eps_grid, other_grids = grids.kappas, grids.sigmas, grids.target_epsilons, grids.others
-    targets = grids.targets
     if ray_address is not None and executor != "ray":
         raise ConfigError("--ray-address needs --executor ray")
     seed_list = params.seeds(seeds, seed)
@@ -177,10 +175,9 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     bases = [recipe.config(seed=s, dataset_kwargs=dataset_kwargs) for s in seed_list]  # validated
 
     with importing():
-        from privaudit.executor.auditing import audit_plan, replicate, run_audit
-        from privaudit.executor.auditing import match_accuracy as match_kappas
+        from privaudit.executor.auditing import replicate
 
-    plans = [audit_plan(b, k_grid, s_grid, eps_grid, other_grids) for b in bases]
+    plans = _grid_plans(bases, grids)
     attack_plan = params.attacks(attacks, pool_size, shadow_dataset)
 
     with importing():
@@ -200,23 +197,46 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     ws.set_aside_legacy_results(say)
     matches: list[tuple[RunConfig, TargetMatch]] = []
     reached: list[TargetMatch] = []
-    if targets:
+    if grids.targets:
         plans, reached = _search_targets(bases, plans, grids, ws, data, dev, match_tolerance, hooks, say)
     if match_accuracy:
-        say(f"match-accuracy: searching kappa for {len(s_grid or eps_grid)} DP-SGD settings (seed "
-            f"{seed_list[0]}, tolerance {match_tolerance:g})")
-        matches = match_kappas(plans[0], ws, data, dev, tolerance=match_tolerance, on_start=hooks.on_model_start,
-                               on_epoch=hooks.on_epoch)
-        extra = [m.knob for _, m in matches if m.knob]
-        plans = [audit_plan(b, k_grid + extra, s_grid, eps_grid, other_grids) for b in bases]
-        for dp_cfg, m in matches:
-            say(f"match-accuracy: {dp_cfg.defence.label} test accuracy {m.target:.4f} -> " +
-                (f"kappa {m.knob:g} ({m.accuracy:.4f}, {'within' if m.within else 'NOT within'} {m.tolerance:g}, "
-                 f"{len(m.steps)} search trainings)" if m.knob is not None else
-                 f"{m.status} ({len(m.steps)} search trainings)"))
+        plans, matches = _match_accuracy(bases, plans, grids, ws, data, dev, match_tolerance, hooks, say)
     plan = replicate(plans)
     say(f"audit: {len(plan)} targets ({model} on {dataset}, {len(seed_list)} seed"
         f"{'s' if len(seed_list) > 1 else ''}, device {dev}, executor {runner.name}) in {ws.root}")
+    result, jobs = _run_jobs(plan, ws, data, dev, hooks, attack_plan, runner)
+    rep = result.report
+    assert rep is not None  # the audit's job graph ends with its report
+    import pandas as pd
+
+    summary = rep.summary
+    verdicts = summary.verdicts if summary is not None else pd.DataFrame()
+    return AuditReport(table=rep.table, verdicts=verdicts, report_path=Path(rep.html), csv_path=Path(rep.csv),
+                       workdir=Path(ws.root), seeds=seed_list, executor=runner.name, jobs=jobs,
+                       wall_seconds=time.perf_counter() - t0, phase_seconds=CLOCK.snapshot(),
+                       targets=result.targets, configs=[c.validated() for c in plan], attacks=result.attacks,
+                       summary=summary, match_accuracy=matches,
+                       target_matches=reached,
+                       attack_plan=attack_plan)
+
+
+def _grid_plans(bases: list[RunConfig], grids: AuditGrids, extra_kappas: Sequence[float] = ()
+                ) -> list[list[RunConfig]]:
+    """Each seed's plan of the grids: the baseline, a target per MG-noise κ (and per κ in
+    ``extra_kappas``), per DP-SGD σ or target ε, and per knob of every other defence."""
+    from privaudit.executor.auditing import audit_plan
+
+    return [audit_plan(b, grids.kappas + list(extra_kappas), grids.sigmas, grids.target_epsilons, grids.others)
+            for b in bases]
+
+
+def _run_jobs(plan: list[RunConfig], ws: Workspace, data: DataCache, dev: Any, hooks: AuditHooks,
+              attack_plan: Any, runner: Any) -> tuple[AuditResult, int]:
+    """Train, attack and report every target of ``plan`` on ``runner``; returns what
+    :func:`~privaudit.executor.auditing.run_audit` returns and the number of jobs its graph held
+    (``hooks.on_plan`` still sees each graph)."""
+    from privaudit.executor.auditing import run_audit
+
     graph: list[Job] = []
     user_plan = hooks.on_plan
 
@@ -228,19 +248,7 @@ def audit(recipe: Recipe | None = None, *, data_dir: str | Path | None = None,
     run_hooks = AuditHooks(on_model_start=hooks.on_model_start, on_epoch=hooks.on_epoch, on_plan=on_plan,
                            on_job_done=hooks.on_job_done, on_estimate=hooks.on_estimate)
     result = run_audit(plan, ws, data, dev, run_hooks, attack_plan, executor=runner)
-    rep = result.report
-    assert rep is not None  # the audit's job graph ends with its report
-    import pandas as pd
-
-    summary = rep.summary
-    verdicts = summary.verdicts if summary is not None else pd.DataFrame()
-    return AuditReport(table=rep.table, verdicts=verdicts, report_path=Path(rep.html), csv_path=Path(rep.csv),
-                       workdir=Path(ws.root), seeds=seed_list, executor=runner.name, jobs=len(graph),
-                       wall_seconds=time.perf_counter() - t0, phase_seconds=CLOCK.snapshot(),
-                       targets=result.targets, configs=[c.validated() for c in plan], attacks=result.attacks,
-                       summary=summary, match_accuracy=matches,
-                       target_matches=reached,
-                       attack_plan=attack_plan)
+    return result, len(graph)
 
 
 def _search_targets(bases: list[RunConfig], plans: list[list[RunConfig]], grids: AuditGrids, ws: Workspace,
@@ -263,6 +271,27 @@ def _search_targets(bases: list[RunConfig], plans: list[list[RunConfig]], grids:
             f"{len(m.steps)} trainings)"))
     plans = [p + [defended(b, m.defence, m.knob) for m in reached if m.knob is not None] for b, p in zip(bases, plans)]
     return [list({c.validated().run_name: c for c in p}.values()) for p in plans], reached
+
+
+def _match_accuracy(bases: list[RunConfig], plans: list[list[RunConfig]], grids: AuditGrids, ws: Workspace,
+                    data: DataCache, dev: Any, tolerance: float, hooks: AuditHooks,
+                    say: Callable[[str], None]) -> tuple[list[list[RunConfig]], list[tuple[RunConfig, TargetMatch]]]:
+    """``--match-accuracy``: for each DP-SGD setting of the first seed's plan, the MG-noise κ
+    searched to its test accuracy, and each seed's plan of the grids with the κ found added
+    (with each DP setting's config and its search's outcome)."""
+    from privaudit.executor.auditing import match_accuracy as match_kappas
+
+    say(f"match-accuracy: searching kappa for {len(grids.sigmas or grids.target_epsilons)} DP-SGD settings (seed "
+        f"{bases[0].seed}, tolerance {tolerance:g})")
+    matches = match_kappas(plans[0], ws, data, dev, tolerance=tolerance, on_start=hooks.on_model_start,
+                           on_epoch=hooks.on_epoch)
+    plans = _grid_plans(bases, grids, [m.knob for _, m in matches if m.knob])
+    for dp_cfg, m in matches:
+        say(f"match-accuracy: {dp_cfg.defence.label} test accuracy {m.target:.4f} -> " +
+            (f"kappa {m.knob:g} ({m.accuracy:.4f}, {'within' if m.within else 'NOT within'} {m.tolerance:g}, "
+             f"{len(m.steps)} search trainings)" if m.knob is not None else
+             f"{m.status} ({len(m.steps)} search trainings)"))
+    return plans, matches
 
 
 def _preview(bases: list[RunConfig], plans: list[list[RunConfig]], grids: AuditGrids, attack_plan: Any,

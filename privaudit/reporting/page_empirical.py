@@ -144,98 +144,126 @@ def _empirical_plots(st: pd.DataFrame, ov: pd.DataFrame, g: pd.DataFrame, rocs: 
                      ) -> tuple[list[dict], str]:
     """The figures of the empirical-ε part, and the names of the DP settings whose lower bound
     exceeds the accountant's ε ("" when none does)."""
-    figs: list[dict] = []
-    fam = ov["family"]
-
-    def curve(rows: pd.DataFrame) -> dict:
-        rows = rows[rows["test_accuracy"].notna() & rows["eps_strongest"].notna()].sort_values("test_accuracy")
-        return {"x": rows["test_accuracy"].to_numpy(float), "y": rows["eps_strongest"].to_numpy(float)}
-
-    has_mg, has_dp = bool((fam == "MG noise").any()), bool(ov["dp"].any())
-    series = [{"label": "MG noise (κ)", **curve(ov[fam.isin(["baseline", "MG noise"])] if has_mg else ov[:0])},
-              {"label": "DP-SGD (σ)", **curve(ov[ov["dp"] | (fam == "baseline")] if has_dp else ov[:0])}]
-    if not has_mg and not has_dp:  # the baseline alone
-        series = [{"label": "baseline", **curve(ov)}]
-    ys = [v for sr in series for v in sr["y"] if math.isfinite(v)]
-    flat = (0.0, 1.0) if ys and max(ys) <= 0 else None  # all zero: no negative ε axis
     # the bound of every view: the group's strongest attack's (summary.overview), named where it is drawn
     named = next((f" ({a})" for a in ov["strongest"] if isinstance(a, str)), "")
-    figs.append(figure(line_plot(
+    figs = [_eps_vs_accuracy(ov, named)]
+    check = ""
+    dp_ov = _dp_settings(ov)
+    if len(dp_ov):
+        figs.append(_accountant_vs_empirical(dp_ov, named))
+        check = _above_accountant(dp_ov)
+    roc = _roc_of_every_attack(st, ov, g, rocs)
+    if roc:
+        figs.append(roc)
+    return figs, check
+
+
+def _eps_curve(rows: pd.DataFrame) -> dict:
+    """The (test accuracy, strongest attack's ε lower bound) points of ``rows``, by accuracy."""
+    rows = rows[rows["test_accuracy"].notna() & rows["eps_strongest"].notna()].sort_values("test_accuracy")
+    return {"x": rows["test_accuracy"].to_numpy(float), "y": rows["eps_strongest"].to_numpy(float)}
+
+
+def _eps_vs_accuracy(ov: pd.DataFrame, named: str) -> dict:
+    """The figure of the empirical ε lower bound against test accuracy: a curve for MG noise
+    and one for DP-SGD, each ending at the baseline (the baseline alone when neither ran)."""
+    fam = ov["family"]
+    has_mg, has_dp = bool((fam == "MG noise").any()), bool(ov["dp"].any())
+    series = [{"label": "MG noise (κ)", **_eps_curve(ov[fam.isin(["baseline", "MG noise"])] if has_mg else ov[:0])},
+              {"label": "DP-SGD (σ)", **_eps_curve(ov[ov["dp"] | (fam == "baseline")] if has_dp else ov[:0])}]
+    if not has_mg and not has_dp:  # the baseline alone
+        series = [{"label": "baseline", **_eps_curve(ov)}]
+    ys = [v for sr in series for v in sr["y"] if math.isfinite(v)]
+    flat = (0.0, 1.0) if ys and max(ys) <= 0 else None  # all zero: no negative ε axis
+    return figure(line_plot(
         series, title="Empirical ε lower bound vs test accuracy", xlabel="target test accuracy",
         ylabel=f"empirical ε ≥{named}", y_range=flat),
         f"The empirical ε lower bound of the strongest attack{named} per setting, as in the table (95% confidence); "
         "higher = more leakage proven. Both curves end at the undefended baseline. Another attack's bound can be "
         "larger (hover its cell; ε lb in tradeoff.csv): each is read at its own threshold, and the largest of "
-        "several 95% bounds is not itself a 95% bound."))
+        "several 95% bounds is not itself a 95% bound.")
 
-    check = ""
+
+def _dp_settings(ov: pd.DataFrame) -> pd.DataFrame:
+    """The DP settings with a noise multiplier (DP-SGD's alone when there are any), by σ."""
     dp_ov = ov[ov["dp"] & ov["noise_multiplier"].notna()]
     if (dp_ov["family"] == "DP-SGD").any():
         dp_ov = dp_ov[dp_ov["family"] == "DP-SGD"]
     if len(dp_ov):
         dp_ov = dp_ov.sort_values("noise_multiplier", kind="stable")
-        sig = dp_ov["noise_multiplier"].to_numpy(float)
-        series = [{"label": "accountant ε (upper bound)", "x": sig, "y": dp_ov["epsilon"].to_numpy(float)},
-                  {"label": "empirical ε (lower bound)", "x": sig, "y": dp_ov["eps_strongest"].to_numpy(float)}]
-        gdp = dp_ov["gdp_eps_strongest"].to_numpy(float)
-        if np.isfinite(gdp).any():
-            series.append({"label": "Gaussian-DP ε (estimate, Gaussian curve)", "x": sig, "y": gdp})
-        one = dp_ov["one_run_eps_lower_bound"].to_numpy(float)
-        if np.isfinite(one).any():
-            series.append({"label": "one-run ε (lower bound)", "x": sig, "y": one})
-        fdp = dp_ov["one_run_fdp_eps_lower_bound"].to_numpy(float)
-        if np.isfinite(fdp).any():
-            series.append({"label": "f-DP one-run ε (lower bound)", "x": sig, "y": fdp})
-        pos = [v for sr in series for v in sr["y"] if math.isfinite(v) and v > 0]
-        log_y = bool(pos) and max(pos) / min(pos) >= 30
-        caption = (f"The accountant's ε is a proven upper bound. The Clopper–Pearson ε at one threshold is a 95% "
-                   f"lower bound, as are, with canaries, the one-run bounds of Steinke et al. and the f-DP one of "
-                   f"Mahloujifar et al.; the Gaussian-DP ε read off the trade-off curve is an estimate, a lower "
-                   f"bound only if the curve is Gaussian (both of the strongest attack{named}, thresholds chosen "
-                   f"on other models; docs/methods.md D.6). The true ε of the training run lies "
-                   f"between the accountant's and the largest lower bound.")
-        if log_y:
-            zero = any(math.isfinite(v) and v <= 0 for sr in series for v in sr["y"])
-            # a series of zero bounds only cannot be drawn on a log axis: leave it out
-            series = [sr for sr in series if any(math.isfinite(v) and v > 0 for v in sr["y"])
-                      or not any(math.isfinite(v) for v in sr["y"])]
-            if zero:
-                caption += " Lower bounds of 0 (nothing proven) cannot be drawn on the log axis."
-        figs.append(figure(line_plot(series, title="DP-SGD: accountant ε vs empirical ε",
-                                     xlabel="σ (noise multiplier)",
-                                     ylabel="ε" + (" (log scale)" if log_y else ""), log_y=log_y), caption))
-        eps = dp_ov["epsilon"]
-        above = (eps.notna() & ((dp_ov["eps_strongest"] > eps) | (dp_ov["one_run_eps_lower_bound"] > eps)
-                                | (dp_ov["gdp_eps_strongest"] > eps) | (dp_ov["one_run_fdp_eps_lower_bound"] > eps)))
-        check = ", ".join(setting_name(o) for _, o in dp_ov[above].iterrows())
+    return dp_ov
 
-    # log-log ROC of every attack on the baseline (else the least-defended target)
+
+def _accountant_vs_empirical(dp_ov: pd.DataFrame, named: str) -> dict:
+    """The figure of the accountant's ε (an upper bound) against σ beside every lower bound
+    and estimate the DP settings have; a log y axis when the values span 30× or more."""
+    sig = dp_ov["noise_multiplier"].to_numpy(float)
+    series = [{"label": "accountant ε (upper bound)", "x": sig, "y": dp_ov["epsilon"].to_numpy(float)},
+              {"label": "empirical ε (lower bound)", "x": sig, "y": dp_ov["eps_strongest"].to_numpy(float)}]
+    for column, label in (("gdp_eps_strongest", "Gaussian-DP ε (estimate, Gaussian curve)"),
+                          ("one_run_eps_lower_bound", "one-run ε (lower bound)"),
+                          ("one_run_fdp_eps_lower_bound", "f-DP one-run ε (lower bound)")):
+        y = dp_ov[column].to_numpy(float)
+        if np.isfinite(y).any():
+            series.append({"label": label, "x": sig, "y": y})
+    pos = [v for sr in series for v in sr["y"] if math.isfinite(v) and v > 0]
+    log_y = bool(pos) and max(pos) / min(pos) >= 30
+    caption = (f"The accountant's ε is a proven upper bound. The Clopper–Pearson ε at one threshold is a 95% "
+               f"lower bound, as are, with canaries, the one-run bounds of Steinke et al. and the f-DP one of "
+               f"Mahloujifar et al.; the Gaussian-DP ε read off the trade-off curve is an estimate, a lower "
+               f"bound only if the curve is Gaussian (both of the strongest attack{named}, thresholds chosen "
+               f"on other models; docs/methods.md D.6). The true ε of the training run lies "
+               f"between the accountant's and the largest lower bound.")
+    if log_y:
+        zero = any(math.isfinite(v) and v <= 0 for sr in series for v in sr["y"])
+        # a series of zero bounds only cannot be drawn on a log axis: leave it out
+        series = [sr for sr in series if any(math.isfinite(v) and v > 0 for v in sr["y"])
+                  or not any(math.isfinite(v) for v in sr["y"])]
+        if zero:
+            caption += " Lower bounds of 0 (nothing proven) cannot be drawn on the log axis."
+    return figure(line_plot(series, title="DP-SGD: accountant ε vs empirical ε", xlabel="σ (noise multiplier)",
+                            ylabel="ε" + (" (log scale)" if log_y else ""), log_y=log_y), caption)
+
+
+def _above_accountant(dp_ov: pd.DataFrame) -> str:
+    """The names of the DP settings one of whose lower bounds (or estimate) exceeds the
+    accountant's ε, which should not happen ("" when none does)."""
+    eps = dp_ov["epsilon"]
+    above = (eps.notna() & ((dp_ov["eps_strongest"] > eps) | (dp_ov["one_run_eps_lower_bound"] > eps)
+                            | (dp_ov["gdp_eps_strongest"] > eps) | (dp_ov["one_run_fdp_eps_lower_bound"] > eps)))
+    return ", ".join(setting_name(o) for _, o in dp_ov[above].iterrows())
+
+
+def _roc_of_every_attack(st: pd.DataFrame, ov: pd.DataFrame, g: pd.DataFrame, rocs: Mapping[str, Any]
+                         ) -> dict | None:
+    """The log-log ROC of every attack on the baseline (else the least-defended target with
+    curves saved); None when no target has any."""
     chosen = next(((o, run, rocs[run]) for _, o in ov.sort_values("family", key=lambda f: f != "baseline",
                                                                    kind="stable").iterrows()
                    for run in o["runs"] if isinstance(rocs.get(run), Mapping) and rocs[run]), None)
-    if chosen:
-        o, run, per_run = chosen
-        att = attack_rows(st, o)
-        series = []
-        for a in sorted((k for k in per_run if isinstance(k, str)), key=attack_key):
-            try:
-                fpr, tpr = per_run[a][0], per_run[a][1]
-            except (TypeError, IndexError, KeyError):
-                continue
-            auc = num(att.loc[a, "auc"]) if a in att.index else math.nan
-            series.append({"label": f"{a} (AUC {auc:.2f})" if math.isfinite(auc) else a,
-                           "x": np.asarray(fpr, dtype=float), "y": np.asarray(tpr, dtype=float), "markers": False,
-                           "exact_below": EXACT_FPR})
-        fpr_lo = fpr_floor(g.loc[g["target_run"] == run, "n_nonmembers"])
-        name = setting_name(o)
-        which = "the undefended baseline" if o["family"] == "baseline" else name
-        figs.append(figure(line_plot(
-            series, title=f"ROC of every attack, {name} (log-log)", xlabel="false-positive rate",
-            ylabel="true-positive rate", log_x=True, log_y=True, x_range=(fpr_lo, 1), y_range=(fpr_lo, 1),
-            diagonal=True),
-            f"All attacks on {which} ({run}), log-log axes from FPR {fpr_lo:.2g} (1 / non-members): the higher a "
-            "curve at low FPR, the more members it identifies confidently; dashed: chance."))
-    return figs, check
+    if not chosen:
+        return None
+    o, run, per_run = chosen
+    att = attack_rows(st, o)
+    series = []
+    for a in sorted((k for k in per_run if isinstance(k, str)), key=attack_key):
+        try:
+            fpr, tpr = per_run[a][0], per_run[a][1]
+        except (TypeError, IndexError, KeyError):
+            continue
+        auc = num(att.loc[a, "auc"]) if a in att.index else math.nan
+        series.append({"label": f"{a} (AUC {auc:.2f})" if math.isfinite(auc) else a,
+                       "x": np.asarray(fpr, dtype=float), "y": np.asarray(tpr, dtype=float), "markers": False,
+                       "exact_below": EXACT_FPR})
+    fpr_lo = fpr_floor(g.loc[g["target_run"] == run, "n_nonmembers"])
+    name = setting_name(o)
+    which = "the undefended baseline" if o["family"] == "baseline" else name
+    return figure(line_plot(
+        series, title=f"ROC of every attack, {name} (log-log)", xlabel="false-positive rate",
+        ylabel="true-positive rate", log_x=True, log_y=True, x_range=(fpr_lo, 1), y_range=(fpr_lo, 1),
+        diagonal=True),
+        f"All attacks on {which} ({run}), log-log axes from FPR {fpr_lo:.2g} (1 / non-members): the higher a "
+        "curve at low FPR, the more members it identifies confidently; dashed: chance.")
 
 
 #: the most class columns the exposure table shows (the most exposed ones; the rest are in

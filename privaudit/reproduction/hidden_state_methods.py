@@ -167,54 +167,79 @@ def train_method(method: str, x: torch.Tensor, y: torch.Tensor, x_test: torch.Te
 
 def _iterative(method, x, y, x_test, y_test, r: Recipe, target_epsilon, seed, g, num_classes, query, curve,
                on_epoch) -> Trained:
+    if method in ("noisycgd-convex", "dpsgd-convex"):
+        return _convex(method, x, y, x_test, y_test, r, target_epsilon, seed, g, num_classes, query, curve, on_epoch)
+    return _dense(method, x, y, x_test, y_test, r, target_epsilon, seed, g, num_classes, query, curve, on_epoch)
+
+
+def _convex(method, x, y, x_test, y_test, r: Recipe, target_epsilon, seed, g, num_classes, query, curve,
+            on_epoch) -> Trained:
+    """NoisyCGD or DP-SGD (λ = 0) on the convex approximation, its P gate vectors drawn from
+    ``g``; ∞ trains without noise (the audit's non-private control)."""
     n, d = x.shape
     points: list[dict] = []
-    if method in ("noisycgd-convex", "dpsgd-convex"):
-        model = ConvexReLU(d, num_classes, r.gates)
-        with torch.no_grad():
-            model.u.copy_(torch.randn(r.gates, d, generator=g))
+    model = ConvexReLU(d, num_classes, r.gates)
+    with torch.no_grad():
+        model.u.copy_(torch.randn(r.gates, d, generator=g))
 
-        def predict(a: torch.Tensor, w: torch.Tensor | None = None) -> torch.Tensor:
-            if w is None:
-                return model(a)
-            return logits_and_gates(a, w, model.u, num_classes)[0]
+    def predict(a: torch.Tensor, w: torch.Tensor | None = None) -> torch.Tensor:
+        if w is None:
+            return model(a)
+        return logits_and_gates(a, w, model.u, num_classes)[0]
 
-        if not math.isfinite(target_epsilon):  # the audit's non-private control: clipping, no noise
-            sigma, eps, exact, accountant = 0.0, math.inf, math.inf, "none (no noise)"
+    sigma, eps, exact, accountant, spent = _convex_privacy(method, target_epsilon, n, r)
 
-            def spent(e: int) -> float:
-                return math.inf
-        elif method == "noisycgd-convex":
-            privacy = noisycgd_noise_for_epsilon(target_epsilon, n, r.batch, r.epochs, r.lr_convex, r.l2, r.delta)
-            sigma, eps, exact, accountant = privacy.noise_multiplier, privacy.epsilon, privacy.epsilon, \
-                "hidden-state GDP (shifted interpolation)"
+    def seen(epoch: int, w: torch.Tensor) -> None:
+        if curve and (epoch % r.eval_every == 0 or epoch == r.epochs):
+            points.append({"epoch": epoch, "epsilon": spent(epoch),
+                           "test_accuracy": _accuracy(predict(x_test, w), y_test)})
 
-            def spent(e: int) -> float:
-                return noisycgd_epsilon(sigma, n, r.batch, e, r.lr_convex, r.l2, r.delta).epsilon
+    common = dict(noise_multiplier=sigma, max_grad_norm=r.clip, epochs=r.epochs, lr=r.lr_convex, generator=g,
+                  noise_seed=seed + 1, on_epoch=on_epoch, on_iterate=seen)
+    with torch.no_grad():
+        if method == "noisycgd-convex":
+            train_noisycgd(model, x, y, batch_size=r.batch, l2=r.l2, **common)
         else:
-            sigma, exact, accountant = dpsgd_sigma(target_epsilon, n, r.batch, r.epochs, r.delta)
-            eps = _dpsgd_epsilon_after(sigma, r.batch / n, r.epochs, r.delta)
+            train_convex_dpsgd(model, x, y, sample_rate=r.batch / n, l2=0.0, **common)
+    with torch.no_grad():
+        final = lambda a: predict(a)  # noqa: E731
+        out = _trained(method, final, x, y, x_test, y_test, sigma, eps, exact, accountant, points, query)
+    return out
 
-            def spent(e: int) -> float:
-                return _dpsgd_epsilon_after(sigma, r.batch / n, e, r.delta)
 
-        def seen(epoch: int, w: torch.Tensor) -> None:
-            if curve and (epoch % r.eval_every == 0 or epoch == r.epochs):
-                points.append({"epoch": epoch, "epsilon": spent(epoch),
-                               "test_accuracy": _accuracy(predict(x_test, w), y_test)})
+def _convex_privacy(method: str, target_epsilon: float, n: int, r: Recipe
+                    ) -> tuple[float, float, float, str, Callable[[int], float]]:
+    """The noise of a convex-approximation method at ``target_epsilon`` on ``n`` samples:
+    (σ, its accountant's ε, the exact replace-one ε, the accountant's name, the ε spent after
+    e epochs). NoisyCGD: the hidden-state bound, σ of its σC/b noise; DP-SGD: σ calibrated
+    as the paper accounts it (:func:`dpsgd_sigma`); ∞: no noise."""
+    if not math.isfinite(target_epsilon):  # the audit's non-private control: clipping, no noise
+        def never(e: int) -> float:
+            return math.inf
 
-        common = dict(noise_multiplier=sigma, max_grad_norm=r.clip, epochs=r.epochs, lr=r.lr_convex, generator=g,
-                      noise_seed=seed + 1, on_epoch=on_epoch, on_iterate=seen)
-        with torch.no_grad():
-            if method == "noisycgd-convex":
-                train_noisycgd(model, x, y, batch_size=r.batch, l2=r.l2, **common)
-            else:
-                train_convex_dpsgd(model, x, y, sample_rate=r.batch / n, l2=0.0, **common)
-        with torch.no_grad():
-            final = lambda a: predict(a)  # noqa: E731
-            out = _trained(method, final, x, y, x_test, y_test, sigma, eps, exact, accountant, points, query)
-        return out
-    # DP-SGD on a dense stack through the engine
+        return 0.0, math.inf, math.inf, "none (no noise)", never
+    if method == "noisycgd-convex":
+        privacy = noisycgd_noise_for_epsilon(target_epsilon, n, r.batch, r.epochs, r.lr_convex, r.l2, r.delta)
+        sigma = privacy.noise_multiplier
+
+        def hidden_state(e: int) -> float:
+            return noisycgd_epsilon(sigma, n, r.batch, e, r.lr_convex, r.l2, r.delta).epsilon
+
+        return sigma, privacy.epsilon, privacy.epsilon, "hidden-state GDP (shifted interpolation)", hidden_state
+    sigma, exact, accountant = dpsgd_sigma(target_epsilon, n, r.batch, r.epochs, r.delta)
+
+    def dpsgd(e: int) -> float:
+        return _dpsgd_epsilon_after(sigma, r.batch / n, e, r.delta)
+
+    return sigma, _dpsgd_epsilon_after(sigma, r.batch / n, r.epochs, r.delta), exact, accountant, dpsgd
+
+
+def _dense(method, x, y, x_test, y_test, r: Recipe, target_epsilon, seed, g, num_classes, query, curve,
+           on_epoch) -> Trained:
+    """DP-SGD on a dense stack (``dpsgd-relu``: the two-layer ReLU network; ``dpsgd-logistic``:
+    logistic regression) through privaudit's engine, Poisson batches at rate b/n."""
+    n, d = x.shape
+    points: list[dict] = []
     layers = ([nn.Linear(d, r.width), nn.ReLU(), nn.Linear(r.width, num_classes)] if method == "dpsgd-relu"
               else [nn.Linear(d, num_classes)])
     net = nn.Sequential(*layers)
