@@ -246,9 +246,15 @@ def attack_model(t: int, sig: Signals, pool, images, add) -> np.ndarray:
     return whole["lira-online"]
 
 
-def summary_rows(arch: str, rows: dict[tuple[str, int], dict[str, list[float]]]) -> list[dict]:
+def summary_rows(arch: str, per_model: list[dict]) -> list[dict]:
     """One row per (attack, references): mean TPR at 0.1 % FPR and AUC over the attacked
-    models with their 95 % t-intervals, sorted by budget then attack."""
+    models (``per_model``: one entry per attacked model and attack) with their 95 %
+    t-intervals, sorted by budget then attack."""
+    rows: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for e in per_model:
+        r = rows.setdefault((e["attack"], e["references"]), {"tpr": [], "auc": []})
+        r["tpr"].append(e["tpr"])
+        r["auc"].append(e["auc"])
     table = []
     for (attack, k), r in rows.items():
         tpr, auc = _interval(r["tpr"]), _interval(r["auc"])
@@ -256,6 +262,50 @@ def summary_rows(arch: str, rows: dict[tuple[str, int], dict[str, list[float]]])
                       "tpr_at_0p1pct_fpr": tpr[0], "tpr_lo": tpr[1], "tpr_hi": tpr[2],
                       "auc": auc[0], "auc_lo": auc[1], "auc_hi": auc[2]})
     return sorted(table, key=lambda r: (r["references"], r["attack"]))
+
+
+def shard(attacked: list[int], spec: str | None) -> list[int]:
+    """The attacked models of shard ``i/n`` (every n-th from the i-th, 0-based); all without one."""
+    if not spec:
+        return attacked
+    i, n = (int(v) for v in spec.split("/"))
+    if not 0 <= i < n:
+        raise ValueError(f"--shard {spec}: expected i/n with 0 <= i < n")
+    return attacked[i::n]
+
+
+def summarise(meta: dict, per_model: list[dict], lt_prec: list[float], seconds: float) -> dict:
+    """The evaluation's result: ``meta`` (arch, augment, part, epochs, models), the summary rows
+    against the strongest whole-pool attack, LT-IQR's precision, and every attacked model's
+    figures (``per_model``), from which shards merge."""
+    table = summary_rows(meta["arch"], per_model)
+    best = yardstick(table)
+    lt = _interval(lt_prec) if lt_prec else None
+    return {**meta, "fpr": FPR, "yardstick": best["attack"], "rows": table,
+            "lt_iqr_precision_top1pct": None if lt is None else {"mean": lt[0], "lo": lt[1], "hi": lt[2],
+                                                                  "n": len(lt_prec), "chance": 0.01},
+            "seconds": seconds, "per_model": per_model, "lt_iqr_per_model": lt_prec}
+
+
+def merge(results: list[dict]) -> dict:
+    """One result from the shards of one evaluation (each ran ``evaluate --shard i/n``)."""
+    keys = ("arch", "augment", "part", "epochs", "models")
+    meta = {k: results[0][k] for k in keys}
+    if any({k: r[k] for k in keys} != meta for r in results):
+        raise ValueError("the shards come from different pools")
+    return summarise(meta, [e for r in results for e in r["per_model"]],
+                     [v for r in results for v in r["lt_iqr_per_model"]], max(r["seconds"] for r in results))
+
+
+def write_result(result: dict, out: Path) -> None:
+    """Writes ``result`` as JSON (atomically) and prints its rows."""
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    tmp.replace(out)
+    for r in result["rows"]:
+        print(f"{r['attack']:28s} k={r['references']:3d}  TPR@0.1% {r['tpr_at_0p1pct_fpr']:.4f} "
+              f"[{r['tpr_lo']:.4f}, {r['tpr_hi']:.4f}]  AUC {r['auc']:.4f}  x{r['share_of_best'] or 0:.2f}")
+    print("LT-IQR precision at top 1 %:", result["lt_iqr_precision_top1pct"])
 
 
 def evaluate(args) -> None:
@@ -268,16 +318,15 @@ def evaluate(args) -> None:
     pool, images, names, sig = load_signals(args, cfg, ws, DataCache(args.data_dir))
     m = len(names)
     position = {int(i): j for j, i in enumerate(pool.indices)}
-    attacked = [m - 1] + list(range(min(args.targets, m) - 1))  # the target first, then pool models
-    rows: dict[tuple[str, int], dict[str, list[float]]] = {}
+    attacked = shard([m - 1] + list(range(min(args.targets, m) - 1)), args.shard)  # the target first
+    per_model: list[dict] = []
     lt_prec: list[float] = []
     for done, t in enumerate(attacked):
         y = sig.keep[t].astype(int)
 
-        def add(attack: str, k: int, s: np.ndarray, y: np.ndarray = y) -> None:
-            r = rows.setdefault((attack, k), {"tpr": [], "auc": []})
-            r["tpr"].append(tpr_at_fpr(y, s, FPR))
-            r["auc"].append(auc_score(y, s))
+        def add(attack: str, k: int, s: np.ndarray, y: np.ndarray = y, t: int = t) -> None:
+            per_model.append({"model": t, "attack": attack, "references": k, "tpr": tpr_at_fpr(y, s, FPR),
+                              "auc": auc_score(y, s)})
 
         yard = attack_model(t, sig, pool, images, add)
         found = ws.read_loss_trace(names[t])
@@ -286,21 +335,9 @@ def evaluate(args) -> None:
             cols = np.array([position[int(i)] for i in idx])
             lt_prec.append(top_precision(lt_iqr(trace), yard[cols], 0.01))
         print(f"[{time.perf_counter() - t0:6.0f} s] attacked {done + 1}/{len(attacked)}", flush=True)
-
-    table = summary_rows(args.arch, rows)
-    best = yardstick(table)
-    lt = _interval(lt_prec) if lt_prec else None
-    result = {"arch": args.arch, "augment": args.augment, "part": args.part, "epochs": cfg.train.epochs, "models": m,
-              "fpr": FPR, "yardstick": best["attack"], "rows": table,
-              "lt_iqr_precision_top1pct": None if lt is None else {"mean": lt[0], "lo": lt[1], "hi": lt[2],
-                                                                    "n": len(lt_prec), "chance": 0.01},
-              "seconds": time.perf_counter() - t0}
-    out = Path(args.out or f"few-refs-{args.arch}.json")
-    out.write_text(json.dumps(result, indent=1))
-    for r in result["rows"]:
-        print(f"{r['attack']:28s} k={r['references']:3d}  TPR@0.1% {r['tpr_at_0p1pct_fpr']:.4f} "
-              f"[{r['tpr_lo']:.4f}, {r['tpr_hi']:.4f}]  AUC {r['auc']:.4f}  x{r['share_of_best'] or 0:.2f}")
-    print("LT-IQR precision at top 1 %:", result["lt_iqr_precision_top1pct"])
+    meta = {"arch": args.arch, "augment": args.augment, "part": args.part, "epochs": cfg.train.epochs, "models": m}
+    write_result(summarise(meta, per_model, lt_prec, time.perf_counter() - t0),
+                 Path(args.out or f"few-refs-{args.arch}.json"))
 
 
 def yardstick(rows: list[dict]) -> dict:
@@ -381,8 +418,8 @@ def figure(results: list[dict], out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bench_few_refs", description=__doc__.splitlines()[0])
-    p.add_argument("phase", choices=("train", "evaluate", "figure", "table"))
-    p.add_argument("results", nargs="*", help="figure, table: the evaluate phase's JSON files")
+    p.add_argument("phase", choices=("train", "evaluate", "merge", "figure", "table"))
+    p.add_argument("results", nargs="*", help="merge, figure, table: the evaluate phase's JSON files")
     p.add_argument("--data-dir")
     p.add_argument("--workspace")
     p.add_argument("--arch", default="mlp", choices=("mlp", "cnn"))
@@ -396,12 +433,19 @@ def main(argv: list[str] | None = None) -> None:
                         "without it")
     p.add_argument("--pool", type=int, default=POOL, help="reference models in the pool (64: the benchmark's)")
     p.add_argument("--out", default=None)
+    p.add_argument("--shard", default=None,
+                   help="evaluate: i/n attacks every n-th model from the i-th (n processes side by side; the views "
+                        "are cached by the first, so start the others once it prints them); merge joins them")
     p.add_argument("--threads", type=int, default=1,
                    help="intra-op threads (1: unaffected by other processes on the cores)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.phase == "figure":
         figure([json.loads(Path(f).read_text()) for f in args.results], Path(args.out or "few-refs.png"))
+        return
+    if args.phase == "merge":
+        write_result(merge([json.loads(Path(f).read_text()) for f in args.results]),
+                     Path(args.out or "few-refs.json"))
         return
     if args.phase == "table":
         for f in args.results:

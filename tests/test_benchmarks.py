@@ -205,6 +205,36 @@ def test_few_reference_benchmark_never_gives_a_model_its_complement_and_draws_it
     assert (tmp_path / "f.png").stat().st_size > 10_000
 
 
+def test_few_reference_benchmark_shards_merge_to_the_whole_evaluation():
+    """Shards attack disjoint models that cover the pool; merging their per-model figures gives
+    the rows (means and t-intervals) of one evaluation over every model."""
+    import numpy as np
+
+    from benchmarks.bench_few_refs import POOL, merge, shard, summarise
+
+    attacked = list(range(65))
+    parts = [shard(attacked, f"{i}/3") for i in range(3)]
+    assert sorted(sum(parts, [])) == attacked and shard(attacked, None) == attacked
+    with pytest.raises(ValueError, match="i/n"):
+        shard(attacked, "3/3")
+    rng = np.random.default_rng(0)
+    per_model = [{"model": t, "attack": a, "references": k, "tpr": float(rng.random()), "auc": float(rng.random())}
+                 for t in attacked for a in ("rmia", "lira-online") for k in (4, POOL)]
+    meta = {"arch": "mlp", "augment": "none", "part": 5000, "epochs": 50, "models": 65}
+    whole = summarise(meta, per_model, [0.1, 0.2, 0.3], 1.0)
+    shards = [summarise(meta, [e for e in per_model if e["model"] in set(p)], [0.1, 0.2, 0.3][i:i + 1], 1.0)
+              for i, p in enumerate(parts)]
+    merged = merge(shards)
+    assert [r["n_attacked"] for r in merged["rows"]] == [65] * 4 and merged["yardstick"] == whole["yardstick"]
+    for a, b in zip(merged["rows"], whole["rows"], strict=True):
+        assert (a["attack"], a["references"]) == (b["attack"], b["references"])
+        for key in ("tpr_at_0p1pct_fpr", "tpr_lo", "tpr_hi", "auc", "auc_lo", "auc_hi", "share_of_best"):
+            assert a[key] == pytest.approx(b[key], rel=1e-12)
+    assert merged["lt_iqr_precision_top1pct"]["mean"] == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="different pools"):
+        merge([shards[0], {**shards[1], "arch": "cnn"}])
+
+
 def test_few_reference_benchmark_views_and_combination():
     """The views are the image, its mirror and its shifts by two pixels (reflect-padded); the
     combination averages label-free normal scores of the attacks' ranks."""
