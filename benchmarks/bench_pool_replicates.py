@@ -29,7 +29,8 @@ import numpy as np
 from scipy import stats
 
 from privaudit.analysis.replicates import jackknife_se
-from privaudit.attacks.pool_attacks import PER_SAMPLE_REFERENCES, leave_one_out, pair_jackknife
+from privaudit.attacks.pool_attacks import leave_one_out, pair_jackknife
+from privaudit.attacks.registry import PER_SAMPLE_ATTACKS
 
 ATTACKS = ("lira-online", "lira-shrunk-online", "rmia", "shadow-pool", "loss")
 MEASURES = ("auc", "tpr_at_0p1pct_fpr", "gdp_mu", "eps_lower_bound")
@@ -60,7 +61,7 @@ def pool_run(arrays: tuple[np.ndarray, ...], attacks: tuple[str, ...]) -> dict[s
     """Per attack and measure: (pool mean, jackknife SE as the audit computes it, plain SE of
     the pair means)."""
     full, _ = leave_one_out(*arrays, attacks=attacks, delta=1e-5)
-    jack = pair_jackknife(*arrays, full, attacks=tuple(a for a in attacks if a in PER_SAMPLE_REFERENCES), delta=1e-5)
+    jack = pair_jackknife(*arrays, full, attacks=tuple(a for a in attacks if a in PER_SAMPLE_ATTACKS), delta=1e-5)
     out: dict[str, dict[str, tuple]] = {}
     for a in attacks:
         out[a] = {}
@@ -92,7 +93,7 @@ def intervals(models: int, pools: int, records: int, seed: int) -> dict:
                          "pair_se": float(np.sqrt(np.mean(plain ** 2))),
                          "coverage_jackknife": float(np.mean(np.abs(mean - truth) <= q * jk)),
                          "coverage_pairs": float(np.mean(np.abs(mean - truth) <= q * plain)),
-                         "recomputed": a in PER_SAMPLE_REFERENCES})
+                         "recomputed": a in PER_SAMPLE_ATTACKS})
     return {"models": models, "pools": pools, "records": records, "rows": rows}
 
 

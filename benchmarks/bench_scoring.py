@@ -20,7 +20,8 @@ from scipy.stats import norm
 from benchmarks.common import PeakMemory
 from privaudit.attacks.features import compute_features
 from privaudit.attacks.lira import logit_scaled_confidence
-from privaudit.attacks.pool_attacks import BASELINE_ATTACKS, POOL_ATTACKS, pool_scores
+from privaudit.attacks.pool_attacks import pool_scores
+from privaudit.attacks.registry import POOL_BASELINES, REFERENCE_ATTACKS
 from privaudit.data.splits import pool_keep
 
 
@@ -55,7 +56,7 @@ def naive_lira_online(target_logits, ref_logits, keep, labels, samples: int) -> 
 def run(quick: bool = False) -> list[dict]:
     models, n, pop = (16, 6_000, 1_000) if quick else (64, 60_000, 10_000)
     target, target_pop, labels, pop_labels, logits, pop_logits, keep = synthetic_logits(models, n, pop)
-    attacks = POOL_ATTACKS + BASELINE_ATTACKS
+    attacks = REFERENCE_ATTACKS + POOL_BASELINES
     with PeakMemory() as mem:
         t = time.perf_counter()
         compute_features(logits, labels)

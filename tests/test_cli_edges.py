@@ -48,12 +48,14 @@ def test_bounds_round_in_their_safe_direction():
 
 def _scan_metrics(mu: float = 1.05798) -> dict:
     """Every attack a scan can run, with numbers as wide as they get."""
-    from privaudit.scanning.run import DESCRIPTIONS
+    from privaudit.attacks.registry import OUTPUTS, REFERENCE_ATTACKS, names
+
+    scanned = ("loss", "confidence", *names(source=OUTPUTS), "shadow", *REFERENCE_ATTACKS)
 
     return {name: {"auc": 0.99994, "auc_lo": 0.98765, "auc_hi": 0.99999, "tpr_at_1pct_fpr": 0.98765,
                    "tpr_at_0p1pct_fpr": 0.87654, "precision": 0.91234, "recall": 0.81234, "eps_lower_bound": 12.3456,
                    "gdp_mu": mu, "calibration": ("references" if i > 5 else "cv")}
-            for i, name in enumerate(DESCRIPTIONS)}
+            for i, name in enumerate(scanned)}
 
 
 def test_the_scan_table_shows_whole_numbers_at_80_columns():

@@ -233,12 +233,12 @@ def test_version_prints_the_installed_version():
 
 
 def test_attacks_help_lists_every_accepted_attack():
-    from privaudit.core.defaults import ATTACK_CHOICES
+    from privaudit.attacks.registry import CHOICES
 
     root = typer.main.get_command(app)
     for name in ("attack", "audit"):
         param = next(p for p in root.commands[name].params if "--attacks" in p.opts)
-        for attack in ATTACK_CHOICES:
+        for attack in CHOICES:
             assert re.search(rf"(?<![\w-]){re.escape(attack)}(?![\w-])", param.help), (name, attack)
 
 

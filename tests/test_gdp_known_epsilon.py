@@ -20,7 +20,8 @@ import torch
 
 from privaudit.analysis.empirical import _epsilon_from_counts, best_threshold
 from privaudit.analysis.gdp import gdp_epsilon, mu_from_counts
-from privaudit.attacks.pool_attacks import POOL_ATTACKS, leave_one_out
+from privaudit.attacks.pool_attacks import leave_one_out
+from privaudit.attacks.registry import REFERENCE_ATTACKS
 from privaudit.pipeline.pools import ensure_pool
 from privaudit.pipeline.workspace import Workspace
 
@@ -38,7 +39,7 @@ def dp_pool(request, tmp_path_factory, data_cache, tiny):
     eps = {ws.read_model_metrics(name)["epsilon"] for name in pool.models}
     assert len(eps) == 1  # one recipe, one accountant ε
     per_target, scores = leave_one_out(pool.logits, pool.pop_logits, pool.keep, pool.labels, pool.pop_labels,
-                                       attacks=POOL_ATTACKS, delta=DELTA)
+                                       attacks=REFERENCE_ATTACKS, delta=DELTA)
     return eps.pop(), per_target, scores, pool.keep
 
 
@@ -48,7 +49,7 @@ def test_no_bound_exceeds_the_accountant_more_often_than_its_confidence_allows(d
     bounds = {key: np.array([m[key] for rows in per_target.values() for m in rows])
               for key in ("eps_lower_bound", "gdp_epsilon")}
     for key, values in bounds.items():
-        assert values.size == POOL * len(POOL_ATTACKS)
+        assert values.size == POOL * len(REFERENCE_ATTACKS)
         assert np.all(np.isfinite(values)) and np.all(values >= 0)
         # each bound fails with probability at most 5 %: allow that rate (measured: 0)
         assert np.mean(values > eps) <= 0.05, (key, eps, values.max())

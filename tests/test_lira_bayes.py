@@ -164,7 +164,8 @@ def test_taylor_soft_margin_matches_its_formula_and_tends_to_softmax():
 def test_the_pool_attacks_run_the_shrunk_means_and_rmia_without_ties():
     """``pool_scores`` names the new LiRA variants, scores them as :func:`lira_bayes_scores`
     does, and RMIA's scores on one target no longer tie at the top."""
-    from privaudit.attacks.pool_attacks import PER_SAMPLE_REFERENCES, POOL_ATTACKS, pool_scores
+    from privaudit.attacks.pool_attacks import pool_scores
+    from privaudit.attacks.registry import PER_SAMPLE_ATTACKS, REFERENCE_ATTACKS
 
     rng = np.random.default_rng(3)
     m, n, z, c = 8, 400, 30, 5
@@ -179,7 +180,7 @@ def test_the_pool_attacks_run_the_shrunk_means_and_rmia_without_ties():
     pop_logits = rng.normal(size=(m, z, 1, c))
     target = rng.normal(size=(n, 1, c)) * 3.0
     attacks = ("lira-bayes-online", "lira-bayes-offline", "rmia")
-    assert set(attacks) <= set(POOL_ATTACKS) and set(attacks) <= set(PER_SAMPLE_REFERENCES)
+    assert set(attacks) <= set(REFERENCE_ATTACKS) and set(attacks) <= set(PER_SAMPLE_ATTACKS)
     s = pool_scores(target, rng.normal(size=(z, 1, c)), labels, pop_labels, logits, pop_logits, keep, attacks=attacks)
     from privaudit.attacks.lira import logit_scaled_confidence
 

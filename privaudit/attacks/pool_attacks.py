@@ -10,7 +10,9 @@ C classes) as in :mod:`privaudit.pipeline.pools`.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -20,27 +22,17 @@ from privaudit.analysis.metrics import advantage_threshold, attack_metrics, auc_
 from privaudit.analysis.operating import tpr_at_low_fprs
 from privaudit.attacks.features import Features, compute_features
 from privaudit.attacks.lira import lira_bayes_scores, lira_scores, lira_shrunk_scores
+from privaudit.attacks.registry import POOL_BASELINES, REFERENCE_ATTACKS, Scorer, pool_scorer
 from privaudit.attacks.rmia import calibrate_a, rmia_scores
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 
-POOL_ATTACKS = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global", "lira-shrunk-online",
-                "lira-shrunk-offline", "lira-bayes-online", "lira-bayes-offline", "rmia", "shadow-pool")
 #: how an attack's ε thresholds and operating points were chosen: on other models' scores
 #: with their known membership (the shadow model, or another pool model), never on the target's
 CALIBRATED = "calibration: chosen on another model's scores"
 #: the quantile-regression attack (docs/methods.md D.8): fit on the population, no reference
 #: model; its thresholds are chosen on a pool model's scores, so it runs with the pool
 QUANTILE_ATTACK = "quantile"
-BASELINE_ATTACKS = ("loss", "confidence")
-#: the attacks whose scores read per-sample statistics of the references (LiRA's IN/OUT
-#: Gaussians, RMIA's reference likelihoods): the jackknife recomputes them without each pair
-#: (:func:`pair_jackknife`); the others' scores (the loss and confidence baselines, and the
-#: many-shadow attack's 3-input regression fitted on every reference's rows) change too
-#: little without one pair for their plain pair means to understate the spread
-#: (benchmarks/bench_pool_replicates.py measures both)
-PER_SAMPLE_REFERENCES = ("lira-online", "lira-online-global", "lira-offline", "lira-offline-global",
-                         "lira-shrunk-online", "lira-shrunk-offline", "lira-bayes-online", "lira-bayes-offline", "rmia")
 #: what each pool model, attacked with the others as references, contributes as a replicate of
 #: its setting (docs/methods.md E): the measures the verdicts compare, and μ's ε
 REPLICATED = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "gdp_mu", "gdp_epsilon", "eps_lower_bound")
@@ -64,7 +56,7 @@ def _at_most(rows: np.ndarray, limit: int) -> np.ndarray:
 
 def pool_scores(target_logits: np.ndarray, target_pop_logits: np.ndarray, labels: np.ndarray,
                 pop_labels: np.ndarray, ref_logits: np.ndarray, ref_pop_logits: np.ndarray,
-                ref_keep: np.ndarray, *, attacks: tuple[str, ...] = POOL_ATTACKS + BASELINE_ATTACKS,
+                ref_keep: np.ndarray, *, attacks: tuple[str, ...] = REFERENCE_ATTACKS + POOL_BASELINES,
                 gamma: float = 1.0) -> dict[str, np.ndarray]:
     """Scores (n,) of each attack against one target, the pool models ``ref_*`` as references.
 
@@ -80,7 +72,7 @@ def pool_scores(target_logits: np.ndarray, target_pop_logits: np.ndarray, labels
 
 def scores_from_features(target: Features, target_pop: Features, target_plain_logits: np.ndarray,
                          labels: np.ndarray, refs: Features, ref_pop: Features, ref_keep: np.ndarray, *,
-                         attacks: tuple[str, ...] = POOL_ATTACKS + BASELINE_ATTACKS,
+                         attacks: tuple[str, ...] = REFERENCE_ATTACKS + POOL_BASELINES,
                          gamma: float = 1.0, ref_pop_keep: np.ndarray | None = None,
                          rmia_a: float | None = None) -> dict[str, np.ndarray]:
     """Scores (n,) of each attack from precomputed statistics (:mod:`privaudit.attacks.features`).
@@ -103,29 +95,79 @@ def scores_from_features(target: Features, target_pop: Features, target_plain_lo
     choice of population does not change its ROC curve. ``rmia_a``: RMIA's ``a`` when already
     chosen (:func:`leave_one_out` chooses each target's once), else calibrated here.
     """
+    inputs = PoolInputs(target, target_pop, target_plain_logits, labels, refs, ref_pop, ref_keep, gamma=gamma,
+                        ref_pop_keep=ref_pop_keep, rmia_a=rmia_a)
     out: dict[str, np.ndarray] = {}
-    for name in attacks:
-        if name.startswith("lira-shrunk"):
-            out[name] = lira_shrunk_scores(target.phi, refs.phi, ref_keep, online="online" in name)
-        elif name.startswith("lira-bayes"):
-            out[name] = lira_bayes_scores(target.phi, refs.phi, ref_keep, online="online" in name)
-        elif name.startswith("lira"):
-            out[name] = lira_scores(target.phi, refs.phi, ref_keep, online="online" in name,
-                                    global_variance=name.endswith("global"))
-    if "rmia" in attacks:
-        a = rmia_a if rmia_a is not None else _calibrate_rmia_a(
-            refs.p_y, ref_keep, None if ref_pop_keep is not None else ref_pop.p_y, gamma)
-        out["rmia"] = rmia_scores(target.p_y, refs.p_y, target_pop.p_y, ref_pop.p_y, a=a, gamma=gamma,
-                                  ref_keep_x=ref_keep, ref_keep_z=ref_pop_keep, interpolate=True)
-    if "shadow-pool" in attacks:
-        members, nonmembers = (_at_most(refs.top3[sel], SHADOW_POOL_FIT_ROWS) for sel in (ref_keep, ~ref_keep))
-        out["shadow-pool"] = ShadowAttack().fit_features(members, nonmembers).scores_features(target.top3)
-    plain_t = np.asarray(target_plain_logits, dtype=np.float64)
-    if "loss" in attacks:
-        out["loss"] = loss_scores(plain_t, labels)
-    if "confidence" in attacks:
-        out["confidence"] = confidence_scores(plain_t)
-    return {name: out[name] for name in attacks if name in out}
+    for name in attacks:  # each by its registry scorer (privaudit.attacks.registry); a name without one is left out
+        scorer = pool_scorer(name)
+        if scorer is not None and name not in out:
+            out[name] = scorer_function(scorer)(inputs, **dict(scorer.options))
+    return out
+
+
+def scorer_function(scorer: Scorer) -> Callable[..., np.ndarray]:
+    """The function of this module a registry :class:`~privaudit.attacks.registry.Scorer`
+    names (a ``score_*`` function of :class:`PoolInputs`)."""
+    fn = globals().get(scorer.function) if scorer.function.startswith("score_") else None
+    if not callable(fn):
+        raise LookupError(f"privaudit.attacks.pool_attacks has no scorer {scorer.function!r}")
+    return cast(Callable[..., np.ndarray], fn)
+
+
+@dataclass(frozen=True)
+class PoolInputs:
+    """What a pool attack's scorer (:class:`privaudit.attacks.registry.Scorer`) reads against one
+    target: :func:`scores_from_features`'s arguments."""
+
+    target: Features
+    target_pop: Features
+    target_plain_logits: np.ndarray
+    labels: np.ndarray
+    refs: Features
+    ref_pop: Features
+    ref_keep: np.ndarray
+    gamma: float = 1.0
+    ref_pop_keep: np.ndarray | None = None
+    rmia_a: float | None = None
+
+
+def score_lira(r: PoolInputs, *, online: bool, global_variance: bool) -> np.ndarray:
+    """LiRA on the logit-scaled confidences (:func:`~privaudit.attacks.lira.lira_scores`)."""
+    return lira_scores(r.target.phi, r.refs.phi, r.ref_keep, online=online, global_variance=global_variance)
+
+
+def score_lira_shrunk(r: PoolInputs, *, online: bool) -> np.ndarray:
+    """LiRA with shrunk variances (:func:`~privaudit.attacks.lira.lira_shrunk_scores`)."""
+    return lira_shrunk_scores(r.target.phi, r.refs.phi, r.ref_keep, online=online)
+
+
+def score_lira_bayes(r: PoolInputs, *, online: bool) -> np.ndarray:
+    """LiRA with shrunk means and variances (:func:`~privaudit.attacks.lira.lira_bayes_scores`)."""
+    return lira_bayes_scores(r.target.phi, r.refs.phi, r.ref_keep, online=online)
+
+
+def score_rmia(r: PoolInputs) -> np.ndarray:
+    """RMIA, its ``a`` given (``rmia_a``) or calibrated on the references alone, counted without ties."""
+    a = r.rmia_a if r.rmia_a is not None else _calibrate_rmia_a(
+        r.refs.p_y, r.ref_keep, None if r.ref_pop_keep is not None else r.ref_pop.p_y, r.gamma)
+    return rmia_scores(r.target.p_y, r.refs.p_y, r.target_pop.p_y, r.ref_pop.p_y, a=a, gamma=r.gamma,
+                       ref_keep_x=r.ref_keep, ref_keep_z=r.ref_pop_keep, interpolate=True)
+
+
+def score_shadow_pool(r: PoolInputs) -> np.ndarray:
+    """The ML-Leaks regression fitted on every reference's members vs non-members."""
+    members, nonmembers = (_at_most(r.refs.top3[sel], SHADOW_POOL_FIT_ROWS) for sel in (r.ref_keep, ~r.ref_keep))
+    return ShadowAttack().fit_features(members, nonmembers).scores_features(r.target.top3)
+
+
+def score_loss(r: PoolInputs) -> np.ndarray:
+    """The loss baseline on the target's plain-query logits."""
+    return loss_scores(np.asarray(r.target_plain_logits, dtype=np.float64), r.labels)
+
+
+def score_confidence(r: PoolInputs) -> np.ndarray:
+    """The confidence baseline on the target's plain-query logits."""
+    return confidence_scores(np.asarray(r.target_plain_logits, dtype=np.float64))
 
 
 def quantile_scores(x: np.ndarray, labels: np.ndarray, phi: np.ndarray, x_pop: np.ndarray, pop_labels: np.ndarray,

@@ -19,10 +19,10 @@ from typing import Annotated
 import typer
 
 from privaudit.api.params import grid_text
+from privaudit.attacks.registry import choice_help
 from privaudit.cli.callbacks import canaries_option, dataset_option, model_option, number, one_of, path_option
 from privaudit.core.config import AUGMENTS, PRECISIONS
 from privaudit.core.defaults import (
-    ATTACK_CHOICES,
     CIFAR10_KAPPAS,
     DATA_DIR_ENV,
     DEFAULT_KAPPAS,
@@ -49,19 +49,9 @@ class Spec:
     aliases: tuple[str, ...] = ()
 
 
-#: what each ``--attacks`` value runs, in the order of :data:`~privaudit.core.defaults.ATTACK_CHOICES`
-ATTACK_WORDS = {
-    "shadow": "the paper's attack",
-    "loss": "loss, confidence and data-free baselines",
-    "lira": "",
-    "rmia": "",
-    "quantile": "the quantile-regression attack, with the pool's thresholds",
-    "one-run": "canary audit",
-    "label-only": "the gap and augmentation attacks, from the predicted label alone",
-    "all": "every attack but label-only",
-}
+#: every ``--attacks`` choice with what it runs (privaudit.attacks.registry.FAMILIES)
 ATTACKS_HELP = ("Comma-separated or repeated: " + ", ".join(
-    f"{name} ({ATTACK_WORDS[name]})" if ATTACK_WORDS[name] else name for name in ATTACK_CHOICES)
+    f"{name} ({words})" if words else name for name, words in choice_help().items())
     + ". shadow and loss share one shadow model and are computed together; the summary shows what was asked. "
       "lira and rmia train a reference pool, one-run a canary model; the label-only attacks also run on the "
       "output-side defences' targets.")

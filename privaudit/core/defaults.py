@@ -29,11 +29,10 @@ DEFAULT_KAPPAS = (0.25, 0.5, 1.0, 2.0)
 CIFAR10_KAPPAS = (0.5, 1.0, 2.0, 4.0, 6.0)
 DEFAULT_SIGMAS = (0.5, 1.0, 2.0)
 
-# Attacks the command line can ask for, and the reference-pool size of lira, rmia and the
-# many-shadow attack: the fewest references at which the best attack (LiRA with shrunk
-# variances) reaches 80 % of LiRA's TPR at 0.1 % FPR with 63-64 references, on both the MLP and
-# the Standard CNN (benchmarks/bench_few_refs.py; docs/performance.md).
-ATTACK_CHOICES = ("shadow", "loss", "lira", "rmia", "quantile", "one-run", "label-only", "all")
+# The reference-pool size of lira, rmia and the many-shadow attack (the attacks the command
+# line can ask for are privaudit.attacks.registry's): the fewest references at which the best
+# attack (LiRA with shrunk variances) reaches 80 % of LiRA's TPR at 0.1 % FPR with 63-64
+# references, on both the MLP and the Standard CNN (benchmarks/bench_few_refs.py; docs/performance.md).
 DEFAULT_POOL_SIZE = 16
 
 # Targets of the theory experiments (privaudit.theorems.twolayer).

@@ -457,7 +457,6 @@ class CostModel:
 
         def measure() -> float:
             from privaudit.attacks.pool_attacks import (
-                PER_SAMPLE_REFERENCES,
                 QUANTILE_ATTACK,
                 evaluate_scores,
                 leave_one_out,
@@ -465,7 +464,8 @@ class CostModel:
                 pool_scores,
                 quantile_scores,
             )
-            from privaudit.pipeline.attacking import BASELINE_ATTACKS, run_attacks
+            from privaudit.attacks.registry import PER_SAMPLE_ATTACKS, POOL_BASELINES
+            from privaudit.pipeline.attacking import run_attacks
 
             rng = np.random.default_rng(0)
             n, c = ATTACK_SLICE, images.num_classes
@@ -489,9 +489,9 @@ class CostModel:
                 t_pop = rng.standard_normal((2 * n, queries, c)).astype(np.float32)
                 from_refs = tuple(a for a in pool_attacks if a != QUANTILE_ATTACK)
                 per_target, loo = leave_one_out(logits, pop, keep, labels, pop_labels,
-                                                attacks=from_refs + BASELINE_ATTACKS, delta=1e-5)
+                                                attacks=from_refs + POOL_BASELINES, delta=1e-5)
                 pair_jackknife(logits, pop, keep, labels, pop_labels, per_target, delta=1e-5,  # the replicates
-                               attacks=tuple(a for a in from_refs if a in PER_SAMPLE_REFERENCES))
+                               attacks=tuple(a for a in from_refs if a in PER_SAMPLE_ATTACKS))
                 scores = pool_scores(t_logits, t_pop, labels, pop_labels, logits, pop, keep, attacks=from_refs)
                 member = np.repeat([1, 0], n).astype(np.int8)
                 for name, s in scores.items():

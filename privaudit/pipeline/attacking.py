@@ -31,10 +31,8 @@ import torch
 from privaudit.analysis.empirical import epsilon_lower_bound
 from privaudit.analysis.gdp import gdp_at_threshold
 from privaudit.analysis.metrics import attack_metrics, strongest_attack
+from privaudit.attacks import registry
 from privaudit.attacks.pool_attacks import (
-    BASELINE_ATTACKS,
-    PER_SAMPLE_REFERENCES,
-    POOL_ATTACKS,
     QUANTILE_ATTACK,
     REPLICATED,
     empirical_privacy,
@@ -47,10 +45,20 @@ from privaudit.attacks.pool_attacks import (
     summarise,
     tpr_intervals,
 )
+from privaudit.attacks.registry import (
+    ALL,
+    CHOICES,
+    LABEL_ONLY_ATTACKS,
+    LABELS,
+    PER_SAMPLE_ATTACKS,
+    POOL_BASELINES,
+    SHADOW,
+    SHADOW_ATTACKS,
+)
 from privaudit.attacks.scores import confidence_scores, loss_scores
 from privaudit.attacks.shadow import ShadowAttack
 from privaudit.core.config import RunConfig
-from privaudit.core.defaults import ATTACK_CHOICES, DEFAULT_POOL_SIZE
+from privaudit.core.defaults import DEFAULT_POOL_SIZE
 from privaudit.core.provenance import provenance
 from privaudit.core.timing import timed
 from privaudit.errors import ArtifactError, ConfigError
@@ -66,9 +74,6 @@ from privaudit.training.results import predict_logits, role_data
 
 # 3: AUC intervals (metrics.auc_interval) in every attack's metrics; 4: GDP μ, calibrated operating points, PPV
 ATTACK_SCHEMA = 4
-SHADOW_ATTACKS = ("shadow", "loss", "confidence", "data-free")
-# label-only attacks (privaudit.attacks.label_only), thresholds from the shadow model too
-LABEL_ONLY_ATTACKS = ("gap", "augmentation")
 TRANSFER_ATTACK = "shadow-transfer"
 # ML-Leaks adversary 3 (Salem et al., NDSS 2019, Section VI): the top posterior, thresholded
 # at this percentile of the top posteriors of as many uniformly random images (no data needed).
@@ -105,37 +110,32 @@ class AttackPlan:
                      shadow_dataset: str | None = None) -> AttackPlan:
         """``shadow`` (the paper's attack; plus the many-shadow one with a pool), ``loss``
         (loss, confidence and data-free baselines), ``lira`` (online/offline,
-        per-sample/global variance), ``rmia``, ``one-run`` (canary audit), ``all``;
-        ``shadow_dataset`` adds the transfer attack (``shadow-transfer``)."""
+        per-sample/global variance), ``rmia``, ``one-run`` (canary audit), ``all``: the
+        families of :data:`privaudit.attacks.registry.FAMILIES`, each running its attacks of
+        :data:`~privaudit.attacks.registry.ATTACKS`; ``shadow_dataset`` adds the transfer attack
+        (``shadow-transfer``)."""
         chosen = set(choices)
-        unknown = chosen - set(ATTACK_CHOICES)
+        unknown = chosen - set(CHOICES)
         if unknown:
-            raise ConfigError(f"unknown attack {sorted(unknown)[0]!r}; expected one of {', '.join(ATTACK_CHOICES)}")
-        label_only = "label-only" in chosen
-        quantile_asked = "quantile" in chosen
-        if "all" in chosen:
-            chosen = set(ATTACK_CHOICES)
-        pool = []
-        if "lira" in chosen:
-            pool += [a for a in POOL_ATTACKS if a.startswith("lira")]
-        if "rmia" in chosen:
-            pool.append("rmia")
-        if "quantile" in chosen:
-            pool.append(QUANTILE_ATTACK)
-        if pool and "shadow" in chosen:
-            pool.append("shadow-pool")  # the paper's attack with every pool model as a shadow
-        if pool and (not isinstance(pool_size, int) or pool_size < 4 or pool_size % 2):
+            raise ConfigError(f"unknown attack {sorted(unknown)[0]!r}; expected one of {', '.join(CHOICES)}")
+        quantile_asked = "quantile" in chosen  # named, not only through "all"
+        if ALL in chosen:
+            chosen |= {f.name for f in registry.FAMILIES.values() if f.in_all}
+        # the pool attacks of every family asked for, when one of them trains the pool (the
+        # many-shadow attack, of the shadow family, runs on a pool another family trains)
+        trains_pool = any(f.trains_pool for name, f in registry.FAMILIES.items() if name in chosen)
+        pool_attacks = (tuple(a.name for a in registry.ATTACKS.values() if a.pool and a.family in chosen) if trains_pool
+                        else ())
+        if pool_attacks and (not isinstance(pool_size, int) or pool_size < 4 or pool_size % 2):
             raise ConfigError(f"`pool_size` must be an even number >= 4 for lira, rmia and the many-shadow attack "
                               f"(got {pool_size})")
-        shown = (["shadow"] if "shadow" in chosen else []) + (["loss", "confidence", "data-free"]
-                                                                if "loss" in chosen else [])
-        shown += list(LABEL_ONLY_ATTACKS) if label_only else []
-        pool_attacks = tuple(a for a in POOL_ATTACKS + (QUANTILE_ATTACK,) if a in pool)
+        # the shadow model's attacks (and the label-only ones) of the families asked for
+        with_shadow = [a.name for a in registry.ATTACKS.values() if a.family in chosen and a.source in (SHADOW, LABELS)]
+        shown = list(with_shadow)
         if shadow_dataset is not None:
             shown.append(TRANSFER_ATTACK)
-        return cls(shadow=bool(chosen & {"shadow", "loss", "label-only"}), pool_attacks=pool_attacks,
-                   label_only=label_only,
-                   pool_size=pool_size if pool else 0, one_run="one-run" in chosen,
+        return cls(shadow=bool(with_shadow), pool_attacks=pool_attacks, label_only="label-only" in chosen,
+                   pool_size=pool_size if pool_attacks else 0, one_run="one-run" in chosen,
                    shown=tuple(shown) + pool_attacks, shadow_dataset=shadow_dataset, quantile_asked=quantile_asked)
 
 
@@ -429,7 +429,7 @@ def _pool_attacks(job: _Attacking, source: str) -> None:
     t_pop = model_logits(job.workspace, job.target, images, pool.pop_indices, pool.queries, job.device)
     from_refs = tuple(a for a in plan.pool_attacks if a != QUANTILE_ATTACK)
     per_target, loo_scores = leave_one_out(pool.logits, pool.pop_logits, pool.keep, pool.labels,
-                                           pool.pop_labels, attacks=from_refs + BASELINE_ATTACKS,
+                                           pool.pop_labels, attacks=from_refs + POOL_BASELINES,
                                            delta=cfg.defence.delta)
     scores = pool_scores(t_logits, t_pop, pool.labels, pool.pop_labels, pool.logits, pool.pop_logits,
                          pool.keep, attacks=from_refs)
@@ -459,7 +459,7 @@ def _pool_attacks(job: _Attacking, source: str) -> None:
             scores[QUANTILE_ATTACK] = arrays[f"score_{QUANTILE_ATTACK}"] = s
     arrays["labels"] = labels
     extras["loo"] = {"pool": pool.name, "pool_size": pool.size, "summary": summarise(per_target),
-                     "replicates": _replicates(job, pool, per_target, from_refs + BASELINE_ATTACKS)}
+                     "replicates": _replicates(job, pool, per_target, from_refs + POOL_BASELINES)}
     strongest = strongest_attack({n: metrics[n] for n in scores})
     top = most_exposed(scores, strongest, labels, pool.indices, images.x, images.y)
     job.exposed = top.arrays() if top is not None else {}
@@ -479,7 +479,7 @@ def _replicates(job: _Attacking, pool, per_target: dict, attacks: tuple[str, ...
     accuracies = (pool.accuracies if pool.accuracies is not None
                   else [_saved_accuracy(job, name) for name in pool.models])
     jack = pair_jackknife(pool.logits, pool.pop_logits, pool.keep, pool.labels, pool.pop_labels, per_target,
-                          attacks=tuple(a for a in attacks if a in PER_SAMPLE_REFERENCES), delta=job.cfg.defence.delta)
+                          attacks=tuple(a for a in attacks if a in PER_SAMPLE_ATTACKS), delta=job.cfg.defence.delta)
     return replicates(per_target, jack, accuracies, REPLICATED, job.cfg.defence.delta)
 
 

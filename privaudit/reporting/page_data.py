@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privaudit.attacks.registry import POOL_ATTACKS, REPORT_ORDER
 from privaudit.defences import DEFENCES
 from privaudit.reporting.page_numbers import num, plain
 from privaudit.reporting.summary import other_defence
@@ -18,22 +19,17 @@ from privaudit.reporting.table import COLUMNS, as_bool
 _TEXT_COLUMNS = ["target_run", "shadow_run", "model", "dataset", "defence", "canaries", "accountant", "attack",
                  "source"]
 _NUMERIC_COLUMNS = [c for c in COLUMNS if c not in _TEXT_COLUMNS and c != "dp"]
-#: Attacks that need a reference pool (LiRA, RMIA, the many-shadow attack).
-POOL_ATTACKS = ("shadow-pool", "lira-online", "lira-online-global", "lira-offline",
-                "lira-offline-global", "lira-shrunk-online", "lira-shrunk-offline", "lira-bayes-online",
-                "lira-bayes-offline", "rmia", "quantile")
-#: the page's order of the attacks (others after them, by name)
-ATTACK_ORDER = {"shadow": 0, "shadow-pool": 1, "lira-online": 2, "lira-online-global": 3,
-                "lira-offline": 4, "lira-offline-global": 5, "lira-shrunk-online": 6, "lira-shrunk-offline": 7,
-                "lira-bayes-online": 8, "lira-bayes-offline": 9, "rmia": 10, "quantile": 11, "loss": 12,
-                "confidence": 13, "augmentation": 14, "gap": 15}
+#: the rank of an attack without a report order (privaudit.attacks.registry: data-free,
+#: shadow-transfer) in the table's rows: beside lira-bayes-offline's, then by name
+UNRANKED = 9
 VERDICT_CSS = {"MG noise leaks less": "mg", "DP-SGD leaks less": "dp", "no significant difference at 95 %": "tie"}
 FAMILY_CSS = {"baseline": "fam0", "MG noise": "fam1", "DP-SGD": "fam2", "MG + DP-SGD": "fam3"}
 OTHER_CSS = "fam4"  # every other defence of privaudit.defenses
 
 
 def attack_key(a: str) -> tuple[int, str]:
-    return ATTACK_ORDER.get(a, ATTACK_ORDER["quantile"]), a
+    """The report's sort key of an attack (one without a report order beside the quantile attack, by name)."""
+    return REPORT_ORDER.get(a, REPORT_ORDER["quantile"]), a
 
 
 def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
@@ -54,7 +50,7 @@ def prepare(table: pd.DataFrame | None) -> pd.DataFrame:
     order = {name: 4 + i for i, name in enumerate(DEFENCES)}
     other = df["defence"].map(lambda n: order.get(n) if other_defence(n) is not None else None)
     df["_rank"] = other.where(other.notna(), df["_rank"]).astype(float)
-    df["_attack_rank"] = df["attack"].map(ATTACK_ORDER).fillna(9)
+    df["_attack_rank"] = df["attack"].map(REPORT_ORDER).fillna(UNRANKED)
     df["_run"] = df["target_run"].map(plain)
     src = df["source"].where(df["source"].notna(), df["shadow_run"])
     df["_source"] = src.map(plain)

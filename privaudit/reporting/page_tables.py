@@ -9,11 +9,12 @@ from typing import Any
 
 import pandas as pd
 
+from privaudit.attacks.registry import REPORT_ORDER
 from privaudit.core.config import DP_NAMES
 from privaudit.core.formatting import slug
 from privaudit.defences import FIELD_DEFENCES
 from privaudit.reporting.defences import noisycgd_comparison
-from privaudit.reporting.page_data import ATTACK_ORDER
+from privaudit.reporting.page_data import UNRANKED
 from privaudit.reporting.page_numbers import DASH, f3, finite, integer, lb, lb3, pct, plain, short, upper_sig3
 
 #: the defences whose knobs the table shows in columns of their own (κ, σ)
@@ -235,7 +236,7 @@ def defences_section(table: pd.DataFrame) -> str:
 
     head = ["dataset", "attack", "P", "mlp width", "NoisyCGD σ", "ε", "NoisyCGD test acc", "DP-SGD test acc",
             "NoisyCGD AUC", "DP-SGD AUC", "MG AUC", "NoisyCGD TPR@0.1%", "DP-SGD TPR@0.1%", "MG TPR@0.1%"]
-    comp = comp.assign(_rank=comp["attack"].map(ATTACK_ORDER).fillna(9)).sort_values(
+    comp = comp.assign(_rank=comp["attack"].map(REPORT_ORDER).fillna(UNRANKED)).sort_values(
         ["dataset", "_rank", "attack", "noise_multiplier"], kind="stable")
     rows = [[plain(r["dataset"]), plain(r["attack"]), integer(r["width"]), plain(r["mlp_width"]),
              short(r["noise_multiplier"]), upper_sig3(r["epsilon"]), f3(r["ncgd_test_accuracy"]),

@@ -13,13 +13,14 @@ import numpy as np
 
 from privaudit.analysis.familywise import p_text
 from privaudit.analysis.metrics import roc
+from privaudit.attacks.registry import description
 from privaudit.errors import write_error
 from privaudit.files.atomic import write_bytes, write_json, write_text
 from privaudit.reporting.curves import EXACT_FPR
 from privaudit.reporting.plots import line_plot
 from privaudit.reporting.templates import render, stylesheet
 from privaudit.scanning import FILES
-from privaudit.scanning.run import CALIBRATION, DESCRIPTIONS, ScanResult
+from privaudit.scanning.run import CALIBRATION, ScanResult
 
 CSV_COLUMNS = ("attack", "auc", "auc_lo", "auc_hi", "tpr_at_1pct_fpr", "tpr_at_1pct_fpr_lo", "tpr_at_1pct_fpr_hi",
                "tpr_at_0p1pct_fpr", "tpr_at_0p1pct_fpr_lo", "tpr_at_0p1pct_fpr_hi", "precision", "recall", "accuracy",
@@ -115,7 +116,7 @@ def write(result: ScanResult, folder: Path, *, command: str = "", references: di
                "skipped": result.skipped, "command": command, "folder": str(folder),
                "files": list(FILES)}
     write_json(folder / "summary.json", summary)
-    rows = [{"name": a, "description": DESCRIPTIONS.get(a, ""), "auc": _fmt(m["auc"]), "auc_ci": _interval(m, "auc"),
+    rows = [{"name": a, "description": description(a), "auc": _fmt(m["auc"]), "auc_ci": _interval(m, "auc"),
              "tpr1": _fmt(m["tpr_at_1pct_fpr"]), "tpr1_ci": _interval(m, "tpr_at_1pct_fpr"),
              "tpr01": _fmt(m["tpr_at_0p1pct_fpr"]), "tpr01_ci": _interval(m, "tpr_at_0p1pct_fpr"),
              "precision": _fmt(m["precision"]), "recall": _fmt(m["recall"]), "advantage": _fmt(m["advantage"]),

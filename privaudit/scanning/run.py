@@ -52,35 +52,12 @@ from privaudit.attacks.crossval import (
     threshold_decisions,
 )
 from privaudit.attacks.features import compute_features
-from privaudit.attacks.pool_attacks import (
-    POOL_ATTACKS,
-    evaluate_scores,
-    leave_one_out,
-    scores_from_features,
-    tpr_intervals,
-)
+from privaudit.attacks.pool_attacks import evaluate_scores, leave_one_out, scores_from_features, tpr_intervals
+from privaudit.attacks.registry import ATTACKS, REFERENCE_ATTACKS, description
 from privaudit.attacks.scores import confidence_scores, entropy_scores, loss_scores, modified_entropy_scores
 from privaudit.errors import DataError, brief
 from privaudit.scanning.inputs import ScanInput
 
-DESCRIPTIONS = {
-    "loss": "−cross-entropy of the true label (Yeom et al. 2018)",
-    "confidence": "top-1 softmax posterior",
-    "entropy": "−entropy of the posteriors (Song & Mittal 2021)",
-    "modified-entropy": "−modified entropy, label-aware (Song & Mittal 2021)",
-    "classifier": "gradient-boosted trees on the sorted posteriors, cross-validated",
-    "shadow": "ML-Leaks shadow-model attack (logistic regression on the top-3 posteriors)",
-    "lira-online": "LiRA, IN and OUT references, per-sample variance (Carlini et al. 2022)",
-    "lira-online-global": "LiRA online, one variance for all samples",
-    "lira-offline": "LiRA, OUT references only, per-sample variance",
-    "lira-offline-global": "LiRA offline, one variance for all samples",
-    "lira-shrunk-online": "LiRA online, variances shrunk to a prior (few references)",
-    "lira-shrunk-offline": "LiRA offline, variances shrunk to a prior (few references)",
-    "lira-bayes-online": "LiRA online, means and variances shrunk to a difficulty prior",
-    "lira-bayes-offline": "LiRA offline, means and variances shrunk to a difficulty prior",
-    "rmia": "RMIA, offline (Zarifzadeh et al. 2024)",
-    "shadow-pool": "ML-Leaks attack with every reference model as a shadow",
-}
 CALIBRATION = {"cv": "cross-validation", "shadow": "the shadow model", "references": "references (leave-one-out)"}
 #: attacks whose scores are fitted to the audited membership labels by cross-validation: the
 #: family-wise test permutes their labels within each fold instead of refitting them
@@ -111,7 +88,7 @@ class ScanResult:
     def table(self) -> pd.DataFrame:
         """One row per attack: every metric, the strongest first (:func:`privaudit.analysis.metrics.rank_attacks`:
         TPR at 0.1 % FPR, then AUC)."""
-        rows = [{"attack": name, "description": DESCRIPTIONS.get(name, ""), **self.metrics[name]}
+        rows = [{"attack": name, "description": description(name), **self.metrics[name]}
                 for name in rank_attacks(self.metrics)]
         return pd.DataFrame(rows)
 
@@ -229,7 +206,7 @@ def scan(inp: ScanInput, *, delta: float = 1e-5, folds: int = DEFAULT_FOLDS, see
     if inp.references is not None:
         _reference_attacks(inp, labels, fold, metrics, scores, skipped, delta, confidence)
     else:
-        for name in POOL_ATTACKS:
+        for name in REFERENCE_ATTACKS:
             skipped[name] = "needs reference models (reference_logits and keep)"
     if inp.shadow is None:
         skipped["shadow"] = "needs a shadow model's outputs (shadow_logits_in/out)"
@@ -292,8 +269,8 @@ def _reference_attacks(inp: ScanInput, labels, fold, metrics, scores, skipped, d
         ref_pop, pop_keep = compute_features(refs.pop_logits, refs.pop_labels), None
     done = []
     offline_only = not refs.keep.any()  # references that never trained on an audited sample
-    for name in POOL_ATTACKS:
-        if offline_only and (name.startswith("lira-online") or name == "shadow-pool"):
+    for name in REFERENCE_ATTACKS:
+        if offline_only and ATTACKS[name].needs_in:
             skipped[name] = "needs references trained on some of the audited samples (these are all OUT: offline)"
             continue
         try:
