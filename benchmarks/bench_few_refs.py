@@ -164,14 +164,14 @@ def combined_scores(scores: dict[str, np.ndarray], names: tuple[str, ...] = COMB
 class Signals:
     """What the attacks read, for every model of the pool (the target last)."""
 
-    def __init__(self, logits, pop_logits, views, pop_views, labels, pop_labels, keep):
+    def __init__(self, logits, pop_logits, views, labels, pop_labels, keep):
         from privaudit.attacks.features import compute_features
         from privaudit.attacks.rmia import taylor_soft_margin
 
         self.logits, self.labels, self.keep = logits, labels, keep
         self.feats = compute_features(logits, labels)
         self.pop_feats = compute_features(pop_logits, pop_labels)
-        self.view_phi = compute_features(views, labels).phi  # (M, n, V)
+        self.view_phi = None if views is None else compute_features(views, labels).phi  # (M, n, V)
         self.taylor = taylor_soft_margin(logits[:, :, 0], labels[None, :])  # (M, n)
         self.pop_taylor = taylor_soft_margin(pop_logits[:, :, 0], pop_labels[None, :])
 
@@ -188,8 +188,9 @@ def few_reference_scores(t: int, refs: np.ndarray, sig: Signals) -> dict[str, np
     # with one reference a sample is IN or OUT of it: online LiRA falls back to offline
     out = scores_from_features(feats[t], pop_feats[t], sig.logits[t][:, 0], sig.labels, feats[refs], pop_feats[refs],
                                ref_keep, attacks=FEW_REFERENCE_ATTACKS, rmia_a=a)
-    out["lira-bayes-online+views"] = lira_bayes_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
-    out["lira-shrunk-online+views"] = lira_shrunk_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
+    if sig.view_phi is not None:
+        out["lira-bayes-online+views"] = lira_bayes_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
+        out["lira-shrunk-online+views"] = lira_shrunk_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
     out["rmia-tied"] = rmia_scores(feats.p_y[t], feats.p_y[refs], pop_feats.p_y[t], pop_feats.p_y[refs], a=a,
                                    ref_keep_x=ref_keep)  # the paper's count, as the audit ran it before
     a = _calibrate_rmia_a(sig.taylor[refs], ref_keep, sig.pop_taylor[refs], 1.0)
@@ -213,12 +214,14 @@ def load_signals(args, cfg: RunConfig, ws: Workspace, data: DataCache):
     pop_logits = np.concatenate([pool.pop_logits, t_pop[None]]).astype(np.float64)
     part = len(pool.indices) // 2
     keep = np.concatenate([pool.keep, (np.arange(len(pool.indices)) < part)[None]])
-    t0 = time.perf_counter()
-    views, pop_views = all_view_logits(ws, names, images, pool.indices, pool.pop_indices,
-                                       Path(args.workspace) / f"views-{args.arch}.npz")
-    print(f"[{time.perf_counter() - t0:6.0f} s] views of {len(names)} models", flush=True)
-    sig = Signals(logits, pop_logits, views.astype(np.float64), pop_views.astype(np.float64), pool.labels,
-                  pool.pop_labels, keep)
+    views = None
+    if args.views:
+        t0 = time.perf_counter()
+        views, _ = all_view_logits(ws, names, images, pool.indices, pool.pop_indices,
+                                   Path(args.workspace) / f"views-{args.arch}.npz")
+        print(f"[{time.perf_counter() - t0:6.0f} s] views of {len(names)} models", flush=True)
+        views = views.astype(np.float64)
+    sig = Signals(logits, pop_logits, views, pool.labels, pool.pop_labels, keep)
     return pool, images, names, sig
 
 
@@ -433,6 +436,8 @@ def main(argv: list[str] | None = None) -> None:
                         "without it")
     p.add_argument("--pool", type=int, default=POOL, help="reference models in the pool (64: the benchmark's)")
     p.add_argument("--out", default=None)
+    p.add_argument("--no-views", dest="views", action="store_false",
+                   help="evaluate: leave out the +views attacks (their inference is six times the pool's)")
     p.add_argument("--shard", default=None,
                    help="evaluate: i/n attacks every n-th model from the i-th (n processes side by side; the views "
                         "are cached by the first, so start the others once it prints them); merge joins them")
