@@ -392,18 +392,18 @@ def figure(results: list[dict], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(results), figsize=(6.4 * len(results), 4.6), squeeze=False)
+    every = sorted({r["attack"] for res in results for r in res["rows"]})
+    colours = dict(zip(every, plt.cm.tab20(np.arange(len(every)) % 20)))  # one colour per attack in every panel
     for ax, res in zip(axes[0], results):
         rows = res["rows"]
-        names = sorted({r["attack"] for r in rows})
-        colours = plt.cm.tab20(np.linspace(0, 1, 20))
-        for i, name in enumerate(names):
+        for name in sorted({r["attack"] for r in rows}):
             pts = sorted((r for r in rows if r["attack"] == name), key=lambda r: r["references"])
             x = [max(r["references"], 0.5) for r in pts]  # 0 references drawn at 0.5 on the log axis
             y = [100 * r["tpr_at_0p1pct_fpr"] for r in pts]
             err = [[100 * (r["tpr_at_0p1pct_fpr"] - r["tpr_lo"]) for r in pts],
                    [100 * (r["tpr_hi"] - r["tpr_at_0p1pct_fpr"]) for r in pts]]
             style = ":" if "views" in name else "--" if "offline" in name else "-"
-            ax.errorbar(x, y, yerr=err, marker="o", ms=4, capsize=2, label=name, color=colours[i % 20], ls=style)
+            ax.errorbar(x, y, yerr=err, marker="o", ms=4, capsize=2, label=name, color=colours[name], ls=style)
         yard = yardstick(rows)
         ax.axhline(100 * yard["tpr_at_0p1pct_fpr"], color="black", ls="--", lw=1,
                    label=f"best with the whole pool: {yard['attack']}")
