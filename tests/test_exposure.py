@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from privaudit.files.npfiles import npz_bytes
 from privaudit.pipeline.exposed import (
     FILE,
     exposure_attack,
     members_digest,
     most_exposed,
-    npz_bytes,
     read_exposed,
     top_count,
     top_order,

@@ -64,13 +64,14 @@ def export_logits(target: str, *, out: str | Path, pool_size: int | None = None,
         raise ArtifactError(f"no model folder {root / 'models' / target}")
     with importing():
         from privaudit.files.atomic import write_bytes
+        from privaudit.files.npfiles import npz_bytes
         from privaudit.pipeline.runs import DataCache
         from privaudit.pipeline.workspace import Workspace
-        from privaudit.scanning.export import export_arrays, npz_bytes
+        from privaudit.scanning.export import export_arrays
         from privaudit.training import resolve_device
 
     arrays = export_arrays(Workspace(root), target, DataCache(data_dir, False), resolve_device(device),
                            pool_size=pool_size)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes(out, npz_bytes(arrays))
+    write_bytes(out, npz_bytes(arrays, compressed=True))
     return ExportedLogits(path=out, arrays=arrays)

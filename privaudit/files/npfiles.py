@@ -30,6 +30,18 @@ OBJECTS = "holds Python objects, which privaudit does not load (unsafe); store n
 _HEAD = 64
 
 
+def npz_bytes(arrays: Any, compressed: bool = False) -> bytes:
+    """``arrays`` (a mapping of names to arrays) as an ``.npz`` archive's bytes, compressed or
+    not, for an atomic write; plain numeric arrays, so it loads without pickle."""
+    import io
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(buf, **arrays)
+    return buf.getvalue()
+
+
 def _head(path: Path) -> bytes:
     try:
         with open(path, "rb") as fh:

@@ -17,7 +17,6 @@ the attack at once with an error naming the folder.
 
 from __future__ import annotations
 
-import io
 import math
 import zipfile
 from collections.abc import Callable, Iterable
@@ -65,8 +64,9 @@ from privaudit.errors import ArtifactError, ConfigError
 from privaudit.files.atomic import read_json, write_bytes, write_json
 from privaudit.files.integrity import verify_folder
 from privaudit.files.locks import artifact_lock
+from privaudit.files.npfiles import npz_bytes
 from privaudit.pipeline.exposed import FILE as EXPOSED_FILE
-from privaudit.pipeline.exposed import most_exposed, npz_bytes, read_exposed
+from privaudit.pipeline.exposed import most_exposed, read_exposed
 from privaudit.pipeline.runs import DataCache, ensure_model
 from privaudit.pipeline.workspace import Workspace
 from privaudit.training.loop import EpochCallback
@@ -576,14 +576,12 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
                                      "pool": pool_id or extras.get("loo", {}).get("pool"), "attacks": sorted(metrics)}
 
     def write(tmp: Path) -> None:
-        buf = io.BytesIO()
-        np.savez_compressed(buf, **arrays)
-        write_bytes(tmp / "scores.npz", buf.getvalue())
+        write_bytes(tmp / "scores.npz", npz_bytes(arrays, compressed=True))
         write_json(tmp / "metrics.json", metrics)
         for key, value in extras.items():
             write_json(tmp / f"{key}.json", value)
         if job.exposed:
-            write_bytes(tmp / EXPOSED_FILE, npz_bytes(job.exposed))
+            write_bytes(tmp / EXPOSED_FILE, npz_bytes(job.exposed, compressed=True))
         write_json(tmp / "config.json", {**attack_config, "provenance": provenance(device)})
 
     path = workspace.commit_folder(workspace.attacks, target, write)

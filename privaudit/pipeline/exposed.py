@@ -21,7 +21,6 @@ The indices, classes and scores go to ``exposure.json`` beside the older keys
 from __future__ import annotations
 
 import hashlib
-import io
 import math
 import zipfile
 from collections.abc import Mapping
@@ -118,13 +117,6 @@ def most_exposed(scores: Mapping[str, np.ndarray], strongest: str | None, labels
                    members=members_digest(ids))
 
 
-def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
-    """``arrays`` as a compressed ``.npz`` file's bytes."""
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub: **arrays vs allow_pickle
-    return buf.getvalue()
-
-
 def read_exposed(folder: Path) -> dict[str, np.ndarray]:
     """The arrays of ``folder/exposed.npz`` (no pickles), or {} when it is missing, unreadable
     or not shaped as :meth:`Exposed.arrays` writes it. The caller verifies the folder's
@@ -145,4 +137,4 @@ def read_exposed(folder: Path) -> dict[str, np.ndarray]:
 
 
 __all__ = ["Exposed", "FILE", "LIRA_ATTACKS", "TOP_IMAGES", "TOP_SHARE", "exposure_attack", "members_digest",
-           "most_exposed", "npz_bytes", "read_exposed", "top_count", "top_order"]
+           "most_exposed", "read_exposed", "top_count", "top_order"]

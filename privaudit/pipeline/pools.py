@@ -22,7 +22,6 @@ recomputed; one written before manifests is reused when it loads, else recompute
 from __future__ import annotations
 
 import hashlib
-import io
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from privaudit.errors import ArtifactError
 from privaudit.files.atomic import read_json, write_bytes, write_json
 from privaudit.files.integrity import verify_folder
 from privaudit.files.locks import artifact_lock
+from privaudit.files.npfiles import npz_bytes
 from privaudit.pipeline.runs import DataCache, ensure_models
 from privaudit.pipeline.workspace import Workspace
 from privaudit.training.augment import query_views
@@ -165,9 +165,7 @@ def _build_pool(recipe: RunConfig, size: int, name: str, folder: Path, configs: 
               "test_accuracy": np.array([float(r.metrics.get("test_accuracy", np.nan)) for r in runs])}
 
     def write(tmp: Path) -> None:
-        buf = io.BytesIO()
-        np.savez(buf, **arrays)
-        write_bytes(tmp / "outputs.npz", buf.getvalue())
+        write_bytes(tmp / "outputs.npz", npz_bytes(arrays))
         write_json(tmp / "pool.json", meta)
 
     workspace.commit_folder(folder.parent, name, write)

@@ -25,7 +25,6 @@ that compute such a folder move it, kept, into ``.damaged/`` beside it
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import tempfile
@@ -53,6 +52,7 @@ from privaudit.files.integrity import (
     write_manifest,
 )
 from privaudit.files.locks import artifact_lock
+from privaudit.files.npfiles import npz_bytes
 from privaudit.models import build_model
 from privaudit.models.released import released
 from privaudit.training.trace import FILE as TRACE_FILE
@@ -93,9 +93,7 @@ def save_weights(path: Path, model: nn.Module, normaliser: Normaliser) -> None:
     arrays = {STATE_PREFIX + k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
     arrays[NORM_KEYS[0]] = normaliser.mean
     arrays[NORM_KEYS[1]] = normaliser.std
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    write_bytes(path, buf.getvalue())
+    write_bytes(path, npz_bytes(arrays))
 
 
 def _check_npz_sizes(path: Path) -> None:
@@ -342,10 +340,8 @@ class Workspace:
         def write(tmp: Path) -> None:
             save_weights(tmp / "weights.npz", model, normaliser)
             if loss_trace is not None:
-                buf = io.BytesIO()
-                np.savez(buf, trace=np.asarray(loss_trace[0], dtype=np.float16),
-                         indices=np.asarray(loss_trace[1], dtype=np.int64))
-                write_bytes(tmp / TRACE_FILE, buf.getvalue())
+                write_bytes(tmp / TRACE_FILE, npz_bytes({"trace": np.asarray(loss_trace[0], dtype=np.float16),
+                                                         "indices": np.asarray(loss_trace[1], dtype=np.int64)}))
             write_json(tmp / "metrics.json", metrics)
             write_json(tmp / "config.json", {**config.to_dict(), "run_name": config.run_name,
                                              "config_hash": config.config_hash, "provenance": provenance})

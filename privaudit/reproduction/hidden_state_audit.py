@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from privaudit.files.atomic import write_bytes
+from privaudit.files.npfiles import npz_bytes
 from privaudit.reproduction.hidden_state import CACHE, EPSILONS, HiddenStateProtocol, Split, recipe_hash
 
 AUDIT_ATTACKS = ("lira-online", "lira-shrunk-online", "rmia", "loss")
@@ -108,12 +109,8 @@ def _remote_pool(protocol: HiddenStateProtocol, data_dir: str | None, download: 
 
 
 def _save(path: Path, pool: dict) -> None:
-    import io
-
-    buf = io.BytesIO()
-    np.savez(buf, **pool)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes(path, buf.getvalue())
+    write_bytes(path, npz_bytes(pool))
 
 
 def _load(path: Path) -> dict | None:

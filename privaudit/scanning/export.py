@@ -8,8 +8,6 @@ scan`` of the file gives the same numbers as ``attack`` for every attack both ru
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import torch
 
@@ -54,8 +52,3 @@ def export_arrays(workspace: Workspace, target: str, data: DataCache, device: to
     return arrays
 
 
-def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """``arrays`` as a compressed .npz archive (plain numeric arrays: loads without pickle)."""
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub: **arrays vs allow_pickle
-    return buf.getvalue()

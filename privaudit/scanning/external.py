@@ -31,7 +31,6 @@ Every reference's logits are saved under ``attacks/audit-model/<key>/`` as it fi
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -46,7 +45,7 @@ from privaudit.core.timing import phase
 from privaudit.data import Normaliser
 from privaudit.errors import ConfigError, DataError, brief
 from privaudit.files.atomic import write_bytes, write_json
-from privaudit.files.npfiles import ids_problem, load_npy
+from privaudit.files.npfiles import ids_problem, load_npy, npz_bytes
 from privaudit.models import build_model
 from privaudit.models.weights_file import load_into, read_state_dict
 from privaudit.pipeline.runs import DataCache
@@ -227,9 +226,7 @@ def audit_model(weights: str | Path, base: RunConfig, members: np.ndarray, works
             result = train_model(cfg, images, device, on_epoch=on_epoch, role=rd)
         a, p = _logits(result.model, images.x[audited], norm, device), _logits(result.model, images.x[plan.population],
                                                                                 norm, device)
-        buf = io.BytesIO()
-        np.savez(buf, audited=a.astype(np.float32), population=p.astype(np.float32))
-        write_bytes(path, buf.getvalue())
+        write_bytes(path, npz_bytes({"audited": a.astype(np.float32), "population": p.astype(np.float32)}))
         ref_logits.append(a.astype(np.float32).astype(np.float64))
         ref_pop.append(p.astype(np.float32).astype(np.float64))
     write_json(folder / "audit.json", {"weights": str(weights), "dataset": dataset, "references": references,
