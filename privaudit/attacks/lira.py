@@ -27,6 +27,8 @@ from scipy.special import digamma, gammaln, log_ndtr, polygamma
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from privaudit.attacks.membership import membership_mask
+
 _HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 Moments = tuple[np.ndarray, np.ndarray, np.ndarray]  # per sample: mean (n, A), sum of squares (n, A), count (n,)
 Prior = tuple[np.ndarray, np.ndarray]  # per query: ν0 (A,), σ0² (A,)
@@ -96,13 +98,7 @@ def _check_lira_inputs(
         raise ValueError(f"ref_stats must have shape (M, n, A) = (M, {t.shape[0]}, {t.shape[1]}), got {r.shape}")
     if r.shape[0] < 1:
         raise ValueError("need at least one reference model")
-    k = np.asarray(ref_keep)
-    if k.shape != r.shape[:2]:
-        raise ValueError(f"ref_keep must have shape (M, n) = {r.shape[:2]}, got {k.shape}")
-    if k.dtype != bool:
-        if not np.all((k == 0) | (k == 1)):
-            raise ValueError("ref_keep must be boolean (or 0/1)")
-        k = k.astype(bool)
+    k = membership_mask(ref_keep, r.shape[:2], "ref_keep")  # (M, n)
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(r))):
         raise ValueError("target_stats and ref_stats must be finite")
     return t, r, k

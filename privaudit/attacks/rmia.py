@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from privaudit.analysis.metrics import auc_score
+from privaudit.attacks.membership import membership_mask
 
 # Pr(·) is floored here so that a sample every OUT model gives probability 0 (softmax
 # underflow) yields a huge but finite likelihood ratio instead of a division by zero.
@@ -73,14 +74,7 @@ def _out_mean(p_ref: np.ndarray, keep: np.ndarray | None, name: str) -> np.ndarr
     if keep is None:
         mean: np.ndarray = p_ref.mean(axis=0)
         return mean
-    keep = np.asarray(keep)
-    if keep.shape != p_ref.shape:
-        raise ValueError(f"{name} must have shape {p_ref.shape}, got {keep.shape}")
-    if keep.dtype != bool:
-        if not np.all((keep == 0) | (keep == 1)):
-            raise ValueError(f"{name} must be boolean (or 0/1)")
-        keep = keep.astype(bool)
-    out = ~keep
+    out = ~membership_mask(keep, p_ref.shape, name)
     count = out.sum(axis=0)
     if not np.any(count):
         raise ValueError(f"no sample has an OUT reference model in {name}; offline RMIA needs reference models "
@@ -217,13 +211,7 @@ def calibrate_a(
     n_models = p.shape[0]
     if n_models < 2:
         raise ValueError("calibrate_a needs at least 2 models (one pseudo-target, one reference)")
-    keep = np.asarray(keep)
-    if keep.shape != p.shape:
-        raise ValueError(f"keep must have shape {p.shape}, got {keep.shape}")
-    if keep.dtype != bool:
-        if not np.all((keep == 0) | (keep == 1)):
-            raise ValueError("keep must be boolean (or 0/1)")
-        keep = keep.astype(bool)
+    keep = membership_mask(keep, p.shape, "keep")
     grid = np.asarray(grid, dtype=np.float64).ravel()
     if grid.size == 0 or np.any((grid < 0) | (grid > 1)):
         raise ValueError("grid must be a non-empty set of values in [0, 1]")
