@@ -182,7 +182,7 @@ def test_cnns_train_channels_last_and_come_back_in_the_standard_layout(digits, t
 def test_clip_factors_and_noise_std_are_dp_sgds_formulas_and_every_layer_type_has_its_rule():
     """c_i = min(1, C / (‖g_i‖ + 1e-6)) / E|B|, 0 on padding; the noise's std σC / E|B|; one
     rule per parametrised layer type, which says what it supports."""
-    from privaudit.training.dp_engine import LAYER_RULES, clip_factors, noise_std, rule_of
+    from privaudit.training.dp_engine import LAYER_RULES, PARAM_LAYERS, clip_factors, noise_std, rule_of
 
     sq = torch.tensor([0.0, 4.0, 0.25, 9.0])
     real = torch.tensor([True, True, True, False])
@@ -190,7 +190,7 @@ def test_clip_factors_and_noise_std_are_dp_sgds_formulas_and_every_layer_type_ha
     want = torch.tensor([0.5, 0.5 / (2 + 1e-6), 0.5, 0.0])
     torch.testing.assert_close(got, want)
     assert noise_std(1.5, 2.0, 0.25) == 0.75
-    assert set(LAYER_RULES) == {nn.Linear, nn.Conv2d, nn.GroupNorm}
+    assert set(LAYER_RULES) == set(PARAM_LAYERS)
     assert rule_of(nn.Conv2d(3, 4, 3, padding=1)).supports(nn.Conv2d(3, 4, 3, padding=1))
     assert not rule_of(nn.Conv2d(4, 4, 3, groups=2)).supports(nn.Conv2d(4, 4, 3, groups=2))
     assert not rule_of(nn.GroupNorm(2, 4, affine=False)).supports(nn.GroupNorm(2, 4, affine=False))

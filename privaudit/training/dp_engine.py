@@ -56,6 +56,8 @@ PAD_TO = 8
 #: modules without parameters that act on each sample alone (dropout draws per element)
 PER_SAMPLE_MODULES = (nn.Flatten, nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.Identity, nn.MaxPool2d, nn.AvgPool2d,
                       nn.Dropout)
+#: the layers whose per-sample gradients the engine computes (each has its rule, :data:`LAYER_RULES`)
+PARAM_LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
 #: the layer type a :class:`LayerRule` computes
 _Layer = TypeVar("_Layer", bound=nn.Module)
 
@@ -341,7 +343,7 @@ class GhostDPSGD:
             raise ValueError("GhostDPSGD needs an nn.Sequential of Linear, Conv2d (zero padding, one group) and "
                              "affine GroupNorm layers and per-sample modules")
         self.model = model
-        self.layers = [m for m in model if rule_of(m) is not None]  # the layers with a LAYER_RULES entry
+        self.layers = [m for m in model if isinstance(m, PARAM_LAYERS)]
         self.rules = [rule_of(m) for m in self.layers]
         self.max_grad_norm = float(max_grad_norm)
         self.noise_multiplier = float(noise_multiplier)
