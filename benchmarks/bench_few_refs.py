@@ -164,11 +164,12 @@ def combined_scores(scores: dict[str, np.ndarray], names: tuple[str, ...] = COMB
 class Signals:
     """What the attacks read, for every model of the pool (the target last)."""
 
-    def __init__(self, logits, pop_logits, views, labels, pop_labels, keep):
+    def __init__(self, logits, pop_logits, views, labels, pop_labels, keep, prior=None):
         from privaudit.attacks.features import compute_features
         from privaudit.attacks.rmia import taylor_soft_margin
 
         self.logits, self.labels, self.keep = logits, labels, keep
+        self.prior = prior  # None, or (DifficultyPrior fitted on the population, the pool samples' features)
         self.feats = compute_features(logits, labels)
         self.pop_feats = compute_features(pop_logits, pop_labels)
         self.view_phi = None if views is None else compute_features(views, labels).phi  # (M, n, V)
@@ -188,6 +189,12 @@ def few_reference_scores(t: int, refs: np.ndarray, sig: Signals) -> dict[str, np
     # with one reference a sample is IN or OUT of it: online LiRA falls back to offline
     out = scores_from_features(feats[t], pop_feats[t], sig.logits[t][:, 0], sig.labels, feats[refs], pop_feats[refs],
                                ref_keep, attacks=FEW_REFERENCE_ATTACKS, rmia_a=a)
+    if sig.prior is not None:
+        learned, features = sig.prior
+        out_prior = learned.out_mean(pop_feats.phi[refs], features)
+        for mode in ("online", "offline"):
+            out[f"lira-bayes-{mode}+prior"] = lira_bayes_scores(feats.phi[t], feats.phi[refs], ref_keep,
+                                                                 online=mode == "online", out_prior=out_prior)
     if sig.view_phi is not None:
         out["lira-bayes-online+views"] = lira_bayes_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
         out["lira-shrunk-online+views"] = lira_shrunk_scores(sig.view_phi[t], sig.view_phi[refs], ref_keep)
@@ -221,7 +228,15 @@ def load_signals(args, cfg: RunConfig, ws: Workspace, data: DataCache):
                                    Path(args.workspace) / f"views-{args.arch}.npz")
         print(f"[{time.perf_counter() - t0:6.0f} s] views of {len(names)} models", flush=True)
         views = views.astype(np.float64)
-    sig = Signals(logits, pop_logits, views, pool.labels, pool.pop_labels, keep)
+    prior = None
+    if args.prior:
+        from privaudit.attacks.difficulty_prior import DifficultyPrior
+
+        t0 = time.perf_counter()
+        learned = DifficultyPrior(seed=0).fit(images.x[pool.pop_indices], pool.pop_labels)
+        prior = (learned, learned.features(images.x[pool.indices], pool.labels))
+        print(f"[{time.perf_counter() - t0:6.0f} s] difficulty prior's embedding", flush=True)
+    sig = Signals(logits, pop_logits, views, pool.labels, pool.pop_labels, keep, prior)
     return pool, images, names, sig
 
 
@@ -438,6 +453,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", default=None)
     p.add_argument("--no-views", dest="views", action="store_false",
                    help="evaluate: leave out the +views attacks (their inference is six times the pool's)")
+    p.add_argument("--no-prior", dest="prior", action="store_false",
+                   help="evaluate: leave out the +prior attacks (a learned difficulty prior, an embedding "
+                        "trained once on the population)")
     p.add_argument("--shard", default=None,
                    help="evaluate: i/n attacks every n-th model from the i-th (n processes side by side; the views "
                         "are cached by the first, so start the others once it prints them); merge joins them")

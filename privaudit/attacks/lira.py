@@ -562,12 +562,15 @@ def _posterior_variance(sq: np.ndarray, count: np.ndarray, prior: Prior) -> tupl
 
 
 def joint_mean_posterior(x_mean: np.ndarray, v_out: np.ndarray, y_mean: np.ndarray, v_in: np.ndarray,
-                         gap: np.ndarray, tau2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                         gap: np.ndarray, tau2: np.ndarray, out_prior: tuple[np.ndarray, np.ndarray] | None = None
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Posterior of one sample's OUT and IN means (μ_out, μ_in), elementwise.
 
     Model: the OUT models' mean φ̄_out ~ N(μ_out, v_out), the IN models' mean
-    φ̄_in ~ N(μ_in, v_in), a flat prior on μ_out and μ_in − μ_out ~ N(gap, τ²) (the
-    membership gap of samples of the same difficulty). ``v_* = inf`` means the side has no
+    φ̄_in ~ N(μ_in, v_in), μ_in − μ_out ~ N(gap, τ²) (the membership gap of samples of the
+    same difficulty), and on μ_out a flat prior, or N(m0, v0) with ``out_prior`` = (m0, v0)
+    (a learned difficulty prior, :mod:`privaudit.attacks.difficulty_prior`), which adds
+    1/v0 to P's first diagonal entry and m0/v0 to P·m's first entry. ``v_* = inf`` means the side has no
     model (its mean is then a placeholder). In (μ_out, D = μ_in − μ_out) the posterior
     precision is
 
@@ -583,6 +586,9 @@ def joint_mean_posterior(x_mean: np.ndarray, v_out: np.ndarray, y_mean: np.ndarr
     p_gap = 1.0 / tau2
     a11, a12, a22 = p_out + p_in, p_in, p_in + p_gap
     b1 = np.where(p_out > 0, x_mean, 0.0) * p_out + np.where(p_in > 0, y_mean, 0.0) * p_in
+    if out_prior is not None:
+        a11 = a11 + 1.0 / out_prior[1]
+        b1 = b1 + out_prior[0] / out_prior[1]
     b2 = np.where(p_in > 0, y_mean, 0.0) * p_in + gap * p_gap
     det = a11 * a22 - a12 * a12
     m_out = (a22 * b1 - a12 * b2) / det
@@ -598,6 +604,7 @@ def lira_bayes_scores(
     *,
     online: bool = True,
     per_bin: int = BAYES_BIN_SAMPLES,
+    out_prior: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Few-reference LiRA with shrunk means and variances under a difficulty prior, shape (n,).
 
@@ -622,6 +629,10 @@ def lira_bayes_scores(
        scale² = σ̃² + the mean's posterior variance; online, mean over queries of
        log t_in(φ) − log t_out(φ); offline, the one-sided log T((φ − m_out)/scale_out) of
        :func:`lira_scores`, its m_out informed by the IN models through the gap.
+
+    ``out_prior`` (mean (n, A), variance (A,) or (n, A)): a learned prior on μ_out instead
+    of a flat one (:class:`privaudit.attacks.difficulty_prior.DifficultyPrior`), used in
+    step 3.
 
     Limits: a wide gap prior (τ² → ∞) gives each side its own sample mean (predictive
     scale σ̃² (1 + 1/n), as :func:`lira_shrunk_scores` with a per-bin prior); one bin gives
@@ -660,7 +671,7 @@ def lira_bayes_scores(
         noise = (v_i[sel] + v_o[sel]).mean(axis=0)
         gap[in_bin] = diff.mean(axis=0)
         tau2[in_bin] = np.maximum(spread - noise, 0.01 * spread + _SHRUNK_MIN_STD**2)
-    m_o, pv_o, m_i, pv_i = joint_mean_posterior(mu_o, v_o, mu_i, v_i, gap, tau2)
+    m_o, pv_o, m_i, pv_i = joint_mean_posterior(mu_o, v_o, mu_i, v_i, gap, tau2, out_prior)
     scale_o = np.sqrt(var_o + pv_o)
     offline: np.ndarray = _log_t_cdf((t - m_o) / scale_o, dof_o).mean(axis=1)
     if not online:
