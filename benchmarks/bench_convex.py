@@ -1,6 +1,6 @@
 """The convex approximation's private training against the machine's matmul peak.
 
-One epoch of NoisyCGD and of DP-SGD on the convex two-layer ReLU approximation (docs/methods.md
+One epoch of NoisyCGD and of DP-SGD on the convex two-layer ReLU approximation (docs/methods/b-hidden-state.md
 B.1–B.4) on CIFAR-10-shaped inputs (d = 3,072, unit-norm rows, 10 classes), batch 1,000, at
 P = 20 (the reduced reproduction) and P = 100 (the paper's). The per-sample clipping is in
 closed form (:func:`privaudit.training.noisycgd.clipped_mean_gradient`), so a step is the

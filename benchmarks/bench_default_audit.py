@@ -6,7 +6,7 @@ privaudit, run with its own ``python -m privaudit``), interleaved over ``--round
 wall time: the models trained, the wall time, and the audit's result on the undefended
 target, the strongest attack's TPR at 0.1 % FPR and its Gaussian-DP μ, as the means over the
 setting's pool replicates with 95 % intervals (mean ± 1.96 jackknife standard errors,
-docs/methods.md E). Extra arguments per side (``--before-args``, ``--after-args``, e.g.
+docs/methods/e-replicates.md E). Extra arguments per side (``--before-args``, ``--after-args``, e.g.
 ``--pool-size 8``) give the settings to compare.
 
     python -m benchmarks.bench_default_audit --before ../base --after . --out audit-before-after.json

@@ -1,4 +1,4 @@
-"""Benchmark: are the pool replicates' intervals honest? (docs/methods.md E)
+"""Benchmark: are the pool replicates' intervals honest? (docs/methods/e-replicates.md E)
 
 Two questions, each on simulated data with a known truth, no model trained:
 

@@ -308,7 +308,7 @@ def test_methods_describes_lira_offline_as_the_code_computes_it():
 
     from privaudit.attacks.lira import lira_scores
 
-    text = _words("docs/methods.md")
+    text = _words("docs/methods/d-attacks.md")
     d2 = text[text.index("### D.2 LiRA"):text.index("### D.3")]
     assert "one-sided" in d2 and "p = P(Z < (φ − μ_out)/σ_out) = Φ((φ − μ_out)/σ_out)" in d2
     assert "median" in d2 and "two-sided, −log N(φ; μ_out, σ_out²)" in d2

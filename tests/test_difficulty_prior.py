@@ -1,4 +1,4 @@
-"""The learned difficulty prior (privaudit.attacks.difficulty_prior, docs/methods.md D.7):
+"""The learned difficulty prior (privaudit.attacks.difficulty_prior, docs/methods/d-attacks.md D.7):
 a world whose OUT means are known, determinism, and refusals."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Everything the project cites is in the repository: the methods page's section references
-resolve, no file cites a document the repository does not hold, every link of the README and
-of the documentation site leads to a file (and heading) that exists, and every page of the site
-is in its navigation. Fast: nothing here builds the site (CI runs `mkdocs build --strict`)."""
+"""Everything the project cites is in the repository: the methods pages' section references
+resolve (each on the part page it names), no file cites a document the repository does not
+hold, every link of the README and of the documentation site leads to a file (and heading)
+that exists, and every page of the site is in its navigation. Fast: nothing here builds the
+site (CI runs `mkdocs build --strict`)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-METHODS = ROOT / "docs" / "methods.md"
+#: the methods: an index page and one page per part (A–E), e.g. docs/methods/d-attacks.md
+METHODS = ROOT / "docs" / "methods"
 SCANNED = ("privaudit", "tests", "benchmarks", "docs", "README.md")
-# The background file the methods page replaced; spelled in two halves so that this test
-# does not cite it itself.
-MISSING_DOCUMENT = "papers" + ".md"
+# Files the project no longer holds: the background file the methods pages replaced, and the
+# one methods page they were split from; spelled in two halves so that this test does not
+# cite them itself.
+MISSING_DOCUMENTS = ("papers" + ".md", "methods" + ".md")
 
 REF = r"[A-Z](?:\.\d+)?(?!\w)"
-# "methods.md A.2", also lists and ranges: "methods.md A.2 and C", "methods.md B.1–B.2".
-CITATION = re.compile(rf"methods\.md\s+({REF}(?:\s*(?:,|and|–|-)\s*{REF})*)")
+# "methods/a-mg-noise.md A.2", also lists and ranges: "methods/d-attacks.md D.4, D.6",
+# "methods/b-hidden-state.md B.1–B.2".
+CITATION = re.compile(rf"methods/([\w-]+)\.md\s+({REF}(?:\s*(?:,|and|–|-)\s*{REF})*)")
 HEADING = re.compile(r"^#{2,3}\s+([A-Z](?:\.\d+)?)\.?\s+\S", re.MULTILINE)
+#: a heading's explicit anchor (attr_list): "### D.7 Few-reference LiRA … {#d7}"
+HEADING_ANCHOR = re.compile(r"^#{2,3}\s+([A-Z](?:\.\d+)?)\.?\s+\S.*?\{:?\s*#([\w-]+)\s*\}[ \t]*$", re.MULTILINE)
 
 
 def _text_files():
@@ -39,49 +45,68 @@ def _text_files():
 
 
 def headings(text: str) -> list[str]:
-    """Section labels of the methods page: "A", "A.1", … in the order they appear."""
+    """Section labels of a methods page: "A", "A.1", … in the order they appear."""
     return HEADING.findall(text)
 
 
-def citations(text: str) -> list[str]:
-    """Every section label cited after "methods.md" in ``text``."""
-    return [label for group in CITATION.findall(text) for label in re.findall(REF, group)]
+def method_pages() -> dict[str, list[str]]:
+    """The part pages of the methods (their names without ``.md``) and their section labels."""
+    return {p.stem: headings(p.read_text(encoding="utf-8")) for p in sorted(METHODS.glob("*.md"))
+            if p.name != "index.md"}
+
+
+def citations(text: str) -> list[tuple[str, str]]:
+    """Every (page, section label) cited as "methods/PAGE.md LABEL" in ``text``."""
+    return [(page, label) for page, group in CITATION.findall(text) for label in re.findall(REF, group)]
 
 
 def test_no_file_cites_a_document_outside_the_repository():
-    offenders = [f"{f.relative_to(ROOT)}:{text[:text.index(MISSING_DOCUMENT)].count(chr(10)) + 1}"
-                 for f, text in _text_files() if MISSING_DOCUMENT in text]
-    assert not offenders, f"cites {MISSING_DOCUMENT}, which is not in the repository: {offenders}"
+    for missing in MISSING_DOCUMENTS:
+        offenders = [f"{f.relative_to(ROOT)}:{text[:text.index(missing)].count(chr(10)) + 1}"
+                     for f, text in _text_files() if missing in text]
+        assert not offenders, f"cites {missing}, which is not in the repository: {offenders}"
 
 
-def test_methods_page_headings_are_unique_and_nested():
-    labels = headings(METHODS.read_text(encoding="utf-8"))
-    assert {"A", "A.1", "A.5", "B", "B.3", "C", "D"} <= set(labels)
+def test_methods_pages_hold_one_part_each_with_unique_nested_headings_and_stable_anchors():
+    pages = method_pages()
+    labels = [label for page_labels in pages.values() for label in page_labels]
+    assert {"A", "A.1", "A.5", "B", "B.3", "C", "D", "D.7", "E"} <= set(labels)
     assert len(labels) == len(set(labels)), "duplicate section labels"
-    sections = [label for label in labels if "." not in label]
-    assert sections == sorted(sections)
-    for label in labels:
-        if "." in label:
-            assert label.split(".")[0] in sections, f"{label} has no parent section"
+    parts = []
+    for page, page_labels in pages.items():
+        sections = [label for label in page_labels if "." not in label]
+        assert len(sections) == 1 and page_labels[0] == sections[0], f"{page}.md: one part, heading first"
+        assert page.startswith(sections[0].lower() + "-"), f"{page}.md holds part {sections[0]}"
+        assert all(label.split(".")[0] == sections[0] for label in page_labels), f"{page}.md: a foreign section"
+        parts += sections
+        text = (METHODS / f"{page}.md").read_text(encoding="utf-8")
+        anchored = dict(HEADING_ANCHOR.findall(text))
+        for label in page_labels:
+            assert anchored.get(label) == label.replace(".", "").lower(), \
+                f"{page}.md: section {label} needs the anchor {{#{label.replace('.', '').lower()}}}"
+    assert parts == sorted(parts)
 
 
 def test_every_section_reference_resolves():
-    known = set(headings(METHODS.read_text(encoding="utf-8")))
-    cited: dict[str, list[str]] = {}
+    known = {(page, label) for page, labels in method_pages().items() for label in labels}
+    cited: dict[tuple[str, str], list[str]] = {}
     for f, text in _text_files():
-        for label in citations(text):
-            cited.setdefault(label, []).append(str(f.relative_to(ROOT)))
+        for ref in citations(text):
+            cited.setdefault(ref, []).append(str(f.relative_to(ROOT)))
     assert len(cited) >= 8, f"too few citations found ({sorted(cited)}): is the pattern still right?"
-    unresolved = {label: files for label, files in cited.items() if label not in known}
-    assert not unresolved, f"docs/methods.md has no such section: {unresolved}"
+    unresolved = {f"docs/methods/{page}.md {label}": files for (page, label), files in cited.items()
+                  if (page, label) not in known}
+    assert not unresolved, f"no such section on that page: {unresolved}"
 
 
 @pytest.mark.parametrize("text, labels", [
-    ("see docs/methods.md A.2 and C.", ["A.2", "C"]),
-    ("(docs/methods.md B.1–B.2)", ["B.1", "B.2"]),
-    ("docs/methods.md A.2, Figures 1–2", ["A.2"]),
-    ("of docs/methods.md\n  A.5; Abadi", ["A.5"]),
-    ("docs/methods.md B.3's values", ["B.3"]),
+    ("see docs/methods/a-mg-noise.md A.2 and docs/methods/c-masked-neurons.md C.",
+     [("a-mg-noise", "A.2"), ("c-masked-neurons", "C")]),
+    ("(docs/methods/b-hidden-state.md B.1–B.2)", [("b-hidden-state", "B.1"), ("b-hidden-state", "B.2")]),
+    ("docs/methods/a-mg-noise.md A.2, Figures 1–2", [("a-mg-noise", "A.2")]),
+    ("of docs/methods/a-mg-noise.md\n  A.5; Abadi", [("a-mg-noise", "A.5")]),
+    ("docs/methods/b-hidden-state.md B.3's values", [("b-hidden-state", "B.3")]),
+    ("(docs/methods/d-attacks.md D.4, D.6, D.9)", [("d-attacks", "D.4"), ("d-attacks", "D.6"), ("d-attacks", "D.9")]),
 ])
 def test_citation_pattern(text, labels):
     assert citations(text) == labels
@@ -99,6 +124,8 @@ FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.MULTILINE | re.DOT
 INLINE_CODE = re.compile(r"``.*?``|`[^`\n]*`", re.DOTALL)
 LINK = re.compile(r"\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 MD_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+#: a heading's attribute list (attr_list): "{#id}", "{: #id .class }"
+ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*([^{}]*)\}$")
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -130,11 +157,17 @@ def slug(heading: str) -> str:
 
 
 def anchors(path: Path) -> set[str]:
-    """The anchors of a Markdown page's headings (duplicates get _1, _2, … as in MkDocs)."""
+    """The anchors of a Markdown page's headings: an explicit ``{#id}`` (attr_list) where the
+    heading has one, else its slug (duplicates get _1, _2, … as in MkDocs)."""
     seen: dict[str, int] = {}
     out = set()
     for heading in MD_HEADING.findall(FENCE.sub("", path.read_text(encoding="utf-8"))):
-        s = slug(heading)
+        attrs = ATTR_LIST.search(heading)
+        explicit = re.search(r"#([\w-]+)", attrs.group(1)) if attrs else None
+        if explicit:
+            out.add(explicit.group(1))
+            continue
+        s = slug(heading[:attrs.start()] if attrs else heading)
         n = seen.get(s, 0)
         seen[s] = n + 1
         out.add(s if n == 0 else f"{s}_{n}")

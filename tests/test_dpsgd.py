@@ -20,7 +20,7 @@ def _opacus_epsilon(acc_cls, sigma, q, steps, delta):
 
 @pytest.mark.parametrize("sigma, expected", [(1.0, 4.1), (2.0, 1.4)])
 def test_known_epsilon_values_papers_a5(sigma, expected):
-    """docs/methods.md A.5: PRV, q = 1/105, 5,250 steps, δ = 1e-5: σ = 1 → ε ≈ 4.1, σ = 2 → ε ≈ 1.4."""
+    """docs/methods/a-mg-noise.md A.5: PRV, q = 1/105, 5,250 steps, δ = 1e-5: σ = 1 → ε ≈ 4.1, σ = 2 → ε ≈ 1.4."""
     eps, name = dpsgd_epsilon(sigma, 1 / 105, 5250, 1e-5)
     assert name == "prv"
     assert eps == pytest.approx(expected, abs=0.15)

@@ -1,5 +1,5 @@
 """Attacks for few reference models: LiRA with shrunk variances and the quantile-regression
-attack, on simulated data where the right answer is known (docs/methods.md D.7, D.8)."""
+attack, on simulated data where the right answer is known (docs/methods/d-attacks.md D.7, D.8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ε from the whole trade-off curve (privaudit/analysis/gdp.py, docs/methods.md D.6).
+"""ε from the whole trade-off curve (privaudit/analysis/gdp.py, docs/methods/d-attacks.md D.6).
 
 Simulated μ-GDP data: member scores N(μ, 1), non-member scores N(0, 1) (−loss with member
 losses N(0, 1) and non-member losses N(μ, 1)): every threshold test on them has the trade-off

@@ -1,4 +1,4 @@
-"""Hidden-state accounting of NoisyCGD (docs/methods.md B.3) and the ``privaudit epsilon`` command."""
+"""Hidden-state accounting of NoisyCGD (docs/methods/b-hidden-state.md B.3) and the ``privaudit epsilon`` command."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _paper(sigma: float, eta_lambda: float = 5.4e-5):
 
 @pytest.mark.parametrize("sigma, epsilon", [(15, 1.3357), (5, 4.6113)])
 def test_pinned_paper_values(sigma, epsilon):
-    """docs/methods.md B.3: σ = 15 → ε ≈ 1.3, σ = 5 → ε ≈ 4.6 at ηλ = 5.4e-5."""
+    """docs/methods/b-hidden-state.md B.3: σ = 15 → ε ≈ 1.3, σ = 5 → ε ≈ 4.6 at ηλ = 5.4e-5."""
     p = _paper(sigma)
     assert p.epsilon == pytest.approx(epsilon, abs=1e-3)
     assert p.batches_per_epoch == 60
@@ -119,12 +119,14 @@ def test_cli_noisycgd_and_dpsgd_side_by_side():
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["epsilon"] == pytest.approx(1.336, abs=2e-3) and doc["delta"] == 1e-5
-    # docs/methods.md B.3: the paper's comparator (Opacus at σ/2) ≈ 1.33; the exact replace-one ε is below it
+    # docs/methods/b-hidden-state.md B.3: the paper's comparator (Opacus at σ/2) ≈ 1.33; the exact
+    # replace-one ε is below it
     assert doc["dpsgd_same_noise_epsilon_replace_one_sigma_half"] == pytest.approx(1.33, abs=0.02)
     assert doc["dpsgd_same_noise_epsilon_replace_one"] == pytest.approx(1.317, abs=2e-3)
     r = run("--defense", "dpsgd", "--noise-multiplier", "5", *COMMON)
     doc = json.loads(r.stdout)
-    assert doc["epsilon_replace_one_sigma_half"] == pytest.approx(4.79, abs=0.02)  # docs/methods.md B.3: ≈ 4.79
+    # docs/methods/b-hidden-state.md B.3: ≈ 4.79
+    assert doc["epsilon_replace_one_sigma_half"] == pytest.approx(4.79, abs=0.02)
     assert doc["epsilon_replace_one"] == pytest.approx(4.543, abs=5e-3)
     assert doc["epsilon"] < doc["epsilon_replace_one"] < doc["epsilon_replace_one_sigma_half"]
     assert doc["steps"] == 24_000

@@ -1,6 +1,6 @@
 """LiRA with shrunk means under a difficulty prior, RMIA without ties and its published
 signal: closed forms, slow references and simulated worlds with a known answer
-(docs/methods.md D.7)."""
+(docs/methods/d-attacks.md D.7)."""
 
 from __future__ import annotations
 

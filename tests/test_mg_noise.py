@@ -1,4 +1,4 @@
-"""MG noise (docs/methods.md A.1): mask statistics, independence, seeding, train-time only."""
+"""MG noise (docs/methods/a-mg-noise.md A.1): mask statistics, independence, seeding, train-time only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The convex two-layer ReLU approximation and NoisyCGD (docs/methods.md B.1–B.2)."""
+"""The convex two-layer ReLU approximation and NoisyCGD (docs/methods/b-hidden-state.md B.1–B.2)."""
 
 from __future__ import annotations
 

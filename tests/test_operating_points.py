@@ -1,4 +1,4 @@
-"""Operating points (privaudit.analysis.operating, docs/methods.md D.9) against closed forms,
+"""Operating points (privaudit.analysis.operating, docs/methods/d-attacks.md D.9) against closed forms,
 slow reference loops and simulation.
 
 Gaussian scores: members N(d, 1), non-members N(0, 1); at a threshold set for FPR f the TPR is

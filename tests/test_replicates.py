@@ -1,4 +1,4 @@
-"""Pool models as replicates of their setting (privaudit.analysis.replicates, docs/methods.md E).
+"""Pool models as replicates of their setting (privaudit.analysis.replicates, docs/methods/e-replicates.md E).
 
 The jackknife against its closed form and against leave-one-out recomputed by hand; its
 standard error against the true spread of pool means on simulated pools; and the verdicts

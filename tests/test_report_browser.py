@@ -93,7 +93,7 @@ def test_report_loads_clean_with_every_section(workspace, tmp_path):
     _not_blank(shot)
 
 
-# one κ and one σ: compared only where their accuracies meet (docs/methods.md E), else no
+# one κ and one σ: compared only where their accuracies meet (docs/methods/e-replicates.md E), else no
 # verdict ("not compared") and the reason, which names the defence that falls short
 VERDICT = (r"MG noise leaks less|DP-SGD leaks less|no significant difference at 95 %|no interval: cannot decide"
            r"|not compared")

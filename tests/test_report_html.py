@@ -872,7 +872,8 @@ def _howto_items(doc):
 
 def test_how_to_read_this_explains_gdp_ppv_the_quantile_and_data_free_attacks_and_the_loss_trace():
     """Issue 54, item 5: each measure and attack the digits report shows has its explanation on
-    the page, under the names the tables use (docs/methods.md A.4, D.6, D.8, D.9, D.10)."""
+    the page, under the names the tables use (docs/methods/a-mg-noise.md A.4,
+    docs/methods/d-attacks.md D.6, D.8, D.9, D.10)."""
     items = _howto_items(render_report(None, {}))
     assert set(items) == {"quantile", "data-free", "ppv", "gdp", "loss-trace", "detectable"}, items.keys()
     # the verdicts' smallest detectable difference, in one sentence

@@ -1,4 +1,4 @@
-"""``privaudit reproduce hidden-state`` (docs/methods.md B.4–B.5): the published values as
+"""``privaudit reproduce hidden-state`` (docs/methods/b-hidden-state.md B.4–B.5): the published values as
 data, the accounting recomputed, each statement's logic on simulated outcomes, the methods'
 mechanics, and the command end to end at a tiny size."""
 

@@ -1,4 +1,4 @@
-"""The masked-neurons reproduction (privaudit/reproduction/masked_neurons*.py, docs/methods.md C.4):
+"""The masked-neurons reproduction (privaudit/reproduction/masked_neurons*.py, docs/methods/c-masked-neurons.md C.4):
 the batched rounds against a slow NumPy reference with the same masks, the protocol, the
 cached (resumable) runs, and the claims against simulated outcomes with a known truth."""
 

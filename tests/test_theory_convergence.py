@@ -1,4 +1,4 @@
-"""Figure 3(a) and 3(b) of docs/methods.md A.2: masked GD converges at plain GD's early rate to a
+"""Figure 3(a) and 3(b) of docs/methods/a-mg-noise.md A.2: masked GD converges at plain GD's early rate to a
 floor that grows with κ; FedAvg with one local step is centralised masked GD."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Training with randomly masked neurons (docs/methods.md C): the vectorised rounds against slow
+"""Training with randomly masked neurons (docs/methods/c-masked-neurons.md C): the vectorised rounds against slow
 per-neuron references, and the paper's claims on small instances."""
 
 from __future__ import annotations

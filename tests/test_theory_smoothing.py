@@ -1,4 +1,4 @@
-"""The smoothed activation under a Gaussian mask (docs/methods.md A.2, Figures 1–2)."""
+"""The smoothed activation under a Gaussian mask (docs/methods/a-mg-noise.md A.2, Figures 1–2)."""
 
 from __future__ import annotations
 

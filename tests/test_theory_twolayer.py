@@ -1,4 +1,4 @@
-"""The two-layer ReLU network of docs/methods.md A.2: gradient, NTK Gram matrix, smoothed network and
+"""The two-layer ReLU network of docs/methods/a-mg-noise.md A.2: gradient, NTK Gram matrix, smoothed network and
 the masked-loss decomposition, each against an independent computation."""
 
 from __future__ import annotations

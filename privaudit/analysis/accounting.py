@@ -1,4 +1,4 @@
-"""DP-SGD accounting through Opacus and dp_accounting: noise calibration and ε (docs/methods.md A.5).
+"""DP-SGD accounting through Opacus and dp_accounting: noise calibration and ε (docs/methods/a-mg-noise.md A.5).
 
 Opacus owns the mechanism (Poisson sampling, per-sample clipping with ghost clipping, noise)
 and the accountants. privaudit reports ε from the PRV accountant, Opacus's default and the
@@ -202,7 +202,7 @@ def replace_one_discretisation(steps: int) -> float:
 def replace_one_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> tuple[float, str]:
     """ε at ``delta`` of DP-SGD (``steps`` Poisson-subsampled Gaussian steps, rate q, noise
     multiplier σ) under *replace-one* adjacency: neighbouring datasets differ in one sample
-    swapped for another, the notion of NoisyCGD's hidden-state bound (docs/methods.md B.3).
+    swapped for another, the notion of NoisyCGD's hidden-state bound (docs/methods/b-hidden-state.md B.3).
 
     Computed exactly (up to the discretisation of the privacy-loss distribution, an upper
     bound) by Google's ``dp_accounting`` PLD accountant with its ``REPLACE_ONE`` neighbouring

@@ -1,4 +1,4 @@
-"""Empirical lower bounds on differential-privacy ε from attack outcomes (docs/methods.md D).
+"""Empirical lower bounds on differential-privacy ε from attack outcomes (docs/methods/d-attacks.md D).
 
 Conventions as in :mod:`privaudit.analysis.metrics`: ``labels`` (N,) with 1 = member (the positive
 class), 0 = non-member; ``scores`` (N,) with higher = more likely a member; an attack at
@@ -300,7 +300,7 @@ def epsilon_lower_bound_bonferroni(labels: np.ndarray, scores: np.ndarray, *, de
 
     The candidate thresholds are :func:`bonferroni_thresholds` of the pooled scores, chosen
     without the labels, the same candidates as :func:`privaudit.analysis.gdp
-    .gdp_lower_bound_bonferroni` (docs/methods.md D.6). With T distinct candidates each bound
+    .gdp_lower_bound_bonferroni` (docs/methods/d-attacks.md D.6). With T distinct candidates each bound
     is :func:`epsilon_lower_bound`'s at confidence 1 − (1 − ``confidence``)/T, and the largest
     is returned (ties to the largest threshold): by the union bound, with probability
     ≥ ``confidence`` every candidate's bound holds at once, so the largest does.

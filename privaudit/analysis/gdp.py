@@ -1,5 +1,5 @@
 """Gaussian differential privacy: μ ↔ (ε, δ), and ε lower bounds from the whole trade-off curve
-(docs/methods.md D.6).
+(docs/methods/d-attacks.md D.6).
 
 Conventions as in :mod:`privaudit.analysis.empirical`: ``labels`` 1 = member, 0 = non-member,
 ``scores`` higher = more likely a member, an attack at threshold t predicts "member" iff

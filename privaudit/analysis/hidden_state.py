@@ -1,4 +1,4 @@
-"""Hidden-state privacy accounting of NoisyCGD (docs/methods.md B.3), and GDP → (ε, δ).
+"""Hidden-state privacy accounting of NoisyCGD (docs/methods/b-hidden-state.md B.3), and GDP → (ε, δ).
 
 Romijnders & Koskela (arXiv 2407.04884, NeurIPS 2025) train a λ-strongly convex model with
 noisy cyclic gradient descent (NoisyCGD: fixed disjoint batches of size b visited in the
@@ -21,7 +21,7 @@ before). Every function refuses settings outside the theorem's assumptions (λ �
 a δ or target ε out of range with a :class:`~privaudit.errors.ConfigError` instead of
 returning a meaningless ε.
 
-Reference values (docs/methods.md B.3; pinned by the tests): n = 60,000, b = 1,000, E = 400,
+Reference values (docs/methods/b-hidden-state.md B.3; pinned by the tests): n = 60,000, b = 1,000, E = 400,
 δ = 1e-5, ηλ = 5.4e-5: σ = 15 → ε ≈ 1.34, σ = 5 → ε ≈ 4.61.
 """
 

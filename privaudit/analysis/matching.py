@@ -5,7 +5,7 @@ The question an audit answers is *at equal test accuracy, which defence leaks le
 searches, for each DP-SGD setting, the κ whose MG-noise target reaches the same test
 accuracy, and audits that κ besides the grid.
 
-Test accuracy falls with κ (more multiplicative noise, less signal; docs/methods.md A.3), but
+Test accuracy falls with κ (more multiplicative noise, less signal; docs/methods/a-mg-noise.md A.3), but
 each point is one noisy training run, so the search assumes only that accuracy crosses the
 DP-SGD accuracy somewhere between a κ above it and a κ below it (the intermediate-value
 property), not monotonicity. It brackets the crossing from the κ already trained (the grid

@@ -1,5 +1,5 @@
 """Operating points a reader can trust: thresholds set without the target's labels, PPV at a
-membership prior, and how stable the most exposed members are across seeds (docs/methods.md D.9).
+membership prior, and how stable the most exposed members are across seeds (docs/methods/d-attacks.md D.9).
 
 Pure functions over NumPy arrays, float64 throughout. Conventions as in
 :mod:`privaudit.analysis.metrics`: ``labels`` (N,) with 1 = member, 0 = non-member; ``scores``

@@ -1,4 +1,4 @@
-"""Pool models as replicates of their setting (docs/methods.md E).
+"""Pool models as replicates of their setting (docs/methods/e-replicates.md E).
 
 Every reference model of a setting's pool is attacked in turn with the other pairs as
 references (:func:`privaudit.attacks.pool_attacks.leave_one_out`), so a pool of M models

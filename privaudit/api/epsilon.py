@@ -51,7 +51,7 @@ def _dpsgd(noise_multiplier: float, sample_rate: float, steps: int, delta: float
     """DP-SGD's ε: under add/remove adjacency through Opacus's accountants, as ``privaudit
     train --dp`` reports it; under replace-one adjacency (the notion of the NoisyCGD bound)
     exactly, from dp_accounting's PLD accountant; and the paper's conservative replace-one
-    comparator, Opacus's ε at noise multiplier σ/2 (docs/methods.md B.3)."""
+    comparator, Opacus's ε at noise multiplier σ/2 (docs/methods/b-hidden-state.md B.3)."""
     from privaudit.analysis.accounting import epsilon_from_history, replace_one_epsilon, replace_one_epsilon_sigma_half
 
     eps, accountant = epsilon_from_history([(noise_multiplier, sample_rate, steps)], delta)

@@ -134,9 +134,10 @@ def _arguments(experiment: str, o: dict[str, Any]) -> dict[str, Any]:
 def theory(experiment: str, *, seed: int = 0, workdir: str | Path = ".",
            progress: Callable[[str, float], None] | None = None, log: Callable[[str], None] | None = None,
            **options: Any) -> TheoryResult:
-    """Run the theory experiment ``experiment`` (docs/methods.md A.2 and C) and write its CSV,
-    figures and section of ``workdir``/reports/theory/index.html (the main report's Papers'
-    figures section is rebuilt too; ``log`` receives a line per damaged folder it skips):
+    """Run the theory experiment ``experiment`` (docs/methods/a-mg-noise.md A.2 and
+    docs/methods/c-masked-neurons.md C) and write its CSV, figures and section of
+    ``workdir``/reports/theory/index.html (the main report's Papers' figures section is rebuilt
+    too; ``log`` receives a line per damaged folder it skips):
 
     - ``smoothing``: the closed-form expected ReLU under a Gaussian input mask vs Monte Carlo
       and the proxy (Figures 1-2); options ``kappas``, ``draws``;
@@ -145,8 +146,8 @@ def theory(experiment: str, *, seed: int = 0, workdir: str | Path = ".",
     - ``federated``: FedAvg with Gaussian input masks (Figure 3b); ``kappas``,
       ``local_steps``, ``workers``, ``rounds``, ``lr``, ``labels``;
     - ``masked-neurons``: dropout, multi-sample dropout and IST with Bernoulli or categorical
-      neuron masks (docs/methods.md C); ``p``, ``xi``, ``local_steps``, ``rounds``, ``n``,
-      ``d``, ``m``, ``lr``, ``labels``;
+      neuron masks (docs/methods/c-masked-neurons.md C); ``p``, ``xi``, ``local_steps``,
+      ``rounds``, ``n``, ``d``, ``m``, ``lr``, ``labels``;
     - ``all``: every experiment with its defaults; ``progress(name, seconds)`` after each.
 
     The options are ``privaudit theory EXPERIMENT``'s, with its defaults (:data:`OPTIONS`);

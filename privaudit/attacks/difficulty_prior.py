@@ -1,4 +1,4 @@
-"""A learned difficulty prior: each sample's OUT mean predicted from its image (docs/methods.md D.7).
+"""A learned difficulty prior: each sample's OUT mean predicted from its image (docs/methods/d-attacks.md D.7).
 
 Few-reference LiRA (:func:`privaudit.attacks.lira.lira_bayes_scores`) estimates each sample's
 OUT mean μ_out from the few reference models that left it out, about k/2 of k. A sample's

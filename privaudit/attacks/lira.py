@@ -1,4 +1,4 @@
-"""LiRA: the likelihood-ratio membership-inference attack (docs/methods.md D).
+"""LiRA: the likelihood-ratio membership-inference attack (docs/methods/d-attacks.md D).
 
 Carlini, Chien, Nasr, Song, Terzis, Tramèr, *Membership Inference Attacks From First
 Principles*, IEEE S&P 2022. For every audited sample, the attack fits Gaussians to a
@@ -223,7 +223,7 @@ def lira_scores(
 
 
 # ---------------------------------------------------------------------------------------
-# Few-reference LiRA with shrunk variances (docs/methods.md D.7)
+# Few-reference LiRA with shrunk variances (docs/methods/d-attacks.md D.7)
 # ---------------------------------------------------------------------------------------
 
 # Standard deviations are floored here, as lira_scores' default min_std.
@@ -405,7 +405,7 @@ def lira_shrunk_scores(
     """Few-reference LiRA with shrunk per-sample variances, shape (n,); higher = member.
 
     In the spirit of BaVarIA (Brännvall, *Exponential-Family Membership Inference: From
-    LiRA and RMIA to BaVarIA*, arXiv:2603.11799; docs/methods.md D.7): for each sample,
+    LiRA and RMIA to BaVarIA*, arXiv:2603.11799; docs/methods/d-attacks.md D.7): for each sample,
     query and side (IN/OUT) the unknown variance of φ gets a conjugate scaled-inverse-χ²
     prior (normal-inverse-gamma with a flat prior on the per-sample mean, so means are not
     shrunk), shared by all samples of that side and query: strength ν0 and scale σ0² by
@@ -469,7 +469,7 @@ def lira_shrunk_scores(
 
 
 # ---------------------------------------------------------------------------------------
-# Few-reference LiRA with shrunk means and a difficulty prior (docs/methods.md D.7)
+# Few-reference LiRA with shrunk means and a difficulty prior (docs/methods/d-attacks.md D.7)
 # ---------------------------------------------------------------------------------------
 
 #: samples per difficulty bin of :func:`lira_bayes_scores` (at most :data:`BAYES_MAX_BINS` bins)
@@ -611,7 +611,7 @@ def lira_bayes_scores(
     :func:`lira_shrunk_scores` shrinks each sample's variances towards one prior; this
     function also shrinks its *means* (the normal–inverse-gamma treatment of BaVarIA,
     Brännvall, arXiv:2603.11799, with priors learned from the references per difficulty;
-    docs/methods.md D.7). With two IN and two OUT models per sample, the mean of either side
+    docs/methods/d-attacks.md D.7). With two IN and two OUT models per sample, the mean of either side
     is as uncertain as a quarter of its spread, while the gap μ_in − μ_out is much alike
     among samples of one difficulty. So:
 

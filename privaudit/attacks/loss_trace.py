@@ -1,4 +1,4 @@
-"""The loss-trace vulnerability ranking, LT-IQR (docs/methods.md D.10).
+"""The loss-trace vulnerability ranking, LT-IQR (docs/methods/d-attacks.md D.10).
 
 Pollock, Shilov, Dodd, de Montjoye, *Free Record-Level Privacy Risk Evaluation Through
 Artifact-Based Methods* (arXiv 2411.05743): the members whose training loss moves most over

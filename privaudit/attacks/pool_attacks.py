@@ -30,11 +30,11 @@ from privaudit.attacks.shadow import ShadowAttack
 #: how an attack's ε thresholds and operating points were chosen: on other models' scores
 #: with their known membership (the shadow model, or another pool model), never on the target's
 CALIBRATED = "calibration: chosen on another model's scores"
-#: the quantile-regression attack (docs/methods.md D.8): fit on the population, no reference
+#: the quantile-regression attack (docs/methods/d-attacks.md D.8): fit on the population, no reference
 #: model; its thresholds are chosen on a pool model's scores, so it runs with the pool
 QUANTILE_ATTACK = "quantile"
 #: what each pool model, attacked with the others as references, contributes as a replicate of
-#: its setting (docs/methods.md E): the measures the verdicts compare, and μ's ε
+#: its setting (docs/methods/e-replicates.md E): the measures the verdicts compare, and μ's ε
 REPLICATED = ("auc", "tpr_at_1pct_fpr", "tpr_at_0p1pct_fpr", "gdp_mu", "gdp_epsilon", "eps_lower_bound")
 #: the replicated measures whose pool mean gets a jackknife standard error (μ's ε is read from
 #: μ and its interval's ends)
@@ -213,7 +213,7 @@ def empirical_privacy(labels: np.ndarray, scores: np.ndarray, calib_labels: np.n
                       *, delta: float, confidence: float = 0.95) -> dict[str, float | str | None]:
     """The empirical privacy of one attack on one target, every threshold set on ``calib_*``
     (the scores of other models with their known membership), never on the evaluated target's
-    labels (docs/methods.md D.4, D.6, D.9):
+    labels (docs/methods/d-attacks.md D.4, D.6, D.9):
 
     - ``threshold_strategy``: how every threshold below was chosen (:data:`CALIBRATED`);
     - ``eps_lower_bound`` at ``delta``: the Clopper–Pearson bound at the threshold that
@@ -361,7 +361,7 @@ def pair_jackknife(logits: np.ndarray, pop_logits: np.ndarray | None, keep: np.n
                    pop_labels: np.ndarray | None, per_target: dict[str, list[dict[str, Any]]], *,
                    attacks: tuple[str, ...], delta: float,
                    confidence: float = 0.95) -> dict[str, list[dict[str, float]]]:
-    """The delete-one-pair jackknife of the pool's leave-one-out means (docs/methods.md E).
+    """The delete-one-pair jackknife of the pool's leave-one-out means (docs/methods/e-replicates.md E).
 
     For each complementary pair j of the M pool models, the attacks' scores are computed
     again (:func:`leave_one_out`) on the pool without pair j, which then serves neither as a

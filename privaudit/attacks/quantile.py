@@ -1,4 +1,4 @@
-"""The quantile-regression membership-inference attack (docs/methods.md D.8).
+"""The quantile-regression membership-inference attack (docs/methods/d-attacks.md D.8).
 
 Bertran, Tang, Roth, Kearns, Morgenstern, Wu, *Scalable Membership Inference Attacks via
 Quantile Regression*, NeurIPS 2023, arXiv:2307.03694. No shadow models: a regression model

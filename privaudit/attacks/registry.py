@@ -22,7 +22,7 @@ Adding an attack:
    (:data:`privaudit.pipeline.attacking.FAMILIES`);
 2. one line in :data:`ATTACKS` (its family, source, report order, scorer, description); a new
    ``--attacks`` choice is one line in :data:`FAMILIES`;
-3. docs: the attack in docs/methods.md and in the report's "how to read" part
+3. docs: the attack in docs/methods/ (its part's page) and in the report's "how to read" part
    (``reporting/templates/how_to_read.html.j2``).
 
 The command line, the plan, the report and scan then know it; ``tests/test_attack_registry.py``

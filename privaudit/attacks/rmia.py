@@ -1,4 +1,4 @@
-"""RMIA: the relative membership-inference attack, offline version (docs/methods.md D).
+"""RMIA: the relative membership-inference attack, offline version (docs/methods/d-attacks.md D).
 
 Zarifzadeh, Liu, Shokri, *Low-Cost High-Power Membership Inference Attacks*, ICML 2024.
 The signal is the probability the model gives to a sample's true label, p = softmax(z)_y.

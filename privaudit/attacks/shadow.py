@@ -1,4 +1,4 @@
-"""The paper's shadow-model attack (ML-Leaks "adversary 1", docs/methods.md A.4).
+"""The paper's shadow-model attack (ML-Leaks "adversary 1", docs/methods/a-mg-noise.md A.4).
 
 Salem et al., *ML-Leaks* (NDSS 2019), as used by the MG-noise paper: one shadow model trained
 with the target's exact recipe (defence included) on the shadow member part; attack features

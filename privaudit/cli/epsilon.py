@@ -53,9 +53,9 @@ def epsilon_cmd(
     info_console(as_json).print(epsilon_table(doc, calibrated=target_epsilon is not None))
 
 
-#: what each key of ``privaudit epsilon --json`` is, as the terminal table says it (docs/methods.md
-#: B.3; the keys themselves are the stable API and do not change). A key with two meanings has
-#: them by defence: (dpsgd, noisycgd).
+#: what each key of ``privaudit epsilon --json`` is, as the terminal table says it
+#: (docs/methods/b-hidden-state.md B.3; the keys themselves are the stable API and do not
+#: change). A key with two meanings has them by defence: (dpsgd, noisycgd).
 LABELS: dict[str, str | tuple[str, str]] = {
     "defense": "defence",
     "delta": "δ: the δ of the (ε, δ) guarantee",
@@ -124,7 +124,8 @@ def epsilon_table(doc: dict, *, calibrated: bool = False, width: int | None = No
     table = Table(title=f"privaudit epsilon: {defence}", box=box.SIMPLE_HEAD, pad_edge=False,
                   caption="(ε, δ): the differential-privacy guarantee of the setting; add-remove and replace-one: "
                           "which training sets count as neighbours, one sample added or removed, or swapped for "
-                          "another (docs/methods.md B.3)" + ("" if keys else "; --json gives each row under its key"))
+                          "another (docs/methods/b-hidden-state.md B.3)"
+                          + ("" if keys else "; --json gives each row under its key"))
     table.add_column("what", overflow="fold")
     table.add_column("value", overflow="fold", max_width=34)
     if keys:

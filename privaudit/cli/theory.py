@@ -51,7 +51,7 @@ def smoothing_cmd(
     workdir: WorkdirOpt = ".",
     as_json: JsonOpt = False,
 ) -> None:
-    """Figures 1-2 of docs/methods.md A.2 with their numbers."""
+    """Figures 1-2 of docs/methods/a-mg-noise.md A.2 with their numbers."""
     _run("smoothing", seed, workdir, as_json, kappas=kappas, draws=draws)
 
 
@@ -72,7 +72,7 @@ def convergence_cmd(
     workdir: WorkdirOpt = ".",
     as_json: JsonOpt = False,
 ) -> None:
-    """Figure 3(a) of docs/methods.md A.2."""
+    """Figure 3(a) of docs/methods/a-mg-noise.md A.2."""
     _run("convergence", seed, workdir, as_json, kappas=kappas, iterations=iterations, lr=lr, n=n, d=d, m=m,
          labels=labels)
 
@@ -97,13 +97,13 @@ def federated_cmd(
     workdir: WorkdirOpt = ".",
     as_json: JsonOpt = False,
 ) -> None:
-    """Figure 3(b) of docs/methods.md A.2."""
+    """Figure 3(b) of docs/methods/a-mg-noise.md A.2."""
     _run("federated", seed, workdir, as_json, kappas=kappas, local_steps=local_steps, workers=workers, rounds=rounds,
          lr=lr, labels=labels)
 
 
 @app.command("masked-neurons", cls=Command, help="Dropout, multi-sample dropout and IST with Bernoulli or categorical "
-                                                 "neuron masks (docs/methods.md C).")
+                                                 "neuron masks (docs/methods/c-masked-neurons.md C).")
 @handle_errors
 def masked_neurons_cmd(
     ps: Annotated[str, typer.Option("--p", help="Comma-separated numbers of subnetworks (whole numbers >= 1; the "
@@ -124,7 +124,7 @@ def masked_neurons_cmd(
     workdir: WorkdirOpt = ".",
     as_json: JsonOpt = False,
 ) -> None:
-    """docs/methods.md C: loss curves and the (p, ξ) and (p, τ) heatmaps."""
+    """docs/methods/c-masked-neurons.md C: loss curves and the (p, ξ) and (p, τ) heatmaps."""
     _run("masked-neurons", seed, workdir, as_json, p=ps, xi=xis, local_steps=local_steps, rounds=rounds, n=n, d=d, m=m,
          lr=lr, labels=labels)
 

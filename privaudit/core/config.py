@@ -7,7 +7,7 @@ saved config equals the hash of the requested one. The device is deliberately *n
 of the config (it is recorded as provenance): a model trained on a GPU may be reused on a
 CPU machine.
 
-Defaults per dataset follow docs/methods.md A.3 for CIFAR-10 (parts of 10,520 images, Adam with
+Defaults per dataset follow docs/methods/a-mg-noise.md A.3 for CIFAR-10 (parts of 10,520 images, Adam with
 lr 1e-3, batch 100, weight decay 1e-7, or 1e-5 for the improved CNN, 50 epochs) and are
 scaled down for the 8x8 digits (parts of 449 images, batch 64, 60 epochs).
 """
@@ -49,11 +49,11 @@ DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
 def default_weight_decay(model: str) -> float:
     """Adam weight decay of the authors' code: 1e-5 for the improved CNN, else 1e-7; for
     ``convex-relu`` the L2 coefficient λ of NoisyCGD, 0.174 (with η = 3.1e-4, the
-    ηλ = 5.4e-5 of docs/methods.md B.3's reference values)."""
+    ηλ = 5.4e-5 of docs/methods/b-hidden-state.md B.3's reference values)."""
     return {"cnn-improved": 1e-5, "cnn-improved-small": 1e-5, "convex-relu": 0.174}.get(model, 1e-7)
 
 
-# convex-relu trains by (noisy) cyclic gradient descent, docs/methods.md B.2: its own recipe.
+# convex-relu trains by (noisy) cyclic gradient descent, docs/methods/b-hidden-state.md B.2: its own recipe.
 CONVEX_DEFAULTS: dict[str, dict[str, Any]] = {
     "cifar10": {"epochs": 400, "batch_size": 1000, "lr": 3.1e-4, "width": 100},
     "digits": {"epochs": 200, "batch_size": 64, "lr": 3.1e-4, "width": 100},
@@ -124,7 +124,7 @@ class ModelConfig:
     a dense tanh layer of ``width`` units), ``cnn-improved`` and ``cnn-improved-small`` (three
     or two conv blocks with BatchNorm + dropout, GroupNorm under DP-SGD; a dense ReLU layer
     of ``width`` units), ``convex-relu`` (the
-    convex two-layer ReLU approximation with ``width`` gate vectors, docs/methods.md B.1); or
+    convex two-layer ReLU approximation with ``width`` gate vectors, docs/methods/b-hidden-state.md B.1); or
     the user's own, ``torchvision:NAME`` or ``module:MODULE:CALLABLE`` (width 0, unused),
     built with ``args``, the canonical JSON of its ``--model-arg`` pairs
     (:mod:`privaudit.models.custom`)."""

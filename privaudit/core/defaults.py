@@ -19,7 +19,7 @@ CUSTOM_MODEL_PREFIXES = ("torchvision:", "module:")
 # ``privaudit audit``'s default grids (besides the undefended baseline). On CIFAR-10 the κ grid
 # reaches the accuracy of the lowest DP-SGD row, so that the two accuracy ranges overlap over
 # the whole DP-SGD range (docs/performance.md).
-# Hidden units of each model's dense layer when --width is not given (docs/methods.md A.3):
+# Hidden units of each model's dense layer when --width is not given (docs/methods/a-mg-noise.md A.3):
 # the mlp's one hidden layer, the Standard CNN's tanh layer (n_hidden = 100 in the MG-noise
 # paper's attack pipeline), the improved CNNs' ReLU layer (256 in the three-block variant of
 # its Figures 9-10, 100 in the two-block variant of its Figure 4), convex-relu's gate vectors.

@@ -1,4 +1,4 @@
-"""Regression data for the masked-neurons reproduction (docs/methods.md C.4).
+"""Regression data for the masked-neurons reproduction (docs/methods/c-masked-neurons.md C.4).
 
 * **UCI Communities and Crime** (Redmond, 2009): a folder holding ``communities.data``
   (1,994 rows of 128 comma-separated values, no header, ``?`` for a missing value) and

@@ -2,7 +2,7 @@
 
 The loaders return the *pooled* data (for CIFAR-10: the 50,000 training and 10,000 test
 images concatenated, in that order) as raw values, because the ML-Leaks protocol pools
-them before cutting its four parts (docs/methods.md A.3).
+them before cutting its four parts (docs/methods/a-mg-noise.md A.3).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ML-Leaks four-way split and the per-model normalisation (docs/methods.md A.3)."""
+"""The ML-Leaks four-way split and the per-model normalisation (docs/methods/a-mg-noise.md A.3)."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def canary_inclusion(num_canaries: int, seed: int) -> np.ndarray:
 class Normaliser:
     """Per-coordinate standardisation x -> (x - mean) / max(std, 1) on raw values.
 
-    This is the authors' choice (docs/methods.md A.3): statistics from the model's own training
+    This is the authors' choice (docs/methods/a-mg-noise.md A.3): statistics from the model's own training
     part, per pixel and channel, with the std floored at 1 raw unit so that near-constant
     pixels (e.g. the digits' blank borders) are not blown up. Shapes: mean and std are
     (C, H, W), float32.

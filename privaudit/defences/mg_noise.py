@@ -2,7 +2,7 @@
 
 Each training input is multiplied elementwise by a fresh mask c ~ N(1, κ²), per sample,
 coordinate and step, on the normalised inputs (Kolomvaki et al., *Convergence Analysis of
-Two-Layer Neural Networks under Gaussian Input Masking*, arXiv 2602.17423; docs/methods.md
+Two-Layer Neural Networks under Gaussian Input Masking*, arXiv 2602.17423; docs/methods/a-mg-noise.md
 A.1). The mask is drawn in one place, :func:`privaudit.training.loop.training_view`; the
 config holds κ as the defence's knob (``DefenceConfig(name="mg", knob=κ)``).
 """

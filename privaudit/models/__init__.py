@@ -1,4 +1,4 @@
-"""Target architectures: ``mlp``, ``cnn`` (ML-Leaks) and ``cnn-improved`` (docs/methods.md A.3)."""
+"""Target architectures: ``mlp``, ``cnn`` (ML-Leaks) and ``cnn-improved`` (docs/methods/a-mg-noise.md A.3)."""
 
 from privaudit.models.architectures import build_model
 

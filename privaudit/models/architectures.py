@@ -1,4 +1,4 @@
-"""The architectures of the MG-noise paper (docs/methods.md A.3), in the shapes its authors'
+"""The architectures of the MG-noise paper (docs/methods/a-mg-noise.md A.3), in the shapes its authors'
 code gives them.
 
 Input shapes follow the dataset: (3, 32, 32) for CIFAR-10, (1, 8, 8) for digits. The

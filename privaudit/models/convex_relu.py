@@ -1,4 +1,4 @@
-"""The convex approximation of a two-layer ReLU network (docs/methods.md B.1).
+"""The convex approximation of a two-layer ReLU network (docs/methods/b-hidden-state.md B.1).
 
 Romijnders & Koskela (arXiv 2407.04884): P gate vectors u_i ~ N(0, I_d), drawn independently
 of the data, fix the activation pattern 1[u_iᵀx ≥ 0] of P "neurons"; the model is linear in

@@ -591,7 +591,7 @@ def _attack(workspace: Workspace, target: str, cfg: RunConfig, data: DataCache, 
 
 def trace_exposure(found: tuple[np.ndarray, np.ndarray] | None, scores: np.ndarray, indices: np.ndarray,
                    members: int, fraction: float = 0.01) -> dict:
-    """The loss-trace ranking of the target's members (LT-IQR, docs/methods.md D.10) beside the
+    """The loss-trace ranking of the target's members (LT-IQR, docs/methods/d-attacks.md D.10) beside the
     strongest attack's: the share of its top ``fraction`` by LT-IQR among the attack's top
     ``fraction`` members (``precision``; chance = ``fraction``) and the top members' dataset
     indices. ``found``: the model's saved trace, None when it has none (then ``reason`` says so).

@@ -6,7 +6,7 @@ The auditor scores every canary with the model's loss (score = −loss), guesses
 highest and OUT for the k lowest scores, and turns the number of correct guesses into an ε
 lower bound (:func:`privaudit.analysis.empirical.one_run_epsilon_lower_bound`) and, from the same
 guesses, the f-DP one-run bound of Mahloujifar, Melis, Chaudhuri (ICML 2025) on the Gaussian-DP μ
-and its ε (:func:`privaudit.analysis.gdp.fdp_one_run_mu_lower_bound`, docs/methods.md D.6). k is
+and its ε (:func:`privaudit.analysis.gdp.fdp_one_run_mu_lower_bound`, docs/methods/d-attacks.md D.6). k is
 tried on a small grid of fractions of m; the confidence is split evenly over the grid
 (Bonferroni), so the maximum over the grid still holds at the stated confidence, for each bound.
 """

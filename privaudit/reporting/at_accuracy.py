@@ -10,7 +10,7 @@ accuracy, the knob found (or why none was) and the run trained at it.
 Per target accuracy and defence, one row: the setting that reached it, its test accuracy with
 its interval (over seeds, or binomial for one seed), the strongest attack's TPR at 0.1 % and
 1 % FPR with their intervals, its Gaussian-DP μ over the setting's pool models with its
-interval (``strong_mu``, ``n_models``; docs/methods.md E), the weak attack's (the ML-Leaks
+interval (``strong_mu``, ``n_models``; docs/methods/e-replicates.md E), the weak attack's (the ML-Leaks
 one-shadow attack, ``shadow``), and how much the weak evaluation overstated privacy (strong −
 weak TPR at 0.1 % FPR, in percentage points). The verdict among the k defences that reached
 one target compares μ over models where every defence has it (``measure``), else the

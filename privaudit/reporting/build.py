@@ -137,7 +137,7 @@ def _knob(defence, metrics: dict) -> float:
 
 def _replace_one_epsilon(defence, metrics: dict, sigma_half: bool = False) -> float:
     """ε under replace-one adjacency, the notion of NoisyCGD's hidden-state bound, so that
-    NoisyCGD and DP-SGD can be set side by side (docs/methods.md B.3): NoisyCGD's own ε; for
+    NoisyCGD and DP-SGD can be set side by side (docs/methods/b-hidden-state.md B.3): NoisyCGD's own ε; for
     DP-SGD the exact replace-one ε (dp_accounting's PLD), or with ``sigma_half`` the paper's
     conservative comparator (Opacus's ε at noise multiplier σ/2), from the saved σ, sampling
     rate and steps."""
@@ -184,7 +184,7 @@ def roc_curves(workspace: Workspace, table: pd.DataFrame) -> dict[str, dict[str,
 
 
 def exposure_stability(workspace: Workspace, overview: pd.DataFrame, extras: dict, fraction: float = 0.01) -> None:
-    """How stable the most exposed members are across seeds (docs/methods.md D.9): for each
+    """How stable the most exposed members are across seeds (docs/methods/d-attacks.md D.9): for each
     setting audited on two seeds or more, the mean pairwise Jaccard index of the top
     ``fraction`` of each seed's members by the strongest attack's score, beside its chance
     value (:func:`privaudit.analysis.operating.top_fraction_jaccard`), stored in ``extras`` as

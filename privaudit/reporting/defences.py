@@ -1,6 +1,6 @@
 """NoisyCGD next to DP-SGD at equal ε, and next to MG noise at equal accuracy (pure pandas).
 
-docs/methods.md B reports NoisyCGD on the convex two-layer ReLU approximation (``convex-relu``) on
+docs/methods/b-hidden-state.md B reports NoisyCGD on the convex two-layer ReLU approximation (``convex-relu``) on
 par with DP-SGD on a two-layer ReLU network (``mlp``) at the same ε. The report puts both
 on one line per NoisyCGD setting and attack, against the mlp rows whose width equals the
 convex model's number of gate vectors P where such rows exist (else every mlp width,

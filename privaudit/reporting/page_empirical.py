@@ -212,7 +212,7 @@ def _accountant_vs_empirical(dp_ov: pd.DataFrame, named: str) -> dict:
                f"lower bound, as are, with canaries, the one-run bounds of Steinke et al. and the f-DP one of "
                f"Mahloujifar et al.; the Gaussian-DP ε read off the trade-off curve is an estimate, a lower "
                f"bound only if the curve is Gaussian (both of the strongest attack{named}, thresholds chosen "
-               f"on other models; docs/methods.md D.6). The true ε of the training run lies "
+               f"on other models; docs/methods/d-attacks.md D.6). The true ε of the training run lies "
                f"between the accountant's and the largest lower bound.")
     if log_y:
         zero = any(math.isfinite(v) and v <= 0 for sr in series for v in sr["y"])

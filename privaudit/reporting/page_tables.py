@@ -88,7 +88,7 @@ def eps_tip(r: Mapping[str, Any]) -> str:
 
 
 def calibrated_tip(r: Mapping[str, Any]) -> str:
-    """The operating points whose thresholds other models set (docs/methods.md D.9): the TPR at
+    """The operating points whose thresholds other models set (docs/methods/d-attacks.md D.9): the TPR at
     each FPR and the FPR it reached on this target, or why the data cannot state it."""
     from privaudit.analysis.operating import min_non_members
 
@@ -128,7 +128,7 @@ def _cell_tip(r: pd.Series, col: str) -> str:
         delta = f"δ={short(r['delta'])}" if finite(r["delta"]) else "the run's δ"
         return (f"Gaussian-DP lower bound on μ, 95% confidence (Clopper–Pearson on FPR and FNR), threshold "
                 f"chosen on other models, FPR {f3(r['gdp_fpr'])} reached on this target; its ε at {delta} "
-                "assumes a Gaussian trade-off curve (docs/methods.md D.6)")
+                "assumes a Gaussian trade-off curve (docs/methods/d-attacks.md D.6)")
     return ""
 
 

@@ -1,5 +1,5 @@
 """The summary layer: every derived number the report, the terminal and ``--json`` show
-(docs/methods.md E).
+(docs/methods/e-replicates.md E).
 
 Pure pandas/NumPy/SciPy over the tidy trade-off table of :mod:`privaudit.reporting.build` (one
 row per target, defence setting, seed and attack). It computes, once:
@@ -80,7 +80,7 @@ from privaudit.reporting.table import POOL_COLUMNS, POOL_MEASURES, as_bool
 
 CONFIDENCE = 0.95
 PAPER_ATTACK = "shadow"
-#: the papers' attack with every pool model as a shadow (docs/methods.md D.1)
+#: the papers' attack with every pool model as a shadow (docs/methods/d-attacks.md D.1)
 POOL_SHADOW_ATTACK = "shadow-pool"
 SUMMARISED = ("test_accuracy", "train_accuracy", "auc", "precision", "recall", "tpr_at_1pct_fpr",
               "tpr_at_0p1pct_fpr", "eps_lower_bound", "gdp_mu", "gdp_epsilon", "canary_tpr_at_1pct_fpr",
@@ -254,7 +254,7 @@ def _pool_summary(g: pd.DataFrame, confidence: float) -> dict[str, float]:
     of freedom times its jackknife standard error; over seeds (models nested in seeds) the
     mean of the seeds' means with Student's t over seeds. ``pool_mu_epsilon`` (with ``_lo``,
     ``_hi``) is the ε at the setting's δ of μ and of its interval's ends: an estimate that
-    holds for a Gaussian trade-off curve (docs/methods.md D.6)."""
+    holds for a Gaussian trade-off curve (docs/methods/d-attacks.md D.6)."""
     from privaudit.analysis.gdp import gdp_epsilon
 
     n = pd.to_numeric(g["pool_n"], errors="coerce").to_numpy(float)
@@ -554,7 +554,7 @@ def _bootstrap_gap(rows: pd.DataFrame, metric: str, confidence: float, draws: in
 
 
 def _pooled(rows: pd.DataFrame, metric: str) -> pd.DataFrame | None:
-    """``rows`` read through their pools (docs/methods.md E): ``test_accuracy`` and ``metric``
+    """``rows`` read through their pools (docs/methods/e-replicates.md E): ``test_accuracy`` and ``metric``
     replaced by their means over the setting's pool models (``pool_*``), with their jackknife
     standard errors (``_se_acc``, ``_se_val``) and degrees of freedom (``_df``, pairs − 1);
     None when a row has no pool replicates of ``metric`` (or too few to leave a pair out)."""
@@ -620,7 +620,7 @@ STATUS_COMPARED, STATUS_NO_INTERVAL, STATUS_NO_OVERLAP, STATUS_NOT_COMPARED = (
     "compared", "no interval", "no overlap", "not compared")
 COMPARISON_COLUMNS = ["model", "dataset", "attack", "metric", "n_seeds", "n_models", "acc_low", "acc_high", "gap",
                       "gap_lo", "gap_hi", "interval", "detectable", "verdict", "reason", "status"]
-#: the power at which ``detectable`` is stated (docs/methods.md E)
+#: the power at which ``detectable`` is stated (docs/methods/e-replicates.md E)
 POWER = 0.8
 
 

@@ -26,7 +26,7 @@ COLUMNS = [
     "tpr_at_0p1pct_fpr_hi", "loo_n_targets", "loo_auc_mean", "loo_auc_std", "loo_tpr_at_1pct_fpr_mean",
     "loo_tpr_at_1pct_fpr_std", "loo_tpr_at_0p1pct_fpr_mean", "loo_tpr_at_0p1pct_fpr_std",
     "loo_eps_lower_bound_mean", "loo_eps_lower_bound_std", "one_run_eps_lower_bound",
-    # ε from the whole trade-off curve (docs/methods.md D.6) and the FPR each bound's threshold,
+    # ε from the whole trade-off curve (docs/methods/d-attacks.md D.6) and the FPR each bound's threshold,
     # chosen on other models, reached on this target; the f-DP one-run bound of the canary audit
     "threshold_strategy", "eps_fpr", "gdp_mu", "gdp_epsilon", "gdp_fpr", "loo_gdp_mu_mean", "loo_gdp_mu_std",
     "one_run_fdp_mu", "one_run_fdp_eps_lower_bound",
@@ -38,7 +38,7 @@ COLUMNS = [
     # planted canaries (--canaries): TPR on the canary members at the population's threshold
     "canaries", "n_canaries", "canary_tpr_at_1pct_fpr", "canary_tpr_at_1pct_fpr_lo", "canary_tpr_at_1pct_fpr_hi",
     "canary_tpr_at_0p1pct_fpr", "canary_tpr_at_0p1pct_fpr_lo", "canary_tpr_at_0p1pct_fpr_hi",
-    # every pool model as a replicate of the setting (docs/methods.md E): how many, and the mean
+    # every pool model as a replicate of the setting (docs/methods/e-replicates.md E): how many, and the mean
     # over them of its test accuracy and of each measure with its jackknife standard error
     *POOL_COLUMNS,
 ]

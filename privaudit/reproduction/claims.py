@@ -6,7 +6,7 @@ A statement becomes one number with a 95 % interval and a reading:
 * **disagrees**: it lies on the other side;
 * **undecided**: it contains the boundary (the runs cannot tell).
 
-The numbers (docs/methods.md A.6):
+The numbers (docs/methods/a-mg-noise.md A.6):
 
 * a **trend** (accuracy or leakage against κ, leakage against epochs) is the least-squares
   slope. With two or more seeds each seed gives one slope and the interval is Student's t

@@ -1,5 +1,5 @@
 """``privaudit reproduce hidden-state``: the hidden-state paper's Table 1 and Figure 3, and the
-audit of its released models (docs/methods.md B.4–B.5).
+audit of its released models (docs/methods/b-hidden-state.md B.4–B.5).
 
 A reproduction is a list of *cells*, one method (:mod:`.hidden_state_methods`) trained at one
 target ε with one seed on one dataset. Each cell's result (test accuracy, σ, ε, Figure 3's
@@ -97,7 +97,7 @@ def _words(value: Sequence[str] | None, option: str, allowed: Sequence[str]) -> 
 
 def hidden_state_protocol(scale: str = "reduced", dataset: str = "cifar10", *, seeds: Sequence[int] | None = None,
                           experiments: Sequence[str] | None = None) -> HiddenStateProtocol:
-    """The protocol of ``scale`` on ``dataset`` (docs/methods.md B.4)."""
+    """The protocol of ``scale`` on ``dataset`` (docs/methods/b-hidden-state.md B.4)."""
     if scale not in SCALES:
         raise ConfigError(f"unknown `scale` {scale!r}; expected one of {', '.join(SCALES)}")
     if dataset not in DATASETS:
@@ -109,7 +109,7 @@ def hidden_state_protocol(scale: str = "reduced", dataset: str = "cifar10", *, s
         raise ConfigError("reproduce needs at least one seed")
     # The step: η = 3.6/P keeps η·β ≤ 1.8 < 2 − ηλ on unit-norm inputs (β ≤ P/2), so the
     # contraction c = 1 − ηλ of the hidden-state bound holds; ηλ = 5.4e-5 as in the paper's
-    # accounting figure (docs/methods.md B.4).
+    # accounting figure (docs/methods/b-hidden-state.md B.4).
     full = Recipe(epochs=400, batch=1000, gates=100, width=512, features=4096, lr_convex=3.6 / 100,
                   eta_lambda=5.4e-5, lr_relu=0.5, lr_logistic=0.5)
     audit = AuditSetting(population=10_000, models=16, epochs=400, batch=1000)

@@ -1,4 +1,4 @@
-"""The audit of the hidden-state paper's released models (docs/methods.md B.5).
+"""The audit of the hidden-state paper's released models (docs/methods/b-hidden-state.md B.5).
 
 Hidden-state accounting bounds only what the *last iterate* reveals. This audit measures how
 much that iterate leaks, beside the same measurement for DP-SGD at the same ε, as privaudit

@@ -1,4 +1,4 @@
-"""The hidden-state paper's statements, checked against a reproduction (docs/methods.md B.4–B.5).
+"""The hidden-state paper's statements, checked against a reproduction (docs/methods/b-hidden-state.md B.4–B.5).
 
 Four kinds of statement, each a :class:`~privaudit.reproduction.claims.Claim`:
 

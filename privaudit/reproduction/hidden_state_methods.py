@@ -1,5 +1,5 @@
 """The methods of the hidden-state paper's Table 1 and Figure 3, each trained at one ε
-(docs/methods.md B.4).
+(docs/methods/b-hidden-state.md B.4).
 
 Romijnders & Koskela (arXiv 2407.04884) compare, at ε = 1.33 and 4.76 (δ = 1e-5, replace-one
 adjacency):
@@ -58,7 +58,7 @@ ITERATIVE = ("noisycgd-convex", "dpsgd-convex", "dpsgd-relu", "dpsgd-logistic")
 
 @dataclass(frozen=True)
 class Recipe:
-    """How every method is trained in one reproduction (docs/methods.md B.4)."""
+    """How every method is trained in one reproduction (docs/methods/b-hidden-state.md B.4)."""
 
     epochs: int
     batch: int
@@ -285,7 +285,7 @@ def _trained(method, predict, x, y, x_test, y_test, sigma, eps, exact, accountan
 
 def feature_map(kind: str, d: int, features: int, seed: int) -> Callable[[torch.Tensor], torch.Tensor]:
     """A data-independent feature map of unit-norm inputs to ``features`` dimensions, rows
-    scaled to unit norm (docs/methods.md B.4):
+    scaled to unit norm (docs/methods/b-hidden-state.md B.4):
 
     * ``relu``: ReLU(Ux), U (D × d) standard normal;
     * ``fourier``: cos(Ux + b), U standard normal, b uniform on [0, 2π) (an RBF kernel of

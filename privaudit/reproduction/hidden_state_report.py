@@ -1,5 +1,5 @@
 """``privaudit reproduce hidden-state`` from start to page: run the cells and the audit, check
-the statements, draw the figures (docs/methods.md B.4–B.5)."""
+the statements, draw the figures (docs/methods/b-hidden-state.md B.4–B.5)."""
 
 from __future__ import annotations
 
@@ -296,16 +296,18 @@ def hidden_state_reproduction(scale: str = "reduced", *, dataset: str = "cifar10
               f"Inputs are centred and scaled to unit norm, so the per-sample loss is at most β = {used:.3g}-smooth "
               f"here and η·β = {r.lr_convex * used:.3g} < 2: the contraction c = 1 − ηλ the bound uses holds. On raw "
               f"pixel values with P = 100 and the authors' η = 3.1e-4, η·β = {3.1e-4 * raw:.3g}: it does not."]
-    notes = ["Not published, so chosen here (docs/methods.md B.4): the ReLU network's width, the step sizes of "
-             "each method, the SSP feature maps and their ridge term, the input scaling.",
+    notes = ["Not published, so chosen here (docs/methods/b-hidden-state.md B.4): the ReLU network's width, "
+             "the step sizes of each method, the SSP feature maps and their ridge term, the input scaling.",
              "Some public copies of CIFAR-10 are JPEG re-encodings: on one, expect accuracies slightly below the "
              "published ones.",
-             "The audit (docs/methods.md B.5) is the first measurement of what a NoisyCGD last iterate leaks: "
-             "empirical ε bounds are 95 % lower bounds for each target model; the accountant's ε is an upper bound."]
+             "The audit (docs/methods/b-hidden-state.md B.5) is the first measurement of what a NoisyCGD last "
+             "iterate leaks: empirical ε bounds are 95 % lower bounds for each target model; the accountant's ε "
+             "is an upper bound."]
     missing = missing_cells(protocol, ws.models) + (missing_pools(protocol, ws.models)
                                                      if "audit" in protocol.experiments else [])
     return Outcome(key=KEY, paper=PAPER, title=f"The hidden-state paper's results, reproduced on {dataset}",
-                   methods="Protocol: docs/methods.md B.4; the audit: B.5.", settings=protocol.describe(),
+                   methods="Protocol: docs/methods/b-hidden-state.md B.4; the audit: B.5.",
+                   settings=protocol.describe(),
                    glance=glance, claims=claims, figures=figures(cells, audit), tables=tables,
                    section_order=SECTION_ORDER, names=NAMES, missing=missing, notes=notes,
                    extra={"smoothness": {"used": used, "raw_pixels_p100": raw}})

@@ -1,5 +1,5 @@
 """Reproducing Figure 2 of Liao & Kyrillidis (arXiv 2112.02668, v1): ``privaudit reproduce
-masked-neurons`` (docs/methods.md C.4).
+masked-neurons`` (docs/methods/c-masked-neurons.md C.4).
 
 Three experiments on 100 rows of UCI Communities and Crime (or any ``.npz`` regression set),
 a one-hidden-layer ReLU network of 4,000 neurons, K = 200 rounds:

@@ -1,5 +1,5 @@
 """The statements of Figure 2 (Liao & Kyrillidis, arXiv 2112.02668) checked against a reproduction
-(docs/methods.md C.4): tables, claims, figures and notes from the runs of
+(docs/methods/c-masked-neurons.md C.4): tables, claims, figures and notes from the runs of
 :mod:`privaudit.reproduction.masked_neurons`.
 
 Claims (each a number with a 95 % interval, t over seeds; :mod:`privaudit.reproduction.claims`):

@@ -54,7 +54,7 @@ class Outcome:
     key: str                       #: the folder and command name, e.g. ``mg-noise``
     paper: str                     #: authors, title, arXiv id
     title: str                     #: the page's heading
-    methods: str                   #: where docs/methods.md describes the protocol and the checks
+    methods: str                   #: where docs/methods/ describes the protocol and the checks
     settings: dict                 #: the protocol as JSON (``scale``, ``seeds``, ``reduces``, …)
     glance: list[str]              #: sentences for the page's "at a glance", before the counts
     claims: list[Claim]            #: the statements, not yet family-wise

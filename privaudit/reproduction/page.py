@@ -133,7 +133,8 @@ def outcome(protocol: Protocol, frames: Frames) -> Outcome:
               f"seed{'s' if len(d['seeds']) != 1 else ''} ({', '.join(map(str, d['seeds']))}), models "
               f"{', '.join(d['models'])}, {d['models_needed']} models in all."]
     return Outcome(key=KEY, paper=PAPER, title=f"The MG-noise paper's CIFAR-10 results, reproduced{where}",
-                   methods="Protocol: docs/methods.md A.3–A.5; how each statement is checked: docs/methods.md A.6.",
+                   methods="Protocol: docs/methods/a-mg-noise.md A.3–A.5; how each statement is checked: "
+                           "docs/methods/a-mg-noise.md A.6.",
                    settings=d, glance=glance, claims=claims_of(frames), figures=figures(frames),
                    tables={"accuracy.csv": frames.accuracy, "sweep.csv": frames.sweep, "epochs.csv": frames.epochs},
                    section_order=SECTION_ORDER, names=MODEL_NAMES, missing=list(frames.missing))

@@ -1,4 +1,4 @@
-"""The MG-noise paper's CIFAR-10 protocol as lists of model configs (docs/methods.md A.3–A.5).
+"""The MG-noise paper's CIFAR-10 protocol as lists of model configs (docs/methods/a-mg-noise.md A.3–A.5).
 
 Three experiments, each a list of ordinary :class:`~privaudit.core.config.RunConfig` targets, so
 that every model is the cached, resumable get-or-train of :mod:`privaudit.pipeline.runs` and a model
@@ -122,7 +122,7 @@ def _unique(configs: Sequence[RunConfig]) -> list[RunConfig]:
     return list(seen.values())
 
 
-# The paper's grids (docs/methods.md A.3-A.5).
+# The paper's grids (docs/methods/a-mg-noise.md A.3-A.5).
 PAPER_ACCURACY_KAPPAS = (0.0, 0.2, 0.5, 0.7, 1.0, 1.25, 1.5, 2.0)  # Figure 4's grid "and beyond": 1.5, 2
 PAPER_KAPPAS = (0.2, 0.6, 1.0, 1.4, 1.8, 2.5, 3.0)
 PAPER_SIGMAS = (0.2, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 3.0)

@@ -112,7 +112,7 @@ def fixed_score_bounds(labels: np.ndarray, scores: np.ndarray, *, delta: float, 
     (:func:`privaudit.analysis.gdp.gdp_lower_bound_bonferroni`), on the same T label-free
     candidate thresholds (quantiles of the pooled scores), each candidate's bound at
     confidence 1 − α/T and the largest reported, so each bound holds at ``confidence``
-    (docs/methods.md D.6); ``eps_fpr`` / ``gdp_fpr`` the FPR at the chosen candidate,
+    (docs/methods/d-attacks.md D.6); ``eps_fpr`` / ``gdp_fpr`` the FPR at the chosen candidate,
     ``eps_threshold`` / ``gdp_threshold`` the candidate, ``threshold_strategy`` says so."""
     eps = epsilon_lower_bound_bonferroni(labels, scores, delta=delta, confidence=confidence)
     gdp = gdp_lower_bound_bonferroni(labels, scores, delta=delta, confidence=confidence)

@@ -1,4 +1,4 @@
-"""Convergence of gradient descent under Gaussian input masks (docs/methods.md A.2, Figure 3(a)).
+"""Convergence of gradient descent under Gaussian input masks (docs/methods/a-mg-noise.md A.2, Figure 3(a)).
 
 Full-batch GD on the two-layer ReLU network of :mod:`privaudit.theorems.twolayer`, each step
 on freshly masked inputs X ⊙ C, C ~ N(1, κ²):
@@ -7,7 +7,7 @@ on freshly masked inputs X ⊙ C, C ~ N(1, κ²):
 
 The theorem: linear convergence at the rate of plain GD, (1 − ηλ₀/2)^k, up to an error
 region proportional to κ². What is recorded is the *clean* training loss ½‖f(W_k, X) − y‖²
-at every iteration (the figure's y-axis, docs/methods.md A.2).
+at every iteration (the figure's y-axis, docs/methods/a-mg-noise.md A.2).
 
 Read-outs, per κ:
 

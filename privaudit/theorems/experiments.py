@@ -158,7 +158,8 @@ def run_masked_neurons(workdir: Path, *, n: int = 100, d: int = 128, m: int = 40
                        rounds: int = 200, labels: str = "gaussian", bernoulli_ps: Sequence[int] = BERNOULLI_PS,
                        xis: Sequence[float] = BERNOULLI_XIS, categorical_ps: Sequence[int] = CATEGORICAL_PS,
                        steps: Sequence[int] = CATEGORICAL_STEPS, seed: int = 0) -> dict:
-    """docs/methods.md C: loss curves of dropout, multi-sample dropout and IST, and the two heatmaps."""
+    """docs/methods/c-masked-neurons.md C: loss curves of dropout, multi-sample dropout and IST, and the
+    two heatmaps."""
     problem = make_problem(n, d, m, labels=labels, seed=seed)
     r = masked_neurons_experiment(problem, lr=lr, rounds=rounds, seed=seed, bernoulli_ps=bernoulli_ps, xis=xis,
                                   categorical_ps=categorical_ps, steps=steps)

@@ -1,4 +1,4 @@
-"""Distributed training with Gaussian input masks (docs/methods.md A.2, Figure 3(b)).
+"""Distributed training with Gaussian input masks (docs/methods/a-mg-noise.md A.2, Figure 3(b)).
 
 FedAvg on the two-layer network of :mod:`privaudit.theorems.twolayer`: the n samples are
 split into K disjoint shards of near-equal size (a seeded permutation); each round, every

@@ -1,4 +1,4 @@
-"""Training with randomly masked neurons: dropout, multi-sample dropout, IST (docs/methods.md C).
+"""Training with randomly masked neurons: dropout, multi-sample dropout, IST (docs/methods/c-masked-neurons.md C).
 
 Liao & Kyrillidis, *On the Convergence of Shallow Neural Network Training with Randomly
 Masked Neurons* (TMLR 2022), on the two-layer network of :mod:`privaudit.theorems.twolayer`.

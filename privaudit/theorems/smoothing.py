@@ -1,4 +1,4 @@
-"""The expected ReLU under a multiplicative Gaussian mask (docs/methods.md A.2, Figures 1–2).
+"""The expected ReLU under a multiplicative Gaussian mask (docs/methods/a-mg-noise.md A.2, Figures 1–2).
 
 For a neuron w and an input x masked by c ~ N(1, κ² I), the pre-activation is Gaussian,
 wᵀ(x ⊙ c) = z + κ Σ_i w_i x_i ε_i ~ N(z, s²), z = wᵀx, s = κ‖w ⊙ x‖₂, so the expected
@@ -79,7 +79,7 @@ class SmoothingResult:
 
 def smoothing_experiment(kappas=(0.1, 0.2, 0.5, 1.0), z_grid=None, norm_wx: float = 1.0,
                          draws: int = 200_000, seed: int = 0) -> SmoothingResult:
-    """Closed form, proxy and Monte Carlo over κ × z (Figures 1–2 of docs/methods.md A.2)."""
+    """Closed form, proxy and Monte Carlo over κ × z (Figures 1–2 of docs/methods/a-mg-noise.md A.2)."""
     if z_grid is None:
         z_grid = np.linspace(-2.1, 2.1, 43)
     rng = np.random.default_rng(seed)

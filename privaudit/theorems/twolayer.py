@@ -1,4 +1,5 @@
-"""The two-layer ReLU network of the papers' theory (docs/methods.md A.2 and C).
+"""The two-layer ReLU network of the papers' theory (docs/methods/a-mg-noise.md A.2 and
+docs/methods/c-masked-neurons.md C).
 
     f(W, x) = (1/√m) Σ_r a_r ReLU(w_rᵀx),   a_r ∈ {±1} fixed, only W (m × d) trained,
 
@@ -15,7 +16,7 @@ or ±1 labels (``labels="gaussian" | "sign"``) the residual spreads over the Gra
 smallest eigen-directions, plain GD is still far from its floor after 2,000 iterations, and
 the κ ≤ 0.4 curves lie on top of κ = 0; both label choices stay available.
 
-The masked loss and its decomposition (docs/methods.md A.2). With a fresh mask c ~ N(1, κ² I) on
+The masked loss and its decomposition (docs/methods/a-mg-noise.md A.2). With a fresh mask c ~ N(1, κ² I) on
 each input, wᵀ(x ⊙ c) ~ N(z, s²), z = wᵀx, s = κ‖w ⊙ x‖, so
 
     E_c ½(f(W, x ⊙ c) − y)² = ½(f̄(W, x) − y)² + ½ Var_c f(W, x ⊙ c),

@@ -1,7 +1,7 @@
 """DP-SGD for sequential models of dense, convolutional and group-norm layers, in one
 forward and one backward pass.
 
-The mechanism is exactly Opacus's DP-SGD with Poisson sampling (docs/methods.md A.5; Abadi et
+The mechanism is exactly Opacus's DP-SGD with Poisson sampling (docs/methods/a-mg-noise.md A.5; Abadi et
 al. 2016): each step draws a batch B by including every member independently with
 probability q, clips every per-sample gradient to norm C and adds Gaussian noise,
 

@@ -1,4 +1,4 @@
-"""Multiplicative Gaussian input masking ("MG noise"), docs/methods.md A.1.
+"""Multiplicative Gaussian input masking ("MG noise"), docs/methods/a-mg-noise.md A.1.
 
 Kolomvaki et al., *Convergence Analysis of Two-Layer Neural Networks under Gaussian Input
 Masking* (arXiv 2602.17423): every training input x is replaced by x ⊙ c with

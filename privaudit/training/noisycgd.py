@@ -1,5 +1,5 @@
 """NoisyCGD, noisy cyclic gradient descent, on the convex two-layer ReLU approximation
-(docs/methods.md B.2), and DP-SGD on the same model, the paper's comparator (B.4).
+(docs/methods/b-hidden-state.md B.2), and DP-SGD on the same model, the paper's comparator (B.4).
 
 Fixed disjoint batches of size b, visited in the same order every epoch (a seeded
 permutation of the members, drawn once; the last n mod b members, which would form a
@@ -101,8 +101,8 @@ def train_convex_dpsgd(model: ConvexReLU, x: torch.Tensor, y: torch.Tensor, *, n
                        on_iterate: Iterate | None = None) -> list[float]:
     """DP-SGD on the convex approximation: round(1/q) Poisson batches an epoch (each member
     independently with rate q = ``sample_rate``), the clipped sum plus N(0, σ²C² I) divided by
-    the expected batch size ⌊nq⌋ as Opacus does (docs/methods.md A.5), then the same step
-    v ← v − η(ĝ + λv). The paper's comparator runs it with λ = 0 (docs/methods.md B.4)."""
+    the expected batch size ⌊nq⌋ as Opacus does (docs/methods/a-mg-noise.md A.5), then the same step
+    v ← v − η(ĝ + λv). The paper's comparator runs it with λ = 0 (docs/methods/b-hidden-state.md B.4)."""
     n = len(y)
     expected = max(int(n * sample_rate), 1)
     x = x.flatten(1)
