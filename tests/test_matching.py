@@ -9,7 +9,11 @@ import pandas as pd
 import pytest
 from cli_helpers import one_error_line, run_cli, run_cli_joined
 
-from privaudit.analysis.matching import match_kappa, round_kappa
+from privaudit.analysis.matching import match_strength, round_kappa
+from privaudit.defences import DEFENCES
+
+#: the search's ceiling for MG noise: its knob's
+MAX_KAPPA = DEFENCES["mg"].knob.search_max
 
 
 def linear(kappa: float) -> float:
@@ -23,14 +27,16 @@ def test_the_search_brackets_and_lands_within_tolerance():
         calls.append(k)
         return linear(k)
 
-    m = match_kappa(0.55, acc, {0.0: linear(0.0), 0.5: linear(0.5), 1.0: linear(1.0)}, tolerance=0.005)
+    m = match_strength(0.55, acc, {0.0: linear(0.0), 0.5: linear(0.5), 1.0: linear(1.0)}, tolerance=0.005,
+                       max_strength=MAX_KAPPA)
     assert m.within and abs(m.accuracy - 0.55) <= 0.005 and abs(m.kappa - 4.375) < 0.07
     assert calls[0] == 2.0 and calls[1] == 4.0            # doubling from the grid's largest κ to bracket 0.55
     assert len(m.steps) == len(calls) <= 8 and all(k == round_kappa(k) for k in calls)
 
 
 def test_a_grid_point_within_tolerance_needs_no_training():
-    m = match_kappa(0.83, lambda k: pytest.fail("trained"), {0.0: 0.9, 1.0: 0.826, 2.0: 0.74}, tolerance=0.01)
+    m = match_strength(0.83, lambda k: pytest.fail("trained"), {0.0: 0.9, 1.0: 0.826, 2.0: 0.74}, tolerance=0.01,
+                       max_strength=MAX_KAPPA)
     assert (m.kappa, m.within, m.steps) == (1.0, True, ())
 
 
@@ -42,18 +48,19 @@ def test_noisy_non_monotone_accuracy_still_converges():
         wobble.setdefault(k, 0.01 * rng.standard_normal())
         return 0.9 * np.exp(-0.3 * k) + wobble[k]
 
-    m = match_kappa(0.45, acc, {0.0: 0.9}, tolerance=0.01, max_steps=10)
+    m = match_strength(0.45, acc, {0.0: 0.9}, tolerance=0.01, max_steps=10, max_strength=MAX_KAPPA)
     assert m.within, m
     assert abs(0.9 * np.exp(-0.3 * m.kappa) - 0.45) < 0.03    # near the true crossing κ = ln 2 / 0.3 ≈ 2.31
 
 
 def test_unreachable_goals_return_the_closest_kappa_not_within():
-    above = match_kappa(0.95, lambda k: pytest.fail("trained"), {0.0: 0.9, 1.0: 0.85}, tolerance=0.01)
+    above = match_strength(0.95, lambda k: pytest.fail("trained"), {0.0: 0.9, 1.0: 0.85}, tolerance=0.01,
+                           max_strength=MAX_KAPPA)
     assert (above.kappa, above.within) == (0.0, False)       # more accurate than the baseline itself
-    floor = match_kappa(0.05, lambda k: max(0.2, linear(k)), {0.0: 0.9}, tolerance=0.01, max_kappa=16)
+    floor = match_strength(0.05, lambda k: max(0.2, linear(k)), {0.0: 0.9}, tolerance=0.01, max_strength=16)
     assert not floor.within and floor.accuracy == 0.2 and max(k for k, _ in floor.steps) <= 16
     with pytest.raises(ValueError):
-        match_kappa(1.5, linear, {0.0: 0.9})
+        match_strength(1.5, linear, {0.0: 0.9}, max_strength=MAX_KAPPA)
 
 
 # -- end to end ---------------------------------------------------------------------------

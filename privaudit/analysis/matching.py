@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_TOLERANCE = 0.01
-MAX_KAPPA = 64.0
 MAX_STEPS = 8
 
 
@@ -59,25 +58,16 @@ def round_kappa(kappa: float) -> float:
     return 0.0 if kappa <= 0 else float(f"{kappa:.3g}")
 
 
-def match_kappa(goal: float, accuracy_of: Callable[[float], float], known: Mapping[float, float], *,
-                tolerance: float = DEFAULT_TOLERANCE, max_kappa: float = MAX_KAPPA,
-                max_steps: int = MAX_STEPS) -> KappaMatch:
-    """Search κ with ``accuracy_of(κ)`` within ``tolerance`` of ``goal``.
-
-    ``known`` maps κ already trained (at least the baseline, κ = 0) to their test accuracy;
-    ``accuracy_of`` trains (or reuses) the MG-noise target at κ and returns its accuracy.
-    """
-    return match_strength(goal, accuracy_of, known, tolerance=tolerance, max_strength=max_kappa,
-                          max_steps=max_steps)
-
-
 def match_strength(goal: float, accuracy_of: Callable[[float], float], known: Mapping[float, float], *,
-                   tolerance: float = DEFAULT_TOLERANCE, max_strength: float = MAX_KAPPA,
+                   max_strength: float, tolerance: float = DEFAULT_TOLERANCE,
                    max_steps: int = MAX_STEPS, first: float = 1.0,
                    rounder: Callable[[float], float] = round_kappa, defended_only: bool = False) -> KappaMatch:
-    """The search of :func:`match_kappa` for any defence: ``strength`` s ≥ 0 is the defence's
-    knob mapped so that accuracy falls as s grows (s = 0: the undefended baseline, in
-    ``known``); the bracket grows from ``first`` by doubling up to ``max_strength``, and every
+    """Search the strength s with ``accuracy_of(s)`` within ``tolerance`` of ``goal``, for any
+    defence. ``known`` maps strengths already trained (at least the baseline, s = 0) to their
+    test accuracy; ``accuracy_of`` trains (or reuses) the target at s and returns its
+    accuracy. The strength s ≥ 0 is the defence's knob mapped so that accuracy falls as s
+    grows (s = 0: the undefended baseline, in ``known``); ``max_strength``, the ceiling, is
+    the knob's ``search_max``. The bracket grows from ``first`` by doubling up to ``max_strength``, and every
     strength tried is ``rounder(s)`` (three significant figures; whole numbers for an integer
     knob). The result's ``kappa`` is the strength found. ``defended_only``: the baseline
     brackets the search but is never its answer (the search ends when a strength s > 0 lies

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 #: the range of each numeric option (:func:`privaudit.api.params.bounded`)
 BOUNDS = {"references": (2, 1024), "epochs": (1, 100_000), "batch_size": (1, 1_000_000), "lr": (0, 100, True),
-          "kappa": (0, 100), "seed": (0, MAX_SEED), "delta": (0, 1, True)}
+          "kappa": params.RANGES["kappa"], "seed": (0, MAX_SEED), "delta": (0, 1, True)}
 
 
 @dataclass(repr=False)

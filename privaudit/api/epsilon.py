@@ -76,11 +76,11 @@ def epsilon(*, defence: str, batch_size: int, dataset_size: int, epochs: int, no
     params.in_range(batch_size, "--batch-size", 1, MAX_BATCH_SIZE)
     params.in_range(dataset_size, "--dataset-size", 1, 10**10)
     params.in_range(epochs, "--epochs", 1, MAX_EPOCHS)
-    params.in_range(noise_multiplier, "--sigma", 0, 1e6, True)
+    params.bounded(params.RANGES, noise_multiplier=noise_multiplier)
     params.in_range(target_epsilon, "--target-epsilon", 0, 1e4, True)
     params.in_range(delta, "--delta", 0, 1, True)
     params.in_range(lr, "--lr", 0, 100, True)
-    params.in_range(l2, "--weight-decay", 0, 1e6, True)
+    params.in_range(l2, "--weight-decay", 0, 1e6, True)  # λ > 0: the bound needs strong convexity
     params.in_range(smoothness, "--smoothness", 0, 1e12, True)
     if (noise_multiplier is None) == (target_epsilon is None):
         raise ConfigError("give exactly one of --sigma and --target-epsilon")

@@ -144,8 +144,8 @@ def resolve_grids(request: GridRequest) -> AuditGrids:
         draft = rule(draft)
     eps = params.grid(request.target_epsilons, "--target-epsilons", low=0.0, low_open=True, high=1e4)
     sigmas = [] if request.target_epsilons is not None else params.grid(
-        list(DEFAULT_SIGMAS) if draft.sigmas is None else draft.sigmas, "--sigmas", low=0.0, low_open=True, high=1e6)
-    grids = AuditGrids(kappas=params.grid(draft.kappas, "--kappas", low=0.0, high=100.0), sigmas=sigmas,
+        list(DEFAULT_SIGMAS) if draft.sigmas is None else draft.sigmas, "--sigmas", **params.span("noise_multiplier"))
+    grids = AuditGrids(kappas=params.grid(draft.kappas, "--kappas", **params.span("kappa")), sigmas=sigmas,
                        target_epsilons=eps, others=draft.others, searched=draft.searched, targets=targets,
                        match_accuracy=request.match_accuracy)
     match_accuracy_needs_dp_and_mg(grids, request.model)

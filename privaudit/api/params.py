@@ -18,7 +18,20 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from privaudit.api.recipe import model_args as model_args  # the --model-arg pairs, parsed where the recipe is
 from privaudit.core.defaults import MAX_SEED
+from privaudit.defences import DEFENCES
 from privaudit.errors import FIELD, ArtifactError, ConfigError, DataError, PrivauditError
+
+#: the ranges of the numbers several commands take, keyword → (low, high) or (low, high,
+#: low_open): the command line's options (privaudit.cli.options) and the API's checks
+#: (:func:`bounded`) both read them. κ and σ are MG noise's and DP-SGD's knobs, their ranges
+#: the knobs' own with 0 (no mask) allowed for κ.
+_KAPPA, _SIGMA = (knob for knob in (DEFENCES["mg"].knob, DEFENCES["dpsgd"].knob) if knob is not None)
+RANGES: dict[str, tuple[Any, ...]] = {
+    "kappa": (0.0, _KAPPA.high),
+    "noise_multiplier": (_SIGMA.low, _SIGMA.high, _SIGMA.low_open),
+    "l2": (0.0, 1e6),
+    "max_grad_norm": (0.0, 1e6, True),
+}
 
 if TYPE_CHECKING:
     from privaudit.api.recipe import Recipe
@@ -62,6 +75,12 @@ def in_range(value: float | None, option: str, low: float | None = None, high: f
     if problem:
         raise ConfigError(f"{option} {problem}")
     return value
+
+
+def span(name: str) -> dict[str, Any]:
+    """:data:`RANGES`' entry for ``name`` as :func:`grid`'s keywords (low, high, low_open)."""
+    low, high, *rest = RANGES[name]
+    return {"low": low, "high": high, "low_open": bool(rest and rest[0])}
 
 
 def bounded(bounds: Mapping[str, tuple[Any, ...]], **values: float | None) -> None:

@@ -81,7 +81,7 @@ class TheoryResult(ShortRepr):
 
 
 def _floats(value: params.Grid, option: str, *, low: float = 0.0, allow_low: bool = True,
-            high: float = 100.0) -> list[float]:
+            high: float = params.RANGES["kappa"][1]) -> list[float]:
     values = params.grid(value, option, low=low, low_open=not allow_low, high=high)
     if not values:
         raise ConfigError(f"{option} needs at least one value")

@@ -15,7 +15,6 @@ from privaudit.api.repair import computes_damage_again
 from privaudit.api.results import ShortRepr
 from privaudit.core.config import either_spelling
 from privaudit.core.timing import importing
-from privaudit.errors import ConfigError
 
 if TYPE_CHECKING:
     from privaudit.core.config import RunConfig
@@ -85,8 +84,7 @@ def train(recipe: Recipe | None = None, *, data_dir: str | Path | None = None, d
     what is reused, disk, time estimated on this machine); ``on_estimate``: receives the same
     plan before anything trains (the command line prints it). ``log`` receives the notes on the
     workspace (model folders from before checksummed manifests, verified and migrated)."""
-    if not 0 <= kappa <= 100:
-        raise ConfigError(f"--kappa must be between 0 and 100 (got {params.num(kappa)})")
+    params.bounded(params.RANGES, kappa=kappa)
     recipe = params.recipe(recipe, overrides)
     seed_list = params.seeds(seeds, seed)
     chosen = params.defence_choice(defence, knob, kappa=kappa, dp=dp, noise_multiplier=noise_multiplier,

@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from privaudit.api.params import grid_text
+from privaudit.api.params import RANGES, grid_text
 from privaudit.attacks.registry import choice_help
 from privaudit.cli.callbacks import canaries_option, dataset_option, model_option, number, one_of, path_option
 from privaudit.core.config import AUGMENTS, PRECISIONS
@@ -172,18 +172,18 @@ ModelArgOpt = Annotated[list[str] | None, option("model-arg")]
 DatasetOpt = Annotated[str, option("dataset", callback=dataset_option)]
 WidthOpt = Annotated[int | None, option("width", callback=number(1, MAX_WIDTH))]
 PartSizeOpt = Annotated[int | None, option("part-size", callback=number(2, MAX_PART_SIZE))]
-MaxGradNormOpt = Annotated[float, option("max-grad-norm", callback=number(0, 1e6, low_open=True))]
+MaxGradNormOpt = Annotated[float, option("max-grad-norm", callback=number(*RANGES["max_grad_norm"]))]
 DeltaOpt = Annotated[float, option("delta", callback=number(0, 1, low_open=True))]
 EpochsOpt = Annotated[int | None, option("epochs", callback=number(1, MAX_EPOCHS))]
 BatchSizeOpt = Annotated[int | None, option("batch-size", callback=number(1, MAX_BATCH_SIZE))]
 LrOpt = Annotated[float | None, option("lr", callback=number(0, 100, low_open=True))]
-WeightDecayOpt = Annotated[float | None, option("weight-decay", callback=number(0, 1e6))]
+WeightDecayOpt = Annotated[float | None, option("weight-decay", callback=number(*RANGES["l2"]))]
 DefenceOpt = Annotated[str | None, option("defence", callback=one_of(*DEFENCE_NAMES, hidden=tuple(DEFENCE_ALIASES)))]
 CanariesOpt = Annotated[str | None, option("canaries", callback=canaries_option)]
 KnobOpt = Annotated[float | None, option("knob", callback=number(-1e9, 1e9))]
-KappaOpt = Annotated[float, option("kappa", callback=number(0, 100))]
+KappaOpt = Annotated[float, option("kappa", callback=number(*RANGES["kappa"]))]
 PrecisionOpt = Annotated[str, option("precision", callback=one_of(*PRECISIONS))]
-SigmaOpt = Annotated[float | None, option("sigma", callback=number(0, 1e6, low_open=True))]
+SigmaOpt = Annotated[float | None, option("sigma", callback=number(*RANGES["noise_multiplier"]))]
 TargetEpsilonOpt = Annotated[float | None, option("target-epsilon", callback=number(0, 1e4, low_open=True))]
 AugmentOpt = Annotated[str, option("augment", callback=one_of(*AUGMENTS))]
 
