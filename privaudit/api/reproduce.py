@@ -220,7 +220,7 @@ def _masked_neurons(*, scale: str, data_dir: str | Path | None, experiments: str
                                        log=log)
     outcome = Outcome(key="masked-neurons", paper=MASKED_NEURONS_PAPER,
                       title="The masked-neurons paper's Figure 2, reproduced",
-                      methods="Protocol and checks: docs/methods/c-masked-neurons.md C.1.", settings=r.settings,
+                      methods="Protocol and checks: docs/methods/c-masked-neurons.md C.4.", settings=r.settings,
                       glance=list(r.notes),
                       claims=r.claims, figures=r.figures, tables=r.tables, section_order=r.section_order)
     summary = write_outputs(Workspace(workdir).reports, outcome, wall_seconds=time_since(t0), command=command)
