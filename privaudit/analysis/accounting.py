@@ -28,6 +28,10 @@ from privaudit.errors import ConfigError
 ACCOUNTANTS = ("prv", "rdp")
 PRV_MAX_EPSILON = 100.0
 EPSILON_TOLERANCE = 0.01
+#: how Opacus's accountants fail on a setting they cannot handle: a bad domain or argument
+#: (ValueError), overflow, a discretisation that does not converge (RuntimeError, also
+#: std::bad_alloc), or an array too large to allocate; anything else is a bug and propagates
+ACCOUNTANT_ERRORS = (ValueError, ArithmeticError, RuntimeError, MemoryError)
 
 
 def create_accountant(mechanism: str) -> Any:  # Opacus's IAccountant (no type information)
@@ -97,7 +101,7 @@ def _epsilon_cached(history: tuple[tuple[float, float, int], ...], delta: float,
     else:
         try:
             rdp = _opacus_epsilon(history, delta, "rdp")
-        except Exception:
+        except ACCOUNTANT_ERRORS:
             rdp = math.nan
         if rdp > PRV_MAX_EPSILON:
             return rdp, "rdp"
@@ -106,7 +110,7 @@ def _epsilon_cached(history: tuple[tuple[float, float, int], ...], delta: float,
     for name in names:
         try:
             eps = _opacus_epsilon(history, delta, name)
-        except Exception as exc:  # PRV's discretisation can fail at large epsilon
+        except ACCOUNTANT_ERRORS as exc:  # PRV's discretisation can fail at large epsilon
             last_error = exc
             continue
         if math.isfinite(eps):
@@ -148,7 +152,7 @@ def calibrate_noise_multiplier(target_epsilon: float, delta: float, sample_rate:
         return sigma_rdp, "rdp"
     try:
         return _bisect_prv(target_epsilon, delta, sample_rate, steps, sigma_rdp), "prv"
-    except Exception:
+    except ACCOUNTANT_ERRORS:
         return sigma_rdp, "rdp"
 
 

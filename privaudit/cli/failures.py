@@ -42,7 +42,7 @@ def handle_errors(fn):
             fail("out of memory; try a smaller --part-size, --batch-size or --width", 1)
         except OSError as exc:
             fail(f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}", 1)
-        except Exception as exc:  # a bug: still one line, the traceback on request
+        except Exception as exc:  # the CLI's boundary: anything else is a bug, still one line
             if os.environ.get("PRIVAUDIT_DEBUG"):
                 raise
             fail(f"internal error {type(exc).__name__}: {exc} (set PRIVAUDIT_DEBUG=1 for the traceback)", 1)

@@ -39,7 +39,7 @@ def provenance(device: str | torch.device) -> dict:
         import opacus
 
         opacus_version = opacus.__version__
-    except Exception:  # pragma: no cover - opacus is a dependency
+    except (ImportError, AttributeError):  # pragma: no cover - opacus is a dependency
         opacus_version = None
     return {
         "privaudit_version": privaudit.__version__,

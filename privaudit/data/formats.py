@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.core.defaults import DATA_DIR_ENV
+from privaudit.data.loaders import DOWNLOAD_ERRORS
 from privaudit.errors import DataError, brief
 
 # name → torchvision's dataset class (for --download)
@@ -102,7 +103,7 @@ def _download(name: str, root: Path) -> None:
         splits = [{"split": s} for s in ("train", "test")] if name == "svhn" else [{"train": t} for t in (True, False)]
         for kw in splits:
             cls(str(root), download=True, **kw)
-    except Exception as exc:
+    except DOWNLOAD_ERRORS as exc:
         raise DataError(f"could not download {name} into {root}: {brief(exc)}") from exc
 
 
@@ -181,7 +182,7 @@ def _svhn(name: str, root: Path):
         try:
             mat = loadmat(path)
             x, y = np.asarray(mat["X"]), np.asarray(mat["y"]).ravel().astype(np.int64)
-        except Exception as exc:
+        except Exception as exc:  # scipy's MAT reader raises many types for a damaged file: each is a bad file
             raise DataError(f"cannot read SVHN file {path}: {brief(exc)}") from exc
         if (x.ndim != 4 or x.shape[:3] != (32, 32, 3) or x.shape[3] != len(y)
                 or (y.size and (y.min() < 1 or y.max() > 10))):

@@ -69,7 +69,7 @@ def _read_batch(path: Path, label_key: str = "labels", classes: int = 10,
         labels = np.asarray(batch[label_key], dtype=np.int64)
     except FileNotFoundError as exc:
         raise DataError(f"{what} {path.name} is missing in {path.parent}") from exc
-    except Exception as exc:  # damaged pickle, wrong layout
+    except Exception as exc:  # unpickling damaged bytes can raise any type: each is a bad file
         raise DataError(f"cannot read {what} {path}: {brief(exc)}") from exc
     if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(labels) != len(data):
         raise DataError(f"{what} {path} has an unexpected layout {data.shape}")

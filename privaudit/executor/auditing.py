@@ -22,7 +22,7 @@ from privaudit.core.config import DP_NAMES, RunConfig
 from privaudit.core.hooks import AuditHooks
 from privaudit.defences import OUTPUT
 from privaudit.defences import get as get_defence
-from privaudit.errors import ConfigError
+from privaudit.errors import ArtifactError, ConfigError
 from privaudit.executor import LocalExecutor, audit_jobs
 from privaudit.executor.jobs import check_reused
 from privaudit.executor.preview import estimated
@@ -227,7 +227,7 @@ def save_target_matches(workspace: Workspace, base: RunConfig, matches: Sequence
     recipe = audit_plan(replace(base, seed=0), [])[0].run_name  # the baseline's name stands for the recipe
     try:
         entries = read_json(path) if path.is_file() else []
-    except Exception:  # noqa: BLE001 - an unreadable file is replaced by this search's outcome
+    except (ArtifactError, OSError):  # an unreadable file is replaced by this search's outcome
         entries = []
     entries = entries if isinstance(entries, list) else []
     new = [{"recipe": recipe, "model": base.model.name, "dataset": base.data.dataset, **m.to_dict()} for m in matches]

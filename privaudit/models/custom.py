@@ -58,7 +58,7 @@ def _factory(name: str):
         sys.path.insert(0, cwd)
     try:
         mod = importlib.import_module(module)
-    except Exception as exc:  # ImportError, or the module's own failure at import
+    except Exception as exc:  # importing runs the user's module: any failure of it is one line
         raise ConfigError(f"`model` {name!r}: cannot import {module} ({type(exc).__name__}: {brief(exc)})") from None
     fn = getattr(mod, attr, None)
     if not callable(fn):
@@ -123,7 +123,7 @@ def _module(name: str, input_shape, num_classes: int, args: dict) -> nn.Module:
             kwargs[key] = value
     try:
         model = fn(**kwargs)
-    except Exception as exc:
+    except Exception as exc:  # the user's factory: any failure of it is one line
         raise ConfigError(f"`model` {name!r}: the factory failed ({type(exc).__name__}: {brief(exc)})") from None
     if not isinstance(model, nn.Module):
         raise ConfigError(f"`model` {name!r}: the factory returned a {type(model).__name__}, not a torch.nn.Module")
@@ -173,7 +173,7 @@ def _check_output(name: str, model: nn.Module, input_shape, num_classes: int) ->
     try:
         with torch.no_grad():
             out = model(torch.zeros(2, *input_shape))
-    except Exception as exc:
+    except Exception as exc:  # the user's forward pass: any failure of it is one line
         raise ConfigError(f"`model` {name!r} fails on inputs of shape (B, {', '.join(map(str, input_shape))}): "
                           f"{type(exc).__name__}: {brief(exc)}") from None
     finally:

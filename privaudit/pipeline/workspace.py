@@ -114,6 +114,10 @@ def _check_npz_sizes(path: Path) -> None:
                 raise ValueError(f"member {info.filename} declares {declared} bytes in {info.file_size}")
 
 
+#: what reading a damaged, truncated or foreign ``.npz`` raises (numpy, zipfile, the size check)
+WEIGHTS_FILE_ERRORS = (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError, MemoryError)
+
+
 def load_weights(path: Path, config: RunConfig, input_shape: tuple[int, int, int],
                  num_classes: int = 10) -> tuple[nn.Module, Normaliser]:
     """Rebuild the model of ``config`` and load ``path`` into it, refusing anything else. The
@@ -132,7 +136,7 @@ def load_weights(path: Path, config: RunConfig, input_shape: tuple[int, int, int
             arrays = {k: npz[k] for k in npz.files}
     except FileNotFoundError as exc:
         raise ArtifactError(f"weights file {path} is missing") from exc
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError, MemoryError) as exc:
+    except WEIGHTS_FILE_ERRORS as exc:
         raise ArtifactError(f"weights file {path} is corrupted or not a privaudit weights file ({exc})") from exc
     if not all(k in arrays for k in NORM_KEYS):
         raise ArtifactError(f"weights file {path} is not a privaudit weights file (no normalisation)")
@@ -562,10 +566,13 @@ def _saved_input_shape(path: Path) -> tuple[int, int, int]:
     placeholder when it cannot be read (then :func:`load_weights` says what is wrong)."""
     try:
         _check_npz_sizes(path)
-        with np.load(path, allow_pickle=False) as npz:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            return (1, 1, 1)
+        with loaded as npz:
             shape = tuple(int(n) for n in npz[NORM_KEYS[0]].shape)
         return shape if len(shape) == 3 else (1, 1, 1)  # type: ignore[return-value]
-    except Exception:  # noqa: BLE001 - any damage is reported by load_weights
+    except WEIGHTS_FILE_ERRORS:  # load_weights reports the damage
         return (1, 1, 1)
 
 

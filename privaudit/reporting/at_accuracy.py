@@ -42,6 +42,7 @@ import pandas as pd
 from privaudit.analysis.familywise import ALPHA, HOLM, difference_pvalue, holm, interval_se
 from privaudit.analysis.matching import ABOVE_TARGET
 from privaudit.defences import other as other_defence
+from privaudit.errors import ConfigError
 
 WEAK_ATTACK = "shadow"
 METRICS = ("tpr_at_0p1pct_fpr", "tpr_at_1pct_fpr")
@@ -78,7 +79,7 @@ def at_accuracy(settings: pd.DataFrame, overview: pd.DataFrame, entries: Sequenc
             model, dataset, name = str(e["model"]), str(e["dataset"]), str(e["defence"])
             target = float(e["target_accuracy"])
             title = _title(name)
-        except (KeyError, TypeError, ValueError, Exception):  # noqa: BLE001 - a foreign entry is skipped
+        except (KeyError, TypeError, ValueError, OverflowError, ConfigError):  # a foreign entry is skipped
             continue
         rng = e.get("accuracy_range") or [math.nan, math.nan]
         row: dict[str, Any] = {c: math.nan for c in COLUMNS}
