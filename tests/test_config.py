@@ -15,6 +15,7 @@ from privaudit.api.params import as_options
 from privaudit.core.config import (
     DataConfig,
     DefenceConfig,
+    DPParams,
     ModelConfig,
     RunConfig,
     TrainConfig,
@@ -233,6 +234,43 @@ def test_validated_catches_a_directly_built_bad_config():
     with pytest.raises(ConfigError, match="`part_size`"):
         RunConfig(data=DataConfig(part_size=0)).validated()
     assert RunConfig().validated() == RunConfig()
+
+
+#: one config per rule of CONFIG_RULES, broken in that rule's setting only, and the words its error says
+BROKEN = {
+    "role_is_known": (dict(role="victim"), "unknown role"),
+    "dataset_is_known": (dict(data=DataConfig(dataset="mnist3")), "unknown dataset"),
+    "model_is_known": (dict(model=ModelConfig(name="resnet9")), "unknown model"),
+    "parts_hold_the_canaries": (dict(data=DataConfig(part_size=4, canaries="mislabeled:5")), "at most 4 canaries"),
+    "pool_place_only_for_references": (dict(data=DataConfig(pool_size=4)), "reference models only"),
+    "dp_settings_in_range": (dict(defence=DefenceConfig(params=DPParams(delta=1.5))), "`delta`"),
+    "_check_defence": (dict(defence=DefenceConfig(name="mg", knob=-1.0)), "`kappa`"),
+    "optimiser_in_range": (dict(train=TrainConfig(weight_decay=-1.0)), "`weight_decay`"),
+    "convex_relu_fits_its_bound": (dict(model=ModelConfig(name="convex-relu"), train=TrainConfig(batch_size=10**6)),
+                                   "exceeds"),
+    "augmentation_fits_the_data": (dict(train=TrainConfig(augment="flip")), "natural images"),
+    "precision_fits_the_defence": (dict(train=TrainConfig(precision="fp8")), "unknown precision"),
+    "seed_in_range": (dict(seed=-3), "`seed`"),
+}
+
+
+@pytest.mark.parametrize("rule", list(BROKEN))
+def test_each_config_rule_catches_its_own_setting_and_no_other_rule_does(rule):
+    """Each config of BROKEN breaks one rule: that rule raises, every other passes it, and
+    validated() reports that rule's error (a table over CONFIG_RULES, which it covers)."""
+    from privaudit.core.config import CONFIG_RULES
+
+    assert sorted(r.__name__ for r in CONFIG_RULES) == sorted(BROKEN)
+    changes, words = BROKEN[rule]
+    cfg = RunConfig(**changes)
+    for r in CONFIG_RULES:
+        if r.__name__ == rule:
+            with pytest.raises(ConfigError, match=words):
+                r(cfg)
+        else:
+            r(cfg)
+    with pytest.raises(ConfigError, match=words):
+        cfg.validated()
 
 
 def test_the_other_spelling_of_defence_keywords_is_accepted():

@@ -430,73 +430,121 @@ class RunConfig:
 
     # -- validation -----------------------------------------------------------------------
     def validated(self) -> RunConfig:
-        """Return self, or raise :class:`ConfigError` naming the first bad setting."""
-        d, m, f, t = self.data, self.model, self.defence, self.train
-        if self.role not in ROLES:
-            raise ConfigError(f"unknown role {self.role!r}; expected one of {', '.join(ROLES)}")
-        if is_custom_dataset(d.dataset):
-            _require(isinstance(d.fingerprint, str) and len(d.fingerprint) == 16,
-                     f"dataset {d.dataset!r} needs the fingerprint of its contents (privaudit.data.custom)")
-        elif d.dataset not in DATASETS:
-            raise ConfigError(f"unknown dataset {d.dataset!r}; expected one of {', '.join(DATASETS)}, npz:PATH or "
-                              "folder:PATH")
-        elif d.fingerprint:
-            raise ConfigError(f"a fingerprint is for the user's own data, not {d.dataset}")
-        if is_custom_model(m.name):
-            _require(m.width == 0, "`width` is for the built-in models: give your model's own sizes with `model_args`")
-            _require(isinstance(m.args, str), "model args must be canonical JSON")
-        else:
-            if m.name not in MODELS:
-                raise ConfigError(f"unknown model {m.name!r}; expected one of {', '.join(MODELS)}, torchvision:NAME or "
-                                  "module:MODULE:CALLABLE")
-            _require(isinstance(m.width, int) and m.width >= 1, "`width` must be a positive integer")
-            _require(not m.args, "`model_args` is for torchvision: and module: models")
-        _require(isinstance(d.part_size, int) and d.part_size >= 2, "`part_size` must be at least 2")
-        if d.canaries:
-            kind, n = parse_canaries(d.canaries)
-            _require(n <= d.part_size, f"`canaries` {d.canaries}: at most {d.part_size} canaries (half the target's "
-                                       f"{2 * d.part_size} members and non-members)")
-        if self.role == "reference":
-            _require(isinstance(d.pool_size, int) and d.pool_size >= 2 and d.pool_size % 2 == 0,
-                     f"`pool_size` must be an even number >= 2 (got {d.pool_size})")
-            _require(isinstance(d.pool_index, int) and 0 <= d.pool_index < d.pool_size,
-                     f"pool index {d.pool_index} outside the pool of {d.pool_size}")
-        elif d.pool_size or d.pool_index:
-            raise ConfigError("pool_size and pool_index are for reference models only")
-        _require(_finite_number(f.delta) and 0 < f.delta < 1, f"`delta` must lie in (0, 1) (got {f.delta})")
-        _require(_finite_number(f.max_grad_norm) and f.max_grad_norm > 0,
-                 f"`max_grad_norm` must be > 0 (got {f.max_grad_norm})")
-        if f.mechanism not in MECHANISMS:
-            raise ConfigError(f"unknown DP mechanism {f.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
-        _check_defence(self)
-        _require(isinstance(t.epochs, int) and t.epochs >= 1, f"`epochs` must be >= 1 (got {t.epochs})")
-        _require(isinstance(t.batch_size, int) and t.batch_size >= 1,
-                 f"`batch_size` must be >= 1 (got {t.batch_size})")
-        _require(_finite_number(t.lr) and t.lr > 0, f"`lr` must be > 0 (got {t.lr})")
-        _require(_finite_number(t.weight_decay) and t.weight_decay >= 0,
-                 f"`weight_decay` must be >= 0 (got {t.weight_decay})")
-        if m.name == "convex-relu":
-            _require(t.batch_size <= d.part_size,
-                     f"`batch_size` {t.batch_size} exceeds the {d.part_size} training samples (`part_size`)")
-            if f.dp:
-                from privaudit.analysis.hidden_state import contraction
-                contraction(t.lr, t.weight_decay)  # the hidden-state bound's assumptions, or an error
-        if t.augment not in AUGMENTS:
-            raise ConfigError(f"unknown `augment` {t.augment!r}; expected one of {', '.join(AUGMENTS)}")
-        if t.augment == "flip" and d.dataset not in FLIP_DATASETS and not is_custom_dataset(d.dataset):
-            raise ConfigError(f"`augment` flip is for natural images (cifar10, cifar100, or your own): {d.dataset} "
-                              "holds digits or letters-like shapes, which are not mirror-symmetric "
-                              "(a mirrored 2 is no 2)")
-        if t.augment == "flip" and m.name == "convex-relu":
-            raise ConfigError("`augment` flip is for mlp and the CNNs: convex-relu trains by cyclic gradient descent "
-                              "over fixed batches")
-        if t.precision not in PRECISIONS:
-            raise ConfigError(f"unknown precision {t.precision!r}; expected one of {', '.join(PRECISIONS)}")
-        if t.precision != "fp32" and f.dp:
-            raise ConfigError("`precision` bf16 is for non-private training: DP-SGD clips per-sample "
-                              "gradients in fp32")
-        _require(isinstance(self.seed, int) and 0 <= self.seed < 2**63, "`seed` must be a non-negative integer")
+        """Return self, or raise :class:`ConfigError` naming the first bad setting: the rules
+        of :data:`CONFIG_RULES` in order."""
+        for rule in CONFIG_RULES:
+            rule(self)
         return self
+
+
+# -- the rules a config must keep (RunConfig.validated), each a function of the config that
+# -- raises ConfigError naming the setting it checks
+
+def role_is_known(cfg: RunConfig) -> None:
+    if cfg.role not in ROLES:
+        raise ConfigError(f"unknown role {cfg.role!r}; expected one of {', '.join(ROLES)}")
+
+
+def dataset_is_known(cfg: RunConfig) -> None:
+    """A built-in dataset without a fingerprint, or the user's own with the fingerprint of its contents."""
+    d = cfg.data
+    if is_custom_dataset(d.dataset):
+        _require(isinstance(d.fingerprint, str) and len(d.fingerprint) == 16,
+                 f"dataset {d.dataset!r} needs the fingerprint of its contents (privaudit.data.custom)")
+    elif d.dataset not in DATASETS:
+        raise ConfigError(f"unknown dataset {d.dataset!r}; expected one of {', '.join(DATASETS)}, npz:PATH or "
+                          "folder:PATH")
+    elif d.fingerprint:
+        raise ConfigError(f"a fingerprint is for the user's own data, not {d.dataset}")
+
+
+def model_is_known(cfg: RunConfig) -> None:
+    """A built-in model with a width and no arguments, or the user's own with canonical arguments."""
+    m = cfg.model
+    if is_custom_model(m.name):
+        _require(m.width == 0, "`width` is for the built-in models: give your model's own sizes with `model_args`")
+        _require(isinstance(m.args, str), "model args must be canonical JSON")
+        return
+    if m.name not in MODELS:
+        raise ConfigError(f"unknown model {m.name!r}; expected one of {', '.join(MODELS)}, torchvision:NAME or "
+                          "module:MODULE:CALLABLE")
+    _require(isinstance(m.width, int) and m.width >= 1, "`width` must be a positive integer")
+    _require(not m.args, "`model_args` is for torchvision: and module: models")
+
+
+def parts_hold_the_canaries(cfg: RunConfig) -> None:
+    d = cfg.data
+    _require(isinstance(d.part_size, int) and d.part_size >= 2, "`part_size` must be at least 2")
+    if d.canaries:
+        _, n = parse_canaries(d.canaries)
+        _require(n <= d.part_size, f"`canaries` {d.canaries}: at most {d.part_size} canaries (half the target's "
+                                   f"{2 * d.part_size} members and non-members)")
+
+
+def pool_place_only_for_references(cfg: RunConfig) -> None:
+    d = cfg.data
+    if cfg.role == "reference":
+        _require(isinstance(d.pool_size, int) and d.pool_size >= 2 and d.pool_size % 2 == 0,
+                 f"`pool_size` must be an even number >= 2 (got {d.pool_size})")
+        _require(isinstance(d.pool_index, int) and 0 <= d.pool_index < d.pool_size,
+                 f"pool index {d.pool_index} outside the pool of {d.pool_size}")
+    elif d.pool_size or d.pool_index:
+        raise ConfigError("pool_size and pool_index are for reference models only")
+
+
+def dp_settings_in_range(cfg: RunConfig) -> None:
+    f = cfg.defence
+    _require(_finite_number(f.delta) and 0 < f.delta < 1, f"`delta` must lie in (0, 1) (got {f.delta})")
+    _require(_finite_number(f.max_grad_norm) and f.max_grad_norm > 0,
+             f"`max_grad_norm` must be > 0 (got {f.max_grad_norm})")
+    if f.mechanism not in MECHANISMS:
+        raise ConfigError(f"unknown DP mechanism {f.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
+
+
+def optimiser_in_range(cfg: RunConfig) -> None:
+    t = cfg.train
+    _require(isinstance(t.epochs, int) and t.epochs >= 1, f"`epochs` must be >= 1 (got {t.epochs})")
+    _require(isinstance(t.batch_size, int) and t.batch_size >= 1, f"`batch_size` must be >= 1 (got {t.batch_size})")
+    _require(_finite_number(t.lr) and t.lr > 0, f"`lr` must be > 0 (got {t.lr})")
+    _require(_finite_number(t.weight_decay) and t.weight_decay >= 0,
+             f"`weight_decay` must be >= 0 (got {t.weight_decay})")
+
+
+def convex_relu_fits_its_bound(cfg: RunConfig) -> None:
+    """convex-relu trains on whole batches of its part; under DP, its step size and weight
+    decay must meet the hidden-state bound's assumptions."""
+    if cfg.model.name != "convex-relu":
+        return
+    t, part = cfg.train, cfg.data.part_size
+    _require(t.batch_size <= part, f"`batch_size` {t.batch_size} exceeds the {part} training samples (`part_size`)")
+    if cfg.defence.dp:
+        from privaudit.analysis.hidden_state import contraction
+        contraction(t.lr, t.weight_decay)  # the hidden-state bound's assumptions, or an error
+
+
+def augmentation_fits_the_data(cfg: RunConfig) -> None:
+    t, dataset = cfg.train, cfg.data.dataset
+    if t.augment not in AUGMENTS:
+        raise ConfigError(f"unknown `augment` {t.augment!r}; expected one of {', '.join(AUGMENTS)}")
+    if t.augment == "flip" and dataset not in FLIP_DATASETS and not is_custom_dataset(dataset):
+        raise ConfigError(f"`augment` flip is for natural images (cifar10, cifar100, or your own): {dataset} "
+                          "holds digits or letters-like shapes, which are not mirror-symmetric "
+                          "(a mirrored 2 is no 2)")
+    if t.augment == "flip" and cfg.model.name == "convex-relu":
+        raise ConfigError("`augment` flip is for mlp and the CNNs: convex-relu trains by cyclic gradient descent "
+                          "over fixed batches")
+
+
+def precision_fits_the_defence(cfg: RunConfig) -> None:
+    precision = cfg.train.precision
+    if precision not in PRECISIONS:
+        raise ConfigError(f"unknown precision {precision!r}; expected one of {', '.join(PRECISIONS)}")
+    if precision != "fp32" and cfg.defence.dp:
+        raise ConfigError("`precision` bf16 is for non-private training: DP-SGD clips per-sample gradients in fp32")
+
+
+def seed_in_range(cfg: RunConfig) -> None:
+    _require(isinstance(cfg.seed, int) and 0 <= cfg.seed < 2**63, "`seed` must be a non-negative integer")
 
 
 CANARY_KINDS = ("mislabeled", "ood")
@@ -732,3 +780,11 @@ def _defence(params: DPParams, defence: str | None, knob: float | None, *, kappa
     eps = None if target_epsilon is None else float(target_epsilon)
     return (DefenceConfig(params=params).with_setting(chosen.name, value, target_epsilon=eps),
             chosen.recipe_fields(value))
+
+
+#: what :meth:`RunConfig.validated` checks, in order (the first broken rule is the error)
+CONFIG_RULES: tuple[Callable[[RunConfig], None], ...] = (
+    role_is_known, dataset_is_known, model_is_known, parts_hold_the_canaries, pool_place_only_for_references,
+    dp_settings_in_range, _check_defence, optimiser_in_range, convex_relu_fits_its_bound,
+    augmentation_fits_the_data, precision_fits_the_defence, seed_in_range,
+)
