@@ -153,7 +153,7 @@ def train_model(cfg: RunConfig, data: ImageData, device: torch.device | str = "c
         clock_start()
         g = generator(model_seed(cfg, "mask"), device)
         noise_seed = model_seed(cfg, "dp-noise")
-        # flips from their own stream, so that --augment none draws exactly what it always drew
+        # flips from their own stream: the mask and batch streams draw the same numbers with or without them
         g_aug = (generator(model_seed(cfg, "augment"), device)
                  if cfg.train.augment == "flip" else None)
         run = _Run(cfg, model, optimizer, rd, g, g_aug, noise_seed, on_epoch, trace, data, device, engine, defence)
