@@ -59,3 +59,11 @@ def test_bad_input_is_refused(fitted):
         prior.out_mean(stats[:, :100], prior.features(x[:5], y[:5]))
     with pytest.raises(ValueError, match="outside the fitted classes"):
         prior.features(x[:5], np.full(5, 7))
+    with pytest.raises(ValueError, match="max_public"):
+        DifficultyPrior(max_public=10)
+
+
+def test_at_most_max_public_samples_are_used(fitted):
+    _, x, y, _, _ = fitted
+    capped = DifficultyPrior(seed=1, epochs=1, max_public=400).fit(x[:2000], y[:2000])
+    assert len(capped.regress_index_) == 200 and capped.regress_index_.max() < 2000
