@@ -60,11 +60,15 @@ or its squared distance to 1; this module follows the paper's formula.)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from privaudit.defences.base import Defence, Knob
 from privaudit.defences.hooks import TrainingContext, TrainingHooks, cross_entropy
 from privaudit.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
+    from torch import nn
 
 #: inference-model steps per classifier step (Algorithm 1's k)
 INFERENCE_STEPS = 1
@@ -76,14 +80,14 @@ LABEL_WIDTH = 64
 COMBINE_WIDTH = 64
 
 
-def inference_model(num_classes: int):
+def inference_model(num_classes: int) -> nn.Module:
     """The inference model h: (probabilities (N, K), one-hot labels (N, K)) → logit a (N,),
     h = σ(a). Built with torch's current RNG (the caller seeds it)."""
     import torch
     from torch import nn
 
     class InferenceModel(nn.Module):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.prediction = nn.Sequential(nn.Linear(num_classes, PRED_WIDTHS[0]), nn.ReLU(),
                                             nn.Linear(PRED_WIDTHS[0], PRED_WIDTHS[1]), nn.ReLU())
@@ -91,9 +95,10 @@ def inference_model(num_classes: int):
             self.combine = nn.Sequential(nn.Linear(PRED_WIDTHS[1] + LABEL_WIDTH, COMBINE_WIDTH), nn.ReLU(),
                                          nn.Linear(COMBINE_WIDTH, 1))
 
-        def forward(self, probs, onehot):
+        def forward(self, probs: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
             z = torch.cat((self.prediction(probs), self.label(onehot)), dim=1)
-            return self.combine(z).squeeze(1)
+            logit: torch.Tensor = self.combine(z).squeeze(1)
+            return logit
 
     return InferenceModel()
 
@@ -101,8 +106,8 @@ def inference_model(num_classes: int):
 class _AdvReg(TrainingHooks):
     def __init__(self, lam: float, num_classes: int, steps: int = INFERENCE_STEPS, lr: float = INFERENCE_LR):
         self.lam, self.num_classes, self.steps, self.lr = lam, num_classes, steps, lr
-        self.h: Any = None
-        self.optimizer: Any = None
+        self.h: nn.Module | None = None
+        self.optimizer: torch.optim.Optimizer | None = None
         self.ctx: TrainingContext | None = None
         self.batch_size: int | None = None
         #: the inference model's last step: its gain G (mean log-likelihood) and accuracy
@@ -125,16 +130,18 @@ class _AdvReg(TrainingHooks):
         self.optimizer = torch.optim.Adam(self.h.parameters(), lr=self.lr)
         self.batch_size = None
 
-    def _features(self, probs, y):
+    def _features(self, probs: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         import torch.nn.functional as F
 
         return probs, F.one_hot(y, self.num_classes).to(probs.dtype)
 
-    def inference_logits(self, probs, y):
+    def inference_logits(self, probs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """h's logit a on prediction vectors ``probs`` (N, K) with labels ``y`` (N,)."""
-        return self.h(*self._features(probs, y))
+        assert self.h is not None  # built by setup
+        logit: torch.Tensor = self.h(*self._features(probs, y))
+        return logit
 
-    def _outputs(self, model, x):
+    def _outputs(self, model: nn.Module, x: torch.Tensor) -> torch.Tensor:
         """The classifier's probabilities on ``x`` as h sees them in its own steps (eval mode,
         no gradient)."""
         import torch
@@ -147,17 +154,18 @@ class _AdvReg(TrainingHooks):
         finally:
             model.train(was_training)
 
-    def train_inference(self, model, batch_size: int) -> None:
+    def train_inference(self, model: nn.Module, batch_size: int) -> None:
         """k steps of h, each on m fresh members and m reference samples: ascend
         G = mean log h(members) + mean log(1 − h(reference))."""
         import torch
         import torch.nn.functional as F
 
-        ctx = self.ctx
+        ctx, h, optimizer = self.ctx, self.h, self.optimizer
         assert ctx is not None and ctx.reference is not None  # set up, with the reference set it needs
+        assert h is not None and optimizer is not None
         xr, yr = ctx.reference
         g = ctx.generator
-        self.h.train()
+        h.train()
         for _ in range(self.steps):
             im = torch.randint(len(ctx.y), (batch_size,), generator=g, device=g.device).to(ctx.x.device)
             ir = torch.randint(len(yr), (batch_size,), generator=g, device=g.device).to(xr.device)
@@ -165,13 +173,14 @@ class _AdvReg(TrainingHooks):
             am = self.inference_logits(pm, ctx.y[im])
             ar = self.inference_logits(pr, yr[ir])
             gain = F.logsigmoid(am).mean() + F.logsigmoid(-ar).mean()  # log(1 − σ(a)) = log σ(−a)
-            self.optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad(set_to_none=True)
             (-gain).backward()
-            self.optimizer.step()
+            optimizer.step()
             self.last_gain = float(gain.detach())
             self.last_accuracy = float(((am > 0).float().mean() + (ar <= 0).float().mean()) / 2)
 
-    def membership_accuracy(self, model, x_members, y_members, x_reference, y_reference) -> float:
+    def membership_accuracy(self, model: nn.Module, x_members: torch.Tensor, y_members: torch.Tensor,
+                            x_reference: torch.Tensor, y_reference: torch.Tensor) -> float:
         """h's balanced accuracy (members called members, reference samples not) on the given
         samples: (TPR + TNR) / 2."""
         import torch
@@ -182,28 +191,31 @@ class _AdvReg(TrainingHooks):
         return float(((am > 0).float().mean() + (ar <= 0).float().mean()) / 2)
 
     # -- the classifier's objective -------------------------------------------------------
-    def privacy_term(self, logits, t):
+    def privacy_term(self, logits: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         """mean log h(x, y, f(x)) over the batch, differentiable in the logits (h fixed)."""
         import torch
         import torch.nn.functional as F
 
-        self.h.requires_grad_(False)
+        h = self.h
+        assert h is not None  # built by setup
+        h.requires_grad_(False)
         try:
             probs = torch.softmax(logits.float(), dim=-1)
             return F.logsigmoid(self.inference_logits(probs, t).float()).mean()
         finally:
-            self.h.requires_grad_(True)
+            h.requires_grad_(True)
 
-    def loss(self, logits, t, epoch):
+    def loss(self, logits: torch.Tensor, t: torch.Tensor, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
         if t.dim() != 1:
             raise ValueError("adversarial regularisation trains on the members' labels (N,), not soft targets")
         if self.batch_size is None:  # Algorithm 1: k steps of h before the first classifier step
+            assert self.ctx is not None  # set up
             self.batch_size = len(t)
             self.train_inference(self.ctx.model, self.batch_size)
         ce = cross_entropy(logits, t)
         return ce + self.lam * self.privacy_term(logits, t), ce.detach()
 
-    def after_step(self, model, x, t) -> None:
+    def after_step(self, model: nn.Module, x: torch.Tensor, t: torch.Tensor) -> None:
         self.train_inference(model, self.batch_size or len(x))
 
 

@@ -34,6 +34,9 @@ from privaudit.errors import ConfigError
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
+    from privaudit.core.config import RunConfig
+    from privaudit.defences.terms import Draws
+
 TRAINING = "training"
 OUTPUT = "output"
 
@@ -59,7 +62,7 @@ class Knob:
 
     def range_text(self) -> str:
         left = "(" if self.low_open else "["
-        num = (lambda v: f"{int(v)}") if self.integer else (lambda v: f"{v:g}")
+        num: Callable[[float], str] = (lambda v: f"{int(v)}") if self.integer else (lambda v: f"{v:g}")
         return f"{left}{num(self.low)}, {num(self.high)}]"
 
     def check(self, defence: str, value: Any) -> float:
@@ -139,7 +142,7 @@ class Defence:
         config's ``defence.knob``."""
         return {}
 
-    def validate(self, cfg: Any) -> None:
+    def validate(self, cfg: RunConfig) -> None:
         """Further checks of a config that uses this defence (model, recipe); raise
         :class:`ConfigError`."""
 
@@ -160,7 +163,8 @@ class Defence:
         output-side defence keeps the model's accuracy at every setting."""
         return self.side == TRAINING and self.knob is not None
 
-    def search_space(self, cfg: Any) -> tuple[float, float, Callable[[float], float], Callable[[float], float]]:
+    def search_space(self, cfg: RunConfig) -> tuple[float, float, Callable[[float], float],
+                                                    Callable[[float], float]]:
         """How :func:`privaudit.analysis.matching.match_strength` searches this knob for a
         target accuracy: (first strength to try, largest strength, strength → knob value,
         rounding of a strength). Strength s ≥ 0 grows with protection, s = 0 the undefended
@@ -169,7 +173,7 @@ class Defence:
         knob = self.knob
         assert knob is not None  # searched only when searchable: a knob of its own
         top = knob.search_max if knob.search_max is not None else knob.high
-        rounder = (lambda s: float(max(0, round(s)))) if knob.integer else _three_figures
+        rounder: Callable[[float], float] = (lambda s: float(max(0, round(s)))) if knob.integer else _three_figures
         return float(max(knob.grid)), float(top), (lambda s: s), rounder
 
     # -- what it changes ------------------------------------------------------------------
@@ -216,15 +220,16 @@ class Defence:
         ``values[k]``."""
         return t
 
-    def draw(self, value: float, x: torch.Tensor, draws: Any) -> Any:
+    def draw(self, value: float, x: torch.Tensor, draws: Draws) -> object:
         """One model's random draws for its batch ``x`` (B, …), from its generators ``draws``
-        (:class:`privaudit.defences.terms.Draws`), as :meth:`view` uses them."""
+        (:class:`privaudit.defences.terms.Draws`), as :meth:`view` uses them (of a type each
+        defence chooses: MixUp's (λ, π), additive noise's ε; the caller only hands them back)."""
         return None
 
     def view(self, x: torch.Tensor, t: torch.Tensor | None, values: tuple[float, ...],
-             drawn: list) -> tuple[torch.Tensor, torch.Tensor | None]:
+             drawn: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """K models' batches (inputs (K, B, …), soft targets (K, B, C) or None) as their steps
-        train on them, from each model's draws ``drawn[k]``."""
+        train on them, from each model's draws ``drawn[k]`` (what its :meth:`draw` returned)."""
         return x, t
 
     def objective(self, log_p: torch.Tensor, ce: torch.Tensor, y: torch.Tensor | None,

@@ -5,7 +5,12 @@ et al., *Regularizing Neural Networks by Penalizing Confident Output Distributio
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from privaudit.defences.base import Defence, Knob, entropy, entropy_of, knobs
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
 
 __all__ = ["ConfidencePenalty", "DEFENCE", "entropy"]
 
@@ -19,7 +24,8 @@ class ConfidencePenalty(Defence):
              "(arXiv 1701.06548)")
     formula = "ℓ = CE(z, y) − β·H(softmax(z))"
 
-    def objective(self, log_p, ce, y, values, epoch):
+    def objective(self, log_p: torch.Tensor, ce: torch.Tensor, y: torch.Tensor | None,
+                  values: tuple[float, ...], epoch: int) -> torch.Tensor:
         """CE − β·mean_b H(softmax(z_b)), per model."""
         return ce - knobs(values, ce) * entropy_of(log_p).mean(-1)
 

@@ -58,11 +58,17 @@ in all, before the student's.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from privaudit.defences.base import Defence, Knob
 from privaudit.defences.hooks import TrainingContext, TrainingHooks
 from privaudit.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import numpy as np
+    import torch
+    from torch import nn
 
 #: the number of teachers (disjoint parts of the members)
 TEACHERS = 4
@@ -70,7 +76,7 @@ TEACHERS = 4
 LABEL_BATCH = 1024
 
 
-def partition(n: int, parts: int, rng) -> list:
+def partition(n: int, parts: int, rng: np.random.Generator) -> list[np.ndarray]:
     """``parts`` disjoint index arrays covering range(n), sizes equal ±1, from a random
     permutation drawn from ``rng`` (a NumPy generator)."""
     import numpy as np
@@ -78,7 +84,7 @@ def partition(n: int, parts: int, rng) -> list:
     return [np.sort(p) for p in np.array_split(rng.permutation(n), parts)]
 
 
-def owners(parts: list, n: int):
+def owners(parts: Sequence[np.ndarray], n: int) -> np.ndarray:
     """o(i): the part (teacher) each of the n members belongs to, as an int64 array."""
     import numpy as np
 
@@ -88,7 +94,7 @@ def owners(parts: list, n: int):
     return owner
 
 
-def teacher_labels(logits, owner, temperature: float):
+def teacher_labels(logits: torch.Tensor, owner: np.ndarray | torch.Tensor, temperature: float) -> torch.Tensor:
     """Soft labels from teacher logits ``logits`` (K, N, C) and each member's own teacher
     ``owner`` (N,): row i is the mean over k ≠ owner[i] of softmax(logits[k, i] / T)."""
     import torch
@@ -103,9 +109,9 @@ def teacher_labels(logits, owner, temperature: float):
 class _Distill(TrainingHooks):
     def __init__(self, temperature: float, num_classes: int, teachers: int = TEACHERS):
         self.temperature, self.num_classes, self.teachers = temperature, num_classes, teachers
-        self.parts: list = []
-        self.owner: Any = None
-        self.models: list = []
+        self.parts: list[np.ndarray] = []
+        self.owner: np.ndarray | None = None
+        self.models: list[nn.Module] = []
 
     def setup(self, ctx: TrainingContext) -> None:
         if ctx.train_submodel is None:
@@ -124,7 +130,7 @@ class _Distill(TrainingHooks):
             idx = torch.as_tensor(part, device=ctx.x.device)
             self.models.append(ctx.train_submodel(ctx.x[idx], ctx.y[idx], i))
 
-    def teacher_logits(self, x):
+    def teacher_logits(self, x: torch.Tensor) -> torch.Tensor:
         """Every teacher's logits on ``x``: (K, N, C), eval mode, no gradient."""
         import torch
 
@@ -135,12 +141,12 @@ class _Distill(TrainingHooks):
                 out.append(torch.cat([m(x[i:i + LABEL_BATCH]).float() for i in range(0, len(x), LABEL_BATCH)]))
         return torch.stack(out)
 
-    def targets(self, x, y):
+    def targets(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.owner is None or len(x) != len(self.owner):
             raise ValueError("distillation's targets are for the members its teachers were split from")
         return teacher_labels(self.teacher_logits(x), self.owner, self.temperature).to(x.dtype)
 
-    def loss(self, logits, t, epoch):
+    def loss(self, logits: torch.Tensor, t: torch.Tensor, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
         import torch.nn.functional as F
 
         soft_ce = -(t * F.log_softmax(logits.float() / self.temperature, dim=-1)).sum(-1).mean()

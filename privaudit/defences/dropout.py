@@ -6,8 +6,13 @@ JMLR 2014). For ``mlp`` after its ReLU hidden layer, for ``cnn`` after its dense
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from privaudit.defences.base import Defence, Knob
 from privaudit.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from privaudit.core.config import RunConfig
 
 MODELS = ("mlp", "cnn")
 
@@ -20,13 +25,13 @@ class Dropout(Defence):
     paper = "Srivastava et al., Dropout: A Simple Way to Prevent Neural Networks from Overfitting (JMLR 2014)"
     formula = "h ← h ⊙ m / (1 − p), m_j ~ Bernoulli(1 − p), training only"
 
-    def validate(self, cfg) -> None:
+    def validate(self, cfg: RunConfig) -> None:
         if cfg.model.name not in MODELS:
             raise ConfigError(f"`defence` dropout adds dropout to {' and '.join(MODELS)}, not to {cfg.model.name} "
                               "(the improved CNNs carry their own dropout; convex-relu and your own models have no "
                               "hidden layer privaudit knows)")
 
-    def model_kwargs(self, value: float) -> dict:
+    def model_kwargs(self, value: float) -> dict[str, Any]:
         return {"dropout": value}
 
 

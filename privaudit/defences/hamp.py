@@ -54,8 +54,12 @@ first of equal logits ranks first, as ``argmax`` picks it).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from privaudit.defences.base import Defence, Knob, entropy_of, knobs
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
 
 #: the entropy regulariser's weight per class, the authors' α for CIFAR-10 under their
 #: ``kl_div(reduction="mean")`` normalisation (module docstring): λ = K·ENTROPY_WEIGHT
@@ -93,7 +97,7 @@ def true_class_probability(gamma: float, num_classes: int) -> float:
     return lo
 
 
-def soft_labels(y, num_classes: int, gamma: float):
+def soft_labels(y: torch.Tensor, num_classes: int, gamma: float) -> torch.Tensor:
     """The members' soft labels (N, K), float64: :meth:`Hamp.soft_targets` of one model."""
     import torch.nn.functional as F
 
@@ -142,18 +146,19 @@ class Hamp(Defence):
                "low-confidence score vector re-ordered by the model's ranking")
     soft_labels = True
 
-    def soft_targets(self, t, values):
+    def soft_targets(self, t: torch.Tensor, values: tuple[float, ...]) -> torch.Tensor:
         """p(γ) on the true class, (1 − p(γ))/(K − 1) elsewhere, per model."""
         k = t.shape[-1]
         p = knobs(tuple(true_class_probability(g, k) for g in values), t)
         rest = (1.0 - p) / max(k - 1, 1)
         return t * (p - rest) + rest
 
-    def objective(self, log_p, ce, y, values, epoch):
+    def objective(self, log_p: torch.Tensor, ce: torch.Tensor, y: torch.Tensor | None,
+                  values: tuple[float, ...], epoch: int) -> torch.Tensor:
         """CE(z, t) − λ·mean_b H(softmax(z_b)), λ = K·:data:`ENTROPY_WEIGHT`."""
         return ce - log_p.shape[-1] * ENTROPY_WEIGHT * entropy_of(log_p).mean(-1)
 
-    def release(self, logits, value):
+    def release(self, logits: torch.Tensor, value: float) -> torch.Tensor:
         """Every row's scores replaced by the reference scores (:func:`reference_log_scores`),
         the r-th largest logit receiving the r-th largest reference score; as logits (the
         exact log-scores)."""

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    import numpy as np
     import torch
+    from torch import nn
 
 
 @dataclass
@@ -25,15 +27,15 @@ class TrainingContext:
     recipe on given members for ``epochs`` and returns it in eval mode; distillation's
     teachers)."""
 
-    model: Any
+    model: nn.Module
     x: torch.Tensor
     y: torch.Tensor
     num_classes: int
     generator: torch.Generator
-    rng: Any
+    rng: np.random.Generator
     epochs: int
     reference: tuple[torch.Tensor, torch.Tensor] | None = None
-    train_submodel: Callable[[torch.Tensor, torch.Tensor, int], Any] | None = None
+    train_submodel: Callable[[torch.Tensor, torch.Tensor, int], nn.Module] | None = None
 
 
 class TrainingHooks:
@@ -58,7 +60,7 @@ class TrainingHooks:
         ce = cross_entropy(logits, t)
         return ce, ce.detach()
 
-    def after_step(self, model: Any, x: torch.Tensor, t: torch.Tensor) -> None:
+    def after_step(self, model: nn.Module, x: torch.Tensor, t: torch.Tensor) -> None:
         """Called after each update of the model."""
 
 

@@ -7,7 +7,14 @@ of the batch's shape per step; the sum is taken for K models at once
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from privaudit.defences.base import Defence, Knob, knobs
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
+
+    from privaudit.defences.terms import Draws
 
 
 class InputNoise(Defence):
@@ -18,12 +25,13 @@ class InputNoise(Defence):
     paper = "a common baseline (Gaussian data augmentation)"
     formula = "x ← x + σ·ε, ε ~ N(0, I) per element and step"
 
-    def draw(self, value, x, draws):
+    def draw(self, value: float, x: torch.Tensor, draws: Draws) -> torch.Tensor:
         import torch
 
         return torch.randn(x.shape, generator=draws.generator, device=x.device, dtype=x.dtype)
 
-    def view(self, x, t, values, drawn):
+    def view(self, x: torch.Tensor, t: torch.Tensor | None, values: tuple[float, ...],
+             drawn: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
         import torch
 
         return x + knobs(values, x) * torch.stack(drawn), t

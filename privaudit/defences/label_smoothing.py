@@ -6,10 +6,15 @@ member, for K models at once (:mod:`privaudit.defences.terms`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from privaudit.defences.base import Defence, Knob, knobs
 
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
 
-def smoothed(t, alpha):
+
+def smoothed(t: torch.Tensor, alpha: float | torch.Tensor) -> torch.Tensor:
     """(1 − α)·t + α/K of targets ``t`` (…, K); α a number or a tensor broadcasting against t."""
     return t * (1.0 - alpha) + alpha / t.shape[-1]
 
@@ -23,7 +28,7 @@ class LabelSmoothing(Defence):
     formula = "target (1 − α)·onehot(y) + α/K"
     soft_labels = True
 
-    def soft_targets(self, t, values):
+    def soft_targets(self, t: torch.Tensor, values: tuple[float, ...]) -> torch.Tensor:
         return smoothed(t, knobs(values, t))
 
 

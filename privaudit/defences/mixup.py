@@ -13,10 +13,17 @@ the attacks query the plain image as always."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from privaudit.defences.base import Defence, Knob
 
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
 
-def mixed(x, lam, perm):
+    from privaudit.defences.terms import Draws
+
+
+def mixed(x: torch.Tensor, lam: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
     """λ·x + (1 − λ)·x[π] of K batches ``x`` (K, B, …), λ (K,) and permutations π (K, B)."""
     import torch
 
@@ -34,16 +41,18 @@ class MixUp(Defence):
     formula = "x̃ = λx_i + (1 − λ)x_j, ỹ likewise, λ ~ Beta(α, α)"
     soft_labels = True
 
-    def draw(self, value, x, draws):
+    def draw(self, value: float, x: torch.Tensor, draws: Draws) -> tuple[float, torch.Tensor]:
         """(λ, π): λ ~ Beta(α, α) from the host generator, then π from the device one."""
         import torch
 
         lam = float(draws.rng.beta(value, value))
         return lam, torch.randperm(len(x), generator=draws.generator, device=x.device)
 
-    def view(self, x, t, values, drawn):
+    def view(self, x: torch.Tensor, t: torch.Tensor | None, values: tuple[float, ...],
+             drawn: list[tuple[float, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
         import torch
 
+        assert t is not None  # soft_labels: every row carries its soft target
         lam = torch.tensor([d[0] for d in drawn], dtype=x.dtype, device=x.device)
         perm = torch.stack([d[1] for d in drawn])
         return mixed(x, lam, perm), mixed(t, lam.to(t.dtype), perm)

@@ -14,7 +14,12 @@ score attacks then see little, and the label-only attacks are the ones that can 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from privaudit.defences.base import OUTPUT, Defence, Knob, released_logits
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
 
 
 class TopK(Defence):
@@ -27,7 +32,7 @@ class TopK(Defence):
              "arXiv 1610.05820)")
     formula = "release the k largest softmax scores, zero the rest"
 
-    def release(self, logits, value):
+    def release(self, logits: torch.Tensor, value: float) -> torch.Tensor:
         import torch
 
         p = torch.softmax(logits.double(), dim=-1)
@@ -46,7 +51,7 @@ class Rounding(Defence):
              "arXiv 1610.05820)")
     formula = "release each softmax score rounded to d decimals"
 
-    def release(self, logits, value):
+    def release(self, logits: torch.Tensor, value: float) -> torch.Tensor:
         import torch
 
         p = torch.softmax(logits.double(), dim=-1)
@@ -63,7 +68,7 @@ class LabelOnly(Defence):
     paper = "Choquette-Choo et al., Label-Only Membership Inference Attacks (ICML 2021, arXiv 2007.14321)"
     formula = "release argmax z alone (one-hot)"
 
-    def release(self, logits, value):
+    def release(self, logits: torch.Tensor, value: float) -> torch.Tensor:
         import torch
 
         onehot = torch.zeros_like(logits, dtype=torch.float64).scatter(-1, logits.argmax(-1, keepdim=True), 1.0)

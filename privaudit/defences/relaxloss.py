@@ -56,12 +56,17 @@ flattening epochs then pull their one-hot labels back.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from privaudit.defences.base import Defence, Knob, knobs
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
 
 DESCEND, ASCEND, FLATTEN = "descend", "ascend", "flatten"
 
 
-def flattened_targets(logits, y):
+def flattened_targets(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Posterior flattening's soft targets (…, K), detached: for a correctly classified
     row t[y] = p_y and t[c] = (1 − p_y)/(K − 1) for every other class c, with
     p = softmax(logits); a misclassified row keeps its one-hot label."""
@@ -97,7 +102,8 @@ class RelaxLoss(Defence):
              "(ICLR 2022, arXiv 2207.05801)")
     formula = "descend while L ≥ α; below α ascend (−L) or flatten the posterior, on alternate epochs"
 
-    def objective(self, log_p, ce, y, values, epoch):
+    def objective(self, log_p: torch.Tensor, ce: torch.Tensor, y: torch.Tensor | None,
+                  values: tuple[float, ...], epoch: int) -> torch.Tensor:
         """Per model: L where L ≥ α, else −L (even epochs) or the cross-entropy against the
         flattened posterior (odd epochs); chosen on the device, the gradient through the
         chosen branch only."""
@@ -106,6 +112,7 @@ class RelaxLoss(Defence):
         if epoch % 2 == 0:
             below = -ce                                                          # gradient ascent
         else:                                                                    # posterior flattening
+            assert y is not None  # RelaxLoss trains on the labels, never on soft targets
             below = -(flattened_targets(log_p, y) * log_p).sum(-1).mean(-1)
         return torch.where(ce >= knobs(values, ce), ce, below)
 

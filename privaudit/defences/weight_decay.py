@@ -5,8 +5,13 @@ config's ``weight_decay``, so the defence is the recipe with that one number cha
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from privaudit.defences.base import Defence, Knob
 from privaudit.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from privaudit.core.config import RunConfig
 
 
 class WeightDecay(Defence):
@@ -18,10 +23,10 @@ class WeightDecay(Defence):
     formula = "∇ ← ∇ℓ + λ·w before Adam's update"
     sets = ("weight_decay",)
 
-    def recipe_fields(self, value: float) -> dict:
+    def recipe_fields(self, value: float) -> dict[str, Any]:
         return {"weight_decay": value}
 
-    def validate(self, cfg) -> None:
+    def validate(self, cfg: RunConfig) -> None:
         if cfg.train.weight_decay != cfg.defence.knob:
             raise ConfigError(f"`defence` weight-decay sets the weight decay to its knob ({cfg.defence.knob:g}); "
                               f"do not also give `weight_decay` ({cfg.train.weight_decay:g})")
