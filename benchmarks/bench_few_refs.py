@@ -189,6 +189,8 @@ def few_reference_scores(t: int, refs: np.ndarray, sig: Signals) -> dict[str, np
     # with one reference a sample is IN or OUT of it: online LiRA falls back to offline
     out = scores_from_features(feats[t], pop_feats[t], sig.logits[t][:, 0], sig.labels, feats[refs], pop_feats[refs],
                                ref_keep, attacks=FEW_REFERENCE_ATTACKS, rmia_a=a)
+    if feats.phi.shape[-1] > 1:  # the pool's queries beyond the plain image (--augment flip: the mirror)
+        out["lira-bayes-online@plain"] = lira_bayes_scores(feats.phi[t][:, :1], feats.phi[refs][:, :, :1], ref_keep)
     if sig.prior is not None:
         learned, features = sig.prior
         out_prior = learned.out_mean(pop_feats.phi[refs], features)
