@@ -15,14 +15,17 @@ the strongest whole-pool attack, not one chosen in advance.
 Beside privaudit's pool attacks (LiRA per-sample, global, shrunk-variance; RMIA) it runs the
 few-reference candidates, each kept in the audit only where it helps (docs/performance.md):
 LiRA with shrunk means under a difficulty prior (``lira-bayes-*``,
-:func:`privaudit.attacks.lira.lira_bayes_scores`); the same and shrunk LiRA on six views of
-each image (``+views``: the image, its mirror, shifts by two pixels; the pools train without
-augmentation, so this measures what views do for such models); RMIA with the paper's count,
-ties at the top of its score included (``rmia-tied``; the audit's ``rmia`` counts without
-them) and with its published soft-margin Taylor signal (``rmia-taylor``); and the mean of
-label-free normal scores of two attacks' ranks (``combined``: :func:`combined_scores`). The loss-trace ranking (LT-IQR)
-is scored as the share of an attacked model's top 1 % members by trace IQR that are among its top
-1 % members by LiRA online with the whole pool.
+:func:`privaudit.attacks.lira.lira_bayes_scores`); the same with a learned prior on each
+sample's OUT mean (``+prior``: :class:`privaudit.attacks.difficulty_prior.DifficultyPrior`, its
+embedding trained once on the population); the same and shrunk LiRA on six views of each
+image (``+views``: the image, its mirror, shifts by two pixels), and, where the pool queries
+more than the plain image (``--augment flip``: the mirror too), shrunk-mean LiRA on the plain
+image alone (``@plain``); RMIA with the paper's count, ties at the top of its score included
+(``rmia-tied``; the audit's ``rmia`` counts without them) and with its published soft-margin
+Taylor signal (``rmia-taylor``); and the mean of label-free normal scores of two attacks'
+ranks (``combined``: :func:`combined_scores`). The loss-trace ranking (LT-IQR) is scored as
+the share of an attacked model's top 1 % members by trace IQR that are among its top 1 %
+members by LiRA online with the whole pool.
 
 Two phases, resumable (the workspace keeps every trained model and the pool's outputs):
 

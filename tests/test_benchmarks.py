@@ -277,3 +277,32 @@ def test_default_audit_benchmark_reads_the_strongest_attack_with_its_interval():
         se = float(base.loc[base[f"pool_{measure}"].idxmax(), f"pool_{measure}_se"])
         assert (s["lo"], s["hi"]) == pytest.approx((s["mean"] - 1.96 * se, s["mean"] + 1.96 * se))
         assert s["replicates"] == 16
+
+
+def test_few_reference_scores_with_two_queries_and_a_learned_prior():
+    """On a small simulated pool with two queries (the plain image and its mirror) every
+    candidate is scored: the learned prior's rows, the plain image alone, and the rows of a
+    pool without them; each score is finite and one per audited sample."""
+    import numpy as np
+
+    from benchmarks.bench_few_refs import Signals, few_reference_scores
+    from privaudit.attacks.difficulty_prior import DifficultyPrior
+
+    rng = np.random.default_rng(0)
+    m, n, z, c = 9, 300, 400, 4
+    labels, pop_labels = rng.integers(0, c, n), rng.integers(0, c, z)
+    keep = rng.random((m, n)) < 0.5
+    logits = rng.normal(size=(m, n, 2, c)) + 2.0 * keep[:, :, None, None] * np.eye(c)[labels][None, :, None]
+    pop_logits = rng.normal(size=(m, z, 2, c))
+    learned = DifficultyPrior(seed=0, epochs=1).fit(rng.integers(0, 256, (z, 3, 8, 8), dtype=np.uint8), pop_labels)
+    prior = (learned, learned.features(rng.integers(0, 256, (n, 3, 8, 8), dtype=np.uint8), labels))
+    sig = Signals(logits, pop_logits, None, labels, pop_labels, keep, prior)
+    out = few_reference_scores(0, np.arange(1, m), sig)
+    for name in ("lira-bayes-online", "lira-bayes-online+prior", "lira-bayes-offline+prior",
+                 "lira-bayes-online@plain", "rmia", "combined"):
+        assert out[name].shape == (n,) and np.all(np.isfinite(out[name])), name
+    one_query = Signals(logits[:, :, :1], pop_logits[:, :, :1], None, labels, pop_labels, keep)
+    assert "lira-bayes-online@plain" not in few_reference_scores(0, np.arange(1, m), one_query)
+    # the plain image alone is the one-query pool's shrunk-mean LiRA
+    np.testing.assert_array_equal(out["lira-bayes-online@plain"],
+                                  few_reference_scores(0, np.arange(1, m), one_query)["lira-bayes-online"])
