@@ -432,7 +432,8 @@ def figure(results: list[dict], out: Path) -> None:
         ax.set_xticks([0.5, 1, 2, 4, 8, 16, 32, 64], ["0", "1", "2", "4", "8", "16", "32", "64"])
         ax.set_xlabel("reference models trained")
         ax.set_ylabel("TPR at 0.1 % FPR (%)")
-        ax.set_title(f"CIFAR-10 {res['arch']}, parts of {res['part']}, {res['epochs']} epochs, "
+        flip = ", trained with mirrors" if res.get("augment", "none") == "flip" else ""
+        ax.set_title(f"CIFAR-10 {res['arch']}{flip}, parts of {res['part']}, {res['epochs']} epochs, "
                      f"{res['rows'][0]['n_attacked']} models attacked", fontsize=9)
         ax.legend(fontsize=7)
     fig.tight_layout()
