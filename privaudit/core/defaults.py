@@ -32,8 +32,8 @@ DEFAULT_SIGMAS = (0.5, 1.0, 2.0)
 # The reference-pool size of lira, rmia and the many-shadow attack (the attacks the command
 # line can ask for are privaudit.attacks.registry's): the fewest of the measured budgets (4, 8,
 # 16, 32) at which the best few-reference attack (LiRA with shrunk means) reaches 80 % of the
-# TPR at 0.1 % FPR of the strongest attack with 63-64 references, on both the MLP and the
-# Standard CNN (benchmarks/bench_few_refs.py; docs/performance.md).
+# TPR at 0.1 % FPR of the strongest attack with 63-64 references, on the MLP, the MLP trained
+# with mirrors and the Standard CNN (benchmarks/bench_few_refs.py; docs/performance.md).
 DEFAULT_POOL_SIZE = 16
 
 # Targets of the theory experiments (privaudit.theorems.twolayer).

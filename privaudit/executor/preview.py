@@ -256,7 +256,8 @@ def pool_savings(models: Sequence[Mapping], pool_size: int) -> list[str]:
     return [f"reference pools of {pool_size} models for {settings} setting{'s' if settings != 1 else ''}: "
             f"{extra:,} fewer trainings than LiRA's protocol of {LIRA_PROTOCOL_REFERENCES} (about "
             f"{duration(extra * seconds)} at this plan's rate); at 16, the default, LiRA with shrunk means "
-            f"found 85-89 % of what the strongest attack finds with 63-64 on CIFAR-10 (docs/performance.md)"]
+            f"found 82-89 % of what the strongest attack finds with 63-64 on three CIFAR-10 pools "
+            f"(docs/performance.md)"]
 
 
 def load_notes(model: CostModel, others: float | None = None) -> list[str]:
