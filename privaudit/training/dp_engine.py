@@ -320,8 +320,9 @@ class GroupNormRule(LayerRule[nn.GroupNorm]):
         return (b * a).flatten(2).sum(2), b.flatten(2).sum(2)      # (B, C) each
 
 
-#: the layers whose per-sample gradients the engine computes, and how (one rule a layer type)
-LAYER_RULES: dict[type, LayerRule[Any]] = {nn.Linear: DenseRule(), nn.Conv2d: ConvRule(), nn.GroupNorm: GroupNormRule()}
+#: how the engine computes each of :data:`PARAM_LAYERS`' per-sample gradients (one rule a layer type, in order)
+LAYER_RULES: dict[type, LayerRule[Any]] = dict(zip(PARAM_LAYERS, (DenseRule(), ConvRule(), GroupNormRule()),
+                                                   strict=True))
 
 
 def rule_of(m: nn.Module) -> LayerRule[Any] | None:
