@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.core.defaults import DATA_DIR_ENV
-from privaudit.data.loaders import DOWNLOAD_ERRORS
+from privaudit.data.images import DOWNLOAD_ERRORS
 from privaudit.errors import DataError, brief
 
 # name → torchvision's dataset class (for --download)

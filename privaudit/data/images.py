@@ -1,17 +1,28 @@
-"""What every loader returns (:class:`ImageData`), and the safe reader of the CIFAR
-python-pickle batches that the CIFAR-10 and CIFAR-100 loaders share. It imports nothing else
+"""What every loader returns (:class:`ImageData`), the safe reader of the CIFAR
+python-pickle batches that the CIFAR-10 and CIFAR-100 loaders share, and how their downloads
+fail (:data:`DOWNLOAD_ERRORS`). It imports nothing else
 of :mod:`privaudit.data`, so that the loaders, the formats and the cache all build on it
 without an import circle."""
 
 from __future__ import annotations
 
+import http.client
 import pickle
+import tarfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from privaudit.errors import DataError, brief
+
+#: how a download through torchvision fails: torchvision missing (ImportError), the network or disk
+#: (OSError, urllib's errors among them), a broken HTTP reply (HTTPException), a bad checksum or too
+#: many redirects (RuntimeError), a URL it cannot use (ValueError), a damaged archive (EOFError,
+#: tarfile, zlib); anything else is a bug and propagates
+DOWNLOAD_ERRORS = (ImportError, OSError, RuntimeError, ValueError, EOFError, tarfile.TarError, zlib.error,
+                   http.client.HTTPException)
 
 
 @dataclass(frozen=True)

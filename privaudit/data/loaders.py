@@ -7,24 +7,14 @@ them before cutting its four parts (docs/methods/a-mg-noise.md A.3).
 
 from __future__ import annotations
 
-import http.client
 import os
-import tarfile
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from privaudit.core.defaults import CUSTOM_DATASET_PREFIXES, DATA_DIR_ENV, NAMED_DATASETS
-from privaudit.data.images import ImageData, _read_batch  # noqa: F401  (re-exported)
+from privaudit.data.images import DOWNLOAD_ERRORS, ImageData, _read_batch  # noqa: F401  (re-exported)
 from privaudit.errors import DataError, brief
-
-#: how a download through torchvision fails: torchvision missing (ImportError), the network or disk
-#: (OSError, urllib's errors among them), a broken HTTP reply (HTTPException), a bad checksum or too
-#: many redirects (RuntimeError), a URL it cannot use (ValueError), a damaged archive (EOFError,
-#: tarfile, zlib); anything else is a bug and propagates
-DOWNLOAD_ERRORS = (ImportError, OSError, RuntimeError, ValueError, EOFError, tarfile.TarError, zlib.error,
-                   http.client.HTTPException)
 
 CIFAR_FOLDER = "cifar-10-batches-py"
 CIFAR_TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))

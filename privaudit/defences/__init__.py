@@ -10,7 +10,6 @@ errors that list what exists.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from privaudit.defences import (
     advreg,
@@ -31,9 +30,6 @@ from privaudit.defences import (
 from privaudit.defences.base import OUTPUT, TRAINING, Defence, Knob
 from privaudit.defences.hooks import TrainingContext, TrainingHooks
 from privaudit.errors import ConfigError
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from privaudit.core.config import DefenceConfig
 
 __all__ = ["DEFENCES", "Defence", "Knob", "TrainingContext", "TrainingHooks", "OUTPUT", "TRAINING", "get", "parse",
            "names", "of_config"]
@@ -92,7 +88,8 @@ def other(name: object) -> Defence | None:
     return None
 
 
-def of_config(defence: DefenceConfig) -> Defence | None:
+def of_config(defence: object) -> Defence | None:
     """The registry defence of a config's defence when it is neither none, MG noise nor DP
     (whose knobs the training engines read as ``kappa`` and ``noise_multiplier``), else None."""
-    return get(defence.method) if getattr(defence, "method", "") else None
+    method = getattr(defence, "method", "")
+    return get(method) if method else None

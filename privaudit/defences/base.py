@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from privaudit.defences.hooks import TrainingHooks
 from privaudit.errors import ConfigError
@@ -34,8 +34,22 @@ from privaudit.errors import ConfigError
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
-    from privaudit.core.config import RunConfig
     from privaudit.defences.terms import Draws
+
+
+class RunConfig(Protocol):
+    """What a defence reads of a run's config (:class:`privaudit.core.config.RunConfig`,
+    whose layer lies above the defences'): its model, training recipe and defence."""
+
+    @property
+    def model(self) -> Any: ...
+
+    @property
+    def train(self) -> Any: ...
+
+    @property
+    def defence(self) -> Any: ...
+
 
 TRAINING = "training"
 OUTPUT = "output"

@@ -6,13 +6,10 @@ JMLR 2014). For ``mlp`` after its ReLU hidden layer, for ``cnn`` after its dense
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from privaudit.defences.base import Defence, Knob
+from privaudit.defences.base import Defence, Knob, RunConfig
 from privaudit.errors import ConfigError
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from privaudit.core.config import RunConfig
 
 MODELS = ("mlp", "cnn")
 

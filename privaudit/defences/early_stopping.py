@@ -5,13 +5,10 @@ config's ``epochs``: the defence is the recipe with that one number changed."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from privaudit.defences.base import Defence, Knob
+from privaudit.defences.base import Defence, Knob, RunConfig
 from privaudit.errors import ConfigError
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from privaudit.core.config import RunConfig
 
 
 class EarlyStopping(Defence):
