@@ -38,13 +38,13 @@ training: about three minutes on one CPU thread for 5,000 CIFAR-10 images and 12
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 import numpy as np
 import numpy.typing as npt
 import torch
+from sklearn.preprocessing import StandardScaler
 from torch import nn
+
+from privaudit.attacks.quantile import torch_threads
 
 #: fewer public samples than this are refused (each half trains or fits on half of them)
 MIN_PUBLIC = 200
@@ -53,8 +53,6 @@ MIN_PUBLIC = 200
 MAX_PUBLIC = 10_000
 #: the prior variance's floor, as a share of the regression target's variance
 MIN_PRIOR_SHARE = 0.01
-
-_T = TypeVar("_T")
 
 
 def _embedding_net(channels: int, num_classes: int) -> nn.Sequential:
@@ -97,15 +95,6 @@ class DifficultyPrior:
         z = (np.asarray(x, dtype=np.float32) - self.mean_) / self.std_
         return torch.from_numpy(np.ascontiguousarray(z, dtype=np.float32))
 
-    def _run(self, fn: Callable[[], _T]) -> _T:
-        old = torch.get_num_threads()
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
-        try:
-            return fn()
-        finally:
-            torch.set_num_threads(old)
-
     def fit(self, x_public: npt.ArrayLike, y_public: npt.ArrayLike) -> DifficultyPrior:
         """Train the embedding on a random half of (at most ``max_public`` of) the public
         samples; embed the other half."""
@@ -118,9 +107,12 @@ class DifficultyPrior:
         self.classes_ = int(y.max()) + 1
         self.mean_ = x[train].astype(np.float32).mean(axis=(0, 2, 3), keepdims=True)[0]
         self.std_ = np.maximum(x[train].astype(np.float32).std(axis=(0, 2, 3), keepdims=True)[0], 1e-6)
-        self.net_ = self._run(lambda: self._train(self._tensor(x[train]), torch.from_numpy(y[train]), gen))
+        with torch_threads(self.threads):
+            self.net_ = self._train(self._tensor(x[train]), torch.from_numpy(y[train]), gen)
         self.regress_index_ = regress
         self.regress_features_ = self.features(x[regress], y[regress])
+        self.scaler_ = StandardScaler().fit(self.regress_features_)  # the regression's design, each reference set's
+        self.regress_design_ = self.scaler_.transform(self.regress_features_)
         return self
 
     def _train(self, x: torch.Tensor, y: torch.Tensor, gen: torch.Generator) -> nn.Sequential:
@@ -165,7 +157,8 @@ class DifficultyPrior:
                     logp.append(torch.log_softmax(net[-1](h), dim=1).numpy())
             return np.concatenate(pooled), np.concatenate(logp)
 
-        pooled, logp = self._run(embed)
+        with torch_threads(self.threads):
+            pooled, logp = embed()
         rows = np.arange(len(ys))
         at_label = logp[rows, ys]
         others = logp.copy()
@@ -178,7 +171,6 @@ class DifficultyPrior:
         """The prior of each audited sample's OUT mean for one reference set: mean (n, A) and
         variance (A,), from the references' statistics ``public_stats`` (R, z, A) or (R, z)."""
         from sklearn.linear_model import RidgeCV
-        from sklearn.preprocessing import StandardScaler
 
         if self.net_ is None:
             raise ValueError("DifficultyPrior is not fitted: call fit(x_public, y_public) first")
@@ -189,15 +181,14 @@ class DifficultyPrior:
                              f"public samples given to fit, got shape {stats.shape}")
         s = stats[:, self.regress_index_]  # (R, zB, A)
         target = s.mean(axis=0)
-        scaler = StandardScaler().fit(self.regress_features_)
         ridge = RidgeCV(alphas=np.logspace(-2, 4, 13), store_cv_results=True)
-        ridge.fit(scaler.transform(self.regress_features_), target)
+        ridge.fit(self.regress_design_, target)
         best = int(np.argmin(np.abs(ridge.alphas - ridge.alpha_)))
         cv = ridge.cv_results_.reshape(len(target), -1, len(ridge.alphas))[:, :, best]  # squared LOO errors
         loo = cv.mean(axis=0)  # (A,)
         noise = s.var(axis=0, ddof=1).mean(axis=0) / s.shape[0] if s.shape[0] >= 2 else np.zeros_like(loo)
         var = np.maximum(loo - noise, MIN_PRIOR_SHARE * target.var(axis=0))
-        mean = np.asarray(ridge.predict(scaler.transform(np.asarray(features, dtype=np.float64))))
+        mean = np.asarray(ridge.predict(self.scaler_.transform(np.asarray(features, dtype=np.float64))))
         return mean.reshape(len(features), -1), var
 
 

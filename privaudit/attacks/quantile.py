@@ -53,6 +53,20 @@ MIN_PUBLIC = 100       # fewer public samples than this are refused
 LOG_STD_CLAMP = 7.0    # |log σ̂| in standardised units, for a finite NLL early in training
 
 
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Run with ``threads`` torch threads (process-wide while inside; None: leave the
+    setting), then restore: a small regressor's fit and predict reduce in a fixed order."""
+    old = torch.get_num_threads()
+    if threads is not None and threads != old:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != old:
+            torch.set_num_threads(old)
+
+
 def _images(x: npt.ArrayLike, name: str) -> np.ndarray:
     arr = np.asarray(x)
     if arr.ndim < 2:
@@ -160,23 +174,11 @@ class QuantileAttack:
         mu, log_sd = out[:, 0], out[:, 1].clamp(-LOG_STD_CLAMP, LOG_STD_CLAMP)
         return (log_sd + 0.5 * ((target - mu) * torch.exp(-log_sd)) ** 2).mean()
 
-    @contextmanager
-    def _torch_threads(self) -> Iterator[None]:
-        """Run with ``self.threads`` torch threads (process-wide while inside), then restore."""
-        old = torch.get_num_threads()
-        if self.threads is not None and self.threads != old:
-            torch.set_num_threads(self.threads)
-        try:
-            yield
-        finally:
-            if torch.get_num_threads() != old:
-                torch.set_num_threads(old)
-
     # -- API ----------------------------------------------------------------------------
 
     def fit(self, x_public: npt.ArrayLike, y_public: npt.ArrayLike, scores_public: npt.ArrayLike) -> QuantileAttack:
         """Fit μ̂ and σ̂ on public non-members; returns ``self``."""
-        with self._torch_threads():
+        with torch_threads(self.threads):
             return self._fit(x_public, y_public, scores_public)
 
     def _fit(self, x_public: npt.ArrayLike, y_public: npt.ArrayLike, scores_public: npt.ArrayLike) -> QuantileAttack:
@@ -266,7 +268,7 @@ class QuantileAttack:
         y = _labels(y, flat.shape[0], "y")
         if y.size and y.max() >= self.n_classes_:
             raise ValueError(f"y has label {int(y.max())}, outside the fitted classes [0, {self.n_classes_})")
-        with torch.no_grad(), self._torch_threads():
+        with torch.no_grad(), torch_threads(self.threads):
             out = self.net_(self._design(flat, y)).double().numpy()
         if not np.all(np.isfinite(out)):
             raise ValueError("the fitted regressor gives non-finite outputs on these inputs (far outside the "
